@@ -1,0 +1,84 @@
+// The mlx5 command queue wire format: one 64-byte cmdq entry plus chains of mailbox blocks.
+//
+// A command message (input or output) of `len` bytes is split: the first 16 bytes travel inline
+// in the entry (command_input_inline_data / command_output_inline_data), the rest in 512-byte
+// data blocks of 576-byte mailboxes (cmd_if_box), chained by next_pointer, numbered 0,1,2... by
+// block_number, each stamped with the command's token. Blocks are 1 KiB aligned (next_pointer_31_10).
+// Signatures (ctrl_signature, signature, and the entry's signature) are optional.
+//
+// Both sides use this file: the driver encodes inputs and decodes outputs, the device decodes
+// inputs and encodes outputs. The codec never dereferences an address itself: it asks a
+// BlockAccess for the 576 bytes at a bus address, so the driver resolves through its DMA pool and
+// the device through its IOMMU. A malformed chain (wrong token or block number, a loop, a
+// misaligned or unmapped pointer, lengths that overflow) is reported, never followed out of bounds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <span>
+#include <vector>
+
+#include "uapi/cmd_status.h"
+#include "uapi/result.h"
+
+namespace onchip::cmdq {
+
+inline constexpr std::size_t kEntryBytes = 64;
+inline constexpr std::size_t kInlineBytes = 16;
+inline constexpr std::size_t kBlockDataBytes = 512;
+inline constexpr std::size_t kBlockBytes = 576;
+inline constexpr std::size_t kBlockAlign = 1024;
+// The largest message either side accepts: query_hca_cap_out is 4112 bytes; MANAGE_PAGES with
+// thousands of pages is the longest real input. 1 MiB bounds any chain walk.
+inline constexpr std::size_t kMaxMessageBytes = 1 << 20;
+
+constexpr std::size_t BlocksFor(std::size_t len) {
+  return len <= kInlineBytes ? 0 : (len - kInlineBytes + kBlockDataBytes - 1) / kBlockDataBytes;
+}
+
+// Resolves a mailbox block's bus address to its 576 bytes, or nullptr if nothing is mapped there.
+class BlockAccess {
+ public:
+  virtual ~BlockAccess() = default;
+  virtual std::byte* Block(uint64_t addr) = 0;
+};
+
+struct Options {
+  bool signatures = false;  // compute (encode) and verify (decode) signatures
+};
+
+using Entry = std::span<std::byte, kEntryBytes>;
+using ConstEntry = std::span<const std::byte, kEntryBytes>;
+template <class T>
+using Delivery = std::expected<T, prm::DeliveryStatus>;
+
+// ---- driver side ----
+
+// Zeroes the entry, writes type, token, input inline data and input chain (blocks at
+// `block_addrs`, BlocksFor(msg.size()) of them, 1 KiB aligned), and sets ownership to HW last.
+// The output side must be prepared first (PrepareOutput), since ownership hands the entry over.
+Result<void> EncodeInput(std::span<const std::byte> msg, std::span<const uint64_t> block_addrs,
+                         uint8_t token, BlockAccess& blocks, Entry entry, Options opts = {});
+// Writes output_length, the output chain pointer and zeroed, numbered, token-stamped output
+// blocks for a `len`-byte output.
+Result<void> PrepareOutput(std::size_t len, std::span<const uint64_t> block_addrs, uint8_t token,
+                           BlockAccess& blocks, Entry entry, Options opts = {});
+// After the device cleared ownership: the delivery status, then the output bytes (`out` holds
+// output_length bytes). EPROTO if the chain came back malformed.
+Result<void> DecodeOutput(ConstEntry entry, BlockAccess& blocks, std::span<std::byte> out,
+                          Options opts = {});
+
+// ---- device side ----
+
+// Reads the whole input message described by the entry.
+Delivery<std::vector<std::byte>> ReadInput(ConstEntry entry, BlockAccess& blocks,
+                                           Options opts = {});
+// Writes `out` (at most output_length bytes; the rest of output_length is zero-filled) into the
+// entry's inline area and the driver's output chain, validating it as ReadInput does.
+Delivery<void> WriteOutput(Entry entry, BlockAccess& blocks, std::span<const std::byte> out,
+                           Options opts = {});
+// Completes the entry: delivery status into status_own[7:1], ownership bit cleared (last store).
+void Complete(Entry entry, prm::DeliveryStatus status);
+
+}  // namespace onchip::cmdq

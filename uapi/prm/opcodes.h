@@ -1,0 +1,130 @@
+// mlx5 command opcodes, op_mods, capability types, mkey access modes and object types, with the
+// PRM / mlx5_ifc.h names (MLX5_CMD_OP_ALLOC_MEMIC is prm::ALLOC_MEMIC here).
+#pragma once
+
+#include <cstdint>
+
+namespace onchip::prm {
+
+enum Opcode : uint16_t {
+  QUERY_HCA_CAP = 0x100,
+  QUERY_ADAPTER = 0x101,
+  INIT_HCA = 0x102,
+  TEARDOWN_HCA = 0x103,
+  ENABLE_HCA = 0x104,
+  DISABLE_HCA = 0x105,
+  QUERY_PAGES = 0x107,
+  MANAGE_PAGES = 0x108,
+  SET_HCA_CAP = 0x109,
+  QUERY_ISSI = 0x10a,
+  SET_ISSI = 0x10b,
+  SET_DRIVER_VERSION = 0x10d,
+  CREATE_MKEY = 0x200,
+  QUERY_MKEY = 0x201,
+  DESTROY_MKEY = 0x202,
+  QUERY_SPECIAL_CONTEXTS = 0x203,
+  ALLOC_MEMIC = 0x205,
+  DEALLOC_MEMIC = 0x206,
+  MODIFY_MEMIC = 0x207,
+  CREATE_EQ = 0x301,
+  DESTROY_EQ = 0x302,
+  CREATE_CQ = 0x400,
+  DESTROY_CQ = 0x401,
+  QUERY_CQ = 0x402,
+  MODIFY_CQ = 0x403,
+  CREATE_QP = 0x500,
+  DESTROY_QP = 0x501,
+  RST2INIT_QP = 0x502,
+  INIT2RTR_QP = 0x503,
+  RTR2RTS_QP = 0x504,
+  RTS2RTS_QP = 0x505,
+  SQERR2RTS_QP = 0x506,
+  QP_2ERR = 0x507,
+  QP_2RST = 0x50a,
+  QUERY_QP = 0x50b,
+  INIT2INIT_QP = 0x50e,
+  ALLOC_PD = 0x800,
+  DEALLOC_PD = 0x801,
+  ALLOC_UAR = 0x802,
+  DEALLOC_UAR = 0x803,
+  ACCESS_REG = 0x805,
+  NOP = 0x80d,
+  ALLOC_TRANSPORT_DOMAIN = 0x816,
+  DEALLOC_TRANSPORT_DOMAIN = 0x817,
+  CREATE_GENERAL_OBJECT = 0xa00,
+  MODIFY_GENERAL_OBJECT = 0xa01,
+  QUERY_GENERAL_OBJECT = 0xa02,
+  DESTROY_GENERAL_OBJECT = 0xa03,
+};
+
+// QUERY_HCA_CAP op_mod = (cap_type << 1) | mode; SET_HCA_CAP op_mod = cap_type << 1.
+enum CapType : uint16_t {
+  CAP_GENERAL = 0x0,
+  CAP_ETHERNET_OFFLOADS = 0x1,
+  CAP_ODP = 0x2,
+  CAP_ATOMIC = 0x3,
+  CAP_ROCE = 0x4,
+  CAP_FLOW_TABLE = 0x7,
+  CAP_DEV_MEM = 0xf,
+  CAP_GENERAL_2 = 0x20,
+};
+enum CapMode : uint16_t { HCA_CAP_OPMOD_GET_MAX = 0, HCA_CAP_OPMOD_GET_CUR = 1 };
+constexpr uint16_t QueryCapOpMod(CapType type, CapMode mode) {
+  return static_cast<uint16_t>((type << 1) | mode);
+}
+constexpr uint16_t SetCapOpMod(CapType type) { return static_cast<uint16_t>(type << 1); }
+
+enum QueryPagesOpMod : uint16_t { BOOT_PAGES = 1, INIT_PAGES = 2, REGULAR_PAGES = 3 };
+enum ManagePagesOpMod : uint16_t { PAGES_CANT_GIVE = 0, PAGES_GIVE = 1, PAGES_TAKE = 2 };
+enum ModifyMemicOpMod : uint16_t { MODIFY_MEMIC_OP_MOD_ALLOC = 0, MODIFY_MEMIC_OP_MOD_DEALLOC = 1 };
+enum AccessRegOpMod : uint16_t { ACCESS_REG_WRITE = 0, ACCESS_REG_READ = 1 };
+enum TeardownProfile : uint16_t {
+  TEARDOWN_HCA_GRACEFUL_CLOSE = 0,
+  TEARDOWN_HCA_FORCE_CLOSE = 1,
+  TEARDOWN_HCA_PREPARE_FAST_TEARDOWN = 2,
+};
+
+// Register ids for ACCESS_REG.
+enum RegisterId : uint16_t { REG_HOST_ENDIANNESS = 0x7004 };
+
+// mkc access mode: access_mode_4_2 << 2 | access_mode_1_0.
+enum MkeyAccessMode : uint8_t {
+  MKC_ACCESS_MODE_PA = 0x0,
+  MKC_ACCESS_MODE_MTT = 0x1,
+  MKC_ACCESS_MODE_KLMS = 0x2,
+  MKC_ACCESS_MODE_KSM = 0x3,
+  MKC_ACCESS_MODE_SW_ICM = 0x4,
+  MKC_ACCESS_MODE_MEMIC = 0x5,
+};
+
+// General object types (CREATE_GENERAL_OBJECT obj_type; bit N of cmd_hca_cap.general_obj_types).
+enum GeneralObjectType : uint16_t { GENERAL_OBJECT_TYPES_SW_ICM = 0x0008 };
+
+// The SW ICM areas of device_mem_cap, numbered as the kernel's enum mlx5_sw_icm_type. A sw_icm
+// object carries no type: its sw_icm_start_addr says which area it lies in.
+enum SwIcmType : uint8_t {
+  SW_ICM_TYPE_STEERING = 0,
+  SW_ICM_TYPE_HEADER_MODIFY = 1,
+  SW_ICM_TYPE_HEADER_MODIFY_PATTERN = 2,
+  SW_ICM_TYPE_SW_ENCAP = 3,
+};
+
+// QP states (qpc.state).
+enum QpState : uint8_t {
+  QP_STATE_RST = 0x0,
+  QP_STATE_INIT = 0x1,
+  QP_STATE_RTR = 0x2,
+  QP_STATE_RTS = 0x3,
+  QP_STATE_SQER = 0x4,
+  QP_STATE_SQD = 0x5,
+  QP_STATE_ERR = 0x6,
+};
+
+// The command queue entry's transport type (cmd_queue_entry.type).
+inline constexpr uint8_t PCI_CMD_XPORT = 0x7;
+// Command interface revision the driver and the device speak (initial_seg.cmd_interface_rev).
+inline constexpr uint16_t CMD_IF_REV = 5;
+// Adapter page size: MANAGE_PAGES pages, UAR pages, mkey log_page_size base.
+inline constexpr uint64_t ADAPTER_PAGE_SIZE = 4096;
+
+}  // namespace onchip::prm

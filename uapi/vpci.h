@@ -1,0 +1,53 @@
+// The virtual PCI function: the neutral contract between a bus driver and a software device.
+//
+// A real ConnectX is reached through BAR0 (MMIO) and DMA through the IOMMU. The software
+// ConnectX (tools/sim) offers the same two things and nothing else:
+//   - BAR0 as shared memory: a file descriptor (memfd) and a size, mapped MAP_SHARED by the
+//     driver at offset 0 and by the device;
+//   - an IOMMU channel: the driver maps DMA regions (IOVA -> memory) and the device reads and
+//     writes host memory only through those mappings, bounds-checked;
+//   - a doorbell kick: shared memory cannot trap a store, so after a doorbell write (cmd_dbell,
+//     UAR doorbells, BlueFlame) the sim bus calls Kick() and the device looks at once. Without
+//     the kick the device still notices, at its idle polling period.
+//
+// This header lives in uapi/ so that neither side includes the other: driver/bus/sim implements
+// a Bus over a Function, tools/sim implements Function. A device daemon can later carry the same
+// calls over a UNIX socket, passing the fds (that is why regions carry fd and offset).
+#pragma once
+
+#include <cstdint>
+
+#include "uapi/result.h"
+
+namespace onchip::vpci {
+
+struct SharedMemory {
+  int fd = -1;        // memfd; the owner keeps it open
+  uint64_t size = 0;  // bytes
+};
+
+struct DmaRegion {
+  uint64_t iova = 0;      // the address the device uses (what goes into PRM fields)
+  uint64_t length = 0;    // bytes; iova and length are 4 KiB aligned
+  void* host = nullptr;   // the memory in the driver's address space
+  int fd = -1;            // the same memory as a shareable fd, or -1 (in-process devices only)
+  uint64_t fd_offset = 0;
+};
+
+class Function {
+ public:
+  virtual ~Function() = default;
+
+  virtual SharedMemory bar0() const = 0;
+
+  // EINVAL: not 4 KiB aligned, zero length, or overlapping an existing mapping.
+  virtual Result<void> MapDma(const DmaRegion& region) = 0;
+  // ENOENT: no mapping starts at iova with that length. The device stops using the memory before
+  // this returns.
+  virtual Result<void> UnmapDma(uint64_t iova, uint64_t length) = 0;
+
+  // Tells the device a doorbell was written. Cheap, never blocks, safe from any thread.
+  virtual void Kick() = 0;
+};
+
+}  // namespace onchip::vpci
