@@ -1,0 +1,66 @@
+"""tools/onchip: build, test, benchmark and run onchip on the software ConnectX.
+
+Subcommands (tools/onchip help <subcommand> for options):
+  test    install what is missing, reserve hugepages, build, run every test, count test cases
+  bench   the same set-up, then the benchmark suites (the device-memory report)
+  help    this text
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench  # noqa: E402
+import setup  # noqa: E402
+import testing  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="tools/onchip", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    t = sub.add_parser("test", help="build and run every test; ends with 'N passed, N failed'",
+                       description=testing.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("--sanitize", action="store_true",
+                   help="run the tier0 and tier1 tests under ASan+UBSan instead")
+    t.add_argument("--tiers", default="",
+                   help="comma-separated tiers to run (tier0,tier1,tier2,tier3); default all")
+    t.add_argument("targets", nargs="*", help="Bazel test targets (default //tests/... //tools/... //uapi/...)")
+    b = sub.add_parser("bench", help="run the benchmark suites and print the report",
+                       description=bench.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = b.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="short runs, under 30 seconds")
+    mode.add_argument("--full", action="store_true", help="long runs with more repetitions")
+    b.add_argument("--out", default=os.path.join(ROOT, "out", "bench"),
+                   help="where the JSON results and the report go")
+    h = sub.add_parser("help", help="what each subcommand does")
+    h.add_argument("topic", nargs="?")
+    return p
+
+
+def main(argv):
+    p = parser()
+    args = p.parse_args(argv)
+    os.chdir(ROOT)
+    if args.command in (None, "help"):
+        topic = getattr(args, "topic", None)
+        if topic:
+            p.parse_args([topic, "--help"])
+        p.print_help()
+        return 0
+    setup.prepare()
+    if args.command == "test":
+        return testing.run(args)
+    if args.command == "bench":
+        return bench.run(args)
+    p.error("unknown subcommand %s" % args.command)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
