@@ -1,14 +1,24 @@
-"""tools/onchip bench: the device-memory-versus-host-memory benchmarks (the main job).
+"""tools/onchip bench: device memory against host memory, onchip against the vendor algorithm.
 
-Builds every benchmark target (tagged `benchmark`), runs each suite with Google Benchmark,
-keeps its JSON under --out, and prints the results. --quick keeps each measurement short
-(under 30 seconds in all); --full repeats measurements for medians and p99.
+Builds every benchmark target (tagged `benchmark` under //bench), runs each suite with Google
+Benchmark (repetitions, so latency has a median and a p99), keeps the JSON under --out, and
+writes the report: a table (report.txt), the numbers (report.json) and a chart (report.svg).
+About 3 minutes by default; --quick is under 30 seconds; --full repeats more for steadier numbers.
 """
+import glob
 import os
+import platform
 import subprocess
 
 import bazel
 import progress
+import report
+
+MODES = {
+    "quick": ["--benchmark_min_time=0.002", "--benchmark_repetitions=3"],
+    "default": ["--benchmark_min_time=0.02", "--benchmark_repetitions=5"],
+    "full": ["--benchmark_min_time=0.2", "--benchmark_repetitions=15"],
+}
 
 
 def benchmark_targets():
@@ -17,31 +27,81 @@ def benchmark_targets():
     return sorted(l for l in out.stdout.split() if l.startswith("//"))
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def hugepage_warning():
+    try:
+        with open("/proc/sys/vm/nr_hugepages") as f:
+            if int(f.read().strip() or 0) > 0:
+                return None
+    except OSError:
+        pass
+    return ("no 2 MiB hugepages are reserved: host buffers fall back to 4 KiB pages, which adds "
+            "TLB misses to the host-memory numbers and skips the hugepage benchmarks. Fix: run as "
+            "root (tools/onchip reserves them), or: echo 640 > /proc/sys/vm/nr_hugepages")
+
+
 def run(args):
+    mode = "quick" if args.quick else "full" if args.full else "default"
     targets = benchmark_targets()
     if not targets:
         progress.fail("no benchmark targets under //bench")
         return 1
+    warning = hugepage_warning()
+    if warning:
+        progress.note("note: " + warning)
     progress.step("building %d benchmark suites" % len(targets))
     if bazel.run(["build", "--", *targets]) != 0:
         progress.fail("build failed")
         return 1
     os.makedirs(args.out, exist_ok=True)
+    for stale in glob.glob(os.path.join(args.out, "*.json")):
+        os.remove(stale)
     bin_dir = bazel.info("bazel-bin")
-    flags = []
-    if args.quick:
-        flags = ["--benchmark_min_time=0.01"]
-    elif args.full:
-        flags = ["--benchmark_repetitions=10", "--benchmark_report_aggregates_only=true"]
-    failed = 0
+    paths, failed = [], 0
     for i, target in enumerate(targets, 1):
         rel = target.lstrip("/").replace(":", "/")
-        name = rel.replace("/", "_")
-        json_path = os.path.join(args.out, name + ".json")
-        progress.step("[%d/%d] %s" % (i, len(targets), target))
+        json_path = os.path.join(args.out, rel.replace("/", "_") + ".json")
+        progress.step("[%d/%d] %s (%s mode)" % (i, len(targets), target, mode))
         code = progress.run_streaming([os.path.join(bin_dir, rel), "--benchmark_out=" + json_path,
-                                       "--benchmark_out_format=json", *flags])
+                                       "--benchmark_out_format=json", *MODES[mode]],
+                                      lambda l: l if "_mean" not in l and "_stddev" not in l
+                                      and "_cv" not in l else None)
         if code != 0:
             failed += 1
-    progress.step("JSON results in %s" % args.out)
+        elif os.path.exists(json_path):
+            paths.append(json_path)
+    if not paths:
+        return 1
+    context, _, _ = report.load(paths)
+    header = [
+        ("device", context.get("onchip.device", "software ConnectX (tools/sim, in-process)")),
+        ("cpu", cpu_model()),
+        ("copy variant", context.get("onchip.copy_variant", "see mmio benchmark")),
+        ("mode", "%s (%s)" % (mode, " ".join(MODES[mode]))),
+    ]
+    if "software" in header[0][1]:
+        header.append(("note", "on the software ConnectX, device memory is host memory behind a BAR "
+                               "model: copy-kernel ratios carry over to hardware, absolute device "
+                               "latencies do not"))
+    if warning:
+        header.append(("hugepages", "none reserved (see the note above)"))
+    text, chart = report.write(paths, args.out, header)
+    print()
+    progress.step("report")
+    print(text)
+    print()
+    progress.note("table: %s" % os.path.join(args.out, "report.txt"))
+    if chart:
+        progress.note("chart: %s" % chart)
+    progress.note("raw JSON: %s" % args.out)
     return 1 if failed else 0
