@@ -55,30 +55,56 @@ using Delivery = std::expected<T, prm::DeliveryStatus>;
 
 // ---- driver side ----
 
-// Zeroes the entry, writes type, token, input inline data and input chain (blocks at
-// `block_addrs`, BlocksFor(msg.size()) of them, 1 KiB aligned), and sets ownership to HW last.
-// The output side must be prepared first (PrepareOutput), since ownership hands the entry over.
+// Order: PrepareOutput, then EncodeInput. Each block list holds at least BlocksFor(len)
+// addresses, each non-zero, kBlockAlign aligned, distinct and resolvable through `blocks`; the
+// first BlocksFor(len) are used, chained in list order (EINVAL, EFAULT if unmapped, EMSGSIZE past
+// kMaxMessageBytes).
+//
+// Writes type, input_length, the input inline data and input chain, clears the output inline
+// data, signs when asked, and hands the entry to the device: ownership is the last store
+// (release). `token` must be the one PrepareOutput stamped (EINVAL otherwise).
 Result<void> EncodeInput(std::span<const std::byte> msg, std::span<const uint64_t> block_addrs,
                          uint8_t token, BlockAccess& blocks, Entry entry, Options opts = {});
-// Writes output_length, the output chain pointer and zeroed, numbered, token-stamped output
-// blocks for a `len`-byte output.
+// Zeroes the entry, then writes token, output_length, the output chain pointer and zeroed,
+// numbered, token-stamped (and signed) output blocks for a `len`-byte output.
 Result<void> PrepareOutput(std::size_t len, std::span<const uint64_t> block_addrs, uint8_t token,
                            BlockAccess& blocks, Entry entry, Options opts = {});
-// After the device cleared ownership: the delivery status, then the output bytes (`out` holds
-// output_length bytes). EPROTO if the chain came back malformed.
+// After the device cleared ownership: the entry signature, the delivery status (its kernel
+// errno: EBADR for TOK_ERR, EFAULT for IN_PTR_ALIGN_ERR, ...), then the output bytes (`out`
+// holds output_length bytes). EBUSY if the device still owns the entry, EPROTO if the entry or
+// the chain came back malformed.
 Result<void> DecodeOutput(ConstEntry entry, BlockAccess& blocks, std::span<std::byte> out,
                           Options opts = {});
 
 // ---- device side ----
+//
+// Both calls validate the entry as firmware does, in this order, and report the first failure:
+//   type != PCI_CMD_XPORT                         CMD_DESCR_ERR
+//   entry signature (when enabled)                SIGNAT_ERR
+//   a reserved entry bit set                      RES_FLD_NOT_CLR_ERR
+//   input_length / output_length > kMaxMessageBytes   IN_LENGTH_ERR / OUT_LENGTH_ERR
+// then walk the chain BlocksFor(length) blocks deep, per block:
+//   pointer misaligned or unmapped                IN_PTR_ALIGN_ERR / OUT_PTR_ALIGN_ERR
+//   pointer 0 before the message ends             IN_LENGTH_ERR / OUT_LENGTH_ERR
+//   block signature (when enabled)                SIGNAT_ERR
+//   token != the entry's token                    TOK_ERR
+//   block_number out of sequence, or a block revisited (a loop)   BAD_BLK_NUM_ERR
+// The walk never follows the last needed block's next_pointer: a chain longer than the message
+// is legal (the kernel reuses cached, longer chains). Blocks are copied before they are checked,
+// so a driver rewriting them concurrently cannot make the device read out of bounds.
 
 // Reads the whole input message described by the entry.
 Delivery<std::vector<std::byte>> ReadInput(ConstEntry entry, BlockAccess& blocks,
                                            Options opts = {});
-// Writes `out` (at most output_length bytes; the rest of output_length is zero-filled) into the
-// entry's inline area and the driver's output chain, validating it as ReadInput does.
+// Writes `out` (at most output_length bytes, else OUT_LENGTH_ERR: answer BAD_OUTP_LEN_ERR in the
+// command status instead; the rest of output_length is zero-filled) into the entry's inline
+// area and the driver's output chain. The chain is validated whole before anything is written;
+// with signatures the output blocks' control signatures are checked and both block signatures
+// rewritten.
 Delivery<void> WriteOutput(Entry entry, BlockAccess& blocks, std::span<const std::byte> out,
                            Options opts = {});
-// Completes the entry: delivery status into status_own[7:1], ownership bit cleared (last store).
-void Complete(Entry entry, prm::DeliveryStatus status);
+// Completes the entry: delivery status into status[7:1], the entry re-signed when signatures are
+// on, ownership cleared in the same byte, which is the last store (release).
+void Complete(Entry entry, prm::DeliveryStatus status, Options opts = {});
 
 }  // namespace onchip::cmdq
