@@ -1,0 +1,62 @@
+// The software ConnectX's BAR0: a memfd both the device and the driver map MAP_SHARED.
+//
+// The device owns the memfd. Registers the driver writes (cmdq address, command doorbell) and
+// the device writes (initializing, health counter, timer) are 32-bit big-endian words accessed
+// with atomic loads and stores, as MMIO would be; the command doorbell is consumed with an atomic
+// exchange so that a ring is seen once.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "tools/sim/bar_layout.h"
+#include "tools/sim/config.h"
+#include "uapi/result.h"
+
+namespace onchip::sim {
+
+class Bar0 {
+ public:
+  // Creates the memfd, sizes and maps it, and writes the init segment with `initializing` set.
+  static Result<Bar0> Create(const DeviceConfig& config);
+
+  Bar0(Bar0&& other) noexcept;
+  Bar0& operator=(Bar0&&) = delete;
+  Bar0(const Bar0&) = delete;
+  ~Bar0();
+
+  int fd() const { return fd_; }
+  uint64_t size() const { return layout_.size; }
+  const BarLayout& layout() const { return layout_; }
+  std::byte* base() const { return base_; }
+
+  // Big-endian 32-bit register access at a byte offset (4-byte aligned, inside the BAR).
+  uint32_t Load32(uint64_t offset) const;
+  void Store32(uint64_t offset, uint32_t value);
+  uint32_t Exchange32(uint64_t offset, uint32_t value);
+
+  void SetInitializing(bool on);
+  // The cmdq bus address the driver programmed (cmdq_phy_addr_63_32 and _31_12).
+  uint64_t CmdqAddress() const;
+  // Rung command doorbell bits since the last call (consumes them).
+  uint32_t TakeCommandDoorbell();
+  // Advances health_counter[23:0] by one (wraps), leaving health_syndrome alone.
+  void TickHealthCounter();
+  uint32_t HealthCounter() const;
+  void SetInternalTimer(uint64_t ticks);
+
+  // The MEMIC window's bytes.
+  std::span<std::byte> Memic() const;
+
+ private:
+  Bar0(int fd, std::byte* base, BarLayout layout) : fd_(fd), base_(base), layout_(layout) {}
+  std::atomic_ref<uint32_t> Word(uint64_t offset) const;
+
+  int fd_ = -1;
+  std::byte* base_ = nullptr;
+  BarLayout layout_;
+};
+
+}  // namespace onchip::sim

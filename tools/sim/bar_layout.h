@@ -1,0 +1,51 @@
+// Where things sit in the software ConnectX's BAR0, derived from a DeviceConfig.
+//
+//   0x00000  init segment (initial_seg, health buffer at 0x200, internal timer at 0x1000,
+//            health counter at 0x1010); it spans the pages below first_uar_index
+//   uar i    UAR page i at i * 4 KiB for first_uar_index <= i < first_uar_index + num_uars:
+//            doorbells at 0x20 (CQ) and 0x40 (EQ), BlueFlame registers from 0x800
+//   memic    memic_bar_start_addr: the MEMIC window (memic_bar_size bytes), aligned to its
+//            size's power of two so any alignment ALLOC_MEMIC allows is a BAR alignment too
+//
+// Every address the device advertises (ALLOC_UAR's index, memic_bar_start_addr, ALLOC_MEMIC's
+// memic_start_addr) is an offset from the start of BAR0, as on hardware.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+#include "tools/sim/config.h"
+
+namespace onchip::sim {
+
+inline constexpr uint64_t kUarPageBytes = 4096;
+// mlx5_init_seg byte offsets the PRM layout (initial_seg) leaves reserved.
+inline constexpr uint64_t kInternalTimerHOffset = 0x1000;
+inline constexpr uint64_t kInternalTimerLOffset = 0x1004;
+// The init segment runs to 0x400c (initial_seg is 0x20060 bits).
+inline constexpr uint64_t kInitSegmentBytes = 0x400c;
+// Inside a UAR page.
+inline constexpr uint64_t kUarCqDoorbellOffset = 0x20;
+inline constexpr uint64_t kUarEqDoorbellOffset = 0x40;
+inline constexpr uint64_t kUarBlueFlameOffset = 0x800;
+
+struct BarLayout {
+  uint64_t uar_start = 0;  // BAR offset of UAR page first_uar_index
+  uint64_t uar_end = 0;
+  uint64_t memic_start = 0;  // memic_bar_start_addr
+  uint64_t memic_size = 0;
+  uint64_t size = 0;  // the whole BAR0
+
+  static constexpr BarLayout For(const DeviceConfig& c) {
+    BarLayout l;
+    l.uar_start = uint64_t{c.first_uar_index} * kUarPageBytes;
+    l.uar_end = l.uar_start + uint64_t{c.num_uars} * kUarPageBytes;
+    l.memic_size = c.memic ? c.memic_bar_size : 0;
+    const uint64_t align = l.memic_size ? std::bit_ceil(l.memic_size) : kUarPageBytes;
+    l.memic_start = (l.uar_end + align - 1) / align * align;
+    l.size = l.memic_start + l.memic_size;
+    return l;
+  }
+};
+
+}  // namespace onchip::sim

@@ -1,0 +1,237 @@
+#include "tools/sim/caps.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include "uapi/prm/caps.h"
+
+namespace onchip::sim {
+namespace {
+
+using prm::cmd_hca_cap;
+using prm::device_mem_cap;
+using prm::roce_cap;
+using RxProps = prm::flow_table_prop_layout_bits<prm::flow_table_nic_cap::flow_table_properties_nic_receive.bit_offset>;
+using TxProps = prm::flow_table_prop_layout_bits<prm::flow_table_nic_cap::flow_table_properties_nic_transmit.bit_offset>;
+
+// Where SW ICM areas live in the device's ICM address space: one 2^40-aligned region per type.
+constexpr uint64_t kSteeringIcmBase = uint64_t{1} << 40;
+constexpr uint64_t kHeaderModifyIcmBase = uint64_t{2} << 40;
+constexpr uint64_t kHeaderModifyPatternIcmBase = uint64_t{3} << 40;
+constexpr uint64_t kIndirectEncapIcmBase = uint64_t{4} << 40;
+
+struct Writable {
+  std::size_t bit_offset;
+  std::size_t bit_width;
+};
+template <class F>
+constexpr Writable W(F) {
+  return {F::bit_offset, F::bit_width};
+}
+
+// The fields a driver may change, per capability type (what mlx5_core's handle_hca_cap* writes).
+const std::vector<Writable>& WritableFields(uint16_t type) {
+  static const std::vector<Writable> general = {
+      W(cmd_hca_cap::pkey_table_size), W(cmd_hca_cap::log_max_qp),
+      W(cmd_hca_cap::cmdif_checksum), W(cmd_hca_cap::drain_sigerr),
+      W(cmd_hca_cap::uar_4k), W(cmd_hca_cap::log_uar_page_sz),
+      W(cmd_hca_cap::cache_line_128byte), W(cmd_hca_cap::dct),
+      W(cmd_hca_cap::release_all_pages), W(cmd_hca_cap::mkey_by_name),
+      W(cmd_hca_cap::roce), W(cmd_hca_cap::log_max_current_uc_list),
+      W(cmd_hca_cap::abs_native_port_num), W(cmd_hca_cap::num_vhca_ports),
+  };
+  static const std::vector<Writable> roce = {W(roce_cap::sw_r_roce_src_udp_port),
+                                             W(roce_cap::qp_ooo_transmit_default)};
+  static const std::vector<Writable> none;
+  switch (type) {
+    case prm::CAP_GENERAL:
+      return general;
+    case prm::CAP_ROCE:
+      return roce;
+    default:
+      return none;
+  }
+}
+
+class PageWriter {
+ public:
+  explicit PageWriter(std::span<std::byte> page) : bits_(page) {}
+  template <class F>
+  PageWriter& set(F f, uint64_t v) {
+    bits_.set(f, v);
+    if (!bits_.ok()) std::abort();  // a default that does not fit its field: a bug here
+    return *this;
+  }
+
+ private:
+  prm::Bits bits_;
+};
+
+uint8_t Log2Ceil(uint64_t v) {
+  uint8_t l = 0;
+  while ((uint64_t{1} << l) < v) ++l;
+  return l;
+}
+
+}  // namespace
+
+Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
+  const bool has_sw_icm = c.sw_icm;
+  {
+    Pages& p = pages_[prm::CAP_GENERAL];
+    PageWriter(p.max)
+        .set(cmd_hca_cap::hca_cap_2, 1)
+        .set(cmd_hca_cap::log_max_qp_sz, 15)
+        .set(cmd_hca_cap::log_max_qp, 12)
+        .set(cmd_hca_cap::log_max_cq_sz, 22)
+        .set(cmd_hca_cap::log_max_cq, 12)
+        .set(cmd_hca_cap::log_max_eq_sz, 22)
+        .set(cmd_hca_cap::log_max_eq, 4)
+        .set(cmd_hca_cap::relaxed_ordering_write, 1)
+        .set(cmd_hca_cap::relaxed_ordering_read, 1)
+        .set(cmd_hca_cap::log_max_mkey, c.log_max_mkey)
+        .set(cmd_hca_cap::max_indirection, 4)
+        .set(cmd_hca_cap::log_max_mrw_sz, c.log_max_mrw_sz)
+        .set(cmd_hca_cap::umr_extended_translation_offset, 1)
+        .set(cmd_hca_cap::null_mkey, 1)
+        .set(cmd_hca_cap::log_max_klm_list_size, c.log_max_klm_list_size)
+        .set(cmd_hca_cap::release_all_pages, 1)
+        .set(cmd_hca_cap::cache_line_128byte, 0)
+        .set(cmd_hca_cap::pkey_table_size, 0)  // encoded: 0 = 128 entries
+        .set(cmd_hca_cap::device_memory, (c.memic || has_sw_icm) ? 1 : 0)
+        .set(cmd_hca_cap::nic_flow_table, 1)
+        .set(cmd_hca_cap::port_type, 1)  // Ethernet (RoCE)
+        .set(cmd_hca_cap::num_ports, 1)
+        .set(cmd_hca_cap::log_max_msg, 30)
+        .set(cmd_hca_cap::cqe_version, 1)
+        .set(cmd_hca_cap::drain_sigerr, 1)
+        .set(cmd_hca_cap::roce, 1)
+        .set(cmd_hca_cap::atomic, 1)
+        .set(cmd_hca_cap::imaicl, c.imaicl ? 1 : 0)
+        .set(cmd_hca_cap::xrc, 1)
+        .set(cmd_hca_cap::ud, 1)
+        .set(cmd_hca_cap::uc, 1)
+        .set(cmd_hca_cap::rc, 1)
+        .set(cmd_hca_cap::uar_4k, 1)
+        .set(cmd_hca_cap::uar_sz, Log2Ceil(uint64_t{c.first_uar_index} + c.num_uars))
+        .set(cmd_hca_cap::log_pg_sz, 12)
+        .set(cmd_hca_cap::bf, c.bf ? 1 : 0)
+        .set(cmd_hca_cap::driver_version, 1)
+        .set(cmd_hca_cap::log_bf_reg_size, c.log_bf_reg_size)
+        .set(cmd_hca_cap::max_wqe_sz_sq, 1024)
+        .set(cmd_hca_cap::mkey_pcie_tph, c.mkey_pcie_tph ? 1 : 0)
+        .set(cmd_hca_cap::max_wqe_sz_rq, 1024)
+        .set(cmd_hca_cap::log_max_transport_domain, c.log_max_transport_domain)
+        .set(cmd_hca_cap::log_max_pd, c.log_max_pd)
+        .set(cmd_hca_cap::roce_rw_supported, 1)
+        .set(cmd_hca_cap::log_max_current_uc_list, 4)
+        .set(cmd_hca_cap::general_obj_types,
+             has_sw_icm ? (uint64_t{1} << prm::GENERAL_OBJECT_TYPES_SW_ICM) : 0)
+        .set(cmd_hca_cap::max_num_eqs, 16)
+        .set(cmd_hca_cap::log_uar_page_sz, 0)
+        .set(cmd_hca_cap::num_of_uars_per_page, 1)
+        .set(cmd_hca_cap::sw_owner_id, 1)
+        .set(cmd_hca_cap::num_vhca_ports, 1)
+        .set(cmd_hca_cap::abs_native_port_num, 1);
+    p.cur = p.max;
+    // Off until the driver turns them on (SET_HCA_CAP).
+    PageWriter(p.cur)
+        .set(cmd_hca_cap::uar_4k, 0)
+        .set(cmd_hca_cap::drain_sigerr, 0)
+        .set(cmd_hca_cap::abs_native_port_num, 0);
+  }
+  {
+    Pages& p = pages_[prm::CAP_GENERAL_2];
+    PageWriter(p.max).set(prm::cmd_hca_cap_2::sw_vhca_id_valid, 0);
+    p.cur = p.max;
+  }
+  {
+    Pages& p = pages_[prm::CAP_ROCE];
+    PageWriter(p.max)
+        .set(roce_cap::sw_r_roce_src_udp_port, 1)
+        .set(roce_cap::l3_type, 0x3)        // IPv4 and IPv6
+        .set(roce_cap::roce_version, 0x5)   // RoCE v1 and v2
+        .set(roce_cap::r_roce_dest_udp_port, 4791)
+        .set(roce_cap::r_roce_max_src_udp_port, 0xffff)
+        .set(roce_cap::r_roce_min_src_udp_port, 0xc000)
+        .set(roce_cap::roce_address_table_size, 256);
+    p.cur = p.max;
+    PageWriter(p.cur).set(roce_cap::sw_r_roce_src_udp_port, 0);
+  }
+  {
+    Pages& p = pages_[prm::CAP_FLOW_TABLE];
+    PageWriter(p.max)
+        .set(RxProps::ft_support, 1)
+        .set(RxProps::sw_owner, c.sw_owner ? 1 : 0)
+        .set(RxProps::sw_owner_v2, c.sw_owner_v2 ? 1 : 0)
+        .set(RxProps::log_max_ft_size, 23)
+        .set(RxProps::max_ft_level, 63)
+        .set(RxProps::log_max_ft_num, 16)
+        .set(TxProps::ft_support, 1)
+        .set(TxProps::sw_owner, c.sw_owner ? 1 : 0)
+        .set(TxProps::sw_owner_v2, c.sw_owner_v2 ? 1 : 0)
+        .set(TxProps::log_max_ft_size, 23)
+        .set(TxProps::max_ft_level, 63)
+        .set(TxProps::log_max_ft_num, 16);
+    p.cur = p.max;
+  }
+  {
+    Pages& p = pages_[prm::CAP_DEV_MEM];
+    PageWriter w(p.max);
+    if (c.memic) {
+      w.set(device_mem_cap::memic, 1)
+          .set(device_mem_cap::log_min_memic_alloc_size, 6)
+          .set(device_mem_cap::log_max_memic_addr_alignment, c.log_max_memic_addr_alignment)
+          .set(device_mem_cap::memic_bar_start_addr, layout.memic_start)
+          .set(device_mem_cap::memic_bar_size, c.memic_bar_size)
+          .set(device_mem_cap::max_memic_size, c.max_memic_size)
+          .set(device_mem_cap::memic_operations, 0);  // MODIFY_MEMIC windows are not modelled
+    }
+    if (has_sw_icm) {
+      w.set(device_mem_cap::log_sw_icm_alloc_granularity, c.log_sw_icm_alloc_granularity);
+      if (c.log_steering_sw_icm_size)
+        w.set(device_mem_cap::steering_sw_icm_start_address, kSteeringIcmBase)
+            .set(device_mem_cap::log_steering_sw_icm_size, c.log_steering_sw_icm_size);
+      if (c.log_header_modify_sw_icm_size)
+        w.set(device_mem_cap::header_modify_sw_icm_start_address, kHeaderModifyIcmBase)
+            .set(device_mem_cap::log_header_modify_sw_icm_size, c.log_header_modify_sw_icm_size);
+      if (c.log_header_modify_pattern_sw_icm_size)
+        w.set(device_mem_cap::header_modify_pattern_sw_icm_start_address,
+              kHeaderModifyPatternIcmBase)
+            .set(device_mem_cap::log_header_modify_pattern_sw_icm_size,
+                 c.log_header_modify_pattern_sw_icm_size);
+      if (c.log_indirect_encap_sw_icm_size)
+        w.set(device_mem_cap::indirect_encap_sw_icm_start_address, kIndirectEncapIcmBase)
+            .set(device_mem_cap::log_indirect_encap_sw_icm_size,
+                 c.log_indirect_encap_sw_icm_size);
+    }
+    p.cur = p.max;
+  }
+}
+
+std::span<const std::byte, kCapPageBytes> Capabilities::Page(uint16_t cap_type,
+                                                             bool current) const {
+  const Pages& p = pages_.at(cap_type);
+  return current ? std::span<const std::byte, kCapPageBytes>(p.cur)
+                 : std::span<const std::byte, kCapPageBytes>(p.max);
+}
+
+Outcome Capabilities::Set(uint16_t cap_type, std::span<const std::byte> page) {
+  auto it = pages_.find(cap_type);
+  if (it == pages_.end())
+    return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_TYPE_UNSUPPORTED);
+  const auto& fields = WritableFields(cap_type);
+  if (fields.empty())
+    return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_NOT_SETTABLE);
+  for (const Writable& f : fields) {
+    const uint64_t v = prm::detail::GetBits(page.data(), f.bit_offset, f.bit_width);
+    const uint64_t max = prm::detail::GetBits(it->second.max.data(), f.bit_offset, f.bit_width);
+    if (v > max) return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_ABOVE_MAX);
+  }
+  for (const Writable& f : fields)
+    prm::detail::SetBits(it->second.cur.data(), f.bit_offset, f.bit_width,
+                         prm::detail::GetBits(page.data(), f.bit_offset, f.bit_width));
+  return Outcome::Ok();
+}
+
+}  // namespace onchip::sim

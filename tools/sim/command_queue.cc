@@ -1,0 +1,140 @@
+#include "tools/sim/command_queue.h"
+
+#include <atomic>
+#include <vector>
+
+#include "uapi/cmdq/mailbox.h"
+#include "uapi/prm/cmd_layout.h"
+
+namespace onchip::sim {
+
+using prm::DeliveryStatus;
+
+CommandQueue::CommandQueue(Bar0& bar, Iommu& iommu, Firmware& firmware,
+                           const DeviceConfig& config)
+    : bar_(bar),
+      iommu_(iommu),
+      firmware_(firmware),
+      slots_(1u << config.log_cmdq_size),
+      stride_(1u << config.log_cmdq_stride) {}
+
+int CommandQueue::Poll() {
+  uint32_t rung = bar_.TakeCommandDoorbell();
+  const uint64_t cmdq = bar_.CmdqAddress();
+  bool release = false;
+  uint32_t parked = 0;
+  {
+    std::lock_guard lock(mutex_);
+    release = release_;
+    release_ = false;
+    parked = parked_;
+    if (release) parked_ = 0;
+  }
+  if (cmdq != 0) {
+    // Slots the driver handed over even if their doorbell write was overwritten.
+    Iommu::Access access(iommu_);
+    for (uint32_t slot = 0; slot < slots_; ++slot) {
+      const std::byte* e = access.Translate(cmdq + uint64_t{slot} * stride_, cmdq::kEntryBytes);
+      if (!e) continue;
+      const auto own = std::atomic_ref<const uint8_t>(
+                           *reinterpret_cast<const uint8_t*>(e + cmdq::kEntryBytes - 1))
+                           .load(std::memory_order_acquire);
+      if (own & 1) rung |= 1u << slot;
+    }
+  }
+  if (release) rung |= parked;
+  int done = 0;
+  for (uint32_t slot = 0; slot < slots_; ++slot) {
+    if (!((rung >> slot) & 1)) continue;
+    const bool was_parked = (parked >> slot) & 1;
+    if (was_parked && !release) continue;  // still stalled
+    if (RunSlot(cmdq, slot, was_parked && release)) ++done;
+  }
+  return done;
+}
+
+bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
+  const uint64_t entry_addr = cmdq + uint64_t{slot} * stride_;
+  std::vector<std::byte> input;
+  std::size_t out_len = 0;
+  DeliveryStatus delivery = DeliveryStatus::OK;
+  {
+    Iommu::Access access(iommu_);
+    std::byte* e = access.Translate(entry_addr, cmdq::kEntryBytes);
+    if (!e) {
+      std::lock_guard lock(mutex_);
+      ++counters_.unreachable;
+      return false;
+    }
+    cmdq::Entry entry(e, cmdq::kEntryBytes);
+    if (!(std::to_integer<uint8_t>(entry[cmdq::kEntryBytes - 1]) & 1)) return false;  // not ours
+    auto in = cmdq::ReadInput(entry, access);
+    if (!in) {
+      delivery = in.error();
+    } else {
+      out_len = prm::Get(std::span<const std::byte>(entry), prm::cmd_queue_entry::output_length);
+      // Validate the output chain before anything runs: a command whose answer cannot be
+      // delivered must not change the device.
+      if (auto w = cmdq::WriteOutput(entry, access, {}); !w) delivery = w.error();
+      input = std::move(*in);
+    }
+    if (delivery != DeliveryStatus::OK) {
+      cmdq::Complete(entry, delivery);
+      std::lock_guard lock(mutex_);
+      ++counters_.completed;
+      ++counters_.delivery_errors;
+      return true;
+    }
+  }
+
+  if (!release_parked) {
+    std::lock_guard lock(mutex_);
+    const uint16_t opcode = input.size() >= 2
+                                ? static_cast<uint16_t>((std::to_integer<uint16_t>(input[0]) << 8) |
+                                                        std::to_integer<uint16_t>(input[1]))
+                                : 0;
+    if (stall_armed_ && (!stall_opcode_ || *stall_opcode_ == opcode)) {
+      stall_armed_ = false;
+      parked_ |= 1u << slot;
+      ++counters_.stalled;
+      return false;
+    }
+  }
+
+  std::vector<std::byte> output(out_len);
+  firmware_.Execute(input, output);
+
+  Iommu::Access access(iommu_);
+  std::byte* e = access.Translate(entry_addr, cmdq::kEntryBytes);
+  if (!e) {  // the driver unmapped its queue while the command ran
+    std::lock_guard lock(mutex_);
+    ++counters_.unreachable;
+    return false;
+  }
+  cmdq::Entry entry(e, cmdq::kEntryBytes);
+  auto w = cmdq::WriteOutput(entry, access, output);
+  cmdq::Complete(entry, w ? DeliveryStatus::OK : w.error());
+  std::lock_guard lock(mutex_);
+  ++counters_.completed;
+  if (!w) ++counters_.delivery_errors;
+  return true;
+}
+
+void CommandQueue::StallNext(std::optional<uint16_t> opcode) {
+  std::lock_guard lock(mutex_);
+  stall_armed_ = true;
+  stall_opcode_ = opcode;
+}
+
+void CommandQueue::ReleaseStall() {
+  std::lock_guard lock(mutex_);
+  stall_armed_ = false;
+  release_ = true;
+}
+
+QueueCounters CommandQueue::counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+}  // namespace onchip::sim

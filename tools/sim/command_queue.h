@@ -1,0 +1,64 @@
+// The command queue as the device sees it: the transport between BAR0/DMA and the firmware core.
+//
+// Poll() consumes the command doorbell vector and, for every rung slot, reads the cmdq entry at
+// cmdq_phy_addr + slot * 64 through the IOMMU, checks the entry and the output chain with the
+// cmdq codec (delivery errors complete the entry at once, without running anything), runs the
+// command on the firmware, writes the output and completes the entry (ownership cleared last).
+//
+// Shared memory cannot latch doorbell writes the way a register does: two rings written between
+// two polls leave only the last value. So Poll() also runs every slot whose ownership bit is set
+// (the driver sets it last, after the entry is complete), which is what a rung slot looks like.
+//
+// A stall (fault injection) parks a command un-completed, as a hung firmware command would, so a
+// driver's timeout path can be exercised; ReleaseStall() lets parked commands run.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "tools/sim/bar.h"
+#include "tools/sim/firmware.h"
+#include "tools/sim/iommu.h"
+
+namespace onchip::sim {
+
+struct QueueCounters {
+  uint64_t completed = 0;         // entries handed back to the driver
+  uint64_t delivery_errors = 0;   // of which with a non-zero delivery status
+  uint64_t unreachable = 0;       // rung slots whose entry was not mapped (left alone)
+  uint64_t stalled = 0;           // commands parked by a stall
+};
+
+class CommandQueue {
+ public:
+  CommandQueue(Bar0& bar, Iommu& iommu, Firmware& firmware, const DeviceConfig& config);
+
+  // Runs what is pending; returns the number of entries completed.
+  int Poll();
+
+  // The next command (of `opcode`, if given) is parked until ReleaseStall().
+  void StallNext(std::optional<uint16_t> opcode);
+  void ReleaseStall();
+  QueueCounters counters() const;
+
+ private:
+  // Runs the entry of `slot`; false if it was parked or unreachable.
+  bool RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked);
+
+  Bar0& bar_;
+  Iommu& iommu_;
+  Firmware& firmware_;
+  const uint32_t slots_;
+  const uint32_t stride_;
+
+  mutable std::mutex mutex_;  // guards the stall state and counters
+  bool stall_armed_ = false;
+  std::optional<uint16_t> stall_opcode_;
+  bool release_ = false;
+  uint32_t parked_ = 0;  // bit per parked slot
+  QueueCounters counters_;
+};
+
+}  // namespace onchip::sim

@@ -1,0 +1,73 @@
+// What the software ConnectX is: capabilities and sizes of the device a test, benchmark or the CLI
+// constructs. The defaults model a ConnectX-6 Dx (fw 22.x, cmdif rev 5) with the resources
+// scaled down so that tables stay small; every number the PRM exposes through a capability is a
+// field here, so a test can build a device without MEMIC, with a tiny MEMIC window, without SW
+// ICM, without BlueFlame, and so on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace onchip::sim {
+
+struct DeviceConfig {
+  // ---- identity (init segment) ----
+  uint16_t fw_rev_major = 22;
+  uint16_t fw_rev_minor = 39;
+  uint16_t fw_rev_subminor = 1002;
+  uint32_t hw_id = 0x212;  // ConnectX-6 Dx device id (PCI 0x101d), as health_buffer.hw_id
+
+  // ---- command queue ----
+  uint8_t log_cmdq_size = 5;    // 32 entries
+  uint8_t log_cmdq_stride = 6;  // 64-byte entries
+
+  // ---- pages the firmware asks for (QUERY_PAGES) ----
+  uint32_t boot_pages = 16;
+  uint32_t init_pages = 64;
+  uint32_t max_pages_held = 1 << 16;
+
+  // ---- UARs: ALLOC_UAR hands out indices first_uar_index .. first_uar_index + num_uars - 1;
+  // UAR index i is the 4 KiB page at BAR0 offset i * 4 KiB. The init segment occupies the pages
+  // below first_uar_index.
+  uint32_t first_uar_index = 8;
+  uint32_t num_uars = 64;
+  bool bf = true;              // BlueFlame registers at UAR offset 0x800
+  uint8_t log_bf_reg_size = 9;  // 512-byte BlueFlame registers
+
+  // ---- limits (log2 of the table sizes the general capability advertises) ----
+  uint8_t log_max_pd = 16;
+  uint8_t log_max_transport_domain = 12;
+  uint8_t log_max_mkey = 16;
+  uint8_t log_max_klm_list_size = 16;
+  uint8_t log_max_mrw_sz = 48;
+
+  // ---- MEMIC (device_mem_cap) ----
+  bool memic = true;
+  uint32_t memic_bar_size = 256 * 1024;  // a multiple of 4 KiB, at most 256 pages (the kernel's bitmap)
+  uint32_t max_memic_size = 256 * 1024;
+  uint8_t log_max_memic_addr_alignment = 12;  // in 64-byte units: 2^12 * 64 = 256 KiB
+
+  // ---- SW ICM: one area per type; log size 0 = area absent ----
+  bool sw_icm = true;
+  uint8_t log_sw_icm_alloc_granularity = 12;  // 4 KiB blocks
+  uint8_t log_steering_sw_icm_size = 22;      // 4 MiB
+  uint8_t log_header_modify_sw_icm_size = 20;
+  uint8_t log_header_modify_pattern_sw_icm_size = 20;
+  uint8_t log_indirect_encap_sw_icm_size = 20;
+  bool sw_owner = true;     // flow-table caps, RX and TX
+  bool sw_owner_v2 = true;
+
+  // ---- mkeys ----
+  bool mkey_pcie_tph = true;
+  uint16_t pcie_tph_steering_tags = 64;  // valid pcie_tph_steering_tag_index values: 0..n-1
+  bool imaicl = true;                    // memory windows
+
+  // ---- transport ----
+  // How often the device looks at its doorbells without a Kick(), and advances the health
+  // counter and the internal timer. Idle cost is one wakeup per period.
+  std::chrono::milliseconds idle_poll_period{4};
+  // How long `initializing` stays set after construction.
+  std::chrono::milliseconds init_delay{0};
+};
+
+}  // namespace onchip::sim

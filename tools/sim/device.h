@@ -1,0 +1,81 @@
+// The software ConnectX as an in-process object: a test, a benchmark or the CLI constructs one,
+// hands it to the sim bus as a vpci::Function, and destroys it (the destructor stops and joins
+// the device thread).
+//
+// One device thread runs the firmware: it sleeps on an eventfd that Kick() signals, with a
+// timeout of config.idle_poll_period, and on every wakeup polls the command queue, advances the
+// health counter (unless a test stopped it) and the internal timer, and clears `initializing`
+// once config.init_delay has passed. An idle device therefore costs one short wakeup per period.
+//
+// The firmware core (Firmware) and the queue transport (CommandQueue) are separate objects so a
+// device daemon serving several processes can reuse both.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "tools/sim/bar.h"
+#include "tools/sim/command_queue.h"
+#include "tools/sim/config.h"
+#include "tools/sim/firmware.h"
+#include "tools/sim/iommu.h"
+#include "uapi/result.h"
+#include "uapi/vpci.h"
+
+namespace onchip::sim {
+
+class Device final : public vpci::Function {
+ public:
+  static Result<std::unique_ptr<Device>> Create(const DeviceConfig& config = {});
+  ~Device() override;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // vpci::Function
+  vpci::SharedMemory bar0() const override;
+  Result<void> MapDma(const vpci::DmaRegion& region) override;
+  Result<void> UnmapDma(uint64_t iova, uint64_t length) override;
+  void Kick() override;
+
+  const DeviceConfig& config() const { return config_; }
+  const BarLayout& layout() const { return bar_.layout(); }
+  Firmware& firmware() { return firmware_; }
+  Bar0& bar() { return bar_; }
+  std::size_t dma_mappings() const { return iommu_.mapping_count(); }
+
+  // ---- fault injection ----
+  void InjectFailure(const InjectedFailure& f) { firmware_.InjectFailure(f); }
+  void StallNext(std::optional<uint16_t> opcode = std::nullopt) { queue_.StallNext(opcode); }
+  void ReleaseStall();
+  void StopHealthCounter(bool stopped) { health_stopped_.store(stopped); }
+
+  // ---- counters ----
+  Counters counters() const { return firmware_.counters(); }
+  QueueCounters queue_counters() const { return queue_.counters(); }
+  uint64_t wakeups() const { return wakeups_.load(); }
+  // The device thread's CPU time so far (for the idle-cost test).
+  std::chrono::nanoseconds thread_cpu_time() const;
+
+ private:
+  Device(const DeviceConfig& config, Bar0 bar, int eventfd);
+  void Run();
+
+  const DeviceConfig config_;
+  Bar0 bar_;
+  Iommu iommu_;
+  Firmware firmware_;
+  CommandQueue queue_;
+  int eventfd_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> health_stopped_{false};
+  std::atomic<uint64_t> wakeups_{0};
+  std::atomic<clockid_t> thread_clock_{0};
+  std::atomic<bool> thread_clock_valid_{false};
+  std::thread thread_;
+};
+
+}  // namespace onchip::sim

@@ -1,0 +1,222 @@
+#include "tools/sim/firmware.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/opcodes.h"
+
+namespace onchip::sim {
+
+using prm::CommandStatus;
+
+Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
+                   std::span<std::byte> memic_window, Iommu& iommu)
+    : config_(config),
+      layout_(layout),
+      memic_window_(memic_window),
+      iommu_(iommu),
+      caps_(config, layout),
+      uar_ids_(config.first_uar_index, config.num_uars),
+      pd_ids_(1, (uint32_t{1} << config.log_max_pd) - 1),
+      td_ids_(1, (uint32_t{1} << config.log_max_transport_domain) - 1),
+      object_ids_(1, 1u << 16),
+      mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1) {}
+
+Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
+  std::lock_guard lock(mutex_);
+  std::fill(out.begin(), out.end(), std::byte{0});
+  Outcome r;
+  uint16_t opcode = 0;
+  if (in.size() < prm::size_bytes<prm::mbox_in>) {
+    r = Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+  } else {
+    opcode = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::opcode));
+    auto inj = std::find_if(injected_.begin(), injected_.end(), [&](const InjectedFailure& f) {
+      return !f.opcode || *f.opcode == opcode;
+    });
+    if (inj != injected_.end()) {
+      r = {inj->status, inj->syndrome};
+      if (--inj->count == 0) injected_.erase(inj);
+    } else {
+      r = Dispatch(opcode, in, out);
+    }
+  }
+  ++counters_.commands;
+  ++counters_.by_opcode[opcode];
+  if (!r.ok()) {
+    ++counters_.commands_failed;
+    std::fill(out.begin(), out.end(), std::byte{0});
+  }
+  // status (byte 0) and syndrome (bytes 4..7), as far as the output reaches.
+  std::array<std::byte, 8> head{};
+  head[0] = static_cast<std::byte>(r.status);
+  for (int i = 0; i < 4; ++i) head[4 + i] = static_cast<std::byte>(r.syndrome >> (24 - 8 * i));
+  std::memcpy(out.data(), head.data(), std::min(out.size(), head.size()));
+  return r;
+}
+
+Outcome Firmware::CheckState(uint16_t opcode) const {
+  bool ok = false;
+  switch (opcode) {
+    case prm::ENABLE_HCA:
+      ok = state_ == HcaState::kDisabled;
+      break;
+    case prm::DISABLE_HCA:
+    case prm::SET_ISSI:
+    case prm::SET_HCA_CAP:
+    case prm::INIT_HCA:
+      ok = state_ == HcaState::kEnabled;
+      break;
+    case prm::QUERY_ISSI:
+    case prm::QUERY_PAGES:
+    case prm::MANAGE_PAGES:
+    case prm::QUERY_HCA_CAP:
+    case prm::ACCESS_REG:
+    case prm::SET_DRIVER_VERSION:
+    case prm::NOP:
+      ok = state_ != HcaState::kDisabled;
+      break;
+    default:  // TEARDOWN_HCA and every resource command
+      ok = state_ == HcaState::kInitialized;
+      break;
+  }
+  return ok ? Outcome::Ok() : Refuse(CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE);
+}
+
+Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
+                           std::span<std::byte> out) {
+  using Handler = Outcome (Firmware::*)(std::span<const std::byte>, std::span<std::byte>);
+  Handler h = nullptr;
+  switch (opcode) {
+    case prm::ENABLE_HCA: h = &Firmware::EnableHca; break;
+    case prm::DISABLE_HCA: h = &Firmware::DisableHca; break;
+    case prm::QUERY_ISSI: h = &Firmware::QueryIssi; break;
+    case prm::SET_ISSI: h = &Firmware::SetIssi; break;
+    case prm::QUERY_PAGES: h = &Firmware::QueryPages; break;
+    case prm::MANAGE_PAGES: h = &Firmware::ManagePages; break;
+    case prm::QUERY_HCA_CAP: h = &Firmware::QueryHcaCap; break;
+    case prm::SET_HCA_CAP: h = &Firmware::SetHcaCap; break;
+    case prm::ACCESS_REG: h = &Firmware::AccessReg; break;
+    case prm::INIT_HCA: h = &Firmware::InitHca; break;
+    case prm::TEARDOWN_HCA: h = &Firmware::TeardownHca; break;
+    case prm::SET_DRIVER_VERSION: h = &Firmware::SetDriverVersion; break;
+    case prm::NOP: h = &Firmware::Nop; break;
+    case prm::ALLOC_UAR: h = &Firmware::AllocUar; break;
+    case prm::DEALLOC_UAR: h = &Firmware::DeallocUar; break;
+    case prm::ALLOC_PD: h = &Firmware::AllocPd; break;
+    case prm::DEALLOC_PD: h = &Firmware::DeallocPd; break;
+    case prm::ALLOC_TRANSPORT_DOMAIN: h = &Firmware::AllocTd; break;
+    case prm::DEALLOC_TRANSPORT_DOMAIN: h = &Firmware::DeallocTd; break;
+    case prm::ALLOC_MEMIC: h = &Firmware::AllocMemic; break;
+    case prm::DEALLOC_MEMIC: h = &Firmware::DeallocMemic; break;
+    case prm::MODIFY_MEMIC: h = &Firmware::ModifyMemic; break;
+    case prm::CREATE_GENERAL_OBJECT: h = &Firmware::CreateGeneralObject; break;
+    case prm::DESTROY_GENERAL_OBJECT: h = &Firmware::DestroyGeneralObject; break;
+    case prm::QUERY_GENERAL_OBJECT: h = &Firmware::QueryGeneralObject; break;
+    case prm::CREATE_MKEY: h = &Firmware::CreateMkey; break;
+    case prm::DESTROY_MKEY: h = &Firmware::DestroyMkey; break;
+    case prm::QUERY_MKEY: h = &Firmware::QueryMkey; break;
+    default:
+      return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
+  }
+  if (Outcome s = CheckState(opcode); !s.ok()) return s;
+  return (this->*h)(in, out);
+}
+
+Counters Firmware::counters() const {
+  std::lock_guard lock(mutex_);
+  Counters c = counters_;
+  c.uars = static_cast<uint32_t>(uars_.size());
+  c.pds = static_cast<uint32_t>(pds_.size());
+  c.transport_domains = static_cast<uint32_t>(tds_.size());
+  c.mkeys = static_cast<uint32_t>(mkeys_.size());
+  c.memic_allocations = static_cast<uint32_t>(memic_.size());
+  c.sw_icm_objects = static_cast<uint32_t>(sw_icm_.size());
+  c.pages_held = static_cast<uint32_t>(pages_.size());
+  return c;
+}
+
+HcaState Firmware::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+void Firmware::InjectFailure(const InjectedFailure& f) {
+  std::lock_guard lock(mutex_);
+  if (f.count > 0) injected_.push_back(f);
+}
+
+void Firmware::ClearInjectedFailures() {
+  std::lock_guard lock(mutex_);
+  injected_.clear();
+}
+
+const char* Firmware::CheckInvariants() const {
+  std::lock_guard lock(mutex_);
+  if (uar_ids_.in_use() != uars_.size()) return "uar pool and table disagree";
+  if (pd_ids_.in_use() != pds_.size()) return "pd pool and table disagree";
+  if (td_ids_.in_use() != tds_.size()) return "td pool and table disagree";
+  if (mkey_ids_.in_use() != mkeys_.size()) return "mkey pool and table disagree";
+  if (object_ids_.in_use() != sw_icm_.size()) return "object pool and table disagree";
+  if (pages_.size() > config_.max_pages_held) return "more pages than the limit";
+  if (state_ != HcaState::kInitialized &&
+      !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() && memic_.empty() &&
+        sw_icm_.empty()))
+    return "objects alive outside kInitialized";
+  std::map<uint32_t, uint32_t> pd_refs, icm_refs, klm_refs;
+  std::map<uint64_t, uint32_t> memic_refs;
+  for (const auto& [idx, m] : mkeys_) {
+    if (!pds_.contains(m.pd)) return "mkey on a dead pd";
+    ++pd_refs[m.pd];
+    if (m.memic_start) {
+      if (!memic_.contains(*m.memic_start)) return "mkey on a dead memic allocation";
+      ++memic_refs[*m.memic_start];
+    }
+    if (m.sw_icm_id) {
+      if (!sw_icm_.contains(*m.sw_icm_id)) return "mkey on a dead sw icm object";
+      ++icm_refs[*m.sw_icm_id];
+    }
+    for (uint32_t t : m.klm_targets) {
+      if (!mkeys_.contains(t)) return "klm names a dead mkey";
+      ++klm_refs[t];
+    }
+  }
+  for (const auto& [idx, pd] : pds_)
+    if (pd.mkeys != pd_refs[idx]) return "pd mkey count wrong";
+  for (const auto& [start, a] : memic_)
+    if (a.mkeys != memic_refs[start]) return "memic mkey count wrong";
+  for (const auto& [id, o] : sw_icm_)
+    if (o.mkeys != icm_refs[id]) return "sw icm mkey count wrong";
+  for (const auto& [idx, m] : mkeys_)
+    if (m.klm_refs != klm_refs[idx]) return "klm reference count wrong";
+  uint64_t prev_end = layout_.memic_start;
+  for (const auto& [start, a] : memic_) {
+    if (start < prev_end || a.size == 0 || start + a.size > layout_.memic_start + layout_.memic_size)
+      return "memic allocations overlap or leave the window";
+    prev_end = start + a.size;
+  }
+  std::map<uint64_t, uint64_t> icm_ranges;
+  for (const auto& [id, o] : sw_icm_) {
+    if (o.backing.size() != (uint64_t{1} << o.log_size)) return "sw icm backing size wrong";
+    icm_ranges[o.start] = o.backing.size();
+  }
+  uint64_t icm_end = 0;
+  for (const auto& [start, size] : icm_ranges) {
+    if (start < icm_end) return "sw icm objects overlap";
+    icm_end = start + size;
+  }
+  return nullptr;
+}
+
+std::optional<std::span<std::byte>> Firmware::SwIcmBytes(uint64_t icm_addr, uint64_t len) {
+  std::lock_guard lock(mutex_);
+  for (auto& [id, o] : sw_icm_) {
+    const uint64_t size = o.backing.size();
+    if (icm_addr >= o.start && icm_addr - o.start <= size && len <= size - (icm_addr - o.start))
+      return std::span<std::byte>(o.backing).subspan(icm_addr - o.start, len);
+  }
+  return std::nullopt;
+}
+
+}  // namespace onchip::sim

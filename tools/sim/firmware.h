@@ -1,0 +1,197 @@
+// The software ConnectX's firmware: the command set, its state machine and its resource tables.
+//
+// This is the transport-free core. It executes one command at a time on byte buffers (the input
+// message and an output buffer of the driver's output_length) and knows nothing of cmdq entries,
+// doorbells or threads, so the in-process device (tools/sim/device.h) and a later shared daemon
+// drive the same object. It reaches host memory only through the Iommu and device memory only
+// through the MEMIC window it is given (BAR0's bytes).
+//
+// Every command is validated as firmware does, in this order: opcode (BAD_OP_ERR), HCA state
+// (BAD_SYS_STATE_ERR), input and output lengths (BAD_INP_LEN_ERR / BAD_OUTP_LEN_ERR), reserved
+// bits (BAD_PARAM_ERR), op_mod, then the command's own rules (ownership, PD, limits, ranges). A
+// refused command changes nothing and its output is all zero but status and syndrome; the
+// syndrome names the check (uapi/sim/syndrome.h).
+//
+// Ownership: objects record the uid of the command that created them; destroying or using one
+// with another uid is NOT_OWNER (BAD_RES_ERR). uids are taken as opaque owner tags (this device
+// has no UCTX objects yet, log_max_uctx = 0).
+//
+// Thread safety: Execute and every accessor lock one mutex; any thread may call them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tools/sim/bar_layout.h"
+#include "tools/sim/caps.h"
+#include "tools/sim/config.h"
+#include "tools/sim/index_pool.h"
+#include "tools/sim/iommu.h"
+#include "tools/sim/outcome.h"
+
+namespace onchip::sim {
+
+enum class HcaState : uint8_t {
+  kDisabled,     // after reset or DISABLE_HCA: only ENABLE_HCA
+  kEnabled,      // after ENABLE_HCA: ISSI, pages, capabilities, INIT_HCA
+  kInitialized,  // after INIT_HCA: resources; TEARDOWN_HCA returns to kEnabled
+};
+
+// What a test reads to prove a command ran or nothing leaked.
+struct Counters {
+  uint64_t commands = 0;         // commands that reached the firmware
+  uint64_t commands_failed = 0;  // of which answered with a non-OK status
+  std::map<uint16_t, uint64_t> by_opcode;
+  uint32_t uars = 0;
+  uint32_t pds = 0;
+  uint32_t transport_domains = 0;
+  uint32_t mkeys = 0;
+  uint32_t memic_allocations = 0;
+  uint32_t sw_icm_objects = 0;
+  uint32_t pages_held = 0;
+};
+
+// A test's instruction to refuse commands: the next `count` commands (of `opcode`, if given)
+// answer `status` + `syndrome` without running.
+struct InjectedFailure {
+  uint32_t count = 1;
+  std::optional<uint16_t> opcode;
+  prm::CommandStatus status = prm::CommandStatus::INT_ERR;
+  uint32_t syndrome = 0;
+};
+
+class Firmware {
+ public:
+  Firmware(const DeviceConfig& config, const BarLayout& layout, std::span<std::byte> memic_window,
+           Iommu& iommu);
+
+  // Runs one command. `in` is the whole input message; `out` is the driver's output buffer
+  // (output_length bytes), fully written: status and syndrome, the command's fields, zeros.
+  Outcome Execute(std::span<const std::byte> in, std::span<std::byte> out);
+
+  Counters counters() const;
+  HcaState state() const;
+  void InjectFailure(const InjectedFailure& f);
+  void ClearInjectedFailures();
+
+  // Consistency of the tables (reference counts, index pools, ranges); the fuzz target checks it
+  // after every input. Returns the first broken invariant, or nullptr.
+  const char* CheckInvariants() const;
+
+  // Device-memory access for the data engine: the bytes behind an ICM address range, if one live
+  // SW ICM object covers it.
+  std::optional<std::span<std::byte>> SwIcmBytes(uint64_t icm_addr, uint64_t len);
+
+ private:
+  struct Pd {
+    uint16_t uid;
+    uint32_t mkeys = 0;
+  };
+  struct MemicAlloc {
+    uint64_t size;
+    uint32_t mkeys = 0;
+  };
+  struct SwIcmObject {
+    uint16_t uid;
+    uint64_t start;
+    uint8_t log_size;
+    std::vector<std::byte> backing;
+    uint32_t mkeys = 0;
+  };
+  struct Mkey {
+    uint16_t uid;
+    uint32_t pd;
+    std::array<std::byte, 64> mkc;
+    std::vector<std::byte> translations;  // translations_octword_actual_size * 16 bytes
+    std::optional<uint64_t> memic_start;  // the MEMIC allocation it covers
+    std::optional<uint32_t> sw_icm_id;    // the SW ICM object it covers
+    std::vector<uint32_t> klm_targets;    // mkey indices its KLMs name
+    uint32_t klm_refs = 0;                // live KLM mkeys naming this one
+  };
+
+  Outcome Dispatch(uint16_t opcode, std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome CheckState(uint16_t opcode) const;
+
+  // HCA life cycle (firmware_hca.cc).
+  Outcome EnableHca(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DisableHca(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryIssi(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome SetIssi(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryPages(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ManagePages(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryHcaCap(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome SetHcaCap(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome AccessReg(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome InitHca(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome TeardownHca(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome SetDriverVersion(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Nop(std::span<const std::byte> in, std::span<std::byte> out);
+  int64_t PagesWanted() const;
+  void ReleaseAllObjects();
+
+  // UAR, PD, transport domain (firmware_resources.cc).
+  Outcome AllocUar(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DeallocUar(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome AllocPd(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DeallocPd(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome AllocTd(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DeallocTd(std::span<const std::byte> in, std::span<std::byte> out);
+
+  // MEMIC (firmware_memic.cc).
+  Outcome AllocMemic(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DeallocMemic(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ModifyMemic(std::span<const std::byte> in, std::span<std::byte> out);
+
+  // General objects: SW ICM (firmware_sw_icm.cc).
+  Outcome CreateGeneralObject(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyGeneralObject(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryGeneralObject(std::span<const std::byte> in, std::span<std::byte> out);
+  // The SW ICM area [start, start + 2^log_size) holding `addr`, if any.
+  std::optional<std::pair<uint64_t, uint8_t>> SwIcmArea(uint64_t addr) const;
+
+  // Mkeys (firmware_mkey.cc).
+  Outcome CreateMkey(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyMkey(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryMkey(std::span<const std::byte> in, std::span<std::byte> out);
+  void ForgetMkey(uint32_t index);
+
+  const DeviceConfig config_;
+  const BarLayout layout_;
+  std::span<std::byte> memic_window_;
+  Iommu& iommu_;
+
+  mutable std::mutex mutex_;
+  HcaState state_ = HcaState::kDisabled;
+  uint16_t current_issi_ = 0;
+  bool host_endianness_set_ = false;
+  uint32_t host_endianness_he_ = 0;
+  std::string driver_version_;
+  std::array<uint32_t, 4> sw_owner_id_{};
+  Capabilities caps_;
+  std::set<uint64_t> pages_;  // IOVAs of the 4 KiB pages the driver gave
+
+  IndexPool uar_ids_;
+  std::map<uint32_t, uint16_t> uars_;  // index -> uid
+  IndexPool pd_ids_;
+  std::map<uint32_t, Pd> pds_;
+  IndexPool td_ids_;
+  std::map<uint32_t, uint16_t> tds_;  // index -> uid
+  std::map<uint64_t, MemicAlloc> memic_;  // by BAR offset
+  IndexPool object_ids_;
+  std::map<uint32_t, SwIcmObject> sw_icm_;  // by obj_id
+  IndexPool mkey_ids_;
+  std::map<uint32_t, Mkey> mkeys_;  // by mkey index (mkey >> 8)
+
+  Counters counters_;
+  std::vector<InjectedFailure> injected_;
+};
+
+}  // namespace onchip::sim

@@ -1,0 +1,51 @@
+// What a firmware command handler answers: a PRM command status and the syndrome that names the
+// failed check (uapi/sim/syndrome.h), plus the checks every handler starts with.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "uapi/cmd_status.h"
+#include "uapi/prm/field.h"
+#include "uapi/sim/syndrome.h"
+
+namespace onchip::sim {
+
+struct Outcome {
+  prm::CommandStatus status = prm::CommandStatus::OK;
+  uint32_t syndrome = 0;
+
+  static constexpr Outcome Ok() { return {}; }
+  constexpr bool ok() const { return status == prm::CommandStatus::OK; }
+};
+
+constexpr Outcome Refuse(prm::CommandStatus status, Syndrome syndrome) {
+  return {status, static_cast<uint32_t>(syndrome)};
+}
+
+// True if bits [bit_offset, bit_offset + width) of `bytes` are all zero (bytes covers them).
+bool BitsZero(std::span<const std::byte> bytes, std::size_t bit_offset, std::size_t width);
+
+// A layout's reserved bits are all zero in `in` (which holds at least the layout).
+template <class L>
+bool ReservedClear(std::span<const std::byte> in, L) {
+  for (const auto& r : L::reserved_ranges)
+    if (!BitsZero(in, r.bit_offset, r.bit_width)) return false;
+  return true;
+}
+
+// The checks firmware makes before it looks at a command's fields: the input holds the whole
+// layout In, the output has room for Out, and In's reserved bits are clear.
+template <class In, class Out>
+Outcome CheckShape(std::span<const std::byte> in, std::span<std::byte> out) {
+  if (in.size() < prm::size_bytes<In>)
+    return Refuse(prm::CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+  if (out.size() < prm::size_bytes<Out>)
+    return Refuse(prm::CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
+  if (!ReservedClear(in, In{}))
+    return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO);
+  return Outcome::Ok();
+}
+
+}  // namespace onchip::sim

@@ -1,0 +1,166 @@
+// The syndromes the software ConnectX (tools/sim) reports, one per failed check.
+//
+// A real ConnectX answers a refused command with a PRM status (byte 0 of the output) and a
+// firmware-specific 32-bit syndrome (bytes 4..7). The software ConnectX does the same, and its
+// syndromes are stable: each names exactly one check, so tests assert the check that fired and
+// the driver's error messages can print a name (SyndromeName) instead of a number. They live in
+// uapi/ because the driver may not include tools/sim. Values carry the prefix 0x51 ("sim") in the
+// top byte so they are never mistaken for a hardware syndrome; a syndrome injected by a test's
+// fault injector is whatever the test chose.
+#pragma once
+
+#include <cstdint>
+
+namespace onchip::sim {
+
+enum class Syndrome : uint32_t {
+  OK = 0,
+  // Any command.
+  BAD_OPCODE = 0x51000101,         // BAD_OP_ERR: opcode not implemented
+  BAD_OP_MOD = 0x51000102,         // BAD_PARAM_ERR: op_mod not defined for this opcode
+  INPUT_TOO_SHORT = 0x51000103,    // BAD_INP_LEN_ERR: input shorter than the command's layout
+  OUTPUT_TOO_SHORT = 0x51000104,   // BAD_OUTP_LEN_ERR: output shorter than the command's layout
+  RESERVED_NOT_ZERO = 0x51000105,  // BAD_PARAM_ERR: a reserved bit of the input is set
+  WRONG_STATE = 0x51000107,        // BAD_SYS_STATE_ERR: not allowed in the HCA's current state
+  // HCA bring-up and teardown.
+  BAD_FUNCTION = 0x51000201,        // BAD_PARAM_ERR: function_id / embedded_cpu_function not 0
+  ISSI_UNSUPPORTED = 0x51000202,    // BAD_PARAM_ERR: SET_ISSI to an ISSI not supported
+  PAGE_UNALIGNED = 0x51000204,      // BAD_PARAM_ERR: MANAGE_PAGES address not 4 KiB aligned
+  PAGE_UNMAPPED = 0x51000205,       // BAD_PARAM_ERR: MANAGE_PAGES page not mapped in the IOMMU
+  PAGE_DUPLICATE = 0x51000206,      // BAD_PARAM_ERR: page given twice
+  PAGES_LIMIT = 0x51000207,         // NO_RES_ERR: more pages than the device holds
+  PAGES_MISSING = 0x51000208,       // BAD_SYS_STATE_ERR: INIT_HCA before boot + init pages
+  CAP_TYPE_UNSUPPORTED = 0x51000209,  // BAD_PARAM_ERR: capability type not implemented
+  CAP_OTHER_FUNCTION = 0x5100020a,    // BAD_PARAM_ERR: other_function / function_id set
+  CAP_NOT_SETTABLE = 0x5100020b,      // BAD_PARAM_ERR: SET_HCA_CAP of a type with no writable field
+  CAP_ABOVE_MAX = 0x5100020c,         // BAD_PARAM_ERR: writable field above the MAX capability
+  REGISTER_UNSUPPORTED = 0x5100020d,  // BAD_PARAM_ERR: ACCESS_REG register_id not implemented
+  REGISTER_ARGUMENT = 0x5100020e,     // BAD_PARAM_ERR: ACCESS_REG argument not 0
+  TEARDOWN_PROFILE = 0x5100020f,      // BAD_PARAM_ERR: TEARDOWN_HCA profile not supported
+  TEARDOWN_BUSY = 0x51000210,         // RES_BUSY: graceful TEARDOWN_HCA with objects alive
+  SW_VHCA_ID_UNSUPPORTED = 0x51000211,  // BAD_PARAM_ERR: INIT_HCA sw_vhca_id without the cap
+  // UAR, PD, transport domain; ownership.
+  UAR_EXHAUSTED = 0x51000301,  // NO_RES_ERR
+  UAR_UNKNOWN = 0x51000302,    // BAD_RES_ERR: no such UAR
+  NOT_OWNER = 0x51000303,      // BAD_RES_ERR: object exists but belongs to another uid
+  PD_EXHAUSTED = 0x51000304,   // NO_RES_ERR
+  PD_UNKNOWN = 0x51000305,     // BAD_RES_ERR: no such PD
+  PD_BUSY = 0x51000306,        // RES_BUSY: DEALLOC_PD with mkeys alive on it
+  TD_EXHAUSTED = 0x51000307,   // NO_RES_ERR
+  TD_UNKNOWN = 0x51000308,     // BAD_RES_ERR: no such transport domain
+  // MEMIC.
+  MEMIC_UNSUPPORTED = 0x51000401,  // BAD_OP_ERR: device_mem_cap.memic is 0
+  MEMIC_SIZE = 0x51000402,         // BAD_PARAM_ERR: memic_size 0, not a multiple of 64, too big
+  MEMIC_ALIGNMENT = 0x51000403,    // BAD_PARAM_ERR: log_memic_addr_alignment above the cap
+  MEMIC_RANGE = 0x51000404,        // BAD_PARAM_ERR: range outside the MEMIC window or < size
+  MEMIC_FULL = 0x51000405,         // NO_RES_ERR: no free aligned run inside the range
+  MEMIC_UNKNOWN = 0x51000406,      // BAD_PARAM_ERR: DEALLOC_MEMIC of no allocation (addr + size)
+  MEMIC_BUSY = 0x51000407,         // RES_BUSY: DEALLOC_MEMIC with mkeys alive over it
+  MEMIC_OPERATION_UNSUPPORTED = 0x51000408,  // BAD_PARAM_ERR: memic_operations is 0
+  // General objects, SW ICM.
+  OBJECT_TYPE_UNSUPPORTED = 0x51000501,  // BAD_PARAM_ERR: obj_type not in general_obj_types
+  OBJECT_ID = 0x51000509,        // BAD_PARAM_ERR: obj_id set on CREATE
+  SW_ICM_SIZE = 0x51000502,      // BAD_PARAM_ERR: log_sw_icm_size below the block or above the area
+  SW_ICM_ADDRESS = 0x51000503,   // BAD_PARAM_ERR: start not block aligned or outside every area
+  SW_ICM_OVERLAP = 0x51000504,   // BAD_PARAM_ERR: range overlaps a live SW ICM object
+  SW_ICM_UNKNOWN = 0x51000505,   // BAD_RES_ERR: no such object
+  SW_ICM_BUSY = 0x51000506,      // RES_BUSY: DESTROY with mkeys alive over it
+  OBJECT_PARAM = 0x51000507,     // BAD_PARAM_ERR: alias_object, log_obj_range, vhca_tunnel_id,
+                                 // or modify_field_select set
+  SW_ICM_EXHAUSTED = 0x51000508, // NO_RES_ERR: object table full
+  // Mkeys.
+  MKEY_ACCESS_MODE = 0x51000601,   // BAD_PARAM_ERR: access mode not PA, MTT, KLMS, SW_ICM, MEMIC
+  MKEY_QPN = 0x51000603,           // BAD_PARAM_ERR: qpn not 0xffffff
+  MKEY_FREE_WITHOUT_UMR = 0x51000604,  // BAD_PARAM_ERR: free = 1 but umr_en = 0
+  MKEY_TRANSLATIONS = 0x51000605,  // BAD_PARAM_ERR: translation sizes inconsistent
+  MKEY_PAGE_SIZE = 0x51000606,     // BAD_PARAM_ERR: log_page_size out of range
+  MKEY_MTT_ENTRY = 0x51000607,     // BAD_PARAM_ERR: MTT entry not page aligned
+  MKEY_KLM_ENTRY = 0x51000608,     // BAD_PARAM_ERR: KLM names no live mkey
+  MKEY_MEMIC_RANGE = 0x51000609,   // BAD_PARAM_ERR: MEMIC mkey outside one live allocation
+  MKEY_SW_ICM_RANGE = 0x5100060a,  // BAD_PARAM_ERR: SW_ICM mkey outside one live object
+  MKEY_TPH = 0x5100060b,           // BAD_PARAM_ERR: TPH fields without mkey_pcie_tph, or bad index
+  MKEY_UNSUPPORTED = 0x5100060c,   // BAD_PARAM_ERR: bsf_en, umem, data_direct, pg_access, crossing
+  MKEY_EXHAUSTED = 0x5100060d,     // NO_RES_ERR
+  MKEY_UNKNOWN = 0x5100060e,       // BAD_RES_ERR: no such mkey
+  MKEY_BUSY = 0x5100060f,          // RES_BUSY: mkey referenced by a live KLM mkey
+  MKEY_LENGTH = 0x51000610,        // BAD_PARAM_ERR: len above 2^log_max_mrw_sz, or length64 misuse
+  MKEY_PA_NOT_PRIVILEGED = 0x51000611,  // BAD_PARAM_ERR: PA mode with a non-zero uid
+  MKEY_PD_UNKNOWN = 0x51000612,    // BAD_RES_ERR: mkc.pd names no live PD
+};
+
+constexpr const char* SyndromeName(uint32_t s) {
+  switch (static_cast<Syndrome>(s)) {
+#define ONCHIP_SIM_SYNDROME(n) \
+  case Syndrome::n:            \
+    return #n;
+    ONCHIP_SIM_SYNDROME(OK)
+    ONCHIP_SIM_SYNDROME(BAD_OPCODE)
+    ONCHIP_SIM_SYNDROME(BAD_OP_MOD)
+    ONCHIP_SIM_SYNDROME(INPUT_TOO_SHORT)
+    ONCHIP_SIM_SYNDROME(OUTPUT_TOO_SHORT)
+    ONCHIP_SIM_SYNDROME(RESERVED_NOT_ZERO)
+    ONCHIP_SIM_SYNDROME(WRONG_STATE)
+    ONCHIP_SIM_SYNDROME(BAD_FUNCTION)
+    ONCHIP_SIM_SYNDROME(ISSI_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(PAGE_UNALIGNED)
+    ONCHIP_SIM_SYNDROME(PAGE_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(PAGE_DUPLICATE)
+    ONCHIP_SIM_SYNDROME(PAGES_LIMIT)
+    ONCHIP_SIM_SYNDROME(PAGES_MISSING)
+    ONCHIP_SIM_SYNDROME(CAP_TYPE_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(CAP_OTHER_FUNCTION)
+    ONCHIP_SIM_SYNDROME(CAP_NOT_SETTABLE)
+    ONCHIP_SIM_SYNDROME(CAP_ABOVE_MAX)
+    ONCHIP_SIM_SYNDROME(REGISTER_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(REGISTER_ARGUMENT)
+    ONCHIP_SIM_SYNDROME(TEARDOWN_PROFILE)
+    ONCHIP_SIM_SYNDROME(TEARDOWN_BUSY)
+    ONCHIP_SIM_SYNDROME(SW_VHCA_ID_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(UAR_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(UAR_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(NOT_OWNER)
+    ONCHIP_SIM_SYNDROME(PD_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(PD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(PD_BUSY)
+    ONCHIP_SIM_SYNDROME(TD_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(TD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(MEMIC_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(MEMIC_SIZE)
+    ONCHIP_SIM_SYNDROME(MEMIC_ALIGNMENT)
+    ONCHIP_SIM_SYNDROME(MEMIC_RANGE)
+    ONCHIP_SIM_SYNDROME(MEMIC_FULL)
+    ONCHIP_SIM_SYNDROME(MEMIC_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(MEMIC_BUSY)
+    ONCHIP_SIM_SYNDROME(MEMIC_OPERATION_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(OBJECT_TYPE_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(OBJECT_ID)
+    ONCHIP_SIM_SYNDROME(SW_ICM_SIZE)
+    ONCHIP_SIM_SYNDROME(SW_ICM_ADDRESS)
+    ONCHIP_SIM_SYNDROME(SW_ICM_OVERLAP)
+    ONCHIP_SIM_SYNDROME(SW_ICM_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(SW_ICM_BUSY)
+    ONCHIP_SIM_SYNDROME(OBJECT_PARAM)
+    ONCHIP_SIM_SYNDROME(SW_ICM_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(MKEY_ACCESS_MODE)
+    ONCHIP_SIM_SYNDROME(MKEY_QPN)
+    ONCHIP_SIM_SYNDROME(MKEY_FREE_WITHOUT_UMR)
+    ONCHIP_SIM_SYNDROME(MKEY_TRANSLATIONS)
+    ONCHIP_SIM_SYNDROME(MKEY_PAGE_SIZE)
+    ONCHIP_SIM_SYNDROME(MKEY_MTT_ENTRY)
+    ONCHIP_SIM_SYNDROME(MKEY_KLM_ENTRY)
+    ONCHIP_SIM_SYNDROME(MKEY_MEMIC_RANGE)
+    ONCHIP_SIM_SYNDROME(MKEY_SW_ICM_RANGE)
+    ONCHIP_SIM_SYNDROME(MKEY_TPH)
+    ONCHIP_SIM_SYNDROME(MKEY_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(MKEY_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(MKEY_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(MKEY_BUSY)
+    ONCHIP_SIM_SYNDROME(MKEY_LENGTH)
+    ONCHIP_SIM_SYNDROME(MKEY_PA_NOT_PRIVILEGED)
+    ONCHIP_SIM_SYNDROME(MKEY_PD_UNKNOWN)
+#undef ONCHIP_SIM_SYNDROME
+  }
+  return "UNKNOWN";
+}
+
+}  // namespace onchip::sim
