@@ -66,6 +66,12 @@ constexpr std::size_t kBoxSignature = Box::signature.bit_offset / 8;
 static_assert(kBoxSignature == kBlockBytes - 1 && kBoxCtrlSignature == kBoxSignature - 1);
 static_assert(kEntrySignature < kEntryBytes && kStatusOwn == kEntryBytes - 1);
 
+// memcpy for copies that may be empty: an empty span's data() may be null, which memcpy forbids
+// even for zero bytes.
+void CopyBytes(std::byte* dst, const std::byte* src, std::size_t n) {
+  if (n != 0) std::memcpy(dst, src, n);
+}
+
 uint8_t Xor8(std::span<const std::byte> bytes) {
   uint8_t x = 0;
   for (std::byte b : bytes) x ^= std::to_integer<uint8_t>(b);
@@ -257,7 +263,7 @@ Result<void> EncodeInput(std::span<const std::byte> msg, std::span<const uint64_
     return Fail(EINVAL, "cmdq: input token differs from the one PrepareOutput stamped");
   ONCHIP_TRY(const uint64_t first, BuildChain(msg.size(), msg, block_addrs, token, blocks, opts));
   std::memset(entry.data() + kInputInline, 0, kInlineBytes);
-  std::memcpy(entry.data() + kInputInline, msg.data(), std::min(msg.size(), kInlineBytes));
+  CopyBytes(entry.data() + kInputInline, msg.data(), std::min(msg.size(), kInlineBytes));
   std::memset(entry.data() + kOutputInline, 0, kInlineBytes);
   prm::Bits(entry)
       .set(E::type, prm::PCI_CMD_XPORT)
@@ -284,7 +290,7 @@ Result<void> DecodeOutput(ConstEntry entry, BlockAccess& blocks, std::span<std::
     return Fail(prm::DeliveryStatusErrno(delivery), prm::DeliveryStatusName(delivery));
   const std::size_t len = prm::Get(std::span<const std::byte>(e), E::output_length);
   if (len != out.size()) return Fail(EPROTO, "cmdq output: output_length changed");
-  std::memcpy(out.data(), e.data() + kOutputInline, std::min(len, kInlineBytes));
+  CopyBytes(out.data(), e.data() + kOutputInline, std::min(len, kInlineBytes));
   ChainWalk walk(blocks, prm::Get(std::span<const std::byte>(e), kOutputPointer), BlocksFor(len),
                  prm::Get(std::span<const std::byte>(e), E::token), kOutputSide,
                  opts.signatures ? SignatureCheck::kFull : SignatureCheck::kNone);
@@ -306,7 +312,7 @@ Delivery<std::vector<std::byte>> ReadInput(ConstEntry entry, BlockAccess& blocks
   if (auto ok = CheckEntry(ce, opts); !ok) return std::unexpected(ok.error());
   const std::size_t len = prm::Get(ce, E::input_length);
   std::vector<std::byte> msg(len);
-  std::memcpy(msg.data(), e.data() + kInputInline, std::min(len, kInlineBytes));
+  CopyBytes(msg.data(), e.data() + kInputInline, std::min(len, kInlineBytes));
   ChainWalk walk(blocks, prm::Get(ce, kInputPointer), BlocksFor(len), prm::Get(ce, E::token),
                  kInputSide, opts.signatures ? SignatureCheck::kFull : SignatureCheck::kNone);
   std::array<std::byte, kBlockBytes> snap;
@@ -338,7 +344,7 @@ Delivery<void> WriteOutput(Entry entry, BlockAccess& blocks, std::span<const std
     live[k] = *block;
   }
   std::memset(entry.data() + kOutputInline, 0, kInlineBytes);
-  std::memcpy(entry.data() + kOutputInline, out.data(), std::min(out.size(), kInlineBytes));
+  CopyBytes(entry.data() + kOutputInline, out.data(), std::min(out.size(), kInlineBytes));
   for (std::size_t k = 0, at = kInlineBytes; k < n; ++k, at += kBlockDataBytes) {
     std::byte* data = live[k] + kBoxData;
     std::memset(data, 0, kBlockDataBytes);
