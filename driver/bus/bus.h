@@ -1,0 +1,84 @@
+// The Bus: how the driver reaches one PCI function. Two things and nothing else:
+//   - BAR0, mapped into the process: 32-bit big-endian register access for the init segment
+//     (Read32/Write32) and raw windows for the regions the CPU writes directly (UAR pages, the
+//     MEMIC window);
+//   - DMA memory: page-aligned host memory mapped at an IOVA the device uses, as a move-only
+//     DmaBuffer that unmaps and frees itself.
+// plus a doorbell notification (Notify) the driver calls after every doorbell write; a real
+// device sees the store itself, the software ConnectX is told to look.
+//
+// Ordering contract: Write32 is a single 32-bit store to BAR0 in program order with respect to
+// other BAR0 accesses; making DMA memory visible before a doorbell is the caller's barrier
+// (mmio::ToDeviceBarrier), not the bus's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "uapi/result.h"
+
+namespace onchip::bus {
+
+class Bus;
+
+// DMA memory owned by the caller: `host` and `iova` name the same `length` bytes (a multiple of
+// 4 KiB, zero-filled at allocation). Destroying it unmaps it from the device first.
+class DmaBuffer {
+ public:
+  DmaBuffer() = default;
+  DmaBuffer(Bus* bus, std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie)
+      : bus_(bus), host_(host), iova_(iova), length_(length), cookie_(cookie) {}
+  DmaBuffer(DmaBuffer&& o) noexcept { *this = std::move(o); }
+  DmaBuffer& operator=(DmaBuffer&& o) noexcept;
+  DmaBuffer(const DmaBuffer&) = delete;
+  DmaBuffer& operator=(const DmaBuffer&) = delete;
+  ~DmaBuffer() { Reset(); }
+
+  std::byte* host() const { return host_; }
+  uint64_t iova() const { return iova_; }
+  uint64_t length() const { return length_; }
+  explicit operator bool() const { return bus_ != nullptr; }
+  // Unmaps and frees now. Errors from the unmap are reported, not thrown: the memory is freed.
+  Result<void> Reset();
+
+ private:
+  Bus* bus_ = nullptr;
+  std::byte* host_ = nullptr;
+  uint64_t iova_ = 0;
+  uint64_t length_ = 0;
+  uint64_t cookie_ = 0;  // the bus's own handle for the allocation (an fd, an index)
+};
+
+class Bus {
+ public:
+  virtual ~Bus() = default;
+
+  // BAR0 as mapped for uncached register access. Never null once the bus is constructed.
+  virtual std::byte* bar0() const = 0;
+  virtual uint64_t bar0_size() const = 0;
+
+  // The CPU window for [offset, offset + length) of BAR0, for direct device-memory stores and
+  // loads (MEMIC, UAR pages). Write-combined where the platform can map it so (the software
+  // ConnectX's BAR is ordinary shared memory). EFAULT if the range is outside BAR0.
+  virtual Result<std::byte*> Bar0Window(uint64_t offset, uint64_t length) const;
+
+  // Big-endian 32-bit register access at a 4-byte aligned BAR0 offset inside the BAR.
+  uint32_t Read32(uint64_t offset) const;
+  void Write32(uint64_t offset, uint32_t value);
+
+  // `length` rounded up to 4 KiB; zero-filled; mapped for device read and write.
+  virtual Result<DmaBuffer> AllocDma(uint64_t length) = 0;
+
+  // After a doorbell write (cmd_dbell, UAR): tells the device to look. Cheap, any thread.
+  virtual void Notify() = 0;
+
+ protected:
+  friend class DmaBuffer;
+  virtual Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length,
+                               uint64_t cookie) = 0;
+};
+
+inline constexpr uint64_t kPageSize = 4096;
+constexpr uint64_t RoundUpPage(uint64_t n) { return (n + kPageSize - 1) & ~(kPageSize - 1); }
+
+}  // namespace onchip::bus

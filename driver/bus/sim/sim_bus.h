@@ -1,0 +1,43 @@
+// The Bus over a virtual PCI function (uapi/vpci.h): the software ConnectX in this process, or
+// later a device daemon behind the same contract.
+//
+// BAR0 is the function's shared memory, mapped MAP_SHARED; DMA memory is memfd-backed (so a
+// device in another process can map the same pages from the fd) and registered with
+// Function::MapDma at an IOVA this bus hands out; Notify is Function::Kick.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "driver/bus/bus.h"
+#include "uapi/vpci.h"
+
+namespace onchip::bus {
+
+class SimBus final : public Bus {
+ public:
+  // The function must outlive the bus. ENOMEM/EINVAL (with context) if BAR0 cannot be mapped.
+  static Result<std::unique_ptr<SimBus>> Open(vpci::Function& function);
+  ~SimBus() override;
+
+  std::byte* bar0() const override { return bar0_; }
+  uint64_t bar0_size() const override { return bar0_size_; }
+  Result<DmaBuffer> AllocDma(uint64_t length) override;
+  void Notify() override { function_.Kick(); }
+
+ protected:
+  Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) override;
+
+ private:
+  SimBus(vpci::Function& function, std::byte* bar0, uint64_t size)
+      : function_(function), bar0_(bar0), bar0_size_(size) {}
+
+  vpci::Function& function_;
+  std::byte* bar0_;
+  uint64_t bar0_size_;
+  // IOVAs are handed out upwards and never reused: 2^64 bytes of address space outlast any run,
+  // and a stale IOVA can then never alias a newer buffer.
+  std::atomic<uint64_t> next_iova_{uint64_t{1} << 32};
+};
+
+}  // namespace onchip::bus

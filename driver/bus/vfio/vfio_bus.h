@@ -1,0 +1,55 @@
+// The Bus over Linux VFIO, for a real ConnectX bound to vfio-pci.
+//
+// Open: /dev/vfio/vfio (API version, Type1v2 IOMMU), the device's IOMMU group (viable, joined to
+// the container, VFIO_SET_IOMMU), the device fd (VFIO_GROUP_GET_DEVICE_FD), BAR0 region info and
+// mmap, then memory-space + bus-master in the PCI command register. DMA memory is anonymous,
+// page-aligned, mapped with VFIO_IOMMU_MAP_DMA at IOVAs this bus hands out. Notify is a no-op:
+// the device sees doorbell stores itself.
+//
+// Every failure names its step and keeps the kernel's errno (ENOENT when /dev/vfio or the device
+// is absent, EPERM/EACCES without permission, EINVAL for a non-viable group).
+//
+// Limit: VFIO maps BAR0 uncached, so Bar0Window is uncached too: device-memory copies are
+// correct but do not get write-combining over this bus.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "driver/bus/bus.h"
+
+namespace onchip::bus {
+
+struct VfioOptions {
+  std::string sysfs_root = "/sys";
+  std::string dev_vfio = "/dev/vfio";
+};
+
+class VfioBus final : public Bus {
+ public:
+  static Result<std::unique_ptr<VfioBus>> Open(std::string_view pci_name, VfioOptions opts = {});
+  ~VfioBus() override;
+
+  std::byte* bar0() const override { return bar0_; }
+  uint64_t bar0_size() const override { return bar0_size_; }
+  Result<DmaBuffer> AllocDma(uint64_t length) override;
+  void Notify() override {}
+
+ protected:
+  Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) override;
+
+ private:
+  VfioBus() = default;
+
+  int container_ = -1;
+  int group_ = -1;
+  int device_ = -1;
+  std::byte* bar0_ = nullptr;
+  uint64_t bar0_size_ = 0;
+  std::mutex iova_mu_;
+  uint64_t next_iova_ = 0x100000;  // above the legacy low hole; never reused
+};
+
+}  // namespace onchip::bus
