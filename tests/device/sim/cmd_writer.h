@@ -1,0 +1,97 @@
+// A small test-side command writer for the software ConnectX, built on uapi/ only (cmdq codec
+// and PRM layouts), never on the driver: it plays the driver's part of the command interface.
+//
+// It maps BAR0 from the device's fd, owns one DMA arena mapped through MapDma (the cmdq page,
+// a pool of 1 KiB-aligned mailbox blocks, and pages to give with MANAGE_PAGES), programs
+// cmdq_phy_addr, and runs a command by preparing the output chain, encoding the input, storing
+// the doorbell bit, kicking the device and polling ownership.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "tools/sim/device.h"
+#include "uapi/cmd_status.h"
+#include "uapi/cmdq/mailbox.h"
+#include "uapi/prm/field.h"
+#include "uapi/result.h"
+
+namespace onchip::sim::testing {
+
+struct Reply {
+  prm::DeliveryStatus delivery = prm::DeliveryStatus::OK;
+  uint8_t status = 0;
+  uint32_t syndrome = 0;
+  std::vector<std::byte> out;  // output_length bytes (valid if delivery is OK)
+
+  template <class F>
+  uint64_t get(F f) const {
+    return prm::Get(std::span<const std::byte>(out), f);
+  }
+  bool ok() const { return delivery == prm::DeliveryStatus::OK && status == 0; }
+};
+
+class CommandWriter {
+ public:
+  static constexpr uint64_t kArenaIova = uint64_t{1} << 32;
+  static constexpr std::size_t kArenaBytes = 8 << 20;
+  static constexpr std::size_t kBlockPoolOffset = 64 << 10;     // after the cmdq page
+  static constexpr std::size_t kBlockPoolBytes = 3 << 20;       // 3072 blocks of 1 KiB
+  static constexpr std::size_t kPagePoolOffset = 4 << 20;       // pages for MANAGE_PAGES
+
+  explicit CommandWriter(Device& device);
+  ~CommandWriter();
+  CommandWriter(const CommandWriter&) = delete;
+  CommandWriter& operator=(const CommandWriter&) = delete;
+
+  // Runs one command in `slot` and waits for it (ETIMEDOUT after `timeout`).
+  Result<Reply> Run(std::span<const std::byte> in, std::size_t out_len, uint32_t slot = 0,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds{5000});
+
+  // Split steps, for tests that corrupt entries or run several slots at once.
+  Result<void> Post(std::span<const std::byte> in, std::size_t out_len, uint32_t slot);
+  void Ring(uint32_t slot_mask);
+  Result<Reply> Wait(uint32_t slot, std::chrono::milliseconds timeout);
+  bool Owned(uint32_t slot) const;
+
+  // Brings the HCA to kInitialized the way mlx5_core does: ENABLE_HCA, QUERY_ISSI, SET_ISSI 1,
+  // QUERY_PAGES boot + MANAGE_PAGES, ACCESS_REG host endianness, QUERY_PAGES init +
+  // MANAGE_PAGES, INIT_HCA.
+  Result<void> BringUp();
+  // Gives `n` fresh pages; returns the reply of MANAGE_PAGES.
+  Result<Reply> GivePages(uint32_t n);
+
+  std::span<std::byte> entry(uint32_t slot);
+  std::byte* arena() { return arena_; }
+  uint64_t block_iova(std::size_t i) const { return kArenaIova + kBlockPoolOffset + i * 1024; }
+  std::byte* host(uint64_t iova) { return arena_ + (iova - kArenaIova); }
+  std::byte* bar() { return bar_; }
+  Device& device() { return device_; }
+  uint8_t next_token() { return token_; }
+
+ private:
+  class Access;
+  Device& device_;
+  std::byte* bar_ = nullptr;
+  std::size_t bar_size_ = 0;
+  std::byte* arena_ = nullptr;
+  std::unique_ptr<Access> access_;
+  uint8_t token_ = 1;
+  std::size_t next_page_ = 0;
+  std::vector<std::size_t> out_lens_ = std::vector<std::size_t>(32);
+};
+
+// Message helper: a zeroed input of layout L with opcode (and op_mod) set.
+template <class L>
+prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
+  prm::Message<L> m(extra);
+  m.set(L::opcode, opcode);
+  m.set(L::op_mod, op_mod);
+  return m;
+}
+
+}  // namespace onchip::sim::testing
