@@ -42,6 +42,7 @@ enum Opcode : uint16_t {
   QP_2ERR = 0x507,
   QP_2RST = 0x50a,
   QUERY_QP = 0x50b,
+  SQD_RTS_QP = 0x50c,
   INIT2INIT_QP = 0x50e,
   ALLOC_PD = 0x800,
   DEALLOC_PD = 0x801,

@@ -280,6 +280,42 @@ struct rst2init_qp_out_bits {
 using rst2init_qp_out = rst2init_qp_out_bits<>;
 
 template <std::size_t B = 0>
+struct init2init_qp_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x880;
+  static constexpr Field<B + 0x0, 16, "init2init_qp_in.opcode"> opcode{};
+  static constexpr Field<B + 0x10, 16, "init2init_qp_in.uid"> uid{};
+  static constexpr Field<B + 0x30, 16, "init2init_qp_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x48, 24, "init2init_qp_in.qpn"> qpn{};
+  static constexpr Field<B + 0x80, 32, "init2init_qp_in.opt_param_mask"> opt_param_mask{};
+  static constexpr Field<B + 0xa0, 32, "init2init_qp_in.ece"> ece{};
+  static constexpr Region<B + 0xc0, 1856, "init2init_qp_in.qpc"> qpc{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x20, 16},
+      {B + 0x40, 8},
+      {B + 0x60, 32},
+      {B + 0x800, 128},
+  }};
+};
+
+using init2init_qp_in = init2init_qp_in_bits<>;
+
+template <std::size_t B = 0>
+struct init2init_qp_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 8, "init2init_qp_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "init2init_qp_out.syndrome"> syndrome{};
+  static constexpr Field<B + 0x60, 32, "init2init_qp_out.ece"> ece{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 32},
+  }};
+};
+
+using init2init_qp_out = init2init_qp_out_bits<>;
+
+template <std::size_t B = 0>
 struct init2rtr_qp_in_bits {
   static constexpr std::size_t bit_offset = B;
   static constexpr std::size_t size_bits = 0x880;
@@ -386,6 +422,76 @@ struct rts2rts_qp_out_bits {
 };
 
 using rts2rts_qp_out = rts2rts_qp_out_bits<>;
+
+template <std::size_t B = 0>
+struct sqerr2rts_qp_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x880;
+  static constexpr Field<B + 0x0, 16, "sqerr2rts_qp_in.opcode"> opcode{};
+  static constexpr Field<B + 0x10, 16, "sqerr2rts_qp_in.uid"> uid{};
+  static constexpr Field<B + 0x30, 16, "sqerr2rts_qp_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x48, 24, "sqerr2rts_qp_in.qpn"> qpn{};
+  static constexpr Field<B + 0x80, 32, "sqerr2rts_qp_in.opt_param_mask"> opt_param_mask{};
+  static constexpr Region<B + 0xc0, 1856, "sqerr2rts_qp_in.qpc"> qpc{};
+  static constexpr std::array<ReservedBits, 5> reserved_ranges{{
+      {B + 0x20, 16},
+      {B + 0x40, 8},
+      {B + 0x60, 32},
+      {B + 0xa0, 32},
+      {B + 0x800, 128},
+  }};
+};
+
+using sqerr2rts_qp_in = sqerr2rts_qp_in_bits<>;
+
+template <std::size_t B = 0>
+struct sqerr2rts_qp_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 8, "sqerr2rts_qp_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "sqerr2rts_qp_out.syndrome"> syndrome{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 64},
+  }};
+};
+
+using sqerr2rts_qp_out = sqerr2rts_qp_out_bits<>;
+
+template <std::size_t B = 0>
+struct sqd2rts_qp_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x880;
+  static constexpr Field<B + 0x0, 16, "sqd2rts_qp_in.opcode"> opcode{};
+  static constexpr Field<B + 0x10, 16, "sqd2rts_qp_in.uid"> uid{};
+  static constexpr Field<B + 0x30, 16, "sqd2rts_qp_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x48, 24, "sqd2rts_qp_in.qpn"> qpn{};
+  static constexpr Field<B + 0x80, 32, "sqd2rts_qp_in.opt_param_mask"> opt_param_mask{};
+  static constexpr Region<B + 0xc0, 1856, "sqd2rts_qp_in.qpc"> qpc{};
+  static constexpr std::array<ReservedBits, 5> reserved_ranges{{
+      {B + 0x20, 16},
+      {B + 0x40, 8},
+      {B + 0x60, 32},
+      {B + 0xa0, 32},
+      {B + 0x800, 128},
+  }};
+};
+
+using sqd2rts_qp_in = sqd2rts_qp_in_bits<>;
+
+template <std::size_t B = 0>
+struct sqd2rts_qp_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 8, "sqd2rts_qp_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "sqd2rts_qp_out.syndrome"> syndrome{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 64},
+  }};
+};
+
+using sqd2rts_qp_out = sqd2rts_qp_out_bits<>;
 
 template <std::size_t B = 0>
 struct qp_2err_in_bits {
