@@ -69,7 +69,7 @@ uint32_t Be32(const std::byte* p) {
 // One command in flight: an entry, input and output chains, driver-side prepared.
 struct Command {
   FakeBlocks mem;
-  alignas(64) std::array<std::byte, kEntryBytes> entry{};
+  std::array<std::byte, kEntryBytes> entry{};
   std::vector<uint64_t> in_addrs, out_addrs;
   std::vector<std::byte> in;
   Options opts;
