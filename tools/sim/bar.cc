@@ -41,7 +41,8 @@ Result<Bar0> Bar0::Create(const DeviceConfig& config) {
     close(fd);
     return Fail(e, "sim bar0: mmap");
   }
-  Bar0 bar(fd, static_cast<std::byte*>(p), layout);
+  Bar0 bar(fd, static_cast<std::byte*>(p), layout,
+           static_cast<uint8_t>((config.log_cmdq_size << 4) | config.log_cmdq_stride));
 
   // The init segment as firmware publishes it before the driver looks.
   std::span<std::byte> seg(bar.base_, kInitSegmentBytes);
@@ -64,7 +65,8 @@ Result<Bar0> Bar0::Create(const DeviceConfig& config) {
 Bar0::Bar0(Bar0&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       base_(std::exchange(other.base_, nullptr)),
-      layout_(other.layout_) {}
+      layout_(other.layout_),
+      cmdq_geometry_(other.cmdq_geometry_) {}
 
 Bar0::~Bar0() {
   if (base_) munmap(base_, layout_.size);
@@ -95,6 +97,19 @@ void Bar0::SetInitializing(bool on) {
   do {
     next = std::byteswap(on ? (std::byteswap(cur) | bit) : (std::byteswap(cur) & ~bit));
   } while (!w.compare_exchange_weak(cur, next));
+}
+
+void Bar0::RestoreReadOnly() {
+  const uint64_t off = ByteOf(prm::initial_seg::log_cmdq_size.bit_offset);
+  static_assert(prm::initial_seg::log_cmdq_size.bit_offset % 32 == 24 &&
+                prm::initial_seg::log_cmdq_stride.bit_offset % 32 == 28,
+                "the geometry is the low byte of cmdq_addr_l_sz");
+  auto w = Word(off);
+  uint32_t cur = w.load(std::memory_order_relaxed);
+  while ((std::byteswap(cur) & 0xffu) != cmdq_geometry_) {
+    const uint32_t next = std::byteswap((std::byteswap(cur) & ~0xffu) | cmdq_geometry_);
+    if (w.compare_exchange_weak(cur, next)) break;
+  }
 }
 
 uint64_t Bar0::CmdqAddress() const {

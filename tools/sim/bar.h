@@ -38,6 +38,10 @@ class Bar0 {
   uint32_t Exchange32(uint64_t offset, uint32_t value);
 
   void SetInitializing(bool on);
+  // Puts back the read-only bits of cmdq_addr_l_sz (log_cmdq_size, log_cmdq_stride). A register
+  // ignores writes to them; shared memory does not, and drivers write the whole dword when they
+  // program the cmdq address, so the device re-publishes them, keeping the driver's bits.
+  void RestoreReadOnly();
   // The cmdq bus address the driver programmed (cmdq_phy_addr_63_32 and _31_12).
   uint64_t CmdqAddress() const;
   // Rung command doorbell bits since the last call (consumes them).
@@ -51,12 +55,14 @@ class Bar0 {
   std::span<std::byte> Memic() const;
 
  private:
-  Bar0(int fd, std::byte* base, BarLayout layout) : fd_(fd), base_(base), layout_(layout) {}
+  Bar0(int fd, std::byte* base, BarLayout layout, uint8_t cmdq_geometry)
+      : fd_(fd), base_(base), layout_(layout), cmdq_geometry_(cmdq_geometry) {}
   std::atomic_ref<uint32_t> Word(uint64_t offset) const;
 
   int fd_ = -1;
   std::byte* base_ = nullptr;
   BarLayout layout_;
+  uint8_t cmdq_geometry_ = 0;  // log_cmdq_size << 4 | log_cmdq_stride
 };
 
 }  // namespace onchip::sim

@@ -82,6 +82,7 @@ void Device::Run() {
     }
     bar_.SetInternalTimer(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(now - born).count()));
+    bar_.RestoreReadOnly();
     if (!health_stopped_.load()) bar_.TickHealthCounter();
     if (!initializing) queue_.Poll();
   }
