@@ -17,6 +17,8 @@ namespace {
 
 constexpr size_t kChunk = size_t{1} << BuddyArena::kChunkShift;
 static_assert(kChunk == kHugePageBytes);
+// Below this, zeroing costs less than dropping and retaking the lock.
+constexpr size_t kZeroUnderLockBytes = 4096;
 
 constexpr std::string_view kSplitFiles = "dpdk region: pages are not one range of one file";
 
@@ -311,10 +313,14 @@ Result<Allocation> MemoryProvider::Free(void* addr) {
   auto begun = arena.BeginFree(chunk_off);
   if (!begun.block) return FreeFault(begun.fault);
   Allocation a = Describe(*rs, addr, begun.block->bytes(), begun.block->tag);
-  // Zero outside the lock: the block is in flight, so nobody else can allocate or free it.
-  lock.unlock();
-  std::memset(addr, 0, a.length);
-  lock.lock();
+  if (a.length <= kZeroUnderLockBytes) {
+    std::memset(addr, 0, a.length);
+  } else {
+    // Zero outside the lock: the block is in flight, so nobody else can allocate or free it.
+    lock.unlock();
+    std::memset(addr, 0, a.length);
+    lock.lock();
+  }
   arena.FinishFree(chunk_off, begun.block->order);
   rs->in_use -= a.length;
   ++ts.frees;
