@@ -59,7 +59,7 @@ def summarize(targets, testlogs):
 
 
 def run(args):
-    config = ["--config=asan", "--config=ubsan"] if args.sanitize else []
+    config = ["--config=sanitize"] if args.sanitize else []
     tiers = "tier0,tier1" if args.sanitize else args.tiers
     targets = args.targets or ["//..."]
     filters = ["--test_tag_filters=" + tiers] if tiers else []
