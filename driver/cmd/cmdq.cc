@@ -1,0 +1,211 @@
+#include "driver/cmd/cmdq.h"
+
+#include <immintrin.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+
+#include "uapi/cmdq/mailbox.h"
+#include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/init_seg.h"
+#include "uapi/prm/opcodes.h"
+
+namespace onchip::cmd {
+namespace {
+
+using IS = prm::initial_seg;
+constexpr uint64_t kCmdIfRevWord = IS::cmd_interface_rev.bit_offset / 8;       // 0x04
+constexpr uint64_t kCmdqAddrHighWord = IS::cmdq_phy_addr_63_32.bit_offset / 8;  // 0x10
+constexpr uint64_t kCmdqAddrLowWord = IS::cmdq_phy_addr_31_12.bit_offset / 32 * 4;  // 0x14
+constexpr uint64_t kDoorbellWord = IS::command_doorbell_vector.bit_offset / 8;  // 0x18
+static_assert(kCmdIfRevWord == 0x4 && kCmdqAddrHighWord == 0x10 && kCmdqAddrLowWord == 0x14 &&
+              kDoorbellWord == 0x18);
+
+// A chunk of mailbox blocks: 64 KiB = 64 blocks at 1 KiB alignment.
+constexpr uint64_t kChunkBytes = 64 * 1024;
+constexpr std::size_t kMaxBlocks = cmdq::BlocksFor(cmdq::kMaxMessageBytes);
+
+}  // namespace
+
+// Resolves the blocks of one command only: the codec never reaches memory this command does not own.
+class Cmdq::CommandBlocks final : public cmdq::BlockAccess {
+ public:
+  CommandBlocks(const std::vector<MailboxBlock>& a, const std::vector<MailboxBlock>& b) : a_(a), b_(b) {}
+  std::byte* Block(uint64_t addr) override {
+    for (const auto* list : {&a_, &b_})
+      for (const auto& blk : *list)
+        if (blk.iova == addr) return blk.host;
+    return nullptr;
+  }
+
+ private:
+  const std::vector<Cmdq::MailboxBlock>& a_;
+  const std::vector<Cmdq::MailboxBlock>& b_;
+};
+
+Result<std::unique_ptr<Cmdq>> Cmdq::Create(bus::Bus& bus, CmdqOptions opts) {
+  if (bus.bar0_size() < 0x1000) return Fail(EINVAL, "cmdq: BAR0 smaller than the init segment");
+  const uint32_t rev = bus.Read32(kCmdIfRevWord) >> 16;
+  if (rev != prm::CMD_IF_REV)
+    return Fail(EPROTONOSUPPORT, "cmdq: device command interface revision is not 5");
+  const uint32_t low = bus.Read32(kCmdqAddrLowWord);
+  const uint32_t log_size = (low >> 4) & 0xf;
+  const uint32_t log_stride = low & 0xf;
+  if ((1u << log_size) > 32 || log_size < 1)
+    return Fail(EINVAL, "cmdq: device reports an unsupported number of queue entries");
+  if (log_size + log_stride > 12 || (1u << log_stride) < cmdq::kEntryBytes)
+    return Fail(EINVAL, "cmdq: device's queue does not fit one 4 KiB page");
+  ONCHIP_TRY(bus::DmaBuffer page, bus.AllocDma(bus::kPageSize));
+  if (page.iova() % bus::kPageSize != 0) return Fail(EINVAL, "cmdq: queue page not 4 KiB aligned");
+  std::unique_ptr<Cmdq> q(new Cmdq(bus, opts, std::move(page), log_size, log_stride));
+  // High word first: the device latches the address when the low word is written. The low
+  // word's bits [11:0] (nic_interface, log_cmdq_size, log_cmdq_stride) are written back as read,
+  // so a device that stores the whole word keeps them.
+  bus.Write32(kCmdqAddrHighWord, static_cast<uint32_t>(q->page_.iova() >> 32));
+  bus.Write32(kCmdqAddrLowWord, (static_cast<uint32_t>(q->page_.iova()) & ~0xfffu) | (low & 0xfffu));
+  return q;
+}
+
+Cmdq::Cmdq(bus::Bus& bus, CmdqOptions opts, bus::DmaBuffer page, uint32_t log_size,
+           uint32_t log_stride)
+    : bus_(bus),
+      opts_(opts),
+      page_(std::move(page)),
+      num_slots_(1u << log_size),
+      log_stride_(log_stride) {
+  free_slots_ = (num_slots_ - 1 == 32 ? ~0u : ((1u << (num_slots_ - 1)) - 1));
+}
+
+Cmdq::~Cmdq() = default;
+
+uint32_t Cmdq::AcquireSlot(bool page_slot) {
+  std::unique_lock lock(slot_mu_);
+  if (page_slot) {
+    slot_cv_.wait(lock, [&] { return !page_slot_busy_; });
+    page_slot_busy_ = true;
+    return num_slots_ - 1;
+  }
+  slot_cv_.wait(lock, [&] { return free_slots_ != 0; });
+  const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(free_slots_));
+  free_slots_ &= ~(1u << slot);
+  return slot;
+}
+
+void Cmdq::ReleaseSlot(uint32_t slot) {
+  {
+    std::lock_guard lock(slot_mu_);
+    if (slot == num_slots_ - 1)
+      page_slot_busy_ = false;
+    else
+      free_slots_ |= 1u << slot;
+  }
+  slot_cv_.notify_all();
+}
+
+Result<std::vector<Cmdq::MailboxBlock>> Cmdq::TakeBlocks(std::size_t n) {
+  std::vector<MailboxBlock> out;
+  if (n == 0) return out;
+  if (n > kMaxBlocks) return Fail(EMSGSIZE, "cmdq: command longer than the mailbox limit");
+  std::lock_guard lock(block_mu_);
+  while (free_blocks_.size() < n) {
+    const uint64_t need = (n - free_blocks_.size()) * cmdq::kBlockAlign;
+    ONCHIP_TRY(bus::DmaBuffer chunk, bus_.AllocDma(std::max(kChunkBytes, need)));
+    for (uint64_t off = 0; off + cmdq::kBlockAlign <= chunk.length(); off += cmdq::kBlockAlign)
+      free_blocks_.push_back({chunk.iova() + off, chunk.host() + off});
+    chunks_.push_back(std::move(chunk));
+  }
+  out.assign(free_blocks_.end() - static_cast<std::ptrdiff_t>(n), free_blocks_.end());
+  free_blocks_.resize(free_blocks_.size() - n);
+  return out;
+}
+
+void Cmdq::ReturnBlocks(std::vector<MailboxBlock>& blocks) {
+  if (blocks.empty()) return;
+  std::lock_guard lock(block_mu_);
+  free_blocks_.insert(free_blocks_.end(), blocks.begin(), blocks.end());
+  blocks.clear();
+}
+
+Result<void> Cmdq::Exec(std::span<const std::byte> in, std::span<std::byte> out) {
+  // Some PRM outputs are shorter than the 16 inline bytes (enable_hca_out is 12); every message
+  // has at least its header dwords: opcode and op_mod in, status and syndrome out.
+  if (in.size() < 8 || out.size() < 8)
+    return Fail(EINVAL, "cmdq: command input and output are at least 8 bytes");
+  const bool pages = prm::Get(in, prm::mbox_in::opcode) == prm::MANAGE_PAGES;
+  const uint32_t slot = AcquireSlot(pages);
+  auto posted = Post(slot, in, out);
+  if (!posted && posted.error().errno_value() == ETIMEDOUT) {
+    std::lock_guard lock(slot_mu_);
+    retired_slots_ |= 1u << slot;  // the device may still own it: never hand it out again
+    if (slot == num_slots_ - 1) page_slot_busy_ = true;
+  } else {
+    ReleaseSlot(slot);
+  }
+  if (!posted) {
+    const Error& e = posted.error();
+    if (e.from_firmware()) return posted;
+    // Delivery and transport failures: keep their errno and text, add which command it was.
+    return Fail(e.errno_value(), e.what(),
+                FirmwareContext{.opcode = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::opcode)),
+                                .op_mod = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::op_mod))});
+  }
+  return CheckOutputStatus(in, out);
+}
+
+Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<std::byte> out) {
+  ONCHIP_TRY(std::vector<MailboxBlock> in_blocks, TakeBlocks(cmdq::BlocksFor(in.size())));
+  auto out_taken = TakeBlocks(cmdq::BlocksFor(out.size()));
+  if (!out_taken) {
+    ReturnBlocks(in_blocks);
+    return std::unexpected(out_taken.error());
+  }
+  std::vector<MailboxBlock> out_blocks = std::move(*out_taken);
+  std::vector<uint64_t> in_addrs, out_addrs;
+  for (const auto& b : in_blocks) in_addrs.push_back(b.iova);
+  for (const auto& b : out_blocks) out_addrs.push_back(b.iova);
+  CommandBlocks access(in_blocks, out_blocks);
+  cmdq::Entry entry(page_.host() + (uint64_t{slot} << log_stride_), cmdq::kEntryBytes);
+
+  uint8_t token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (token == 0) token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+
+  Result<void> result = cmdq::PrepareOutput(out.size(), out_addrs, token, access, entry);
+  if (result) result = cmdq::EncodeInput(in, in_addrs, token, access, entry);
+  if (!result) {
+    ReturnBlocks(in_blocks);
+    ReturnBlocks(out_blocks);
+    return result;
+  }
+  // EncodeInput's last store handed the entry over with release semantics; the doorbell must not
+  // be hoisted above it.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  bus_.Write32(kDoorbellWord, 1u << slot);
+  bus_.Notify();
+
+  std::atomic_ref<std::byte> status_own(entry[cmdq::kEntryBytes - 1]);
+  const auto deadline = std::chrono::steady_clock::now() + opts_.timeout;
+  for (uint32_t spins = 0;; ++spins) {
+    if ((std::to_integer<uint8_t>(status_own.load(std::memory_order_acquire)) & 1) == 0) break;
+    if (spins < 256) {
+      _mm_pause();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      // Blocks stay out of the pool with the retired slot: the device may still write them.
+      return Fail(ETIMEDOUT, "cmdq: command not completed within the timeout");
+    }
+    if (spins < 4096)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  _mm_lfence();
+  result = cmdq::DecodeOutput(entry, access, out);
+  ReturnBlocks(in_blocks);
+  ReturnBlocks(out_blocks);
+  return result;
+}
+
+}  // namespace onchip::cmd

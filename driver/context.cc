@@ -1,0 +1,116 @@
+#include "driver/context.h"
+
+#include "driver/bus/sim/sim_bus.h"
+#include "driver/bus/vfio/vfio_bus.h"
+
+namespace onchip {
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
+  if (this != &o) {
+    (void)Free();
+    dm_ = std::exchange(o.dm_, nullptr);
+  }
+  return *this;
+}
+DeviceMemory::~DeviceMemory() { (void)Free(); }
+
+Result<void> DeviceMemory::Write(uint64_t offset, std::span<const std::byte> bytes) {
+  if (!dm_) return Fail(EINVAL, "dm write: empty handle");
+  const int err = dm_->ibv.memcpy_to_dm(&dm_->ibv, offset, bytes.data(), bytes.size());
+  if (err) return Fail(err, "memcpy_to_dm");
+  return {};
+}
+
+Result<void> DeviceMemory::Read(uint64_t offset, std::span<std::byte> bytes) const {
+  if (!dm_) return Fail(EINVAL, "dm read: empty handle");
+  const int err = dm_->ibv.memcpy_from_dm(bytes.data(), &dm_->ibv, offset, bytes.size());
+  if (err) return Fail(err, "memcpy_from_dm");
+  return {};
+}
+
+Result<void> DeviceMemory::Free() {
+  if (!dm_) return {};
+  ONCHIP_CHECK(driver::FreeDm(dm_));
+  dm_ = nullptr;
+  return {};
+}
+
+ProtectionDomain& ProtectionDomain::operator=(ProtectionDomain&& o) noexcept {
+  if (this != &o) {
+    (void)Free();
+    pd_ = std::exchange(o.pd_, nullptr);
+  }
+  return *this;
+}
+ProtectionDomain::~ProtectionDomain() { (void)Free(); }
+Result<void> ProtectionDomain::Free() {
+  if (!pd_) return {};
+  ONCHIP_CHECK(driver::DeallocPd(pd_));
+  pd_ = nullptr;
+  return {};
+}
+
+MemoryRegion& MemoryRegion::operator=(MemoryRegion&& o) noexcept {
+  if (this != &o) {
+    (void)Deregister();
+    mr_ = std::exchange(o.mr_, nullptr);
+  }
+  return *this;
+}
+MemoryRegion::~MemoryRegion() { (void)Deregister(); }
+Result<void> MemoryRegion::Deregister() {
+  if (!mr_) return {};
+  ONCHIP_CHECK(driver::DeregMr(mr_));
+  mr_ = nullptr;
+  return {};
+}
+
+Result<Context> Context::Open(vpci::Function& function, driver::DeviceOptions opts) {
+  ONCHIP_TRY(auto bus, bus::SimBus::Open(function));
+  return Open(std::move(bus), opts);
+}
+
+Result<Context> Context::OpenVfio(std::string_view pci_name, driver::DeviceOptions opts) {
+  ONCHIP_TRY(auto bus, bus::VfioBus::Open(pci_name));
+  return Open(std::move(bus), opts);
+}
+
+Result<Context> Context::Open(std::unique_ptr<bus::Bus> bus, driver::DeviceOptions opts) {
+  ONCHIP_TRY(auto device, driver::Device::Open(std::move(bus), opts));
+  return Context(std::move(device));
+}
+
+Context& Context::operator=(Context&& o) noexcept {
+  if (this != &o) {
+    Close();
+    device_ = std::move(o.device_);
+  }
+  return *this;
+}
+
+Context::~Context() { Close(); }
+
+driver::TeardownReport Context::Close() {
+  if (!device_) return {};
+  return device_->Close();
+}
+
+Result<DeviceMemory> Context::AllocDm(uint64_t length, uint32_t log_align_req, int type) {
+  ibv_alloc_dm_attr attr{.length = length, .log_align_req = log_align_req, .comp_mask = 0};
+  mlx5dv_alloc_dm_attr dv{.type = static_cast<mlx5dv_alloc_dm_type>(type), .comp_mask = 0};
+  ONCHIP_TRY(driver::Dm * dm, driver::AllocDm(device_, attr, &dv));
+  return DeviceMemory(dm);
+}
+
+Result<ProtectionDomain> Context::AllocPd() {
+  ONCHIP_TRY(driver::Pd * pd, driver::AllocPd(device_));
+  return ProtectionDomain(pd);
+}
+
+Result<MemoryRegion> Context::RegDmMr(ProtectionDomain& pd, DeviceMemory& dm, uint64_t offset,
+                                      size_t length, unsigned int access) {
+  ONCHIP_TRY(driver::Mr * mr, driver::RegDmMr(pd.get(), dm.get(), offset, length, access));
+  return MemoryRegion(mr);
+}
+
+}  // namespace onchip

@@ -1,0 +1,102 @@
+#include "driver/device.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "driver/dm.h"
+#include "driver/hca.h"
+#include "driver/mr.h"
+#include "driver/pd.h"
+
+namespace onchip::driver {
+
+std::string TeardownReport::describe() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "teardown: destroyed %u MR(s), freed %u DM(s), %u PD(s); %llu page(s) reclaimed, "
+                "%llu held by firmware",
+                mrs_destroyed, dms_freed, pds_freed,
+                static_cast<unsigned long long>(pages_reclaimed),
+                static_cast<unsigned long long>(pages_still_held));
+  std::string out(buf);
+  if (first_error) out += "; first error: " + first_error->describe();
+  return out;
+}
+
+Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
+  verbs_.ibv.cmd_fd = -1;
+  verbs_.ibv.async_fd = -1;
+  verbs_.device = this;
+}
+
+Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts) {
+  if (!bus) return Fail(EINVAL, "device: no bus");
+  std::shared_ptr<Device> device(new Device(std::move(bus)));
+  if (auto up = device->BringUp(opts); !up) {
+    device->Close();  // unwinds whatever part of bring-up succeeded
+    return std::unexpected(up.error());
+  }
+  return device;
+}
+
+Result<void> Device::BringUp(const DeviceOptions& opts) {
+  ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
+  ONCHIP_TRY(cmdq_, cmd::Cmdq::Create(*bus_, opts.cmdq));
+  pages_ = std::make_unique<PageSupply>(*bus_);
+  ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
+  ONCHIP_CHECK(hca::EnableHca(*cmdq_));
+  enabled_ = true;
+  ONCHIP_CHECK(hca::SetIssi(*cmdq_));
+  ONCHIP_CHECK(pages_->Satisfy(*cmdq_, prm::BOOT_PAGES));
+  ONCHIP_CHECK(hca::SetHostEndianness(*cmdq_));
+  ONCHIP_CHECK(hca::SetCaps(*cmdq_, caps_));
+  ONCHIP_CHECK(pages_->Satisfy(*cmdq_, prm::INIT_PAGES));
+  ONCHIP_CHECK(hca::InitHca(*cmdq_));
+  initialized_ = true;
+  ONCHIP_CHECK(hca::SetDriverVersion(*cmdq_, caps_));
+  ONCHIP_CHECK(hca::QueryCaps(*cmdq_, caps_));
+  memic_.Configure(caps_, bus_->bar0_size());
+  sw_icm_.Configure(caps_);
+  return {};
+}
+
+Device::~Device() { Close(); }
+
+TeardownReport Device::Close() {
+  TeardownReport report;
+  auto note = [&](const Result<void>& r) {
+    if (!r && !report.first_error) report.first_error = r.error();
+  };
+  auto lock = Locked();
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return report;
+
+  // Children before parents: MRs pin DMs and PDs.
+  for (Mr* mr : mrs_) {
+    note(ReleaseMrOnDevice(*mr));
+    ++report.mrs_destroyed;
+  }
+  mrs_.clear();
+  for (Dm* dm : dms_) {
+    note(ReleaseDmOnDevice(*dm));
+    ++report.dms_freed;
+  }
+  dms_.clear();
+  for (Pd* pd : pds_) {
+    note(ReleasePdOnDevice(*pd));
+    ++report.pds_freed;
+  }
+  pds_.clear();
+
+  if (cmdq_ && enabled_) {
+    if (initialized_) note(hca::TeardownHca(*cmdq_, caps_));
+    auto reclaimed = pages_->ReclaimAll(*cmdq_);
+    if (reclaimed) report.pages_reclaimed = *reclaimed;
+    else note(std::unexpected(reclaimed.error()));
+    note(hca::DisableHca(*cmdq_));
+  }
+  if (pages_) report.pages_still_held = pages_->held();
+  initialized_ = enabled_ = false;
+  return report;
+}
+
+}  // namespace onchip::driver

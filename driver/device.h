@@ -1,0 +1,124 @@
+// The device core: one brought-up HCA function and everything the driver keeps about it.
+//
+// Device::Open runs bring-up (driver/hca.h) over a Bus, unwinding in reverse on any failure so
+// the function is left disabled with every page returned. The Device owns the bus, the command
+// queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM allocators,
+// and the registry of live objects (PDs, DMs, MRs). Objects hold a shared_ptr to it, so the
+// memory stays valid while any object lives; Close() (or the last owner going away) destroys
+// every live object on the device first, then tears the function down, and reports what it did.
+// Objects found dead afterwards answer EIO and free without commands.
+//
+// The embedded ibv_context is what the objects' verbs structs point at (ibv_dm.context,
+// ibv_pd.context); Device::FromVerbs maps it back.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "driver/bus/bus.h"
+#include "driver/caps.h"
+#include "driver/cmd/cmdq.h"
+#include "driver/memic.h"
+#include "driver/pages.h"
+#include "driver/sw_icm.h"
+
+namespace onchip::driver {
+
+struct Dm;
+struct Pd;
+struct Mr;
+
+struct DeviceOptions {
+  std::chrono::milliseconds firmware_ready_timeout{120000};
+  cmd::CmdqOptions cmdq;
+};
+
+// What Close() did. `first_error` is the first command that failed (teardown goes on past it).
+struct TeardownReport {
+  uint32_t mrs_destroyed = 0;
+  uint32_t dms_freed = 0;
+  uint32_t pds_freed = 0;
+  uint64_t pages_reclaimed = 0;
+  uint64_t pages_still_held = 0;  // pages the firmware kept (memory left allocated, not freed)
+  std::optional<Error> first_error;
+  std::string describe() const;
+};
+
+class Device;
+
+// ibv_context first, so that the verbs pointer converts back (standard layout).
+struct VerbsContext {
+  ibv_context ibv;
+  Device* device;
+};
+
+class Device : public std::enable_shared_from_this<Device> {
+ public:
+  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // Destroys live objects, then TEARDOWN_HCA, pages back, DISABLE_HCA. Idempotent: a second
+  // call reports nothing done.
+  TeardownReport Close();
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+  bus::Bus& bus() { return *bus_; }
+  cmd::Commander& commander() { return *cmdq_; }
+  const Caps& caps() const { return caps_; }
+  MemicAllocator& memic() { return memic_; }
+  SwIcmAllocator& sw_icm() { return sw_icm_; }
+  const PageSupply& pages() const { return *pages_; }
+  // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
+  uint64_t max_dm_size() const { return memic_.max_size(); }
+
+  ibv_context* verbs() { return &verbs_.ibv; }
+  static Device* FromVerbs(ibv_context* ctx) {
+    return ctx ? reinterpret_cast<VerbsContext*>(ctx)->device : nullptr;
+  }
+
+  // The registry of live objects. Add/Remove take the registry lock; Locked() is for callers
+  // that must check `closed()` and change an object atomically with respect to Close().
+  std::unique_lock<std::mutex> Locked() { return std::unique_lock(objects_mu_); }
+  void AddLocked(Dm* dm) { dms_.insert(dm); }
+  void AddLocked(Pd* pd) { pds_.insert(pd); }
+  void AddLocked(Mr* mr) { mrs_.insert(mr); }
+  void RemoveLocked(Dm* dm) { dms_.erase(dm); }
+  void RemoveLocked(Pd* pd) { pds_.erase(pd); }
+  void RemoveLocked(Mr* mr) { mrs_.erase(mr); }
+
+  // A fresh 8-bit mkey variant (mkc.mkey_7_0), so a reused mkey index yields a different key.
+  uint8_t NextMkeyVariant() { return mkey_variant_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  explicit Device(std::unique_ptr<bus::Bus> bus);
+  Result<void> BringUp(const DeviceOptions& opts);
+
+  // Declaration order is destruction order reversed: pages and the queue go before the bus.
+  std::unique_ptr<bus::Bus> bus_;
+  std::unique_ptr<cmd::Cmdq> cmdq_;
+  std::unique_ptr<PageSupply> pages_;
+  Caps caps_;
+  MemicAllocator memic_;
+  SwIcmAllocator sw_icm_;
+  VerbsContext verbs_{};
+  std::atomic<bool> closed_{false};
+  bool enabled_ = false;      // ENABLE_HCA succeeded
+  bool initialized_ = false;  // INIT_HCA succeeded
+  std::atomic<uint8_t> mkey_variant_{0};
+
+  std::mutex objects_mu_;
+  std::set<Dm*> dms_;
+  std::set<Pd*> pds_;
+  std::set<Mr*> mrs_;
+};
+
+}  // namespace onchip::driver

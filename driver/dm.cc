@@ -1,0 +1,155 @@
+#include "driver/dm.h"
+
+#include <cerrno>
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace onchip::driver {
+namespace {
+
+// Every Dm answers copies through these; the type decides at allocation which pair it gets.
+int RefuseToDm(ibv_dm*, uint64_t, const void*, size_t) { return EOPNOTSUPP; }
+int RefuseFromDm(void*, ibv_dm*, uint64_t, size_t) { return EOPNOTSUPP; }
+
+// mlx5_access_dm's checks: bounds against the requested length first, then 4-byte alignment.
+int CheckAccess(const Dm& dm, uint64_t offset, size_t length) {
+  if (offset > dm.length || length > dm.length - offset) return EFAULT;
+  if ((length & 3) || (offset & 3)) return EINVAL;
+  if (!dm.live.load(std::memory_order_acquire)) return EIO;
+  return 0;
+}
+
+bool KnownType(int type) {
+  return type == MLX5DV_DM_TYPE_MEMIC || type == MLX5DV_DM_TYPE_STEERING_SW_ICM ||
+         type == MLX5DV_DM_TYPE_HEADER_MODIFY_SW_ICM ||
+         type == MLX5DV_DM_TYPE_HEADER_MODIFY_PATTERN_SW_ICM || type == kDmTypeEncapSwIcm;
+}
+
+prm::SwIcmType IcmType(int type) {
+  switch (type) {
+    case MLX5DV_DM_TYPE_STEERING_SW_ICM: return prm::SW_ICM_TYPE_STEERING;
+    case MLX5DV_DM_TYPE_HEADER_MODIFY_SW_ICM: return prm::SW_ICM_TYPE_HEADER_MODIFY;
+    case MLX5DV_DM_TYPE_HEADER_MODIFY_PATTERN_SW_ICM: return prm::SW_ICM_TYPE_HEADER_MODIFY_PATTERN;
+    default: return prm::SW_ICM_TYPE_SW_ENCAP;
+  }
+}
+
+// The interim copy path, until mmio/'s write-combined kernels land: rdma-core's algorithm
+// (one relaxed 32-bit access per word, ascending), plus a store fence so the copy is posted
+// before the call returns. Offsets and lengths are multiples of 4 (checked by the caller).
+void CopyWordsToDevice(std::byte* dst, const void* src, size_t len) {
+  auto* d = reinterpret_cast<uint32_t*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  for (size_t i = 0; i < len / 4; ++i) {
+    uint32_t w;
+    std::memcpy(&w, s + 4 * i, 4);
+    __atomic_store_n(d + i, w, __ATOMIC_RELAXED);
+  }
+  _mm_sfence();
+}
+
+void CopyWordsFromDevice(void* dst, const std::byte* src, size_t len) {
+  const auto* s = reinterpret_cast<const uint32_t*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  for (size_t i = 0; i < len / 4; ++i) {
+    const uint32_t w = __atomic_load_n(s + i, __ATOMIC_RELAXED);
+    std::memcpy(d + 4 * i, &w, 4);
+  }
+}
+
+}  // namespace
+
+int MemcpyToDm(ibv_dm* ibv, uint64_t dm_offset, const void* host_addr, size_t length) {
+  Dm* dm = Dm::From(ibv);
+  if (int err = CheckAccess(*dm, dm_offset, length)) return err;
+  if (length != 0) CopyWordsToDevice(dm->start_va + dm_offset, host_addr, length);
+  return 0;
+}
+
+int MemcpyFromDm(void* host_addr, ibv_dm* ibv, uint64_t dm_offset, size_t length) {
+  Dm* dm = Dm::From(ibv);
+  if (int err = CheckAccess(*dm, dm_offset, length)) return err;
+  if (length != 0) CopyWordsFromDevice(host_addr, dm->start_va + dm_offset, length);
+  return 0;
+}
+
+Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_attr& attr,
+                    const mlx5dv_alloc_dm_attr* dv) {
+  if (!device) return Fail(EINVAL, "alloc_dm: no device");
+  const int type = dv ? static_cast<int>(dv->type) : MLX5DV_DM_TYPE_MEMIC;
+  if (!KnownType(type)) return Fail(EOPNOTSUPP, "alloc_dm: unknown DM type");
+  if (attr.comp_mask != 0 || (dv && dv->comp_mask != 0))
+    return Fail(EINVAL, "alloc_dm: unsupported comp_mask bits");
+  if (type == MLX5DV_DM_TYPE_MEMIC && attr.length > device->max_dm_size())
+    return Fail(EINVAL, "alloc_dm: length above max_dm_size");
+
+  auto lock = device->Locked();
+  if (device->closed()) return Fail(EIO, "alloc_dm: device closed");
+  auto dm = std::make_unique<Dm>();
+  dm->device = device;
+  dm->type = type;
+  dm->length = attr.length;
+  dm->ibv.context = device->verbs();
+  dm->ibv.comp_mask = IBV_DM_MASK_HANDLE;
+  if (type == MLX5DV_DM_TYPE_MEMIC) {
+    ONCHIP_TRY(dm->memic, device->memic().Alloc(device->commander(), attr.length, attr.log_align_req));
+    auto window = device->bus().Bar0Window(dm->memic.bar_offset, dm->memic.size);
+    if (!window) {
+      (void)device->memic().Free(device->commander(), dm->memic);
+      return std::unexpected(window.error());
+    }
+    dm->start_va = *window;
+    dm->ibv.handle = static_cast<uint32_t>(dm->memic.bar_offset);
+    dm->ibv.memcpy_to_dm = MemcpyToDm;
+    dm->ibv.memcpy_from_dm = MemcpyFromDm;
+  } else {
+    ONCHIP_TRY(dm->icm, device->sw_icm().Alloc(device->commander(), IcmType(type), attr.length,
+                                               attr.log_align_req));
+    dm->remote_va = dm->icm.icm_address;
+    dm->ibv.handle = dm->icm.obj_id;
+    dm->ibv.memcpy_to_dm = RefuseToDm;
+    dm->ibv.memcpy_from_dm = RefuseFromDm;
+  }
+  device->AddLocked(dm.get());
+  return dm.release();
+}
+
+Result<void> ReleaseDmOnDevice(Dm& dm) {
+  dm.live.store(false, std::memory_order_release);
+  Result<void> r = dm.type == MLX5DV_DM_TYPE_MEMIC
+                       ? dm.device->memic().Free(dm.device->commander(), dm.memic)
+                       : dm.device->sw_icm().Free(dm.device->commander(), dm.icm);
+  return r;
+}
+
+Result<void> FreeDm(Dm* dm) {
+  if (dm == nullptr) return Fail(EINVAL, "free_dm: null");
+  {
+    auto lock = dm->device->Locked();
+    if (dm->live.load()) {
+      if (dm->usecnt.load() != 0) return Fail(EBUSY, "free_dm: memory regions still use it");
+      if (auto r = ReleaseDmOnDevice(*dm); !r) {
+        dm->live.store(true, std::memory_order_release);  // still allocated: keep it usable
+        return r;
+      }
+      dm->device->RemoveLocked(dm);
+    }
+  }
+  delete dm;
+  return {};
+}
+
+void QueryDv(const Dm& dm, mlx5dv_dm* out) {
+  const uint64_t asked = out->comp_mask;
+  out->buf = dm.start_va;
+  out->length = dm.length;
+  out->comp_mask = 0;
+  if (asked & MLX5DV_DM_MASK_REMOTE_VA) {
+    out->remote_va = dm.remote_va;
+    out->comp_mask |= MLX5DV_DM_MASK_REMOTE_VA;
+  }
+}
+
+}  // namespace onchip::driver

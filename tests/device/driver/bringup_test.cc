@@ -1,0 +1,154 @@
+// Bring-up and teardown of the driver on the software ConnectX: the PRM sequence runs, the
+// capabilities arrive, and teardown leaves the device holding nothing of ours.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "driver/cmd/run.h"
+#include "driver/context.h"
+#include "tools/sim/device.h"
+#include "uapi/prm/hca.h"
+#include "uapi/prm/resources.h"
+
+namespace onchip {
+namespace {
+
+std::unique_ptr<sim::Device> MakeDevice(sim::DeviceConfig config = {}) {
+  auto d = sim::Device::Create(config);
+  EXPECT_TRUE(d.has_value()) << d.error().describe();
+  return std::move(*d);
+}
+
+TEST(BringUp, OpensAndTearsDownLeavingNothing) {
+  auto sim = MakeDevice();
+  {
+    auto ctx = Context::Open(*sim);
+    ASSERT_TRUE(ctx) << ctx.error().describe();
+    EXPECT_EQ(sim->firmware().state(), sim::HcaState::kInitialized);
+    const auto c = sim->counters();
+    EXPECT_EQ(c.pages_held, sim->config().boot_pages + sim->config().init_pages);
+    for (uint16_t op : {prm::ENABLE_HCA, prm::QUERY_ISSI, prm::SET_ISSI, prm::QUERY_PAGES,
+                        prm::MANAGE_PAGES, prm::SET_HCA_CAP, prm::INIT_HCA, prm::QUERY_HCA_CAP})
+      EXPECT_GT(c.by_opcode.contains(op) ? c.by_opcode.at(op) : 0, 0u) << std::hex << op;
+    EXPECT_EQ(c.commands_failed, 0u);
+
+    // The capabilities the DM code relies on came back.
+    EXPECT_EQ(ctx->device().max_dm_size(), sim->config().max_memic_size);
+    EXPECT_TRUE(ctx->device().sw_icm().supported(prm::SW_ICM_TYPE_STEERING));
+
+    const driver::TeardownReport report = ctx->Close();
+    EXPECT_FALSE(report.first_error) << report.describe();
+    EXPECT_EQ(report.pages_reclaimed, sim->config().boot_pages + sim->config().init_pages);
+    EXPECT_EQ(report.pages_still_held, 0u);
+  }
+  EXPECT_EQ(sim->firmware().state(), sim::HcaState::kDisabled);
+  const auto c = sim->counters();
+  EXPECT_EQ(c.pages_held, 0u);
+  EXPECT_EQ(c.pds, 0u);
+  EXPECT_EQ(c.mkeys, 0u);
+  EXPECT_EQ(c.memic_allocations, 0u);
+  EXPECT_EQ(c.sw_icm_objects, 0u);
+  // Every DMA mapping the driver made (queue page, mailboxes, pages) is gone.
+  EXPECT_EQ(sim->dma_mappings(), 0u);
+}
+
+TEST(BringUp, OpensAgainAfterClose) {
+  auto sim = MakeDevice();
+  for (int i = 0; i < 3; ++i) {
+    auto ctx = Context::Open(*sim);
+    ASSERT_TRUE(ctx) << ctx.error().describe();
+    ctx->Close();
+  }
+  EXPECT_EQ(sim->counters().pages_held, 0u);
+}
+
+TEST(BringUp, WaitsForInitializingToClear) {
+  sim::DeviceConfig config;
+  config.init_delay = std::chrono::milliseconds(100);
+  auto sim = MakeDevice(config);
+  auto ctx = Context::Open(*sim);
+  ASSERT_TRUE(ctx) << ctx.error().describe();
+}
+
+TEST(BringUp, FirmwareThatNeverInitializesTimesOut) {
+  sim::DeviceConfig config;
+  config.init_delay = std::chrono::hours(1);
+  auto sim = MakeDevice(config);
+  driver::DeviceOptions opts;
+  opts.firmware_ready_timeout = std::chrono::milliseconds(50);
+  auto ctx = Context::Open(*sim, opts);
+  ASSERT_FALSE(ctx);
+  EXPECT_EQ(ctx.error().errno_value(), ETIMEDOUT);
+  EXPECT_EQ(sim->counters().commands, 0u);
+}
+
+TEST(Cmdq, FirmwareRefusalCarriesOpcodeStatusAndSyndrome) {
+  auto sim = MakeDevice();
+  auto ctx = Context::Open(*sim);
+  ASSERT_TRUE(ctx) << ctx.error().describe();
+  prm::Message<prm::dealloc_pd_in> in;
+  in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, 0xabcd);
+  auto out = cmd::Run<prm::dealloc_pd_out>(ctx->device().commander(), in);
+  ASSERT_FALSE(out);
+  const Error& e = out.error();
+  ASSERT_TRUE(e.from_firmware()) << e.describe();
+  EXPECT_EQ(e.firmware().opcode, prm::DEALLOC_PD);
+  EXPECT_NE(e.firmware().status, 0);
+  EXPECT_NE(e.firmware().syndrome, 0u);
+  EXPECT_EQ(e.errno_value(), prm::CommandStatusErrno(e.firmware().status));
+  EXPECT_NE(e.describe().find("DEALLOC_PD"), std::string::npos) << e.describe();
+}
+
+TEST(Cmdq, RefusesMessageWithOutOfRangeField) {
+  auto sim = MakeDevice();
+  auto ctx = Context::Open(*sim);
+  ASSERT_TRUE(ctx);
+  const auto before = sim->counters().commands;
+  prm::Message<prm::dealloc_pd_in> in;
+  in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, 1u << 24);
+  auto out = cmd::Run<prm::dealloc_pd_out>(ctx->device().commander(), in);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().errno_value(), EINVAL);
+  EXPECT_EQ(sim->counters().commands, before);  // never sent
+}
+
+TEST(Cmdq, ManyThreadsIssueCommandsAtOnce) {
+  auto sim = MakeDevice();
+  auto ctx = Context::Open(*sim);
+  ASSERT_TRUE(ctx);
+  constexpr int kThreads = 8, kEach = 50;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        auto pd = ctx->AllocPd();
+        if (!pd || !pd->Free()) failures.fetch_add(1);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(sim->counters().pds, 0u);
+  EXPECT_GE(sim->counters().by_opcode.at(prm::ALLOC_PD), uint64_t{kThreads * kEach});
+}
+
+TEST(Cmdq, StalledCommandTimesOutAndTheQueueKeepsWorking) {
+  auto sim = MakeDevice();
+  driver::DeviceOptions opts;
+  opts.cmdq.timeout = std::chrono::milliseconds(100);
+  auto ctx = Context::Open(*sim, opts);
+  ASSERT_TRUE(ctx) << ctx.error().describe();
+  sim->StallNext(prm::ALLOC_PD);
+  auto pd = ctx->AllocPd();
+  ASSERT_FALSE(pd);
+  EXPECT_EQ(pd.error().errno_value(), ETIMEDOUT);
+  EXPECT_EQ(pd.error().firmware().opcode, prm::ALLOC_PD);
+  sim->ReleaseStall();
+  // Other slots still serve commands.
+  auto again = ctx->AllocPd();
+  ASSERT_TRUE(again) << again.error().describe();
+}
+
+}  // namespace
+}  // namespace onchip
