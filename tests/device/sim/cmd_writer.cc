@@ -70,23 +70,36 @@ bool CommandWriter::Owned(uint32_t slot) const {
   return b & 1;
 }
 
-Result<void> CommandWriter::Post(std::span<const std::byte> in, std::size_t out_len,
-                                 uint32_t slot) {
-  // Each slot uses its own 96 blocks (96 KiB of messages) of the pool: inputs first, outputs after.
-  constexpr std::size_t kBlocksPerSlot = 96;
+Result<CommandWriter::EntryBytes> CommandWriter::Build(std::span<const std::byte> in,
+                                                      std::size_t out_len, uint32_t slot) {
+  // Each slot uses its own kBlocksPerSlot blocks of the pool: inputs first, outputs after.
   const std::size_t in_blocks = cmdq::BlocksFor(in.size());
   const std::size_t out_blocks = cmdq::BlocksFor(out_len);
   if (in_blocks + out_blocks > kBlocksPerSlot) return Fail(EMSGSIZE, "cmd writer: message too big");
   std::vector<uint64_t> in_addrs, out_addrs;
-  for (std::size_t i = 0; i < in_blocks; ++i) in_addrs.push_back(block_iova(slot * kBlocksPerSlot + i));
-  for (std::size_t i = 0; i < out_blocks; ++i)
-    out_addrs.push_back(block_iova(slot * kBlocksPerSlot + in_blocks + i));
+  for (std::size_t i = 0; i < in_blocks; ++i) in_addrs.push_back(in_block(slot, i));
+  for (std::size_t i = 0; i < out_blocks; ++i) out_addrs.push_back(out_block(slot, in.size(), i));
   const uint8_t token = token_;
   token_ = static_cast<uint8_t>(token_ == 0xff ? 1 : token_ + 1);
-  cmdq::Entry e(entry(slot).data(), cmdq::kEntryBytes);
+  EntryBytes bytes{};
+  cmdq::Entry e(bytes.data(), cmdq::kEntryBytes);
   ONCHIP_CHECK(cmdq::PrepareOutput(out_len, out_addrs, token, *access_, e));
   ONCHIP_CHECK(cmdq::EncodeInput(in, in_addrs, token, *access_, e));
   out_lens_[slot] = out_len;
+  return bytes;
+}
+
+void CommandWriter::Publish(uint32_t slot, const EntryBytes& e) {
+  std::byte* dst = entry(slot).data();
+  std::memcpy(dst, e.data(), cmdq::kEntryBytes - 1);
+  std::atomic_ref<uint8_t>(*reinterpret_cast<uint8_t*>(dst + cmdq::kEntryBytes - 1))
+      .store(std::to_integer<uint8_t>(e[cmdq::kEntryBytes - 1]), std::memory_order_release);
+}
+
+Result<void> CommandWriter::Post(std::span<const std::byte> in, std::size_t out_len,
+                                 uint32_t slot) {
+  ONCHIP_TRY(EntryBytes e, Build(in, out_len, slot));
+  Publish(slot, e);
   return {};
 }
 

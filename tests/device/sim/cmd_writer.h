@@ -7,6 +7,7 @@
 // the doorbell bit, kicking the device and polling ownership.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -52,8 +53,19 @@ class CommandWriter {
   Result<Reply> Run(std::span<const std::byte> in, std::size_t out_len, uint32_t slot = 0,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds{5000});
 
-  // Split steps, for tests that corrupt entries or run several slots at once.
+  // Split steps, for tests that corrupt entries or run several slots at once. Build encodes the
+  // entry for `slot` into a private copy (its mailboxes into the slot's blocks) without handing
+  // it over; Publish copies it into the cmdq with the ownership byte stored last; Post does both.
+  using EntryBytes = std::array<std::byte, cmdq::kEntryBytes>;
+  Result<EntryBytes> Build(std::span<const std::byte> in, std::size_t out_len, uint32_t slot);
+  void Publish(uint32_t slot, const EntryBytes& e);
   Result<void> Post(std::span<const std::byte> in, std::size_t out_len, uint32_t slot);
+  // The i-th input / output mailbox block of `slot` (as Build lays them out for `in_len`).
+  uint64_t in_block(uint32_t slot, std::size_t i) const { return block_iova(slot * kBlocksPerSlot + i); }
+  uint64_t out_block(uint32_t slot, std::size_t in_len, std::size_t i) const {
+    return block_iova(slot * kBlocksPerSlot + cmdq::BlocksFor(in_len) + i);
+  }
+  static constexpr std::size_t kBlocksPerSlot = 96;
   void Ring(uint32_t slot_mask);
   Result<Reply> Wait(uint32_t slot, std::chrono::milliseconds timeout);
   bool Owned(uint32_t slot) const;
