@@ -1,0 +1,220 @@
+// Write-combined copy kernels against the vendor's copies and glibc memcpy, 4 B to 256 KiB, both
+// directions, in one run; ends with the ratios issue 7 targets.
+//
+// There is no NIC on a build machine, so "device memory" here is an ordinary 64-byte aligned
+// host buffer (write-back). The numbers measure what each algorithm costs the CPU (instruction
+// count and width, fences), not PCIe: on a real MEMIC or BlueFlame mapping (write-combining)
+// every store leaves through the fill buffers and the gap between 4-byte and 64-byte stores
+// grows, since each partial line becomes its own TLP. Baselines (bench/baselines/vendor_mmio.h):
+//   vendor_dm_4B   mlx5_memcpy_to_dm / _from_dm: relaxed 32-bit atomic per word, no fence
+//   vendor_bf_8x8B mmio_memcpy_x64 (eight relaxed 64-bit stores per line) + mmio_flush_writes
+//   memcpy         glibc memcpy (not usable on device memory: it may use overlapping or
+//                  rep-movsb stores), the host-memory ceiling.
+// Every onchip to-device copy includes its closing SFENCE.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/baselines/vendor_mmio.h"
+#include "mmio/barriers.h"
+#include "mmio/wc_copy.h"
+
+namespace onchip::mmio {
+namespace {
+
+constexpr std::size_t kMax = 256 << 10;
+
+unsigned char* AlignedBuffer() {
+  void* p = std::aligned_alloc(4096, kMax + 4096);
+  std::memset(p, 0x3c, kMax + 4096);
+  return static_cast<unsigned char*>(p);
+}
+unsigned char* const g_host = AlignedBuffer();
+unsigned char* const g_device = AlignedBuffer();
+
+template <class Copy>
+void Run(benchmark::State& state, Copy copy) {
+  const auto len = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    copy(len);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(len));
+}
+
+void Sizes(benchmark::internal::Benchmark* b, std::size_t from) {
+  b->RangeMultiplier(2)->Range(static_cast<int64_t>(from), static_cast<int64_t>(kMax));
+}
+
+void RegisterAll() {
+  const CpuFeatures cpu = DetectCpuFeatures();
+  for (const auto& v : ToDeviceVariants()) {
+    if (!CpuHas(v.needs, cpu)) continue;
+    const CopyFn fn = v.copy;
+    Sizes(benchmark::RegisterBenchmark(("ToDevice/" + std::string(v.name)).c_str(),
+                                       [fn](benchmark::State& s) {
+                                         Run(s, [fn](std::size_t n) { fn(g_device, g_host, n); });
+                                       }),
+          4);
+  }
+  Sizes(benchmark::RegisterBenchmark("ToDevice/vendor_dm_4B", [](benchmark::State& s) {
+          Run(s, [](std::size_t n) { bench::VendorCopyToDm(g_device, g_host, n); });
+        }), 4);
+  Sizes(benchmark::RegisterBenchmark("ToDevice/vendor_bf_8x8B", [](benchmark::State& s) {
+          Run(s, [](std::size_t n) {
+            bench::VendorBfCopy(g_device, g_host, n);
+            bench::VendorFlushWrites();
+          });
+        }), 64);
+  Sizes(benchmark::RegisterBenchmark("ToDevice/memcpy", [](benchmark::State& s) {
+          Run(s, [](std::size_t n) {
+            benchmark::DoNotOptimize(std::memcpy(g_device, g_host, n));
+          });
+        }), 4);
+
+  // The BlueFlame primitive: one line, bracketed like a post (copy, then flush).
+  for (const auto& v : ToDeviceVariants()) {
+    if (!CpuHas(v.needs, cpu)) continue;
+    const LineFn fn = v.line64;
+    benchmark::RegisterBenchmark(("BlueFlame64/" + std::string(v.name)).c_str(),
+                                 [fn](benchmark::State& s) {
+                                   Run(s, [fn](std::size_t) {
+                                     fn(g_device, g_host);
+                                     WcFlush();
+                                   });
+                                 })->Arg(64);
+  }
+  benchmark::RegisterBenchmark("BlueFlame64/vendor_bf_8x8B", [](benchmark::State& s) {
+    Run(s, [](std::size_t) {
+      bench::VendorBfCopy(g_device, g_host, 64);
+      bench::VendorFlushWrites();
+    });
+  })->Arg(64);
+
+  for (const auto& v : FromDeviceVariants()) {
+    if (!CpuHas(v.needs, cpu)) continue;
+    const CopyFn fn = v.copy;
+    Sizes(benchmark::RegisterBenchmark(("FromDevice/" + std::string(v.name)).c_str(),
+                                       [fn](benchmark::State& s) {
+                                         Run(s, [fn](std::size_t n) { fn(g_host, g_device, n); });
+                                       }),
+          4);
+  }
+  Sizes(benchmark::RegisterBenchmark("FromDevice/vendor_dm_4B", [](benchmark::State& s) {
+          Run(s, [](std::size_t n) { bench::VendorCopyFromDm(g_host, g_device, n); });
+        }), 4);
+  Sizes(benchmark::RegisterBenchmark("FromDevice/memcpy", [](benchmark::State& s) {
+          Run(s, [](std::size_t n) {
+            benchmark::DoNotOptimize(std::memcpy(g_host, g_device, n));
+          });
+        }), 4);
+}
+
+// Keeps bytes/s per run name ("ToDevice/sse/4096") for the summary.
+class RecordingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      auto it = r.counters.find("bytes_per_second");
+      if (it == r.counters.end() || r.error_occurred) continue;
+      if (r.run_type == Run::RT_Iteration)
+        rate_.emplace(r.run_name.str(), it->second.value);  // the first repetition
+      else if (r.aggregate_name == "median")
+        rate_[r.run_name.str()] = it->second.value;  // the median wins when there is one
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  double Rate(const std::string& name) const {
+    auto it = rate_.find(name);
+    return it == rate_.end() ? 0.0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> rate_;
+};
+
+double Ratio(const RecordingReporter& r, const std::string& a, const std::string& b) {
+  const double x = r.Rate(a), y = r.Rate(b);
+  return (x > 0 && y > 0) ? x / y : 0.0;
+}
+
+void PrintSummary(const RecordingReporter& r) {
+  const std::string active_to(ActiveToDevice().name);
+  const std::string active_from(ActiveFromDevice().name);
+  std::printf("\n== issue 7 targets (ratios of bytes/s in this run; device = host WB memory) ==\n");
+  std::printf("active: %.*s\n\n", static_cast<int>(WcCopyReport().size()), WcCopyReport().data());
+  std::printf("%-10s %22s %24s %22s %22s\n", "to-device", "4KiB / vendor_dm_4B", "256KiB / memcpy",
+              "64B / vendor_bf_8x8B", "BF64 / vendor_bf_8x8B");
+  std::printf("%-10s %22s %24s %22s %22s\n", "target", ">= 8", ">= 0.90", ">= 1.00", ">= 1.00");
+  bool met = true;
+  const CpuFeatures cpu = DetectCpuFeatures();
+  for (const auto& v : ToDeviceVariants()) {
+    if (!CpuHas(v.needs, cpu)) {
+      std::printf("%-10.*s  (not on this CPU)\n", static_cast<int>(v.name.size()), v.name.data());
+      continue;
+    }
+    const std::string n(v.name);
+    const double a = Ratio(r, "ToDevice/" + n + "/4096", "ToDevice/vendor_dm_4B/4096");
+    const double b = Ratio(r, "ToDevice/" + n + "/262144", "ToDevice/memcpy/262144");
+    const double c = Ratio(r, "ToDevice/" + n + "/64", "ToDevice/vendor_bf_8x8B/64");
+    const double d = Ratio(r, "BlueFlame64/" + n + "/64", "BlueFlame64/vendor_bf_8x8B/64");
+    const bool ok = a >= 8 && b >= 0.90 && c >= 1.0 && d >= 1.0;
+    std::printf("%-10s %22.2f %24.2f %22.2f %22.2f  %s%s\n", n.c_str(), a, b, c, d,
+                ok ? "all met" : "MISSED", n == active_to ? "  <- active" : "");
+    if (n == active_to) met = met && ok;
+  }
+  std::printf("\n%-14s %28s %24s\n", "from-device", "4KiB / vendor_dm_4B load", "256KiB / memcpy");
+  std::printf("%-14s %28s %24s\n", "target", ">= 4", "(info)");
+  for (const auto& v : FromDeviceVariants()) {
+    if (!CpuHas(v.needs, cpu)) {
+      std::printf("%-14.*s  (not on this CPU)\n", static_cast<int>(v.name.size()), v.name.data());
+      continue;
+    }
+    const std::string n(v.name);
+    const double a = Ratio(r, "FromDevice/" + n + "/4096", "FromDevice/vendor_dm_4B/4096");
+    const double b = Ratio(r, "FromDevice/" + n + "/262144", "FromDevice/memcpy/262144");
+    const bool ok = a >= 4;
+    std::printf("%-14s %28.2f %24.2f  %s%s\n", n.c_str(), a, b, ok ? "met" : "MISSED",
+                n == active_from ? "  <- active" : "");
+    if (n == active_from) met = met && ok;
+  }
+  std::printf("\nactive variants: %s\n", met ? "ALL TARGETS MET" : "SOME TARGETS MISSED");
+}
+
+}  // namespace
+}  // namespace onchip::mmio
+
+int main(int argc, char** argv) {
+  // Defaults for a shared 2-core machine: short runs, five repetitions, medians reported (the
+  // summary uses the medians). Any --benchmark_min_time / _repetitions given overrides them.
+  std::vector<char*> args(argv, argv + argc);
+  auto given = [&](const char* flag) {
+    for (int i = 1; i < argc; ++i)
+      if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0) return true;
+    return false;
+  };
+  static char kMinTime[] = "--benchmark_min_time=0.04";
+  static char kRepetitions[] = "--benchmark_repetitions=5";
+  static char kAggregatesOnly[] = "--benchmark_display_aggregates_only=true";
+  if (!given("--benchmark_min_time")) args.insert(args.begin() + 1, kMinTime);
+  if (!given("--benchmark_repetitions")) {
+    args.insert(args.begin() + 1, kRepetitions);
+    if (!given("--benchmark_display_aggregates_only")) args.insert(args.begin() + 1, kAggregatesOnly);
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  benchmark::AddCustomContext("onchip_wc_copy", std::string(onchip::mmio::WcCopyReport()));
+  benchmark::AddCustomContext("onchip_device_memory", "host WB buffer (no NIC): CPU cost, not PCIe");
+  onchip::mmio::RegisterAll();
+  onchip::mmio::RecordingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  onchip::mmio::PrintSummary(reporter);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,165 @@
+#include "mmio/wc_copy.h"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+
+#include "mmio/wc_kernels.h"
+
+namespace onchip::mmio {
+namespace {
+
+using namespace detail;
+
+constexpr std::array<ToDeviceVariant, 6> kToDevice{{
+    {"movq8", Isa::kBaseline, ToDeviceMovq8, LineMovq8, "8 x 8-byte MOV (vendor BlueFlame)"},
+    {"nt", Isa::kBaseline, ToDeviceNt, LineNt, "4 x 16-byte MOVNTDQ"},
+    {"sse", Isa::kBaseline, ToDeviceSse, LineSse, "4 x 16-byte MOVDQA"},
+    {"avx2", Isa::kAvx2, ToDeviceAvx2, LineAvx2, "2 x 32-byte VMOVDQA"},
+    {"avx512", Isa::kAvx512f, ToDeviceAvx512, LineAvx512, "1 x 64-byte VMOVDQA64"},
+    {"movdir64b", Isa::kMovdir64b, ToDeviceMovdir64b, LineMovdir64b, "1 x MOVDIR64B"},
+}};
+
+constexpr std::array<FromDeviceVariant, 4> kFromDevice{{
+    {"sse", Isa::kBaseline, FromDeviceSse, "4 x 16-byte MOVDQA"},
+    {"sse41_stream", Isa::kSse41, FromDeviceSse41Stream, "4 x 16-byte MOVNTDQA"},
+    {"avx2_stream", Isa::kAvx2, FromDeviceAvx2Stream, "2 x 32-byte VMOVNTDQA"},
+    {"avx512_stream", Isa::kAvx512f, FromDeviceAvx512Stream, "1 x 64-byte VMOVNTDQA"},
+}};
+
+// Auto choice for writes: MOVDIR64B (the only architecturally whole 64-byte write), else the
+// widest store, so that a line is written by as few instructions as possible. `nt` is never
+// chosen automatically: on WC memory it is the same 16-byte store pattern as `sse`.
+// GDRCopy found 16-byte stores faster than 64-byte ones on some Intel CPUs for GPU BARs;
+// ONCHIP_WC_COPY is the knob for re-deciding on a given machine.
+constexpr std::array<std::string_view, 4> kToDeviceAuto{"movdir64b", "avx512", "avx2", "sse"};
+constexpr std::array<std::string_view, 4> kFromDeviceAuto{"avx512_stream", "avx2_stream",
+                                                          "sse41_stream", "sse"};
+
+template <class V, std::size_t N, std::size_t M>
+const V& Select(const std::array<V, N>& table, const std::array<std::string_view, M>& auto_order,
+                const char* env_name, const char* override_name, const CpuFeatures& cpu,
+                char* why, std::size_t why_len) {
+  const V* chosen = nullptr;
+  for (std::string_view name : auto_order) {
+    for (const V& v : table)
+      if (v.name == name && CpuHas(v.needs, cpu)) chosen = &v;
+    if (chosen != nullptr) break;
+  }
+  char auto_why[96];
+  std::snprintf(auto_why, sizeof auto_why, "auto: widest this CPU has (%.*s)",
+                static_cast<int>(IsaName(chosen->needs).size()), IsaName(chosen->needs).data());
+  if (override_name == nullptr || *override_name == '\0') {
+    std::snprintf(why, why_len, "%s", auto_why);
+    return *chosen;
+  }
+  const std::string_view wanted(override_name);
+  for (const V& v : table) {
+    if (v.name != wanted) continue;
+    if (CpuHas(v.needs, cpu)) {
+      std::snprintf(why, why_len, "%s=%s", env_name, override_name);
+      return v;
+    }
+    std::snprintf(why, why_len, "%s=%s ignored, this CPU lacks %.*s; %s", env_name,
+                  override_name, static_cast<int>(IsaName(v.needs).size()),
+                  IsaName(v.needs).data(), auto_why);
+    return *chosen;
+  }
+  std::snprintf(why, why_len, "%s=%s ignored, no such variant; %s", env_name, override_name,
+                auto_why);
+  return *chosen;
+}
+
+struct Active {
+  const ToDeviceVariant* to;
+  const FromDeviceVariant* from;
+  char report[512];
+};
+
+const Active& GetActive() {
+  static const Active active = [] {
+    Active a{};
+    const CpuFeatures cpu = DetectCpuFeatures();
+    char to_why[200];
+    char from_why[200];
+    a.to = &SelectToDevice(std::getenv("ONCHIP_WC_COPY"), cpu, to_why, sizeof to_why);
+    a.from = &SelectFromDevice(std::getenv("ONCHIP_DEV_READ"), cpu, from_why, sizeof from_why);
+    std::snprintf(a.report, sizeof a.report, "to-device %.*s [%.*s] (%s); from-device %.*s [%.*s] (%s)",
+                  static_cast<int>(a.to->name.size()), a.to->name.data(),
+                  static_cast<int>(a.to->stores.size()), a.to->stores.data(), to_why,
+                  static_cast<int>(a.from->name.size()), a.from->name.data(),
+                  static_cast<int>(a.from->loads.size()), a.from->loads.data(), from_why);
+    g_to_device.store(a.to->copy, std::memory_order_relaxed);
+    g_line64.store(a.to->line64, std::memory_order_relaxed);
+    g_from_device.store(a.from->copy, std::memory_order_relaxed);
+    return a;
+  }();
+  return active;
+}
+
+// First calls land here, make the choice, and go through the chosen kernel; later calls go
+// straight to it.
+void ResolveToDevice(void* dst, const void* src, std::size_t len) { GetActive().to->copy(dst, src, len); }
+void ResolveLine64(void* dst, const void* src) { GetActive().to->line64(dst, src); }
+void ResolveFromDevice(void* dst, const void* src, std::size_t len) {
+  GetActive().from->copy(dst, src, len);
+}
+
+}  // namespace
+
+namespace detail {
+constinit std::atomic<CopyFn> g_to_device{&ResolveToDevice};
+constinit std::atomic<LineFn> g_line64{&ResolveLine64};
+constinit std::atomic<CopyFn> g_from_device{&ResolveFromDevice};
+}  // namespace detail
+
+bool CpuHas(Isa isa, const CpuFeatures& cpu) {
+  switch (isa) {
+    case Isa::kBaseline: return true;
+    case Isa::kSse41: return cpu.sse41;
+    case Isa::kAvx2: return cpu.avx2;
+    case Isa::kAvx512f: return cpu.avx512f;
+    case Isa::kMovdir64b: return cpu.movdir64b;
+  }
+  return false;
+}
+
+std::string_view IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kBaseline: return "x86-64 baseline";
+    case Isa::kSse41: return "SSE4.1";
+    case Isa::kAvx2: return "AVX2";
+    case Isa::kAvx512f: return "AVX-512F";
+    case Isa::kMovdir64b: return "MOVDIR64B";
+  }
+  return "?";
+}
+
+std::span<const ToDeviceVariant> ToDeviceVariants() { return kToDevice; }
+std::span<const FromDeviceVariant> FromDeviceVariants() { return kFromDevice; }
+
+const ToDeviceVariant* FindToDevice(std::string_view name) {
+  for (const auto& v : kToDevice)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+const FromDeviceVariant* FindFromDevice(std::string_view name) {
+  for (const auto& v : kFromDevice)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+const ToDeviceVariant& SelectToDevice(const char* override_name, const CpuFeatures& cpu,
+                                      char* why, std::size_t why_len) {
+  return Select(kToDevice, kToDeviceAuto, "ONCHIP_WC_COPY", override_name, cpu, why, why_len);
+}
+const FromDeviceVariant& SelectFromDevice(const char* override_name, const CpuFeatures& cpu,
+                                          char* why, std::size_t why_len) {
+  return Select(kFromDevice, kFromDeviceAuto, "ONCHIP_DEV_READ", override_name, cpu, why, why_len);
+}
+
+const ToDeviceVariant& ActiveToDevice() { return *GetActive().to; }
+const FromDeviceVariant& ActiveFromDevice() { return *GetActive().from; }
+std::string_view WcCopyReport() { return GetActive().report; }
+
+}  // namespace onchip::mmio

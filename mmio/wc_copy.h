@@ -1,0 +1,103 @@
+// Copies between host memory and write-combined device memory (MEMIC, BlueFlame registers).
+//
+// To device: CopyToDevice(dst, src, len) walks the destination in 64-byte lines, strictly
+// ascending in program order. Each line is loaded whole from the source into registers and then
+// stored (no loads between a line's stores), so a write-combining buffer fills without
+// interruption and can leave as one 64-byte TLP. A destination that does not start or end on a
+// line boundary gets partial head and tail lines: their source bytes are gathered first, then
+// stored ascending in naturally aligned pieces of 4, 8 or 16 bytes. One SFENCE (WcFlush) ends
+// every copy: when the call returns, every store of the copy is posted ahead of any later store.
+//
+// The caller guarantees (the hardware's rule for MEMIC, checked by the driver, EINVAL there):
+//   dst % 4 == 0 and len % 4 == 0. Under that contract no store narrower than 4 bytes is ever
+//   issued and no byte outside [dst, dst+len) is written. src has no alignment requirement and
+//   is read only inside [src, src+len). Other inputs are still copied exactly (pieces of 1 and 2
+//   bytes appear), which is right for host memory and wrong for MEMIC.
+// What x86 does NOT promise (see barriers.h): that lines leave the CPU in ascending order (WC
+// buffers drain in any order; only the final fence is an order point), or that a line stored
+// with several instructions leaves as one TLP. MOVDIR64B is the one variant whose 64-byte
+// writes are architecturally whole.
+//
+// From device: CopyFromDevice(dst, src, len) reads device memory with the widest loads the CPU
+// has, streaming (MOVNTDQA) when available; same 4-byte contract on src and len. Reads from the
+// device are slow (a round trip per fill); keep them out of hot paths. No fence is issued:
+// order against a completion with FromDeviceBarrier().
+//
+// Variant choice: once per process, on first use (or first call to WcCopyReport()), from CPUID,
+// unless ONCHIP_WC_COPY=<to-device name> / ONCHIP_DEV_READ=<from-device name> names a variant
+// this CPU supports. The hot paths are one relaxed pointer load and an indirect call; no
+// syscall, allocation, lock or formatting.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "mmio/cpu_features.h"
+
+namespace onchip::mmio {
+
+using CopyFn = void (*)(void* dst, const void* src, std::size_t len);
+using LineFn = void (*)(void* dst, const void* src);
+
+enum class Isa : uint8_t { kBaseline, kSse41, kAvx2, kAvx512f, kMovdir64b };
+bool CpuHas(Isa isa, const CpuFeatures& cpu);
+std::string_view IsaName(Isa isa);  // "AVX-512F", "MOVDIR64B", ...
+
+struct ToDeviceVariant {
+  std::string_view name;     // ONCHIP_WC_COPY value: movq8 sse avx2 avx512 movdir64b nt
+  Isa needs;
+  CopyFn copy;               // the whole copy, ending with WcFlush
+  LineFn line64;             // one 64-byte line, dst 64-byte aligned, no fence
+  std::string_view stores;   // the instructions one line costs, for reports
+};
+
+struct FromDeviceVariant {
+  std::string_view name;     // ONCHIP_DEV_READ value: sse sse41_stream avx2_stream avx512_stream
+  Isa needs;
+  CopyFn copy;
+  std::string_view loads;
+};
+
+// Every variant this build has, supported by this CPU or not, in preference order (worst first).
+std::span<const ToDeviceVariant> ToDeviceVariants();
+std::span<const FromDeviceVariant> FromDeviceVariants();
+const ToDeviceVariant* FindToDevice(std::string_view name);
+const FromDeviceVariant* FindFromDevice(std::string_view name);
+
+// The choice itself, pure so it can be tested: `override_name` is the environment value (or
+// nullptr). Writes a one-line reason into `why` (truncated to `why_len`, NUL-terminated).
+const ToDeviceVariant& SelectToDevice(const char* override_name, const CpuFeatures& cpu,
+                                      char* why, std::size_t why_len);
+const FromDeviceVariant& SelectFromDevice(const char* override_name, const CpuFeatures& cpu,
+                                          char* why, std::size_t why_len);
+
+// The process-wide choice (made on first call) and a human-readable account of it, e.g.
+// "to-device avx512 (auto: CPU has AVX-512F, no MOVDIR64B); from-device avx512_stream (...)".
+const ToDeviceVariant& ActiveToDevice();
+const FromDeviceVariant& ActiveFromDevice();
+std::string_view WcCopyReport();
+
+namespace detail {
+extern std::atomic<CopyFn> g_to_device;
+extern std::atomic<LineFn> g_line64;
+extern std::atomic<CopyFn> g_from_device;
+}  // namespace detail
+
+inline void CopyToDevice(void* dst, const void* src, std::size_t len) {
+  detail::g_to_device.load(std::memory_order_relaxed)(dst, src, len);
+}
+
+// One BlueFlame-sized line: dst 64-byte aligned, src any alignment, exactly 64 bytes, stored
+// with the active variant's line kernel. No fence: bracket with WcStart/WcFlush (WcLockGuard).
+inline void BlueFlameCopy64(void* dst, const void* src) {
+  detail::g_line64.load(std::memory_order_relaxed)(dst, src);
+}
+
+inline void CopyFromDevice(void* dst, const void* src, std::size_t len) {
+  detail::g_from_device.load(std::memory_order_relaxed)(dst, src, len);
+}
+
+}  // namespace onchip::mmio

@@ -1,0 +1,35 @@
+// Internal to mmio/: the entry points of every copy variant, one family per ISA file.
+// wc_copy.cc puts them in the variant tables; nothing else should call them directly.
+#pragma once
+
+#include <cstddef>
+
+namespace onchip::mmio::detail {
+
+// wc_copy_base.cc: x86-64 baseline (SSE2), always available.
+void ToDeviceMovq8(void* dst, const void* src, std::size_t len);
+void LineMovq8(void* dst, const void* src);
+void ToDeviceSse(void* dst, const void* src, std::size_t len);
+void LineSse(void* dst, const void* src);
+void ToDeviceNt(void* dst, const void* src, std::size_t len);
+void LineNt(void* dst, const void* src);
+void FromDeviceSse(void* dst, const void* src, std::size_t len);
+
+// wc_copy_sse41.cc
+void FromDeviceSse41Stream(void* dst, const void* src, std::size_t len);
+
+// wc_copy_avx2.cc
+void ToDeviceAvx2(void* dst, const void* src, std::size_t len);
+void LineAvx2(void* dst, const void* src);
+void FromDeviceAvx2Stream(void* dst, const void* src, std::size_t len);
+
+// wc_copy_avx512.cc
+void ToDeviceAvx512(void* dst, const void* src, std::size_t len);
+void LineAvx512(void* dst, const void* src);
+void FromDeviceAvx512Stream(void* dst, const void* src, std::size_t len);
+
+// wc_copy_movdir64b.cc
+void ToDeviceMovdir64b(void* dst, const void* src, std::size_t len);
+void LineMovdir64b(void* dst, const void* src);
+
+}  // namespace onchip::mmio::detail
