@@ -1,1 +1,94 @@
-#include <gtest/gtest.h>
+// Fault injection (fail next N, per opcode; stall and release; stopped health) and counters.
+#include <thread>
+
+#include "tests/device/sim/sim_fixture.h"
+#include "uapi/prm/hca.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/resources.h"
+
+namespace onchip::sim::testing {
+namespace {
+
+using prm::CommandStatus;
+
+class FaultsTest : public SimTest {
+ protected:
+  void SetUp() override {
+    SimTest::SetUp();
+    BringUp();
+  }
+};
+
+TEST_F(FaultsTest, FailNextNCommandsWithAChosenStatus) {
+  dev_->InjectFailure({.count = 2, .opcode = std::nullopt, .status = CommandStatus::NO_RES_ERR, .syndrome = 0xabcd});
+  for (int i = 0; i < 2; ++i) {
+    auto r = Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
+    EXPECT_EQ(r.status, 0x0fu);
+    EXPECT_EQ(r.syndrome, 0xabcdu);
+  }
+  EXPECT_EQ(dev_->counters().pds, 0u);  // refused commands changed nothing
+  EXPECT_TRUE(Ok(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
+}
+
+TEST_F(FaultsTest, FailOneOpcodeOnly) {
+  dev_->InjectFailure({.count = 1,
+                       .opcode = prm::ALLOC_UAR,
+                       .status = CommandStatus::INT_ERR,
+                       .syndrome = 0x11});
+  EXPECT_TRUE(Ok(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
+  auto r = Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16);
+  EXPECT_EQ(r.status, 0x01u);
+  EXPECT_EQ(r.syndrome, 0x11u);
+  EXPECT_TRUE(Ok(Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16)));
+}
+
+TEST_F(FaultsTest, StalledCommandTimesOutThenCompletesOnRelease) {
+  dev_->StallNext(prm::ALLOC_PD);
+  auto r = w_->Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, 0,
+                   std::chrono::milliseconds(100));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().errno_value(), ETIMEDOUT);
+  EXPECT_TRUE(w_->Owned(0));
+  EXPECT_EQ(dev_->queue_counters().stalled, 1u);
+  // Other slots keep working while one command hangs.
+  auto nop = w_->Run(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 1);
+  ASSERT_TRUE(nop && nop->ok());
+  EXPECT_EQ(dev_->counters().pds, 0u);
+  dev_->ReleaseStall();
+  auto done = w_->Wait(0, std::chrono::milliseconds(5000));
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(done->ok());
+  EXPECT_EQ(dev_->counters().pds, 1u);
+}
+
+TEST_F(FaultsTest, DeviceWithAStalledCommandShutsDownCleanly) {
+  dev_->StallNext();
+  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 0));
+  w_->Ring(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(w_->Owned(0));
+  // TearDown destroys the device with the command parked: the destructor must not hang.
+}
+
+TEST_F(FaultsTest, CountersPerOpcodeAndResourcesAlive) {
+  const Counters before = dev_->counters();
+  EXPECT_EQ(before.by_opcode.at(prm::ENABLE_HCA), 1u);
+  EXPECT_EQ(before.by_opcode.at(prm::INIT_HCA), 1u);
+  EXPECT_EQ(before.commands_failed, 0u);
+  for (int i = 0; i < 3; ++i) Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
+  Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16);
+  Exec(Cmd<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN), 16);
+  Exec(Cmd<prm::nop_in>(0x7ff), 16);  // refused
+  const Counters c = dev_->counters();
+  EXPECT_EQ(c.by_opcode.at(prm::ALLOC_PD), 3u);
+  EXPECT_EQ(c.by_opcode.at(0x7ff), 1u);
+  EXPECT_EQ(c.commands, before.commands + 6);
+  EXPECT_EQ(c.commands_failed, 1u);
+  EXPECT_EQ(c.pds, 3u);
+  EXPECT_EQ(c.uars, 1u);
+  EXPECT_EQ(c.transport_domains, 1u);
+  EXPECT_EQ(c.mkeys + c.memic_allocations + c.sw_icm_objects, 0u);
+}
+
+}  // namespace
+}  // namespace onchip::sim::testing
