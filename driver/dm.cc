@@ -2,9 +2,7 @@
 
 #include <cerrno>
 
-#include <immintrin.h>
-
-#include <cstring>
+#include "mmio/wc_copy.h"
 
 namespace onchip::driver {
 namespace {
@@ -36,42 +34,19 @@ prm::SwIcmType IcmType(int type) {
   }
 }
 
-// The interim copy path, until mmio/'s write-combined kernels land: rdma-core's algorithm
-// (one relaxed 32-bit access per word, ascending), plus a store fence so the copy is posted
-// before the call returns. Offsets and lengths are multiples of 4 (checked by the caller).
-void CopyWordsToDevice(std::byte* dst, const void* src, size_t len) {
-  auto* d = reinterpret_cast<uint32_t*>(dst);
-  const auto* s = static_cast<const std::byte*>(src);
-  for (size_t i = 0; i < len / 4; ++i) {
-    uint32_t w;
-    std::memcpy(&w, s + 4 * i, 4);
-    __atomic_store_n(d + i, w, __ATOMIC_RELAXED);
-  }
-  _mm_sfence();
-}
-
-void CopyWordsFromDevice(void* dst, const std::byte* src, size_t len) {
-  const auto* s = reinterpret_cast<const uint32_t*>(src);
-  auto* d = static_cast<std::byte*>(dst);
-  for (size_t i = 0; i < len / 4; ++i) {
-    const uint32_t w = __atomic_load_n(s + i, __ATOMIC_RELAXED);
-    std::memcpy(d + 4 * i, &w, 4);
-  }
-}
-
 }  // namespace
 
 int MemcpyToDm(ibv_dm* ibv, uint64_t dm_offset, const void* host_addr, size_t length) {
   Dm* dm = Dm::From(ibv);
   if (int err = CheckAccess(*dm, dm_offset, length)) return err;
-  if (length != 0) CopyWordsToDevice(dm->start_va + dm_offset, host_addr, length);
+  if (length != 0) mmio::CopyToDevice(dm->start_va + dm_offset, host_addr, length);
   return 0;
 }
 
 int MemcpyFromDm(void* host_addr, ibv_dm* ibv, uint64_t dm_offset, size_t length) {
   Dm* dm = Dm::From(ibv);
   if (int err = CheckAccess(*dm, dm_offset, length)) return err;
-  if (length != 0) CopyWordsFromDevice(host_addr, dm->start_va + dm_offset, length);
+  if (length != 0) mmio::CopyFromDevice(host_addr, dm->start_va + dm_offset, length);
   return 0;
 }
 

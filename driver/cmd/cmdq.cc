@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "mmio/barriers.h"
 #include "uapi/cmdq/mailbox.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/init_seg.h"
@@ -180,7 +181,7 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
   }
   // EncodeInput's last store handed the entry over with release semantics; the doorbell must not
   // be hoisted above it.
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  mmio::ToDeviceBarrier();
   bus_.Write32(kDoorbellWord, 1u << slot);
   bus_.Notify();
 
@@ -201,7 +202,7 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
     else
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  _mm_lfence();
+  mmio::FromDeviceBarrier();
   result = cmdq::DecodeOutput(entry, access, out);
   ReturnBlocks(in_blocks);
   ReturnBlocks(out_blocks);
