@@ -1,0 +1,10 @@
+// The libFuzzer-style entry point AFL++ drives (with uapi/cmdq/fuzz/afl_main.cc as main()).
+#include <cstddef>
+#include <cstdint>
+
+#include "tools/sim/fuzz/firmware_fuzz.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  onchip::sim::fuzz::FuzzFirmware(data, size);
+  return 0;
+}
