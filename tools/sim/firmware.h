@@ -89,6 +89,11 @@ class Firmware {
   // Device-memory access for the data engine: the bytes behind an ICM address range, if one live
   // SW ICM object covers it.
   std::optional<std::span<std::byte>> SwIcmBytes(uint64_t icm_addr, uint64_t len);
+  // The device memory an mkey reaches: `len` bytes at `offset` into a MEMIC or SW_ICM mkey
+  // (mkey = index << 8 | variant; the variant must match), bounds-checked against the mkey.
+  // MEMIC bytes are BAR0's window, so they are what the CPU stored through the BAR.
+  std::optional<std::span<std::byte>> MkeyDeviceMemory(uint32_t mkey, uint64_t offset,
+                                                       uint64_t len);
 
  private:
   struct Pd {

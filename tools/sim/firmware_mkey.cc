@@ -209,4 +209,25 @@ Outcome Firmware::QueryMkey(Bytes in, Out out) {
   return Outcome::Ok();
 }
 
+std::optional<std::span<std::byte>> Firmware::MkeyDeviceMemory(uint32_t mkey, uint64_t offset,
+                                                                uint64_t len) {
+  std::lock_guard lock(mutex_);
+  auto it = mkeys_.find(mkey >> 8);
+  if (it == mkeys_.end()) return std::nullopt;
+  const Mkey& m = it->second;
+  Bytes mkc_bytes(m.mkc);
+  if (prm::Get(mkc_bytes, prm::mkc::mkey_7_0) != (mkey & 0xff) || prm::Get(mkc_bytes, prm::mkc::free))
+    return std::nullopt;
+  const uint64_t start = prm::Get(mkc_bytes, prm::mkc::start_addr);
+  const uint64_t size = prm::Get(mkc_bytes, prm::mkc::len);
+  if (offset > size || len > size - offset) return std::nullopt;
+  if (m.memic_start)
+    return memic_window_.subspan(start + offset - layout_.memic_start, len);
+  if (m.sw_icm_id) {
+    SwIcmObject& o = sw_icm_.at(*m.sw_icm_id);
+    return std::span<std::byte>(o.backing).subspan(start + offset - o.start, len);
+  }
+  return std::nullopt;
+}
+
 }  // namespace onchip::sim

@@ -178,6 +178,14 @@ TEST_F(MkeyTest, MemicMkeyMustLieInOneAllocationWhichItHolds) {
   auto r = Exec(m, 16);
   ASSERT_TRUE(Ok(r));
   EXPECT_EQ(Query(Index(r)).get(QMkc::start_addr), off + 64);
+  // What the CPU stores through its BAR mapping is what the mkey reaches.
+  w_->bar()[off + 64 + 10] = std::byte{0xa5};
+  const uint32_t key = (Index(r) << 8) | 0x5c;
+  auto bytes = dev_->firmware().MkeyDeviceMemory(key, 10, 1);
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ((*bytes)[0], std::byte{0xa5});
+  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(key ^ 1, 10, 1));  // wrong variant
+  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(key, 4096 - 64, 1));  // past the mkey
   auto dealloc = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
   dealloc.set(prm::dealloc_memic_in::memic_start_addr, off)
       .set(prm::dealloc_memic_in::memic_size, 4096);
@@ -204,6 +212,10 @@ TEST_F(MkeyTest, SwIcmMkeyMustLieInOneOwnedObjectWhichItHolds) {
   m.set(mkc.start_addr, addr + 4096).set(mkc.len, 8192).set(mkc.rw, 1);
   auto r = Exec(m, 16);
   ASSERT_TRUE(Ok(r));
+  auto icm = dev_->firmware().MkeyDeviceMemory((Index(r) << 8) | 0x5c, 8191, 1);
+  ASSERT_TRUE(icm);
+  (*icm)[0] = std::byte{7};
+  EXPECT_EQ((*dev_->firmware().SwIcmBytes(addr + 4096 + 8191, 1))[0], std::byte{7});
   prm::Message<prm::general_obj_in_cmd_hdr> d;
   d.set(prm::general_obj_in_cmd_hdr::opcode, prm::DESTROY_GENERAL_OBJECT)
       .set(prm::general_obj_in_cmd_hdr::obj_type, prm::GENERAL_OBJECT_TYPES_SW_ICM)
