@@ -186,18 +186,23 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
   bus_.Notify();
 
   std::atomic_ref<std::byte> status_own(entry[cmdq::kEntryBytes - 1]);
-  const auto deadline = std::chrono::steady_clock::now() + opts_.timeout;
+  // Completion polling: a short spin (a device that answers at once), then yielding the CPU
+  // for up to 2 ms (a device thread that needs it, as on a small machine), then sleeping.
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + opts_.timeout;
+  const auto yield_until = start + std::chrono::milliseconds(2);
   for (uint32_t spins = 0;; ++spins) {
     if ((std::to_integer<uint8_t>(status_own.load(std::memory_order_acquire)) & 1) == 0) break;
     if (spins < 256) {
       _mm_pause();
       continue;
     }
-    if (std::chrono::steady_clock::now() > deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline) {
       // Blocks stay out of the pool with the retired slot: the device may still write them.
       return Fail(ETIMEDOUT, "cmdq: command not completed within the timeout");
     }
-    if (spins < 4096)
+    if (now < yield_until)
       sched_yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(50));
