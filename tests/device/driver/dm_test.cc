@@ -373,6 +373,36 @@ TEST_F(DmTest, DISABLED_ZeroLengthDmMrIsValid) {
   EXPECT_EQ(v::dealloc_pd(pd), 0);
 }
 
+// The mkey the device holds reaches exactly the registered window of the DM: zero-based, so
+// offset 0 of the MR is byte `dm_offset` of the DM, and nothing past its length.
+TEST_F(DmTest, MrReachesTheRegisteredBytesOfTheDm) {
+  ibv_pd* pd = v::alloc_pd(verbs_);
+  ibv_dm* dm = Alloc(512);
+  ASSERT_NE(dm, nullptr);
+  std::vector<uint8_t> src(512);
+  std::iota(src.begin(), src.end(), uint8_t{3});
+  ASSERT_EQ(ibv_memcpy_to_dm(dm, 0, src.data(), src.size()), 0);
+  ibv_mr* mr = v::reg_dm_mr(pd, dm, 64, 128, kRw);
+  ASSERT_NE(mr, nullptr) << strerror(errno);
+  auto bytes = sim_->firmware().MkeyDeviceMemory(mr->lkey, 0, 128);
+  ASSERT_TRUE(bytes.has_value());
+  EXPECT_EQ(std::memcmp(bytes->data(), src.data() + 64, 128), 0);
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(mr->lkey, 0, 129).has_value());
+
+  ibv_dm* icm = AllocType(MLX5DV_DM_TYPE_STEERING_SW_ICM, 8192);
+  ASSERT_NE(icm, nullptr);
+  ibv_mr* icm_mr = v::reg_dm_mr(pd, icm, 4096, 4096, kRw);
+  ASSERT_NE(icm_mr, nullptr) << strerror(errno);
+  auto icm_bytes = sim_->firmware().MkeyDeviceMemory(icm_mr->lkey, 0, 4096);
+  auto area = sim_->firmware().SwIcmBytes(driver::Dm::From(icm)->remote_va + 4096, 4096);
+  ASSERT_TRUE(icm_bytes.has_value() && area.has_value());
+  EXPECT_EQ(icm_bytes->data(), area->data());
+  for (ibv_mr* m : {mr, icm_mr}) EXPECT_EQ(v::dereg_mr(m), 0);
+  EXPECT_EQ(v::free_dm(icm), 0);
+  EXPECT_EQ(v::free_dm(dm), 0);
+  EXPECT_EQ(v::dealloc_pd(pd), 0);
+}
+
 TEST_F(DmTest, FreeDmWithMrIsEbusyAndTheDmStaysUsable) {
   ibv_pd* pd = v::alloc_pd(verbs_);
   ibv_dm* dm = Alloc(256);
