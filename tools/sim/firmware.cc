@@ -52,7 +52,7 @@ Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> ou
   std::array<std::byte, 8> head{};
   head[0] = static_cast<std::byte>(r.status);
   for (int i = 0; i < 4; ++i) head[4 + i] = static_cast<std::byte>(r.syndrome >> (24 - 8 * i));
-  std::memcpy(out.data(), head.data(), std::min(out.size(), head.size()));
+  if (!out.empty()) std::memcpy(out.data(), head.data(), std::min(out.size(), head.size()));
   return r;
 }
 

@@ -205,7 +205,7 @@ Outcome Firmware::QueryMkey(Bytes in, Out out) {
   std::memcpy(out.data() + O::memory_key_mkey_entry.bit_offset / 8, m.mkc.data(), m.mkc.size());
   // The first two octowords of the translation list (bsf0_klm0_pas_mtt0_1, bsf1_klm1_pas_mtt2_3).
   const std::size_t n = std::min<std::size_t>(m.translations.size(), 2 * kOctoword);
-  std::memcpy(out.data() + O::bsf0_klm0_pas_mtt0_1.bit_offset / 8, m.translations.data(), n);
+  if (n) std::memcpy(out.data() + O::bsf0_klm0_pas_mtt0_1.bit_offset / 8, m.translations.data(), n);
   return Outcome::Ok();
 }
 

@@ -166,6 +166,13 @@ TEST_F(CmdqTest, UnreachableQueueIsLeftAloneAndLaterServed) {
   EXPECT_TRUE(w_->Wait(0, std::chrono::milliseconds(5000)).value().ok());
 }
 
+TEST_F(CmdqTest, ZeroLengthOutputIsDeliveredWithNothingToSay) {
+  auto r = w_->Run(Cmd<prm::nop_in>(prm::NOP).bytes(), 0);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->delivery, DeliveryStatus::OK);
+  EXPECT_TRUE(r->out.empty());
+}
+
 TEST_F(CmdqTest, LongMessagesBothWays) {
   ASSERT_TRUE(Ok(*w_->GivePages(300)));  // 2416-byte input, 5 blocks
   auto q = Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);  // 8 output blocks

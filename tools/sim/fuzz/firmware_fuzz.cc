@@ -159,7 +159,7 @@ FuzzResult FuzzFirmware(const uint8_t* data, std::size_t size) {
       pos += 4;
       const std::size_t n = std::min(in_len, size - pos);
       std::vector<std::byte> in(n);
-      std::memcpy(in.data(), data + pos, n);
+      if (n) std::memcpy(in.data(), data + pos, n);
       pos += n;
       h.Run(in, out_len);
     }
@@ -167,7 +167,7 @@ FuzzResult FuzzFirmware(const uint8_t* data, std::size_t size) {
     const uint32_t doorbell = (uint32_t{data[1]} << 24) | (uint32_t{data[2]} << 16) |
                               (uint32_t{data[3]} << 8) | data[4];
     const std::size_t n = std::min(size - 5, kArenaBytes);
-    std::memcpy(h.arena_base(), data + 5, n);
+    if (n) std::memcpy(h.arena_base(), data + 5, n);
     // Program the queue and ring, as a driver would.
     std::byte* b = h.bar.base();
     auto store = [&](std::size_t bit_offset, uint32_t v) {
