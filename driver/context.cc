@@ -97,7 +97,8 @@ driver::TeardownReport Context::Close() {
 
 Result<DeviceMemory> Context::AllocDm(uint64_t length, uint32_t log_align_req, int type) {
   ibv_alloc_dm_attr attr{.length = length, .log_align_req = log_align_req, .comp_mask = 0};
-  mlx5dv_alloc_dm_attr dv{.type = static_cast<mlx5dv_alloc_dm_type>(type), .comp_mask = 0};
+  mlx5dv_alloc_dm_attr dv{};
+  driver::SetDmType(dv, type);
   ONCHIP_TRY(driver::Dm * dm, driver::AllocDm(device_, attr, &dv));
   return DeviceMemory(dm);
 }

@@ -1,6 +1,7 @@
 #include "driver/dm.h"
 
 #include <cerrno>
+#include <cstring>
 
 #include "mmio/wc_copy.h"
 
@@ -36,6 +37,18 @@ prm::SwIcmType IcmType(int type) {
 
 }  // namespace
 
+static_assert(sizeof(mlx5dv_alloc_dm_attr::type) == sizeof(int));
+
+int DmTypeOf(const mlx5dv_alloc_dm_attr& attr) {
+  int type;
+  std::memcpy(&type, &attr.type, sizeof type);
+  return type;
+}
+
+void SetDmType(mlx5dv_alloc_dm_attr& attr, int type) {
+  std::memcpy(&attr.type, &type, sizeof type);
+}
+
 int MemcpyToDm(ibv_dm* ibv, uint64_t dm_offset, const void* host_addr, size_t length) {
   Dm* dm = Dm::From(ibv);
   if (int err = CheckAccess(*dm, dm_offset, length)) return err;
@@ -53,7 +66,7 @@ int MemcpyFromDm(void* host_addr, ibv_dm* ibv, uint64_t dm_offset, size_t length
 Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_attr& attr,
                     const mlx5dv_alloc_dm_attr* dv) {
   if (!device) return Fail(EINVAL, "alloc_dm: no device");
-  const int type = dv ? static_cast<int>(dv->type) : MLX5DV_DM_TYPE_MEMIC;
+  const int type = dv ? DmTypeOf(*dv) : MLX5DV_DM_TYPE_MEMIC;
   if (!KnownType(type)) return Fail(EOPNOTSUPP, "alloc_dm: unknown DM type");
   if (attr.comp_mask != 0 || (dv && dv->comp_mask != 0))
     return Fail(EINVAL, "alloc_dm: unsupported comp_mask bits");

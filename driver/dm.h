@@ -31,6 +31,11 @@ namespace onchip::driver {
 // as the kernel's MLX5_IB_UAPI_DM_TYPE_ENCAP_SW_ICM.
 inline constexpr int kDmTypeEncapSwIcm = 4;
 
+// mlx5dv_alloc_dm_attr.type as the int a C caller stored. The rdma-core 44 enum names values 0-3
+// only, so in C++ a 4 (ENCAP) or garbage is not a valid enum value: read and write the bytes.
+int DmTypeOf(const mlx5dv_alloc_dm_attr& attr);
+void SetDmType(mlx5dv_alloc_dm_attr& attr, int type);
+
 struct Dm {
   ibv_dm ibv;  // first: From() converts back
   std::shared_ptr<Device> device;

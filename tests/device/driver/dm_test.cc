@@ -52,7 +52,8 @@ class DmTest : public ::testing::Test {
   }
   ibv_dm* AllocType(int type, size_t length, uint32_t log_align = 0) {
     ibv_alloc_dm_attr attr{.length = length, .log_align_req = log_align, .comp_mask = 0};
-    mlx5dv_alloc_dm_attr dv{.type = static_cast<mlx5dv_alloc_dm_type>(type), .comp_mask = 0};
+    mlx5dv_alloc_dm_attr dv{};
+    driver::SetDmType(dv, type);
     return v::dv_alloc_dm(verbs_, &attr, &dv);
   }
   // The sim's own view of a MEMIC DM's bytes.
@@ -103,11 +104,13 @@ TEST_F(DmTest, CompMaskBitsAreEinval) {
 
 TEST_F(DmTest, UnknownTypeIsEopnotsuppBeforeCompMask) {
   ibv_alloc_dm_attr attr{.length = 64, .log_align_req = 0, .comp_mask = 1};
-  mlx5dv_alloc_dm_attr dv{.type = static_cast<mlx5dv_alloc_dm_type>(5), .comp_mask = 1};
+  mlx5dv_alloc_dm_attr dv{};
+  driver::SetDmType(dv, 5);
+  dv.comp_mask = 1;
   errno = 0;
   EXPECT_EQ(v::dv_alloc_dm(verbs_, &attr, &dv), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  dv.type = static_cast<mlx5dv_alloc_dm_type>(-1);
+  driver::SetDmType(dv, -1);
   errno = 0;
   EXPECT_EQ(v::dv_alloc_dm(verbs_, &attr, &dv), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

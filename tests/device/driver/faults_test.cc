@@ -92,7 +92,8 @@ class ObjectFaults : public ::testing::Test {
   }
   ibv_dm* Alloc(size_t length, int type = MLX5DV_DM_TYPE_MEMIC) {
     ibv_alloc_dm_attr attr{.length = length, .log_align_req = 0, .comp_mask = 0};
-    mlx5dv_alloc_dm_attr dv{.type = static_cast<mlx5dv_alloc_dm_type>(type), .comp_mask = 0};
+    mlx5dv_alloc_dm_attr dv{};
+    driver::SetDmType(dv, type);
     return v::dv_alloc_dm(verbs_, &attr, &dv);
   }
 
