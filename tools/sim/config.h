@@ -15,7 +15,7 @@ struct DeviceConfig {
   uint16_t fw_rev_major = 22;
   uint16_t fw_rev_minor = 39;
   uint16_t fw_rev_subminor = 1002;
-  uint32_t hw_id = 0x212;  // ConnectX-6 Dx device id (PCI 0x101d), as health_buffer.hw_id
+  uint32_t hw_id = 0x101d;  // health_buffer.hw_id; the ConnectX-6 Dx PCI device id, for show
 
   // ---- command queue ----
   uint8_t log_cmdq_size = 5;    // 32 entries

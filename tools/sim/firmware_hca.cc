@@ -65,9 +65,9 @@ Outcome Firmware::SetIssi(Bytes in, Out out) {
 
 // Pages the firmware wants beyond those it holds (negative: it would give some back).
 int64_t Firmware::PagesWanted() const {
-  const int64_t need = state_ == HcaState::kInitialized
-                           ? int64_t{config_.boot_pages} + config_.init_pages
-                           : 0;
+  int64_t need = 0;
+  if (state_ == HcaState::kEnabled) need = config_.boot_pages;
+  if (state_ == HcaState::kInitialized) need = int64_t{config_.boot_pages} + config_.init_pages;
   return need - static_cast<int64_t>(pages_.size());
 }
 

@@ -78,6 +78,10 @@ TEST_F(HcaTest, PagesBootInitRegularGiveAndTake) {
   ASSERT_TRUE(Ok(*w_->GivePages(c.boot_pages)));
   boot = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES), 16);
   EXPECT_EQ(boot.get(prm::query_pages_out::num_pages), 0u);
+  // Enabled, the firmware needs just its boot pages.
+  EXPECT_EQ(Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16)
+                .get(prm::query_pages_out::num_pages),
+            0u);
   auto init = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::INIT_PAGES), 16);
   EXPECT_EQ(init.get(prm::query_pages_out::num_pages), c.init_pages);
   // INIT_HCA without the init pages.
