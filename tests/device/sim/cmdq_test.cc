@@ -147,6 +147,16 @@ TEST_F(CmdqTest, OverwrittenDoorbellStillCompletesEveryOwnedSlot) {
   EXPECT_TRUE(w_->Wait(4, std::chrono::milliseconds(5000)).value().ok());
 }
 
+TEST_F(CmdqTest, DoorbellWithoutKickIsNoticedAtTheIdlePeriod) {
+  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 2));
+  std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(
+                                w_->bar() + prm::initial_seg::command_doorbell_vector.bit_offset / 8))
+      .store(std::byteswap(uint32_t{1} << 2));
+  auto r = w_->Wait(2, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->ok());
+}
+
 TEST_F(CmdqTest, UnreachableQueueIsLeftAloneAndLaterServed) {
   std::byte* bar = w_->bar();
   auto store = [&](uint64_t off, uint32_t v) {
