@@ -95,6 +95,9 @@ class Device : public std::enable_shared_from_this<Device> {
   void RemoveLocked(Pd* pd) { pds_.erase(pd); }
   void RemoveLocked(Mr* mr) { mrs_.erase(mr); }
 
+  // A handle for ibv_dm.handle, unique on this device (the uverbs object handle's role).
+  uint32_t NextDmHandle() { return next_dm_handle_.fetch_add(1, std::memory_order_relaxed); }
+
   // A fresh 8-bit mkey variant (mkc.mkey_7_0), so a reused mkey index yields a different key.
   uint8_t NextMkeyVariant() { return mkey_variant_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -114,6 +117,7 @@ class Device : public std::enable_shared_from_this<Device> {
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded
   std::atomic<uint8_t> mkey_variant_{0};
+  std::atomic<uint32_t> next_dm_handle_{1};
 
   std::mutex objects_mu_;
   std::set<Dm*> dms_;

@@ -89,17 +89,16 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
       return std::unexpected(window.error());
     }
     dm->start_va = *window;
-    dm->ibv.handle = static_cast<uint32_t>(dm->memic.bar_offset);
     dm->ibv.memcpy_to_dm = MemcpyToDm;
     dm->ibv.memcpy_from_dm = MemcpyFromDm;
   } else {
     ONCHIP_TRY(dm->icm, device->sw_icm().Alloc(device->commander(), IcmType(type), attr.length,
                                                attr.log_align_req));
     dm->remote_va = dm->icm.icm_address;
-    dm->ibv.handle = dm->icm.obj_id;
     dm->ibv.memcpy_to_dm = RefuseToDm;
     dm->ibv.memcpy_from_dm = RefuseFromDm;
   }
+  dm->ibv.handle = device->NextDmHandle();
   device->AddLocked(dm.get());
   return dm.release();
 }

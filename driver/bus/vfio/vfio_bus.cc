@@ -57,6 +57,14 @@ Result<std::unique_ptr<VfioBus>> VfioBus::Open(std::string_view pci_name, VfioOp
   bus->bar0_ = static_cast<std::byte*>(p);
   bus->bar0_size_ = bar.size;
 
+  // The write-combining view for device memory, when the kernel offers one.
+  const std::string wc_path = opts.sysfs_root + "/bus/pci/devices/" + name + "/resource0_wc";
+  if (const int wc = open(wc_path.c_str(), O_RDWR | O_CLOEXEC); wc >= 0) {
+    void* w = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, wc, 0);
+    close(wc);
+    if (w != MAP_FAILED) bus->bar0_wc_ = static_cast<std::byte*>(w);
+  }
+
   vfio_region_info config = vfio::MakeRegionInfoQuery(VFIO_PCI_CONFIG_REGION_INDEX);
   if (ioctl(bus->device_, VFIO_DEVICE_GET_REGION_INFO, &config) != 0)
     return Fail(errno, "vfio: VFIO_DEVICE_GET_REGION_INFO config space");
@@ -70,7 +78,14 @@ Result<std::unique_ptr<VfioBus>> VfioBus::Open(std::string_view pci_name, VfioOp
   return bus;
 }
 
+Result<std::byte*> VfioBus::Bar0Window(uint64_t offset, uint64_t length) const {
+  if (offset > bar0_size_ || length > bar0_size_ - offset)
+    return Fail(EFAULT, "vfio: window outside BAR0");
+  return (bar0_wc_ != nullptr ? bar0_wc_ : bar0_) + offset;
+}
+
 VfioBus::~VfioBus() {
+  if (bar0_wc_ != nullptr) munmap(bar0_wc_, bar0_size_);
   if (bar0_ != nullptr) munmap(bar0_, bar0_size_);
   if (device_ >= 0) close(device_);
   if (group_ >= 0) close(group_);

@@ -9,8 +9,10 @@
 // Every failure names its step and keeps the kernel's errno (ENOENT when /dev/vfio or the device
 // is absent, EPERM/EACCES without permission, EINVAL for a non-viable group).
 //
-// Limit: VFIO maps BAR0 uncached, so Bar0Window is uncached too: device-memory copies are
-// correct but do not get write-combining over this bus.
+// BAR0 through the VFIO region is uncached: right for registers, slow for device memory. For
+// Bar0Window (MEMIC, UAR pages) the bus also maps the kernel's write-combining view of the same
+// BAR, /sys/bus/pci/devices/<bdf>/resource0_wc (present for prefetchable BARs, as ConnectX's
+// BAR0 is); without it Bar0Window falls back to the uncached mapping, still correct.
 #pragma once
 
 #include <memory>
@@ -34,6 +36,8 @@ class VfioBus final : public Bus {
 
   std::byte* bar0() const override { return bar0_; }
   uint64_t bar0_size() const override { return bar0_size_; }
+  Result<std::byte*> Bar0Window(uint64_t offset, uint64_t length) const override;
+  bool write_combined() const { return bar0_wc_ != nullptr; }
   Result<DmaBuffer> AllocDma(uint64_t length) override;
   void Notify() override {}
 
@@ -47,6 +51,7 @@ class VfioBus final : public Bus {
   int group_ = -1;
   int device_ = -1;
   std::byte* bar0_ = nullptr;
+  std::byte* bar0_wc_ = nullptr;  // the same BAR mapped write-combining, or null
   uint64_t bar0_size_ = 0;
   std::mutex iova_mu_;
   uint64_t next_iova_ = 0x100000;  // above the legacy low hole; never reused
