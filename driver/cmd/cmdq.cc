@@ -81,14 +81,20 @@ Cmdq::Cmdq(bus::Bus& bus, CmdqOptions opts, bus::DmaBuffer page, uint32_t log_si
 
 Cmdq::~Cmdq() = default;
 
-uint32_t Cmdq::AcquireSlot(bool page_slot) {
+Result<uint32_t> Cmdq::AcquireSlot(bool page_slot) {
   std::unique_lock lock(slot_mu_);
+  const uint32_t page = num_slots_ - 1;
+  const uint32_t regular_mask = (1u << page) - 1;
   if (page_slot) {
-    slot_cv_.wait(lock, [&] { return !page_slot_busy_; });
+    slot_cv_.wait(lock, [&] { return !page_slot_busy_ || (retired_slots_ >> page) & 1; });
+    if ((retired_slots_ >> page) & 1)
+      return Fail(EIO, "cmdq: the page-management slot was lost to a timed-out command");
     page_slot_busy_ = true;
-    return num_slots_ - 1;
+    return page;
   }
-  slot_cv_.wait(lock, [&] { return free_slots_ != 0; });
+  slot_cv_.wait(lock, [&] { return free_slots_ != 0 || (retired_slots_ & regular_mask) == regular_mask; });
+  if (free_slots_ == 0)
+    return Fail(EIO, "cmdq: every command slot was lost to timed-out commands");
   const uint32_t slot = static_cast<uint32_t>(__builtin_ctz(free_slots_));
   free_slots_ &= ~(1u << slot);
   return slot;
@@ -135,12 +141,19 @@ Result<void> Cmdq::Exec(std::span<const std::byte> in, std::span<std::byte> out)
   if (in.size() < 8 || out.size() < 8)
     return Fail(EINVAL, "cmdq: command input and output are at least 8 bytes");
   const bool pages = prm::Get(in, prm::mbox_in::opcode) == prm::MANAGE_PAGES;
-  const uint32_t slot = AcquireSlot(pages);
+  auto acquired = AcquireSlot(pages);
+  if (!acquired)
+    return Fail(acquired.error().errno_value(), acquired.error().what(),
+                FirmwareContext{.opcode = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::opcode)),
+                                .op_mod = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::op_mod))});
+  const uint32_t slot = *acquired;
   auto posted = Post(slot, in, out);
   if (!posted && posted.error().errno_value() == ETIMEDOUT) {
-    std::lock_guard lock(slot_mu_);
-    retired_slots_ |= 1u << slot;  // the device may still own it: never hand it out again
-    if (slot == num_slots_ - 1) page_slot_busy_ = true;
+    {
+      std::lock_guard lock(slot_mu_);
+      retired_slots_ |= 1u << slot;  // the device may still own it: never hand it out again
+    }
+    slot_cv_.notify_all();  // waiters re-check: the slot they wait for may be gone for good
   } else {
     ReleaseSlot(slot);
   }

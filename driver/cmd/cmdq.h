@@ -55,7 +55,8 @@ class Cmdq final : public Commander {
 
   Cmdq(bus::Bus& bus, CmdqOptions opts, bus::DmaBuffer page, uint32_t log_size,
        uint32_t log_stride);
-  uint32_t AcquireSlot(bool page_slot);
+  // Waits for a free slot; EIO once the slots it could get are all retired.
+  Result<uint32_t> AcquireSlot(bool page_slot);
   void ReleaseSlot(uint32_t slot);
   Result<std::vector<MailboxBlock>> TakeBlocks(std::size_t n);
   void ReturnBlocks(std::vector<MailboxBlock>& blocks);

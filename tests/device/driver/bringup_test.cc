@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "driver/bus/sim/sim_bus.h"
 #include "driver/cmd/run.h"
 #include "driver/context.h"
 #include "tools/sim/device.h"
@@ -148,6 +149,57 @@ TEST(Cmdq, StalledCommandTimesOutAndTheQueueKeepsWorking) {
   // Other slots still serve commands.
   auto again = ctx->AllocPd();
   ASSERT_TRUE(again) << again.error().describe();
+}
+
+// A MANAGE_PAGES that never completes takes the page slot with it: later page commands fail
+// at once with EIO instead of waiting forever, and regular commands still run.
+TEST(Cmdq, LostPageSlotFailsPageCommandsInsteadOfHanging) {
+  auto sim = MakeDevice();
+  driver::DeviceOptions opts;
+  opts.cmdq.timeout = std::chrono::milliseconds(100);
+  auto ctx = Context::Open(*sim, opts);
+  ASSERT_TRUE(ctx) << ctx.error().describe();
+  auto& c = ctx->device().commander();
+  prm::Message<prm::manage_pages_in> take;
+  take.set(prm::manage_pages_in::opcode, prm::MANAGE_PAGES)
+      .set(prm::manage_pages_in::op_mod, prm::PAGES_TAKE)
+      .set(prm::manage_pages_in::input_num_entries, 1);
+  sim->StallNext(prm::MANAGE_PAGES);
+  auto first = cmd::Run<prm::manage_pages_out>(c, take, 8);
+  ASSERT_FALSE(first);
+  EXPECT_EQ(first.error().errno_value(), ETIMEDOUT);
+  auto second = cmd::Run<prm::manage_pages_out>(c, take, 8);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().errno_value(), EIO);
+  EXPECT_EQ(second.error().firmware().opcode, prm::MANAGE_PAGES);
+  auto pd = ctx->AllocPd();
+  EXPECT_TRUE(pd) << pd.error().describe();
+  sim->ReleaseStall();
+}
+
+TEST(SimBus, DmaBuffersAreMappedWhileTheyLive) {
+  auto sim = MakeDevice();
+  auto bus = bus::SimBus::Open(*sim);
+  ASSERT_TRUE(bus) << bus.error().describe();
+  {
+    auto a = (*bus)->AllocDma(1);
+    auto b = (*bus)->AllocDma(3 * 4096 + 1);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->length(), 4096u);
+    EXPECT_EQ(b->length(), 4 * 4096u);
+    EXPECT_EQ(a->iova() % 4096, 0u);
+    EXPECT_NE(a->iova(), b->iova());
+    EXPECT_EQ(sim->dma_mappings(), 2u);
+    EXPECT_EQ(std::to_integer<int>(b->host()[4 * 4096 - 1]), 0);  // zero-filled
+    ASSERT_TRUE(a->Reset());
+    EXPECT_EQ(sim->dma_mappings(), 1u);
+  }
+  EXPECT_EQ(sim->dma_mappings(), 0u);
+  EXPECT_EQ((*bus)->AllocDma(0).error().errno_value(), EINVAL);
+  // BAR0 windows are bounds-checked; the init segment reads as the device wrote it.
+  EXPECT_EQ((*bus)->Bar0Window((*bus)->bar0_size(), 1).error().errno_value(), EFAULT);
+  EXPECT_TRUE((*bus)->Bar0Window(0, (*bus)->bar0_size()));
+  EXPECT_EQ((*bus)->Read32(0x4) >> 16, 5u);  // cmd_interface_rev
 }
 
 }  // namespace
