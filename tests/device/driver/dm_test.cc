@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "driver/context.h"
@@ -454,6 +455,37 @@ TEST_F(DmTest, CloseWithLiveObjectsCleansUpAndSaysSo) {
   errno = 0;
   EXPECT_EQ(Alloc(64), nullptr);
   EXPECT_EQ(errno, EIO);
+}
+
+TEST_F(DmTest, ThreadsAllocateCopyAndFreeConcurrently) {
+  constexpr int kThreads = 4, kEach = 40;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        ibv_dm* dm = (i % 3 == 2) ? AllocType(MLX5DV_DM_TYPE_STEERING_SW_ICM, 4096)
+                                  : Alloc(256 + 64 * t);
+        if (dm == nullptr) {
+          failures.fetch_add(1);
+          continue;
+        }
+        if (i % 3 != 2) {
+          const uint32_t word = (t << 16) | i;
+          uint32_t back = 0;
+          if (ibv_memcpy_to_dm(dm, 64, &word, 4) || ibv_memcpy_from_dm(&back, dm, 64, 4) ||
+              back != word)
+            failures.fetch_add(1);
+        }
+        if (v::free_dm(dm) != 0) failures.fetch_add(1);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(sim_->counters().memic_allocations, 0u);
+  EXPECT_EQ(sim_->counters().sw_icm_objects, 0u);
+  EXPECT_EQ(ctx_->device().memic().pages_in_use(), 0u);
+  EXPECT_EQ(ctx_->device().sw_icm().blocks_in_use(), 0u);
 }
 
 // ---- the C++ API ----
