@@ -1,5 +1,7 @@
 #include "driver/context.h"
 
+#include <cstdio>
+
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/bus/vfio/vfio_bus.h"
 
@@ -88,7 +90,15 @@ Context& Context::operator=(Context&& o) noexcept {
   return *this;
 }
 
-Context::~Context() { Close(); }
+Context::~Context() {
+  // Nobody reads the report of an implicit close, so an unclean one is said on stderr (never on
+  // a hot path: once per device).
+  const driver::TeardownReport report = Close();
+  if (report.first_error || report.mrs_destroyed || report.dms_freed || report.pds_freed ||
+      report.pages_still_held)
+    std::fprintf(stderr, "onchip: context destroyed with live objects: %s\n",
+                 report.describe().c_str());
+}
 
 driver::TeardownReport Context::Close() {
   if (!device_) return {};

@@ -102,7 +102,8 @@ class Context {
   Result<MemoryRegion> RegDmMr(ProtectionDomain& pd, DeviceMemory& dm, uint64_t offset,
                                size_t length, unsigned int access);
 
-  // Destroys every live object, tears the function down, and says what it did.
+  // Destroys every live object, tears the function down, and says what it did. The destructor
+  // does the same and prints the report to stderr if it had anything to clean.
   driver::TeardownReport Close();
 
   driver::Device& device() const { return *device_; }
