@@ -128,6 +128,9 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::general_obj_types,
              has_sw_icm ? (uint64_t{1} << prm::GENERAL_OBJECT_TYPES_SW_ICM) : 0)
         .set(cmd_hca_cap::max_num_eqs, 16)
+        // The internal timer counts nanoseconds: a 1 GHz device clock.
+        .set(cmd_hca_cap::device_frequency_mhz, 1000)
+        .set(cmd_hca_cap::device_frequency_khz, 1000000)
         .set(cmd_hca_cap::log_uar_page_sz, 0)
         .set(cmd_hca_cap::num_of_uars_per_page, 1)
         .set(cmd_hca_cap::sw_owner_id, 1)

@@ -142,6 +142,16 @@ HcaState Firmware::state() const {
   return state_;
 }
 
+std::string Firmware::driver_version() const {
+  std::lock_guard lock(mutex_);
+  return driver_version_;
+}
+
+uint32_t Firmware::host_endianness() const {
+  std::lock_guard lock(mutex_);
+  return host_endianness_he_;
+}
+
 void Firmware::InjectFailure(const InjectedFailure& f) {
   std::lock_guard lock(mutex_);
   if (f.count > 0) injected_.push_back(f);

@@ -79,6 +79,9 @@ class Firmware {
 
   Counters counters() const;
   HcaState state() const;
+  // What SET_DRIVER_VERSION and ACCESS_REG(HOST_ENDIANNESS) last recorded.
+  std::string driver_version() const;
+  uint32_t host_endianness() const;
   void InjectFailure(const InjectedFailure& f);
   void ClearInjectedFailures();
 
@@ -176,7 +179,6 @@ class Firmware {
   mutable std::mutex mutex_;
   HcaState state_ = HcaState::kDisabled;
   uint16_t current_issi_ = 0;
-  bool host_endianness_set_ = false;
   uint32_t host_endianness_he_ = 0;
   std::string driver_version_;
   std::array<uint32_t, 4> sw_owner_id_{};

@@ -194,7 +194,6 @@ Outcome Firmware::AccessReg(Bytes in, Out out) {
     if (!ReservedClear(in, Reg{}))
       return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO);
     host_endianness_he_ = prm::Get(in, Reg::he);
-    host_endianness_set_ = true;
   }
   // Both directions answer with the register's (new) contents.
   prm::Bits(out).set(prm::register_host_endianness_bits<O::register_data.bit_offset>::he,

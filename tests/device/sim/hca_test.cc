@@ -173,6 +173,7 @@ TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
   EXPECT_EQ(gmax.get(Gen::device_memory), 1u);
   EXPECT_EQ(gmax.get(Gen::imaicl), 1u);
   EXPECT_EQ(gmax.get(Gen::general_obj_types), uint64_t{1} << 8);
+  EXPECT_EQ(gmax.get(Gen::device_frequency_khz), 1000000u);  // the internal timer counts ns
   auto gcur = query(prm::CAP_GENERAL, prm::HCA_CAP_OPMOD_GET_CUR);
   EXPECT_EQ(gcur.get(Gen::uar_4k), 0u);  // off until SET_HCA_CAP
 
@@ -279,6 +280,7 @@ TEST_F(HcaTest, AccessRegHostEndianness) {
   auto r = Exec(rd, 32);
   ASSERT_TRUE(Ok(r));
   EXPECT_EQ(r.get(RegOut::he), 1u);
+  EXPECT_EQ(dev_->firmware().host_endianness(), 1u);
   auto other = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
   other.set(prm::access_register_in::register_id, 0x5001);
   EXPECT_TRUE(Refused(Exec(other, 32), CommandStatus::BAD_PARAM_ERR,
@@ -324,6 +326,7 @@ TEST_F(HcaTest, SetDriverVersionAndNop) {
   for (std::size_t i = 0; i < sizeof name - 1; ++i)
     v.set(prm::set_driver_version_in::driver_version[i], static_cast<uint8_t>(name[i]));
   ASSERT_TRUE(Ok(Exec(v, 16)));
+  EXPECT_EQ(dev_->firmware().driver_version(), name);
   v.set(prm::set_driver_version_in::reserved_2, 1);
   EXPECT_TRUE(Refused(Exec(v, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
   ASSERT_TRUE(Ok(Exec(Cmd<prm::nop_in>(prm::NOP), 16)));
