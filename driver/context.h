@@ -108,7 +108,8 @@ class Context {
 
   driver::Device& device() const { return *device_; }
   const std::shared_ptr<driver::Device>& shared_device() const { return device_; }
-  ibv_context* verbs() const { return device_->verbs(); }
+  // The device's embedded ibv_context: what driver/verbs_dm.h's calls take.
+  ibv_context* verbs() const { return device_->embedded_verbs(); }
 
  private:
   explicit Context(std::shared_ptr<driver::Device> d) : device_(std::move(d)) {}

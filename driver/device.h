@@ -80,7 +80,14 @@ class Device : public std::enable_shared_from_this<Device> {
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }
 
-  ibv_context* verbs() { return &verbs_.ibv; }
+  // The ibv_context new objects point at (ibv_dm.context, ibv_pd.context, ibv_mr.context): the
+  // embedded one, or the provider's own verbs context once set with SetVerbsContext (call it
+  // before creating objects).
+  ibv_context* verbs() { return verbs_override_ ? verbs_override_ : &verbs_.ibv; }
+  void SetVerbsContext(ibv_context* context) { verbs_override_ = context; }
+  // The embedded context, always; the one FromVerbs maps back (driver/verbs_dm.h takes it).
+  ibv_context* embedded_verbs() { return &verbs_.ibv; }
+  // Only for embedded_verbs() pointers.
   static Device* FromVerbs(ibv_context* ctx) {
     return ctx ? reinterpret_cast<VerbsContext*>(ctx)->device : nullptr;
   }
@@ -113,6 +120,7 @@ class Device : public std::enable_shared_from_this<Device> {
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   VerbsContext verbs_{};
+  ibv_context* verbs_override_ = nullptr;
   std::atomic<bool> closed_{false};
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded

@@ -5,7 +5,7 @@
 //     ibv_alloc_pd, ibv_reg_dm_mr);
 //   - returning int: 0 or the errno itself (ibv_free_dm, ibv_dealloc_pd, ibv_dereg_mr,
 //     mlx5dv_init_obj).
-// The context must be a Device's (Device::verbs()).
+// The context must be a Device's embedded one (Device::embedded_verbs(), Context::verbs()).
 #pragma once
 
 #include <infiniband/mlx5dv.h>

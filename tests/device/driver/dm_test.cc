@@ -89,6 +89,25 @@ TEST_F(DmTest, AllocMemicFillsTheVerbsStruct) {
   EXPECT_EQ(sim_->counters().memic_allocations, 0u);
 }
 
+// A libibverbs provider hands out its own ibv_context; objects created after SetVerbsContext
+// point at it.
+TEST_F(DmTest, ObjectsPointAtTheProvidersContextOnceSet) {
+  ibv_context provider{};
+  ctx_->device().SetVerbsContext(&provider);
+  ibv_dm* dm = Alloc(64);
+  ibv_pd* pd = v::alloc_pd(verbs_);
+  ASSERT_TRUE(dm && pd);
+  ibv_mr* mr = v::reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED);
+  ASSERT_NE(mr, nullptr);
+  EXPECT_EQ(dm->context, &provider);
+  EXPECT_EQ(pd->context, &provider);
+  EXPECT_EQ(mr->context, &provider);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+  EXPECT_EQ(v::free_dm(dm), 0);
+  EXPECT_EQ(v::dealloc_pd(pd), 0);
+  ctx_->device().SetVerbsContext(nullptr);
+}
+
 TEST_F(DmTest, CompMaskBitsAreEinval) {
   const auto before = sim_->counters().commands;
   ibv_alloc_dm_attr attr{.length = 64, .log_align_req = 0, .comp_mask = 1};
