@@ -3,6 +3,7 @@
 Subcommands (tools/onchip help <subcommand> for options):
   test    install what is missing, reserve hugepages, build, run every test, count test cases
   bench   the same set-up, then the benchmark suites (the device-memory report)
+  run     run a verbs program on the software ConnectX: tools/onchip run -- ibv_devinfo -v
   help    this text
 """
 import argparse
@@ -12,6 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench  # noqa: E402
+import run  # noqa: E402
 import setup  # noqa: E402
 import testing  # noqa: E402
 
@@ -38,6 +40,13 @@ def parser():
     mode.add_argument("--full", action="store_true", help="long runs with more repetitions")
     b.add_argument("--out", default=os.path.join(ROOT, "out", "bench"),
                    help="where the JSON results and the report go")
+    r = sub.add_parser("run", help="run CMD against the software ConnectX through libibverbs",
+                       description=run.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--dev-node", choices=["auto", "host", "namespace"], default="auto",
+                   help="how to make /dev/infiniband/uverbsN (default: mknod as root, else a "
+                        "private mount namespace)")
+    r.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS")
     h = sub.add_parser("help", help="what each subcommand does")
     h.add_argument("topic", nargs="?")
     return p
@@ -46,6 +55,8 @@ def parser():
 def main(argv):
     p = parser()
     args = p.parse_args(argv)
+    if args.command == "run":
+        return run.run(args)  # in the caller's directory; needs only the plugin, no test set-up
     os.chdir(ROOT)
     if args.command in (None, "help"):
         topic = getattr(args, "topic", None)

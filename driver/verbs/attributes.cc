@@ -1,0 +1,127 @@
+#include "driver/verbs/attributes.h"
+
+#include <endian.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+
+#include "uapi/prm/caps.h"
+
+namespace onchip::verbs {
+namespace {
+
+// WQE building blocks that bound the scatter/gather counts (PRM "Send WQE" / "Receive WQE").
+constexpr uint32_t kCtrlSegBytes = 16;
+constexpr uint32_t kRaddrSegBytes = 16;
+constexpr uint32_t kDataSegBytes = 16;
+constexpr uint32_t kMaxSqDescBytes = 512;  // mlx5_ib caps the send descriptor it plans for
+
+uint32_t Pow2(uint64_t log) { return log >= 31 ? INT_MAX : uint32_t{1} << log; }
+
+}  // namespace
+
+ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity& id) {
+  const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
+  ibv_device_attr_ex ex;
+  std::memset(&ex, 0, sizeof(ex));
+  ibv_device_attr& a = ex.orig_attr;
+
+  // "22.39.1002": as the kernel prints fw_ver.
+  std::snprintf(a.fw_ver, sizeof(a.fw_ver), "%u.%u.%u", unsigned(id.fw_ver >> 32),
+                unsigned((id.fw_ver >> 16) & 0xffff), unsigned(id.fw_ver & 0xffff));
+  a.node_guid = htobe64(id.node_guid);
+  a.sys_image_guid = htobe64(id.sys_image_guid);
+  a.max_mr_size = ~uint64_t{0};
+  a.page_size_cap = ~((uint64_t{1} << gen.get(prm::cmd_hca_cap::log_pg_sz)) - 1);
+  a.vendor_id = kMellanoxVendorId;
+  a.vendor_part_id = kConnectX6DxPartId;
+  a.hw_ver = 0;  // PCI revision id of the function
+
+  a.max_qp = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp));
+  a.max_qp_wr = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp_sz));
+  unsigned flags = IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
+                   IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+  if (gen.get(prm::cmd_hca_cap::pkv)) flags |= IBV_DEVICE_BAD_PKEY_CNTR;
+  if (gen.get(prm::cmd_hca_cap::qkv)) flags |= IBV_DEVICE_BAD_QKEY_CNTR;
+  if (gen.get(prm::cmd_hca_cap::apm)) flags |= IBV_DEVICE_AUTO_PATH_MIG;
+  if (gen.get(prm::cmd_hca_cap::xrc)) flags |= IBV_DEVICE_XRC;
+  if (gen.get(prm::cmd_hca_cap::imaicl)) {
+    flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+    a.max_mw = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
+  }
+  a.device_cap_flags = flags;
+
+  const uint32_t max_rq_sg = uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_rq)) / kDataSegBytes;
+  const uint32_t max_sq_desc =
+      std::min<uint32_t>(uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_sq)), kMaxSqDescBytes);
+  const uint32_t sq_overhead = kCtrlSegBytes + kRaddrSegBytes;
+  const uint32_t max_sq_sg = max_sq_desc > sq_overhead ? (max_sq_desc - sq_overhead) / kDataSegBytes : 0;
+  a.max_sge = int(std::min(max_sq_sg, max_rq_sg));
+  a.max_sge_rd = int((kMaxSqDescBytes - sq_overhead) / kDataSegBytes);
+  a.max_cq = Pow2(gen.get(prm::cmd_hca_cap::log_max_cq));
+  a.max_cqe = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_cq_sz)) - 1);
+  a.max_mr = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
+  a.max_pd = Pow2(gen.get(prm::cmd_hca_cap::log_max_pd));
+  a.max_qp_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_req_qp));
+  a.max_qp_init_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_res_qp));
+  a.max_res_rd_atom = int(std::min<int64_t>(int64_t{a.max_qp_rd_atom} * a.max_qp, INT_MAX));
+  if (gen.get(prm::cmd_hca_cap::log_max_srq)) {
+    a.max_srq = Pow2(gen.get(prm::cmd_hca_cap::log_max_srq));
+    a.max_srq_wr = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1);
+    a.max_srq_sge = max_rq_sg > 0 ? int(max_rq_sg - 1) : 0;
+  }
+  a.local_ca_ack_delay = uint8_t(gen.get(prm::cmd_hca_cap::local_ca_ack_delay));
+  // No atomic capability page was queried: the driver promises no atomics.
+  a.atomic_cap = IBV_ATOMIC_NONE;
+  a.max_ee = a.max_rdd = a.max_ee_rd_atom = a.max_ee_init_rd_atom = 0;
+  a.max_mcast_grp = gen.get(prm::cmd_hca_cap::log_max_mcg) ? Pow2(gen.get(prm::cmd_hca_cap::log_max_mcg)) : 0;
+  a.max_mcast_qp_attach = int(gen.get(prm::cmd_hca_cap::max_qp_mcg));
+  a.max_total_mcast_qp_attach =
+      int(std::min<int64_t>(int64_t{a.max_mcast_qp_attach} * a.max_mcast_grp, INT_MAX));
+  a.max_ah = INT_MAX;
+  a.max_fmr = 0;
+  a.max_map_per_fmr = INT_MAX;
+  // pkey_table_size is encoded: 128 << n entries.
+  a.max_pkeys = uint16_t(128u << gen.get(prm::cmd_hca_cap::pkey_table_size));
+  a.phys_port_cnt = uint8_t(gen.get(prm::cmd_hca_cap::num_ports));
+
+  ex.hca_core_clock = gen.get(prm::cmd_hca_cap::device_frequency_khz);
+  ex.max_dm_size = device.max_dm_size();
+  ex.phys_port_cnt_ex = uint32_t(gen.get(prm::cmd_hca_cap::num_ports));
+  return ex;
+}
+
+int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
+                   ibv_port_attr* out) {
+  const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
+  if (port < 1 || port > gen.get(prm::cmd_hca_cap::num_ports)) return EINVAL;
+  std::memset(out, 0, sizeof(*out));
+  out->state = IBV_PORT_ACTIVE;
+  out->max_mtu = IBV_MTU_4096;
+  // A standard 1500-byte Ethernet MTU leaves room for 1024-byte RoCE payloads.
+  out->active_mtu = IBV_MTU_1024;
+  const uint32_t table = uint32_t(device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
+  out->gid_tbl_len = int(std::min(table, id.gid_table_len));
+  out->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+  out->max_msg_sz = Pow2(gen.get(prm::cmd_hca_cap::log_max_msg));
+  out->pkey_tbl_len = 1;  // RoCE: the default pkey only
+  out->lid = 0;
+  out->sm_lid = 0;
+  out->lmc = 0;
+  out->max_vl_num = 0;
+  out->sm_sl = 0;
+  out->subnet_timeout = 0;
+  out->init_type_reply = 0;
+  out->active_width = 2;   // 4X
+  out->active_speed = 32;  // EDR: 4 lanes x 25 Gb/s = 100 Gb/s
+  out->phys_state = 5;     // LinkUp
+  out->link_layer = IBV_LINK_LAYER_ETHERNET;
+  out->flags = 0;
+  out->port_cap_flags2 = 0;
+  return 0;
+}
+
+}  // namespace onchip::verbs

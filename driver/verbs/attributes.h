@@ -1,0 +1,38 @@
+// ibv_query_device(_ex) and ibv_query_port answers, computed from the capabilities the driver
+// queried (QUERY_HCA_CAP), the way mlx5_ib turns the same capabilities into ib_device_attr and
+// ib_port_attr. Identity that the kernel would take from PCI config space or the vport context
+// (vendor and part id, node GUIDs) comes from the identity below; the sysfs tree that
+// `tools/onchip run` writes is the source of the GUIDs, so sysfs and query_device agree.
+//
+// These describe the device. Verbs onchip does not implement yet (QPs, CQs, SRQs, ...) still
+// fail with EOPNOTSUPP even though the device reports limits for them.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+#include "driver/device.h"
+
+namespace onchip::verbs {
+
+// PCI identity of a ConnectX-6 Dx function.
+inline constexpr uint32_t kMellanoxVendorId = 0x02c9;  // IEEE OUI, as mlx5_ib reports vendor_id
+inline constexpr uint32_t kConnectX6DxPartId = 4125;   // PCI device id 0x101d
+
+struct Identity {
+  uint64_t fw_ver = 0;          // major << 32 | minor << 16 | subminor
+  uint64_t node_guid = 0;       // host order
+  uint64_t sys_image_guid = 0;  // host order
+  uint32_t gid_table_len = 0;   // GIDs published for port 1 (sysfs ports/1/gids/*)
+};
+
+// Every field of ibv_device_attr_ex (comp_mask 0; unsupported features zero).
+ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity& id);
+
+// Port `port` (1-based): EINVAL if the device has no such port, else the RoCE port as mlx5_ib
+// describes it with the link up. On success fills `out` completely.
+int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
+                   ibv_port_attr* out);
+
+}  // namespace onchip::verbs

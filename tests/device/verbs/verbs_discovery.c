@@ -1,0 +1,203 @@
+/* The software ConnectX seen by an unmodified verbs program: written against
+ * <infiniband/verbs.h> only, run through tools/verbs_env/launch.py (what `tools/onchip run`
+ * does). Each check prints "ok" or "not ok" with what it saw; the exit status is the number of
+ * failures (0 = all passed).
+ *
+ * Expected values are what the environment publishes (tools/verbs_env/sysfs_tree.py) and what a
+ * ConnectX-6 Dx reports; device limits are read back, not guessed. */
+#include <infiniband/verbs.h>
+
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+static int checks;
+
+#define CHECK(cond, ...)                                          \
+  do {                                                            \
+    ++checks;                                                     \
+    if (cond) {                                                   \
+      printf("ok %d - ", checks);                                 \
+    } else {                                                      \
+      ++failures;                                                 \
+      printf("not ok %d - (%s) ", checks, #cond);                 \
+    }                                                             \
+    printf(__VA_ARGS__);                                          \
+    printf("\n");                                                 \
+  } while (0)
+
+static int count_entries(const char* dir) {
+  DIR* d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n;
+}
+
+static const uint8_t kLinkLocal[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                                       0x0e, 0x42, 0xa1, 0xff, 0xfe, 0x4f, 0x00, 0x01};
+static const uint8_t kLoopbackV4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+static const uint64_t kNodeGuid = 0x0c42a103004f0001ull;
+
+static void check_device_queries(struct ibv_context* ctx) {
+  struct {
+    struct ibv_device_attr attr;
+    unsigned char guard[64];
+  } q;
+  memset(&q, 0xab, sizeof(q));
+  int rc = ibv_query_device(ctx, &q.attr);
+  CHECK(rc == 0, "ibv_query_device rc=%d", rc);
+  int guard_intact = 1;
+  for (size_t i = 0; i < sizeof(q.guard); ++i) guard_intact &= q.guard[i] == 0xab;
+  CHECK(guard_intact, "ibv_query_device writes nothing past struct ibv_device_attr");
+  CHECK(q.attr.vendor_id == 0x02c9 && q.attr.vendor_part_id == 4125,
+        "vendor 0x%x part %u (Mellanox, ConnectX-6 Dx)", q.attr.vendor_id, q.attr.vendor_part_id);
+  CHECK(strcmp(q.attr.fw_ver, "22.39.1002") == 0, "fw_ver %s from the device's init segment",
+        q.attr.fw_ver);
+  CHECK(be64toh(q.attr.node_guid) == kNodeGuid, "node_guid %016llx as sysfs publishes",
+        (unsigned long long)be64toh(q.attr.node_guid));
+  CHECK(q.attr.phys_port_cnt == 1, "phys_port_cnt %u", q.attr.phys_port_cnt);
+  CHECK(q.attr.max_pd > 0 && q.attr.max_mr > 0 && q.attr.max_qp > 0,
+        "max_pd %d max_mr %d max_qp %d", q.attr.max_pd, q.attr.max_mr, q.attr.max_qp);
+
+  struct ibv_device_attr_ex ex;
+  memset(&ex, 0, sizeof(ex));
+  rc = ibv_query_device_ex(ctx, NULL, &ex);
+  CHECK(rc == 0, "ibv_query_device_ex rc=%d", rc);
+  CHECK(memcmp(&ex.orig_attr, &q.attr, sizeof(q.attr)) == 0,
+        "query_device_ex's orig_attr equals query_device");
+  CHECK(ex.max_dm_size >= 4096, "max_dm_size %llu", (unsigned long long)ex.max_dm_size);
+  CHECK(ex.phys_port_cnt_ex == 1, "phys_port_cnt_ex %u", ex.phys_port_cnt_ex);
+
+  struct ibv_query_device_ex_input input = {.comp_mask = 1};
+  rc = ibv_query_device_ex(ctx, &input, &ex);
+  CHECK(rc == EINVAL, "query_device_ex with an unknown input comp_mask: rc=%d (EINVAL)", rc);
+}
+
+static void check_port(struct ibv_context* ctx) {
+  struct ibv_port_attr port;
+  int rc = ibv_query_port(ctx, 1, &port);
+  CHECK(rc == 0, "ibv_query_port(1) rc=%d", rc);
+  CHECK(port.state == IBV_PORT_ACTIVE, "port state %d (ACTIVE)", port.state);
+  CHECK(port.link_layer == IBV_LINK_LAYER_ETHERNET, "link layer %u (Ethernet)", port.link_layer);
+  CHECK(port.gid_tbl_len == 4, "gid_tbl_len %d", port.gid_tbl_len);
+  CHECK(port.max_mtu == IBV_MTU_4096 && port.active_mtu == IBV_MTU_1024, "mtu max %d active %d",
+        port.max_mtu, port.active_mtu);
+  CHECK(port.pkey_tbl_len == 1, "pkey_tbl_len %u", port.pkey_tbl_len);
+  rc = ibv_query_port(ctx, 2, &port);
+  CHECK(rc == EINVAL, "ibv_query_port(2) rc=%d (EINVAL: one port)", rc);
+
+  union ibv_gid gid;
+  rc = ibv_query_gid(ctx, 1, 0, &gid);
+  CHECK(rc == 0 && memcmp(gid.raw, kLinkLocal, 16) == 0, "GID 0 is the link-local address (rc=%d)", rc);
+  rc = ibv_query_gid(ctx, 1, 3, &gid);
+  CHECK(rc == 0 && memcmp(gid.raw, kLoopbackV4, 16) == 0, "GID 3 is ::ffff:127.0.0.1 (rc=%d)", rc);
+  struct ibv_gid_entry entry;
+  rc = ibv_query_gid_ex(ctx, 1, 0, &entry, 0);
+  CHECK(rc == 0 && entry.gid_type == IBV_GID_TYPE_ROCE_V1, "GID 0 type %u (RoCE v1), rc=%d",
+        entry.gid_type, rc);
+  rc = ibv_query_gid_ex(ctx, 1, 1, &entry, 0);
+  CHECK(rc == 0 && entry.gid_type == IBV_GID_TYPE_ROCE_V2, "GID 1 type %u (RoCE v2), rc=%d",
+        entry.gid_type, rc);
+  struct ibv_gid_entry table[8];
+  ssize_t n = ibv_query_gid_table(ctx, table, 8, 0);
+  CHECK(n == 4, "ibv_query_gid_table returns %zd entries", n);
+  __be16 pkey = 0;
+  rc = ibv_query_pkey(ctx, 1, 0, &pkey);
+  CHECK(rc == 0 && be16toh(pkey) == 0xffff, "pkey 0 is 0x%x (rc=%d)", be16toh(pkey), rc);
+}
+
+static void check_objects(struct ibv_context* ctx) {
+  struct ibv_pd* pd = ibv_alloc_pd(ctx);
+  CHECK(pd != NULL, "ibv_alloc_pd (errno %d)", pd ? 0 : errno);
+  if (pd) {
+    CHECK(pd->context == ctx, "pd->context is the opened context");
+    int rc = ibv_dealloc_pd(pd);
+    CHECK(rc == 0, "ibv_dealloc_pd rc=%d", rc);
+  }
+
+  struct ibv_alloc_dm_attr dm_attr = {.length = 4096};
+  struct ibv_dm* dm = ibv_alloc_dm(ctx, &dm_attr);
+  CHECK(dm != NULL, "ibv_alloc_dm(4096) (errno %d)", dm ? 0 : errno);
+  if (dm) {
+    unsigned char out[256], in[256];
+    for (int i = 0; i < 256; ++i) out[i] = (unsigned char)(i * 7 + 1);
+    memset(in, 0, sizeof(in));
+    int w = ibv_memcpy_to_dm(dm, 64, out, sizeof(out));
+    int r = ibv_memcpy_from_dm(in, dm, 64, sizeof(in));
+    CHECK(w == 0 && r == 0 && memcmp(in, out, sizeof(in)) == 0,
+          "256 bytes written to DM offset 64 read back equal (w=%d r=%d)", w, r);
+    int rc = ibv_free_dm(dm);
+    CHECK(rc == 0, "ibv_free_dm rc=%d", rc);
+  }
+
+  /* Verbs onchip does not implement yet: libibverbs' defaults, EOPNOTSUPP. */
+  errno = 0;
+  struct ibv_cq* cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+  CHECK(cq == NULL && errno == EOPNOTSUPP, "ibv_create_cq: NULL, errno %d (EOPNOTSUPP)", errno);
+  struct ibv_pd* pd2 = ibv_alloc_pd(ctx);
+  if (pd2) {
+    char buf[64];
+    errno = 0;
+    struct ibv_mr* mr = ibv_reg_mr(pd2, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+    CHECK(mr == NULL && errno == EOPNOTSUPP, "ibv_reg_mr: NULL, errno %d (EOPNOTSUPP)", errno);
+    ibv_dealloc_pd(pd2);
+  }
+
+  /* The harmless command fd: no kernel behind it, so a comp channel fails cleanly. */
+  errno = 0;
+  struct ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+  CHECK(ch == NULL, "ibv_create_comp_channel fails (errno %d) instead of returning a stray fd",
+        errno);
+
+  /* The async fd is the context's own: nothing pending. */
+  int flags = fcntl(ctx->async_fd, F_GETFL);
+  CHECK(flags >= 0 && fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK) == 0,
+        "async_fd %d is a valid descriptor", ctx->async_fd);
+  struct ibv_async_event ev;
+  errno = 0;
+  int rc = ibv_get_async_event(ctx, &ev);
+  CHECK(rc == -1 && errno == EAGAIN, "no async event pending (rc=%d errno=%d)", rc, errno);
+}
+
+int main(void) {
+  const int fds_before = count_entries("/proc/self/fd");
+  const int threads_before = count_entries("/proc/self/task");
+
+  int num = -1;
+  struct ibv_device** list = ibv_get_device_list(&num);
+  CHECK(list != NULL && num == 1, "one device listed (num=%d errno=%d)", num, list ? 0 : errno);
+  if (!list || num < 1) return 1;
+  CHECK(strcmp(ibv_get_device_name(list[0]), "onchip_0") == 0, "device name %s",
+        ibv_get_device_name(list[0]));
+  CHECK(be64toh(ibv_get_device_guid(list[0])) == kNodeGuid, "device GUID %016llx",
+        (unsigned long long)be64toh(ibv_get_device_guid(list[0])));
+
+  for (int round = 0; round < 2; ++round) {
+    struct ibv_context* ctx = ibv_open_device(list[0]);
+    CHECK(ctx != NULL, "ibv_open_device, round %d (errno %d)", round, ctx ? 0 : errno);
+    if (!ctx) break;
+    if (round == 0) {
+      check_device_queries(ctx);
+      check_port(ctx);
+      check_objects(ctx);
+    }
+    int rc = ibv_close_device(ctx);
+    CHECK(rc == 0, "ibv_close_device rc=%d", rc);
+  }
+  ibv_free_device_list(list);
+
+  CHECK(count_entries("/proc/self/fd") == fds_before, "no file descriptor left open (%d -> %d)",
+        fds_before, count_entries("/proc/self/fd"));
+  CHECK(count_entries("/proc/self/task") == threads_before, "no device thread left (%d -> %d)",
+        threads_before, count_entries("/proc/self/task"));
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures;
+}

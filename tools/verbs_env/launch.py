@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Run a command against the software ConnectX through unmodified libibverbs.
+
+  launch.py --plugin /abs/path/libonchip-rdmav34.so -- CMD ARGS
+
+Prepares what libibverbs reads (sysfs_tree.py under a temporary SYSFS_PATH, the
+/dev/infiniband/uverbsN node from uverbs_node.py, RDMAV_DRIVERS naming the plugin), runs CMD
+with them, and removes everything it made, also when CMD fails or the run is interrupted. The
+exit status is CMD's (128 + N when a signal N ended it).
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import sysfs_tree  # noqa: E402
+import uverbs_node  # noqa: E402
+
+SUFFIX = "-rdmav34.so"
+
+
+def environment(plugin, sysfs_root):
+    env = dict(os.environ)
+    env["SYSFS_PATH"] = sysfs_root
+    # libibverbs appends "-rdmav34.so" to an absolute RDMAV_DRIVERS entry.
+    env["RDMAV_DRIVERS"] = plugin[: -len(SUFFIX)]
+    env.pop("IBV_DRIVERS", None)
+    return env
+
+
+def _status(rc):
+    return 128 - rc if rc < 0 else rc
+
+
+def _raise_on_term(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def run(plugin, cmd, dev_node="auto"):
+    plugin = os.path.abspath(plugin)
+    if not plugin.endswith(SUFFIX) or not os.path.isfile(plugin):
+        print("onchip run: %s is not a built lib<name>%s" % (plugin, SUFFIX), file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _raise_on_term)
+    signal.signal(signal.SIGHUP, _raise_on_term)
+    scratch = tempfile.mkdtemp(prefix="onchip-run-")
+    node = uverbs_node.HostNode()
+    try:
+        namespace = dev_node == "namespace"
+        uverbs = "uverbs0"
+        if not namespace:
+            try:
+                uverbs = node.create()
+            except OSError as e:
+                if dev_node == "host":
+                    print("onchip run: cannot mknod in %s: %s" % (uverbs_node.DEV_DIR, e.strerror),
+                          file=sys.stderr)
+                    return 1
+                namespace = True
+        sysfs_root = sysfs_tree.build(os.path.join(scratch, "sys"), uverbs, uverbs_node.CDEV)
+        env = environment(plugin, sysfs_root)
+        if namespace:
+            dev = os.path.join(scratch, "dev")
+            os.mkdir(dev)
+            cmd = uverbs_node.unshare_prefix() + [
+                sys.executable, os.path.abspath(__file__), "--inside-namespace", dev, "--"] + cmd
+        try:
+            return _status(subprocess.run(cmd, env=env).returncode)
+        except FileNotFoundError as e:
+            print("onchip run: %s: %s" % (e.filename, e.strerror), file=sys.stderr)
+            return 127
+    finally:
+        node.remove()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def inside_namespace(dev, cmd):
+    try:
+        uverbs_node.replace_dev(dev)
+    except OSError as e:
+        print("onchip run: cannot prepare /dev in a mount namespace: %s" % e, file=sys.stderr)
+        return 1
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError as e:
+        print("onchip run: %s: %s" % (cmd[0], e.strerror), file=sys.stderr)
+        return 127
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="launch.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--plugin", help="absolute path of libonchip-rdmav34.so")
+    p.add_argument("--dev-node", choices=["auto", "host", "namespace"], default="auto",
+                   help="how to make /dev/infiniband/uverbsN: mknod on the host (root), a private "
+                        "mount namespace, or the first that works (default)")
+    p.add_argument("--inside-namespace", metavar="SCRATCH", help=argparse.SUPPRESS)
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        p.error("no command given (launch.py --plugin PATH -- CMD ARGS)")
+    if args.inside_namespace:
+        return inside_namespace(args.inside_namespace, cmd)
+    if not args.plugin:
+        p.error("--plugin is required")
+    return run(args.plugin, cmd, args.dev_node)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,86 @@
+"""The sysfs tree libibverbs reads to discover the software ConnectX (SYSFS_PATH points at it).
+
+What a kernel with mlx5_ib would publish for one RoCE function, limited to what libibverbs and
+ibverbs-utils read: class/infiniband_verbs/ (the uverbs ABI and the uverbsN device) and
+class/infiniband/<ibdev>/ (node type and GUIDs, firmware, board, the modalias, and port 1 with
+its state, rate and GID/pkey tables). The modalias is onchip's own ("onchip:..."), which no stock
+provider matches, so libibverbs hands the device to libonchip-rdmav34.so and never to libmlx5.
+"""
+import os
+
+IBDEV = "onchip_0"
+MODALIAS = "onchip:v000015B3d0000101D"  # Mellanox vendor, ConnectX-6 Dx device, private bus
+UVERBS_ABI = 6          # class/infiniband_verbs/abi_version: the uverbs command ABI
+PROVIDER_ABI = 1        # uverbsN/abi_version: what libonchip-rdmav34.so matches
+MAC = (0x0c, 0x42, 0xa1, 0x4f, 0x00, 0x01)  # Mellanox OUI 0c:42:a1
+NODE_GUID = "0c42:a103:004f:0001"
+FW_VER = "22.39.1002"   # tools/sim DeviceConfig defaults; query_device reads the device itself
+BOARD_ID = "ONCHIP_SIM_CX6DX"
+PORT_CAP_MASK = 0x04010000  # IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS, as query_port says
+NETDEV = "lo"            # the software ConnectX moves data inside the host
+
+
+def _gid(words):
+    return ":".join("%04x" % w for w in words)
+
+
+def link_local_gid():
+    """fe80::/64 with the modified EUI-64 of MAC (RoCE's default GID)."""
+    m = MAC
+    eui = [(m[0] ^ 0x02) << 8 | m[1], m[2] << 8 | 0xff, 0xfe << 8 | m[3], m[4] << 8 | m[5]]
+    return _gid([0xfe80, 0, 0, 0] + eui)
+
+
+def ipv4_mapped_gid(a, b, c, d):
+    return _gid([0, 0, 0, 0, 0, 0xffff, a << 8 | b, c << 8 | d])
+
+
+# Port 1's GID table: each address once as RoCE v1 and once as RoCE v2, as mlx5_ib lists them.
+GIDS = [
+    (link_local_gid(), "IB/RoCE v1"),
+    (link_local_gid(), "RoCE v2"),
+    (ipv4_mapped_gid(127, 0, 0, 1), "IB/RoCE v1"),
+    (ipv4_mapped_gid(127, 0, 0, 1), "RoCE v2"),
+]
+
+
+def _write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def build(root, uverbs="uverbs0", cdev=(1, 3)):
+    """Writes the tree under `root`; `cdev` is the major:minor of /dev/infiniband/<uverbs>."""
+    v = "class/infiniband_verbs"
+    _write(root, v + "/abi_version", str(UVERBS_ABI))
+    _write(root, "%s/%s/ibdev" % (v, uverbs), IBDEV)
+    _write(root, "%s/%s/dev" % (v, uverbs), "%d:%d" % cdev)
+    _write(root, "%s/%s/abi_version" % (v, uverbs), str(PROVIDER_ABI))
+
+    d = "class/infiniband/" + IBDEV
+    _write(root, d + "/node_type", "1: CA")
+    _write(root, d + "/node_guid", NODE_GUID)
+    _write(root, d + "/sys_image_guid", NODE_GUID)
+    _write(root, d + "/fw_ver", FW_VER)
+    _write(root, d + "/board_id", BOARD_ID)
+    _write(root, d + "/node_desc", "%s onchip software ConnectX" % IBDEV)
+    _write(root, d + "/device/modalias", MODALIAS)
+
+    p = d + "/ports/1"
+    _write(root, p + "/link_layer", "Ethernet")
+    _write(root, p + "/state", "4: ACTIVE")
+    _write(root, p + "/phys_state", "5: LinkUp")
+    _write(root, p + "/rate", "100 Gb/sec (4X EDR)")
+    _write(root, p + "/lid", "0x0")
+    _write(root, p + "/sm_lid", "0x0")
+    _write(root, p + "/sm_sl", "0")
+    _write(root, p + "/lmc", "0")
+    _write(root, p + "/cap_mask", "0x%08x" % PORT_CAP_MASK)
+    _write(root, p + "/pkeys/0", "0xffff")
+    for i, (gid, kind) in enumerate(GIDS):
+        _write(root, "%s/gids/%d" % (p, i), gid)
+        _write(root, "%s/gid_attrs/types/%d" % (p, i), kind)
+        _write(root, "%s/gid_attrs/ndevs/%d" % (p, i), NETDEV)
+    return root
