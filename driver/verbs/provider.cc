@@ -111,7 +111,6 @@ ibv_pd* AllocPd(ibv_context* context) {
     errno = pd.error().errno_value();
     return nullptr;
   }
-  (*pd)->ibv.context = context;
   return &(*pd)->ibv;
 }
 
@@ -130,8 +129,7 @@ ibv_dm* AllocDm(ibv_context* context, ibv_alloc_dm_attr* attr) {
     errno = dm.error().errno_value();
     return nullptr;
   }
-  (*dm)->ibv.context = context;  // ibv_alloc_dm fills nothing in
-  return &(*dm)->ibv;
+  return &(*dm)->ibv;  // its context is ours (SetVerbsContext): ibv_alloc_dm fills nothing in
 }
 
 int FreeDm(ibv_dm* dm) {
@@ -182,6 +180,8 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
     return nullptr;
   }
   c->session = session->release();
+  // Objects the driver creates point at this context, the one libibverbs dispatches through.
+  c->session->device().SetVerbsContext(&c->vctx.context);
   c->id = reinterpret_cast<const OnchipDevice*>(ibdev)->id;
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();

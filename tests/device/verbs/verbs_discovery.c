@@ -127,6 +127,7 @@ static void check_objects(struct ibv_context* ctx) {
   struct ibv_dm* dm = ibv_alloc_dm(ctx, &dm_attr);
   CHECK(dm != NULL, "ibv_alloc_dm(4096) (errno %d)", dm ? 0 : errno);
   if (dm) {
+    CHECK(dm->context == ctx, "dm->context is the opened context");
     unsigned char out[256], in[256];
     for (int i = 0; i < 256; ++i) out[i] = (unsigned char)(i * 7 + 1);
     memset(in, 0, sizeof(in));
