@@ -21,6 +21,7 @@
 #include "bench/baselines/vendor_mmio.h"
 #include "driver/context.h"
 #include "driver/verbs_dm.h"
+#include "mmio/wc_copy.h"
 #include "tools/sim/device.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/memic.h"
@@ -117,9 +118,47 @@ void FromDmMemcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * len));
 }
 
+// Host-memory equivalents for the report's "host" column: the same copy between two host
+// buffers, and a 64-byte host allocation.
+void HostCopy(benchmark::State& state) {
+  Fixture& f = F();
+  static std::vector<std::byte> other(kDmBytes, std::byte{0x33});
+  const auto len = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    std::memcpy(other.data(), f.host.data(), len);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * len));
+}
+void HostAllocFree(benchmark::State& state) {
+  for (auto _ : state) {
+    void* p = std::aligned_alloc(64, static_cast<std::size_t>(state.range(0)));
+    benchmark::DoNotOptimize(p);
+    std::free(p);
+  }
+}
+
+void RegDmMr(benchmark::State& state) {
+  Fixture& f = F();
+  ibv_pd* pd = driver::verbs::alloc_pd(f.ctx->verbs());
+  if (pd == nullptr) {
+    state.SkipWithError("alloc_pd failed");
+    return;
+  }
+  const auto len = static_cast<std::size_t>(state.range(0));
+  const unsigned access = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
+                          IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  for (auto _ : state) {
+    ibv_mr* mr = driver::verbs::reg_dm_mr(pd, f.dm, 0, len, access);
+    if (mr == nullptr || driver::verbs::dereg_mr(mr) != 0) state.SkipWithError("reg/dereg failed");
+  }
+  driver::verbs::dealloc_pd(pd);
+}
+
 void AllocFreeDm(benchmark::State& state) {
   Fixture& f = F();
-  ibv_alloc_dm_attr attr{.length = 64, .log_align_req = 0, .comp_mask = 0};
+  ibv_alloc_dm_attr attr{.length = static_cast<size_t>(state.range(0)), .log_align_req = 0,
+                         .comp_mask = 0};
   for (auto _ : state) {
     ibv_dm* dm = driver::verbs::alloc_dm(f.ctx->verbs(), &attr);
     if (dm == nullptr || driver::verbs::free_dm(dm) != 0) state.SkipWithError("alloc/free failed");
@@ -150,14 +189,20 @@ void AllocFreeDmDriverOnly(benchmark::State& state) {
   }
 }
 
-BENCHMARK(ToDm)->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(ToDmVendor)->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(ToDmMemcpy)->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(FromDm)->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(FromDmVendor)->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(FromDmMemcpy)->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(AllocFreeDm)->UseRealTime();
-BENCHMARK(AllocFreeDmDriverOnly);
+// Names follow the report's convention (tools/cli/report.py): <operation>.<implementation>/<bytes>
+// with implementation onchip, vendor (the vendor provider's algorithm) or host (host memory).
+BENCHMARK(ToDm)->Name("memcpy_to_dm.onchip")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(ToDmVendor)->Name("memcpy_to_dm.vendor")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(HostCopy)->Name("memcpy_to_dm.host")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(ToDmMemcpy)->Name("memcpy_to_dm.glibc_memcpy_into_dm")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(FromDm)->Name("memcpy_from_dm.onchip")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(FromDmVendor)->Name("memcpy_from_dm.vendor")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(HostCopy)->Name("memcpy_from_dm.host")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(FromDmMemcpy)->Name("memcpy_from_dm.glibc_memcpy_from_dm")->Arg(64)->Arg(4096)->Arg(kDmBytes);
+BENCHMARK(AllocFreeDm)->Name("alloc_free_dm.onchip")->Arg(64)->UseRealTime();
+BENCHMARK(HostAllocFree)->Name("alloc_free_dm.host")->Arg(64)->UseRealTime();
+BENCHMARK(AllocFreeDmDriverOnly)->Name("alloc_free_dm.driver_logic_only/64");
+BENCHMARK(RegDmMr)->Name("reg_dereg_dm_mr.onchip")->Arg(64)->Arg(kDmBytes)->UseRealTime();
 
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
@@ -179,18 +224,22 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("onchip.device", "software ConnectX (tools/sim, in-process)");
+  benchmark::AddCustomContext("onchip.copy_variant", std::string(onchip::mmio::WcCopyReport()));
   onchip::RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\n== speedups in this run (time of the other / time of onchip; > 1 = onchip faster) ==\n");
-  for (const char* dir : {"ToDm", "FromDm"})
+  for (const char* op : {"memcpy_to_dm", "memcpy_from_dm"})
     for (const char* n : {"64", "4096", "262144"}) {
-      const std::string self = std::string(dir) + "/" + n;
-      std::printf("%-14s vs vendor 4-byte loop %6.2fx   vs memcpy %6.2fx\n", self.c_str(),
-                  reporter.Ratio(std::string(dir) + "Vendor/" + n, self),
-                  reporter.Ratio(std::string(dir) + "Memcpy/" + n, self));
+      const std::string self = std::string(op) + ".onchip/" + n;
+      const std::string memcpy_name =
+          std::string(op) + (op[7] == 't' ? ".glibc_memcpy_into_dm/" : ".glibc_memcpy_from_dm/") + n;
+      std::printf("%-26s vs vendor 4-byte loop %6.2fx   vs memcpy %6.2fx\n", self.c_str(),
+                  reporter.Ratio(std::string(op) + ".vendor/" + n, self),
+                  reporter.Ratio(memcpy_name, self));
     }
-  const double total = reporter.ns["AllocFreeDm/real_time"];
-  const double driver = reporter.ns["AllocFreeDmDriverOnly"];
+  const double total = reporter.ns["alloc_free_dm.onchip/64/real_time"];
+  const double driver = reporter.ns["alloc_free_dm.driver_logic_only/64"];
   std::printf("alloc_dm+free_dm: %.0f ns end to end, %.0f ns driver logic, %.0f ns queue + device\n",
               total, driver, total - driver);
   benchmark::Shutdown();
