@@ -24,8 +24,25 @@ import uverbs_node  # noqa: E402
 SUFFIX = "-rdmav34.so"
 
 
+def sanitizer_runtimes(plugin):
+    """The sanitizer runtimes a plugin built with --config=asan/ubsan/tsan needs loaded first:
+    ASan refuses to start inside a process whose executable was not built with it unless its
+    runtime is preloaded."""
+    out = subprocess.run(["ldd", plugin], capture_output=True, text=True)
+    libs = []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "=>" and parts[0].split(".so")[0] in (
+                "libasan", "libubsan", "libtsan"):
+            libs.append(parts[2])
+    return libs
+
+
 def environment(plugin, sysfs_root):
     env = dict(os.environ)
+    preload = sanitizer_runtimes(plugin)
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload + [p for p in env.get("LD_PRELOAD", "").split(":") if p])
     env["SYSFS_PATH"] = sysfs_root
     # libibverbs appends "-rdmav34.so" to an absolute RDMAV_DRIVERS entry.
     env["RDMAV_DRIVERS"] = plugin[: -len(SUFFIX)]
