@@ -6,6 +6,7 @@ writes the report: a table (report.txt), the numbers (report.json) and a chart (
 About 3 minutes by default; --quick is under 30 seconds; --full repeats more for steadier numbers.
 """
 import glob
+import re
 import os
 import platform
 import subprocess
@@ -50,6 +51,32 @@ def hugepage_warning():
             "root (tools/onchip reserves them), or: echo 640 > /proc/sys/vm/nr_hugepages")
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class SuiteProgress:
+    """Shows a suite's progress (a count of finished measurements), its own log lines and its
+    closing summary, instead of every measurement: those are in the JSON and the report."""
+
+    def __init__(self):
+        self.results = 0
+        self.in_summary = False
+
+    def __call__(self, line):
+        line = ANSI.sub("", line)
+        if line.startswith("=="):
+            self.in_summary = True
+        if self.in_summary:
+            return "    " + line
+        if line.startswith("onchip") or "error" in line.lower():
+            return "    " + line
+        if re.search(r"\d (ns|us|ms|s) ", line):
+            self.results += 1
+            if self.results % 250 == 0:
+                return "    %d measurements done" % self.results
+        return None
+
+
 def run(args):
     mode = "quick" if args.quick else "full" if args.full else "default"
     targets = benchmark_targets()
@@ -73,9 +100,8 @@ def run(args):
         json_path = os.path.join(args.out, rel.replace("/", "_") + ".json")
         progress.step("[%d/%d] %s (%s mode)" % (i, len(targets), target, mode))
         code = progress.run_streaming([os.path.join(bin_dir, rel), "--benchmark_out=" + json_path,
-                                       "--benchmark_out_format=json", *MODES[mode]],
-                                      lambda l: l if "_mean" not in l and "_stddev" not in l
-                                      and "_cv" not in l else None)
+                                       "--benchmark_out_format=json", "--benchmark_color=false",
+                                       *MODES[mode]], SuiteProgress())
         if code != 0:
             failed += 1
         elif os.path.exists(json_path):

@@ -21,11 +21,41 @@ NAME = re.compile(r"^(?P<op>[A-Za-z0-9_]+)\.(?P<impl>[A-Za-z0-9_]+)/(?P<size>\d+
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
+MMIO = re.compile(r"^(?P<dir>ToDevice|FromDevice)/(?P<variant>[A-Za-z0-9_]+)/(?P<size>\d+)")
+BF = re.compile(r"^BlueFlame64/(?P<variant>[A-Za-z0-9_]+)")
+
+
+def active_variants(context):
+    """The copy kernels mmio chose, from its report: 'to-device avx512 [...]; from-device ...'."""
+    text = context.get("onchip_wc_copy") or context.get("onchip.copy_variant") or ""
+    found = dict(re.findall(r"(to-device|from-device) ([A-Za-z0-9_]+)", text))
+    return found.get("to-device"), found.get("from-device")
+
+
+def classify(name, context):
+    """(operation, implementation, bytes) for a report row, or None."""
+    m = NAME.match(name)
+    if m and m.group("impl") in IMPLS:
+        return m.group("op"), m.group("impl"), int(m.group("size"))
+    to_dev, from_dev = active_variants(context)
+    m = MMIO.match(name)
+    if m:
+        active = to_dev if m.group("dir") == "ToDevice" else from_dev
+        impl = {active: "onchip", "vendor_dm_4B": "vendor", "memcpy": "host"}.get(m.group("variant"))
+        op = "wc_copy_to_device" if m.group("dir") == "ToDevice" else "wc_copy_from_device"
+        return (op, impl, int(m.group("size"))) if impl else None
+    m = BF.match(name)
+    if m:
+        impl = {to_dev: "onchip", "vendor_bf_8x8B": "vendor"}.get(m.group("variant"))
+        return ("blueflame_copy", impl, 64) if impl else None
+    return None
+
+
 def load(paths):
     """(context, rows): rows[(op, size)][impl] = list of (ns_per_op, bytes_per_s); extra runs."""
     context = {}
     rows = collections.defaultdict(lambda: collections.defaultdict(list))
-    other = []
+    other = collections.defaultdict(list)
     for path in paths:
         with open(path) as f:
             data = json.load(f)
@@ -35,13 +65,16 @@ def load(paths):
             if b.get("run_type") == "aggregate" or b.get("error_occurred"):
                 continue
             ns = b["real_time"] * UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
-            m = NAME.match(b["name"])
-            if m and m.group("impl") in IMPLS:
-                key = (m.group("op"), int(m.group("size")))
-                rows[key][m.group("impl")].append((ns, b.get("bytes_per_second", 0.0)))
+            sample = (ns, b.get("bytes_per_second", 0.0))
+            name = b.get("run_name", b["name"])
+            where = classify(name, data.get("context", {}))
+            if where:
+                rows[(where[0], where[2])][where[1]].append(sample)
             else:
-                other.append((b["name"], ns, b.get("bytes_per_second", 0.0)))
-    return context, rows, other
+                other[name].append(sample)
+    others = [(name, median([x[0] for x in v]), median([x[1] for x in v]))
+              for name, v in sorted(other.items())]
+    return context, rows, others
 
 
 def median(xs):
@@ -94,30 +127,48 @@ def build(rows):
     return table
 
 
-def render_text(header, table, other):
+# The sizes shown on screen and in the chart for operations measured at many sizes; report.txt
+# and report.json keep every size.
+KEY_SIZES = {64, 4096, 262144, 2097152}
+
+
+def key_rows(table):
+    sizes = collections.Counter(e["op"] for e in table)
+    return [e for e in table if sizes[e["op"]] <= 4 or e["size"] in KEY_SIZES]
+
+
+def ratio_text(r):
+    if not r:
+        return "-"
+    return "%.2fx" % r if r >= 0.1 else "%.3fx" % r
+
+
+def render_text(header, table, other, with_other=True):
     out = []
     for k, v in header:
         out.append("%-14s %s" % (k + ":", v))
     out.append("")
-    out.append("%-16s %9s | %-24s | %-24s | %-24s | %9s %9s" % (
-        "operation", "size", "onchip  median / p99", "vendor  median / p99", "host  median / p99",
-        "x vendor", "x host"))
-    out.append("-" * 132)
+    cols = "%-20s %8s | %9s %9s %10s | %9s %9s | %9s | %8s %8s"
+    out.append(cols % ("operation", "size", "onchip", "p99", "onchip/s", "vendor", "p99",
+                       "host", "x vendor", "x host"))
+    out.append("-" * 122)
     for e in table:
-        cells = []
-        for impl in IMPLS:
-            s = e["impls"].get(impl)
-            cells.append("%s / %s  %s" % (human_ns(s["median_ns"]), human_ns(s["p99_ns"]),
-                                          human_rate(s["bytes_per_s"])) if s else "-")
-        ratio = lambda r: ("%.2fx" % r) if r else "-"
-        out.append("%-16s %9s | %-24s | %-24s | %-24s | %9s %9s" % (
-            e["op"], human_size(e["size"]), cells[0][:24], cells[1][:24], cells[2][:24],
-            ratio(e["vs_vendor"]), ratio(e["vs_host"])))
+        on, ve, ho = (e["impls"].get(i) for i in IMPLS)
+        out.append(cols % (
+            e["op"], human_size(e["size"]),
+            human_ns(on["median_ns"]) if on else "-", human_ns(on["p99_ns"]) if on else "-",
+            human_rate(on["bytes_per_s"]) if on else "-",
+            human_ns(ve["median_ns"]) if ve else "-", human_ns(ve["p99_ns"]) if ve else "-",
+            human_ns(ho["median_ns"]) if ho else "-",
+            ratio_text(e["vs_vendor"]), ratio_text(e["vs_host"])))
     out.append("")
-    out.append("x vendor / x host: how many times faster onchip is (median latency ratio; > 1 is faster).")
-    if other:
+    out.append("Latency is per operation: median and p99 over repetitions. x vendor / x host: how many")
+    out.append("times faster onchip is than the vendor algorithm / than host memory (> 1 is faster).")
+    out.append("wc_copy_* and blueflame_copy are the mmio kernels alone (onchip = the variant in use);")
+    out.append("memcpy_*_dm, alloc_free_dm and reg_dereg_dm_mr go through the driver and the device.")
+    if other and with_other:
         out.append("")
-        out.append("Other benchmarks:")
+        out.append("Other benchmarks (median over repetitions):")
         for name, ns, bps in other:
             out.append("  %-60s %12s %14s" % (name, human_ns(ns), human_rate(bps)))
     return "\n".join(out)
@@ -170,13 +221,14 @@ def render_svg(title, table):
 def write(paths, out_dir, header):
     context, rows, other = load(paths)
     table = build(rows)
-    text = render_text(header, table, other)
     report_txt = os.path.join(out_dir, "report.txt")
     with open(report_txt, "w") as f:
-        f.write(text + "\n")
+        f.write(render_text(header, table, other) + "\n")
+    text = render_text(header, key_rows(table), other, with_other=False)
     with open(os.path.join(out_dir, "report.json"), "w") as f:
         json.dump({"header": dict(header), "rows": table, "context": context}, f, indent=1)
-    svg = render_svg("onchip: device memory vs host memory, onchip vs the vendor algorithm", table)
+    svg = render_svg("onchip: device memory vs host memory, onchip vs the vendor algorithm",
+                     key_rows(table))
     chart = None
     if svg:
         chart = os.path.join(out_dir, "report.svg")
