@@ -127,9 +127,12 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
       break;
     case prm::MKC_ACCESS_MODE_MEMIC: {
       auto it = memic_.upper_bound(start);
-      if (it == memic_.begin() || len == 0) return Bad(Syndrome::MKEY_MEMIC_RANGE);
+      // An empty range is a valid mkey (verbs allows zero-length MRs) as long as it starts
+      // inside, or at the end of, an allocation.
+      if (it == memic_.begin()) return Bad(Syndrome::MKEY_MEMIC_RANGE);
       --it;
-      if (start - it->first >= it->second.size || len > it->second.size - (start - it->first))
+      if (start - it->first > it->second.size || len > it->second.size - (start - it->first) ||
+          (len != 0 && start - it->first == it->second.size))
         return Bad(Syndrome::MKEY_MEMIC_RANGE);
       m.memic_start = it->first;
       break;
@@ -137,8 +140,9 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
     case prm::MKC_ACCESS_MODE_SW_ICM: {
       auto hit = std::find_if(sw_icm_.begin(), sw_icm_.end(), [&](const auto& kv) {
         const uint64_t size = uint64_t{1} << kv.second.log_size;
-        return start >= kv.second.start && start - kv.second.start < size && len != 0 &&
-               len <= size - (start - kv.second.start);
+        return start >= kv.second.start && start - kv.second.start <= size &&
+               len <= size - (start - kv.second.start) &&
+               (len == 0 || start - kv.second.start < size);
       });
       if (hit == sw_icm_.end()) return Bad(Syndrome::MKEY_SW_ICM_RANGE);
       if (hit->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);

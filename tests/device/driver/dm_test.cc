@@ -382,7 +382,7 @@ TEST_F(DmTest, RegDmMrRangeMustLieInsideTheRequestedLength) {
 // rdma-core's test_create_dm_mr registers 0 bytes (4 * 0.1 rounded down) and expects success.
 // Disabled while the software ConnectX refuses zero-length MEMIC / SW ICM mkeys
 // (CREATE_MKEY -> BAD_PARAM_ERR, MKEY_MEMIC_RANGE); the driver sends len = 0 as mlx5_ib does.
-TEST_F(DmTest, DISABLED_ZeroLengthDmMrIsValid) {
+TEST_F(DmTest, ZeroLengthDmMrIsValid) {
   ibv_pd* pd = v::alloc_pd(verbs_);
   ibv_dm* dm = Alloc(100);
   ASSERT_NE(dm, nullptr);
