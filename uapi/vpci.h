@@ -6,6 +6,8 @@
 //     driver at offset 0 and by the device;
 //   - an IOMMU channel: the driver maps DMA regions (IOVA -> memory) and the device reads and
 //     writes host memory only through those mappings, bounds-checked;
+//   - what config space would say about PCIe TLP Processing Hints: where the function's TPH
+//     steering-tag table is (tph());
 //   - a doorbell kick: shared memory cannot trap a store, so after a doorbell write (cmd_dbell,
 //     UAR doorbells, BlueFlame) the sim bus calls Kick() and the device looks at once. Without
 //     the kick the device still notices, at its idle polling period.
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "uapi/result.h"
 
@@ -34,6 +37,20 @@ struct DmaRegion {
   uint64_t fd_offset = 0;
 };
 
+// The TPH Requester capability of a function whose steering-tag (ST) table lives in its MSI-X
+// table (PCIe "ST Table Location" = MSI-X table), the layout ConnectX uses. Entry i is the
+// 16-byte MSI-X entry at BAR0 offset st_table_offset + 16 * i; its tag sits in the Vector
+// Control dword (entry byte 12, little-endian like every MSI-X field): ST Lower in bits 23:16,
+// ST Upper in bits 31:24. Software writes tags there; the device puts the tag of the entry an
+// mkey names (mkc.pcie_tph_steering_tag_index) into the TLPs that reach that memory.
+struct TphCapability {
+  uint64_t st_table_offset = 0;  // BAR0 offset of entry 0
+  uint16_t st_table_size = 0;    // entries
+};
+inline constexpr uint64_t kMsixEntryBytes = 16;
+inline constexpr uint64_t kMsixVectorControlOffset = 12;
+inline constexpr uint32_t kMsixStShift = 16;  // ST Lower 23:16, ST Upper 31:24
+
 class Function {
  public:
   virtual ~Function() = default;
@@ -45,6 +62,9 @@ class Function {
   // ENOENT: no mapping starts at iova with that length. The device stops using the memory before
   // this returns.
   virtual Result<void> UnmapDma(uint64_t iova, uint64_t length) = 0;
+
+  // The TPH capability, or nullopt for a function without TPH or without an ST table.
+  virtual std::optional<TphCapability> tph() const { return std::nullopt; }
 
   // Tells the device a doorbell was written. Cheap, never blocks, safe from any thread.
   virtual void Kick() = 0;

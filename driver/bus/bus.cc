@@ -26,6 +26,24 @@ Result<void> DmaBuffer::Reset() {
                       std::exchange(length_, 0), std::exchange(cookie_, 0));
 }
 
+DmaMapping& DmaMapping::operator=(DmaMapping&& o) noexcept {
+  if (this != &o) {
+    (void)Reset();
+    bus_ = std::exchange(o.bus_, nullptr);
+    host_ = std::exchange(o.host_, nullptr);
+    iova_ = std::exchange(o.iova_, 0);
+    length_ = std::exchange(o.length_, 0);
+  }
+  return *this;
+}
+
+Result<void> DmaMapping::Reset() {
+  if (bus_ == nullptr) return {};
+  Bus* bus = std::exchange(bus_, nullptr);
+  host_ = nullptr;
+  return bus->UnmapHost(std::exchange(iova_, 0), std::exchange(length_, 0));
+}
+
 Result<std::byte*> Bus::Bar0Window(uint64_t offset, uint64_t length) const {
   if (offset > bar0_size() || length > bar0_size() - offset)
     return Fail(EFAULT, "bus: window outside BAR0");

@@ -3,7 +3,9 @@
 //     (Read32/Write32) and raw windows for the regions the CPU writes directly (UAR pages, the
 //     MEMIC window);
 //   - DMA memory: page-aligned host memory mapped at an IOVA the device uses, as a move-only
-//     DmaBuffer that unmaps and frees itself.
+//     DmaBuffer that unmaps and frees itself, or the caller's own memory mapped for the device
+//     as a DmaMapping (memory registration) that only unmaps;
+//   - what config space says about TPH: where the steering-tag table is (tph()).
 // plus a doorbell notification (Notify) the driver calls after every doorbell write; a real
 // device sees the store itself, the software ConnectX is told to look.
 //
@@ -14,8 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "uapi/result.h"
+#include "uapi/vpci.h"
 
 namespace onchip::bus {
 
@@ -49,6 +54,33 @@ class DmaBuffer {
   uint64_t cookie_ = 0;  // the bus's own handle for the allocation (an fd, an index)
 };
 
+// The caller's host memory [host, host + length) mapped for the device at `iova` (page-aligned,
+// a multiple of 4 KiB). Destroying it unmaps it; the memory itself stays the caller's.
+class DmaMapping {
+ public:
+  DmaMapping() = default;
+  DmaMapping(Bus* bus, std::byte* host, uint64_t iova, uint64_t length)
+      : bus_(bus), host_(host), iova_(iova), length_(length) {}
+  DmaMapping(DmaMapping&& o) noexcept { *this = std::move(o); }
+  DmaMapping& operator=(DmaMapping&& o) noexcept;
+  DmaMapping(const DmaMapping&) = delete;
+  DmaMapping& operator=(const DmaMapping&) = delete;
+  ~DmaMapping() { (void)Reset(); }
+
+  std::byte* host() const { return host_; }
+  uint64_t iova() const { return iova_; }
+  uint64_t length() const { return length_; }
+  explicit operator bool() const { return bus_ != nullptr; }
+  // Unmaps now (the device stops using the pages before this returns).
+  Result<void> Reset();
+
+ private:
+  Bus* bus_ = nullptr;
+  std::byte* host_ = nullptr;
+  uint64_t iova_ = 0;
+  uint64_t length_ = 0;
+};
+
 class Bus {
  public:
   virtual ~Bus() = default;
@@ -69,13 +101,22 @@ class Bus {
   // `length` rounded up to 4 KiB; zero-filled; mapped for device read and write.
   virtual Result<DmaBuffer> AllocDma(uint64_t length) = 0;
 
+  // Maps the caller's memory [host, host + length) for device access: host and length are 4 KiB
+  // aligned (EINVAL otherwise). The pages must stay valid until the mapping is destroyed.
+  virtual Result<DmaMapping> MapHost(std::byte* host, uint64_t length) = 0;
+
+  // The function's TPH steering-tag table, or nullopt when it has none (no TPH support).
+  virtual std::optional<vpci::TphCapability> tph() const { return std::nullopt; }
+
   // After a doorbell write (cmd_dbell, UAR): tells the device to look. Cheap, any thread.
   virtual void Notify() = 0;
 
  protected:
   friend class DmaBuffer;
+  friend class DmaMapping;
   virtual Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length,
                                uint64_t cookie) = 0;
+  virtual Result<void> UnmapHost(uint64_t iova, uint64_t length) = 0;
 };
 
 inline constexpr uint64_t kPageSize = 4096;

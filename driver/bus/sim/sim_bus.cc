@@ -52,4 +52,18 @@ Result<void> SimBus::FreeDma(std::byte* host, uint64_t iova, uint64_t length, ui
   return unmapped;
 }
 
+Result<DmaMapping> SimBus::MapHost(std::byte* host, uint64_t length) {
+  if (host == nullptr || length == 0 || reinterpret_cast<uintptr_t>(host) % kPageSize != 0 ||
+      length % kPageSize != 0)
+    return Fail(EINVAL, "sim bus: host mapping must be whole 4 KiB pages");
+  const uint64_t iova = next_iova_.fetch_add(length + kPageSize);
+  vpci::DmaRegion region{.iova = iova, .length = length, .host = host, .fd = -1, .fd_offset = 0};
+  ONCHIP_CHECK(function_.MapDma(region));
+  return DmaMapping(this, host, iova, length);
+}
+
+Result<void> SimBus::UnmapHost(uint64_t iova, uint64_t length) {
+  return function_.UnmapDma(iova, length);
+}
+
 }  // namespace onchip::bus

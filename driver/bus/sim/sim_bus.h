@@ -3,7 +3,9 @@
 //
 // BAR0 is the function's shared memory, mapped MAP_SHARED; DMA memory is memfd-backed (so a
 // device in another process can map the same pages from the fd) and registered with
-// Function::MapDma at an IOVA this bus hands out; Notify is Function::Kick.
+// Function::MapDma at an IOVA this bus hands out; caller memory (MapHost) is registered by its
+// host address without an fd, which only an in-process device can use; Notify is
+// Function::Kick.
 #pragma once
 
 #include <atomic>
@@ -23,10 +25,13 @@ class SimBus final : public Bus {
   std::byte* bar0() const override { return bar0_; }
   uint64_t bar0_size() const override { return bar0_size_; }
   Result<DmaBuffer> AllocDma(uint64_t length) override;
+  Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;
+  std::optional<vpci::TphCapability> tph() const override { return function_.tph(); }
   void Notify() override { function_.Kick(); }
 
  protected:
   Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) override;
+  Result<void> UnmapHost(uint64_t iova, uint64_t length) override;
 
  private:
   SimBus(vpci::Function& function, std::byte* bar0, uint64_t size)

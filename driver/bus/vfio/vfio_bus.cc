@@ -97,12 +97,7 @@ Result<DmaBuffer> VfioBus::AllocDma(uint64_t length) {
   const uint64_t size = RoundUpPage(length);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return Fail(errno, "vfio: allocate DMA memory");
-  uint64_t iova;
-  {
-    std::lock_guard lock(iova_mu_);
-    iova = next_iova_;
-    next_iova_ += size;
-  }
+  const uint64_t iova = NextIova(size);
   auto map = vfio::MakeDmaMap(reinterpret_cast<uint64_t>(p), iova, size);
   if (!map) {
     munmap(p, size);
@@ -114,6 +109,32 @@ Result<DmaBuffer> VfioBus::AllocDma(uint64_t length) {
     return Fail(e, "vfio: VFIO_IOMMU_MAP_DMA");
   }
   return DmaBuffer(this, static_cast<std::byte*>(p), iova, size, 0);
+}
+
+uint64_t VfioBus::NextIova(uint64_t size) {
+  std::lock_guard lock(iova_mu_);
+  const uint64_t iova = next_iova_;
+  next_iova_ += size;
+  return iova;
+}
+
+Result<DmaMapping> VfioBus::MapHost(std::byte* host, uint64_t length) {
+  if (host == nullptr || length == 0 || reinterpret_cast<uintptr_t>(host) % kPageSize != 0 ||
+      length % kPageSize != 0)
+    return Fail(EINVAL, "vfio: host mapping must be whole 4 KiB pages");
+  const uint64_t iova = NextIova(length);
+  ONCHIP_TRY(auto map, vfio::MakeDmaMap(reinterpret_cast<uint64_t>(host), iova, length));
+  if (ioctl(container_, VFIO_IOMMU_MAP_DMA, &map) != 0)
+    return Fail(errno, "vfio: VFIO_IOMMU_MAP_DMA of registered memory");
+  return DmaMapping(this, host, iova, length);
+}
+
+Result<void> VfioBus::UnmapHost(uint64_t iova, uint64_t length) {
+  vfio_iommu_type1_dma_unmap unmap;
+  ONCHIP_CHECK(vfio::MakeDmaUnmap(iova, length, unmap));
+  if (ioctl(container_, VFIO_IOMMU_UNMAP_DMA, &unmap) != 0)
+    return Fail(errno, "vfio: VFIO_IOMMU_UNMAP_DMA of registered memory");
+  return {};
 }
 
 Result<void> VfioBus::FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t) {

@@ -39,10 +39,14 @@ class VfioBus final : public Bus {
   Result<std::byte*> Bar0Window(uint64_t offset, uint64_t length) const override;
   bool write_combined() const { return bar0_wc_ != nullptr; }
   Result<DmaBuffer> AllocDma(uint64_t length) override;
+  Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;
+  // tph(): not read from config space yet (the TPH Requester capability walk is future work),
+  // so a real device reports no steering-tag table and DMA handles with a CPU fail EOPNOTSUPP.
   void Notify() override {}
 
  protected:
   Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) override;
+  Result<void> UnmapHost(uint64_t iova, uint64_t length) override;
 
  private:
   VfioBus() = default;
@@ -55,6 +59,7 @@ class VfioBus final : public Bus {
   uint64_t bar0_size_ = 0;
   std::mutex iova_mu_;
   uint64_t next_iova_ = 0x100000;  // above the legacy low hole; never reused
+  uint64_t NextIova(uint64_t size);
 };
 
 }  // namespace onchip::bus
