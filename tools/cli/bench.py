@@ -4,6 +4,11 @@ Builds every benchmark target (tagged `benchmark` under //bench), runs each suit
 Benchmark (repetitions, so latency has a median and a p99), keeps the JSON under --out, and
 writes the report: a table (report.txt), the numbers (report.json) and a chart (report.svg).
 About 3 minutes by default; --quick is under 30 seconds; --full repeats more for steadier numbers.
+
+The device (--device, default auto): a ConnectX bound to vfio-pci when there is one that onchip's
+driver can open (the suites get it in ONCHIP_VFIO_PCI), otherwise the software ConnectX. Every
+ConnectX found is named in the header with why it is or is not used (see devices.py).
+--suite PATH runs prebuilt benchmark binaries instead of building //bench (no Bazel needed).
 """
 import glob
 import re
@@ -12,6 +17,7 @@ import platform
 import subprocess
 
 import bazel
+import devices
 import progress
 import report
 
@@ -77,31 +83,76 @@ class SuiteProgress:
         return None
 
 
-def run(args):
-    mode = "quick" if args.quick else "full" if args.full else "default"
+def build_suites():
+    """(label, binary path) of every benchmark target, built; None when the build fails."""
     targets = benchmark_targets()
     if not targets:
         progress.fail("no benchmark targets under //bench")
-        return 1
-    warning = hugepage_warning()
-    if warning:
-        progress.note("note: " + warning)
+        return None
     progress.step("building %d benchmark suites" % len(targets))
     if bazel.run(["build", "--", *targets]) != 0:
         progress.fail("build failed")
-        return 1
+        return None
+    bin_dir = bazel.info("bazel-bin")
+    return [(t, os.path.join(bin_dir, t.lstrip("/").replace(":", "/"))) for t in targets]
+
+
+def header_lines(context, choice, mode, warning):
+    device = context.get("onchip.device", choice.description())
+    header = [
+        ("device", device),
+        ("cpu", cpu_model()),
+        ("copy variant", context.get("onchip.copy_variant", "see mmio benchmark")),
+        ("mode", "%s (%s)" % (mode, " ".join(MODES[mode]))),
+    ]
+    for line in choice.notes():
+        header.append(("hardware", line))
+    if not choice.found:
+        header.append(("hardware", "none (no PCI function 15b3 with an mlx5 device id "
+                                         "under %s/bus/pci/devices)" % devices.sysfs_root()))
+    if "software" in device:
+        header.append(("note", "on the software ConnectX, device memory is host memory behind a BAR "
+                               "model: copy-kernel ratios carry over to hardware, absolute device "
+                               "latencies do not"))
+    if warning:
+        header.append(("hugepages", "none reserved (see the note above)"))
+    return header
+
+
+def run(args):
+    mode = "quick" if args.quick else "full" if args.full else "default"
+    try:
+        choice = devices.choose(args.device)
+    except devices.DeviceError as e:
+        progress.fail(str(e))
+        return 2
+    progress.step("device: %s" % choice.description())
+    for line in choice.notes():
+        progress.note(line)
+    warning = hugepage_warning()
+    if warning:
+        progress.note("note: " + warning)
+    if args.suite:
+        suites = [(os.path.basename(p), os.path.abspath(p)) for p in args.suite]
+        missing = [p for _, p in suites if not os.access(p, os.X_OK)]
+        if missing:
+            progress.fail("not an executable benchmark suite: %s" % " ".join(missing))
+            return 2
+    else:
+        suites = build_suites()
+        if suites is None:
+            return 1
     os.makedirs(args.out, exist_ok=True)
     for stale in glob.glob(os.path.join(args.out, "*.json")):
         os.remove(stale)
-    bin_dir = bazel.info("bazel-bin")
+    env = choice.suite_env(os.environ)
     paths, failed = [], 0
-    for i, target in enumerate(targets, 1):
-        rel = target.lstrip("/").replace(":", "/")
-        json_path = os.path.join(args.out, rel.replace("/", "_") + ".json")
-        progress.step("[%d/%d] %s (%s mode)" % (i, len(targets), target, mode))
-        code = progress.run_streaming([os.path.join(bin_dir, rel), "--benchmark_out=" + json_path,
+    for i, (label, binary) in enumerate(suites, 1):
+        json_path = os.path.join(args.out, label.lstrip("/").replace(":", "_").replace("/", "_") + ".json")
+        progress.step("[%d/%d] %s (%s mode)" % (i, len(suites), label, mode))
+        code = progress.run_streaming([binary, "--benchmark_out=" + json_path,
                                        "--benchmark_out_format=json", "--benchmark_color=false",
-                                       *MODES[mode]], SuiteProgress())
+                                       *MODES[mode]], SuiteProgress(), env=env)
         if code != 0:
             failed += 1
         elif os.path.exists(json_path):
@@ -109,18 +160,7 @@ def run(args):
     if not paths:
         return 1
     context, _, _ = report.load(paths)
-    header = [
-        ("device", context.get("onchip.device", "software ConnectX (tools/sim, in-process)")),
-        ("cpu", cpu_model()),
-        ("copy variant", context.get("onchip.copy_variant", "see mmio benchmark")),
-        ("mode", "%s (%s)" % (mode, " ".join(MODES[mode]))),
-    ]
-    if "software" in header[0][1]:
-        header.append(("note", "on the software ConnectX, device memory is host memory behind a BAR "
-                               "model: copy-kernel ratios carry over to hardware, absolute device "
-                               "latencies do not"))
-    if warning:
-        header.append(("hugepages", "none reserved (see the note above)"))
+    header = header_lines(context, choice, mode, warning)
     text, chart = report.write(paths, args.out, header)
     print()
     progress.step("report")

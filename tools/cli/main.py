@@ -40,6 +40,11 @@ def parser():
     mode.add_argument("--full", action="store_true", help="long runs with more repetitions")
     b.add_argument("--out", default=os.path.join(ROOT, "out", "bench"),
                    help="where the JSON results and the report go")
+    b.add_argument("--device", default="auto", metavar="sim|auto|vfio:BDF",
+                   help="sim: the software ConnectX; vfio:dddd:bb:dd.f: that ConnectX, bound to "
+                        "vfio-pci; auto (default): a usable VFIO-bound ConnectX, else sim")
+    b.add_argument("--suite", action="append", default=[], metavar="PATH",
+                   help="run this prebuilt benchmark binary (repeatable) instead of building //bench")
     r = sub.add_parser("run", help="run CMD against the software ConnectX through libibverbs",
                        description=run.__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,6 +62,9 @@ def main(argv):
     args = p.parse_args(argv)
     if args.command == "run":
         return run.run(args)  # in the caller's directory; needs only the plugin, no test set-up
+    if args.command == "bench":  # paths given on the command line are the caller's
+        args.out = os.path.abspath(args.out)
+        args.suite = [os.path.abspath(p) for p in args.suite]
     os.chdir(ROOT)
     if args.command in (None, "help"):
         topic = getattr(args, "topic", None)
@@ -64,7 +72,8 @@ def main(argv):
             p.parse_args([topic, "--help"])
         p.print_help()
         return 0
-    setup.prepare()
+    if not (args.command == "bench" and args.suite):  # prebuilt suites need no packages or build
+        setup.prepare()
     if args.command == "test":
         return testing.run(args)
     if args.command == "bench":
