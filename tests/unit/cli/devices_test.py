@@ -5,6 +5,7 @@ import tempfile
 import unittest
 
 import devices
+import unittest_main
 
 
 class FakeMachine:
@@ -194,4 +195,4 @@ class DevicesTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest_main.main()
