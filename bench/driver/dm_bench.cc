@@ -1,4 +1,6 @@
-// Device-memory copies and allocation through the driver, on the in-process software ConnectX.
+// Device-memory copies and allocation through the driver, on the in-process software ConnectX,
+// or on a real ConnectX bound to vfio-pci when ONCHIP_VFIO_PCI names it (dddd:bb:dd.f), the same
+// variable the tier3 tests read; tools/onchip bench sets it when it finds one.
 //
 // Copies: ibv_memcpy_to_dm / ibv_memcpy_from_dm on a 256 KiB MEMIC DM (the driver's checks plus
 // mmio's write-combined kernels) against, on the very same bytes, the vendor's algorithm
@@ -12,7 +14,9 @@
 // device thread. The difference is the time spent in the command queue round trip and device.
 #include <benchmark/benchmark.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -20,7 +24,7 @@
 
 #include "bench/baselines/vendor_mmio.h"
 #include "driver/context.h"
-#include "driver/verbs_dm.h"
+#include "driver/verbs_calls.h"
 #include "mmio/wc_copy.h"
 #include "tools/sim/device.h"
 #include "uapi/prm/cmd_layout.h"
@@ -31,30 +35,41 @@ namespace {
 
 constexpr std::size_t kDmBytes = 256 << 10;
 
+// The PCI function named by ONCHIP_VFIO_PCI, or nullptr for the software ConnectX.
+const char* VfioPciName() {
+  const char* name = std::getenv("ONCHIP_VFIO_PCI");
+  return name != nullptr && *name != '\0' ? name : nullptr;
+}
+
 struct Fixture {
-  std::unique_ptr<sim::Device> sim;
+  std::unique_ptr<sim::Device> sim;  // only on the software ConnectX
   std::unique_ptr<Context> ctx;
   ibv_dm* dm = nullptr;
   std::byte* device_bytes = nullptr;
   std::vector<std::byte> host = std::vector<std::byte>(kDmBytes, std::byte{0x5a});
 
   Fixture() {
-    sim::DeviceConfig config;
-    config.memic_bar_size = 1 << 20;  // room for the copy DM and the allocation benchmark
-    config.max_memic_size = 1 << 20;
-    auto d = sim::Device::Create(config);
-    if (!d) std::abort();
-    sim = std::move(*d);
-    auto c = Context::Open(*sim);
-    if (!c) {
-      std::fprintf(stderr, "%s\n", c.error().describe().c_str());
-      std::abort();
-    }
+    Result<Context> c = VfioPciName() != nullptr ? Context::OpenVfio(VfioPciName()) : OpenSim();
+    if (!c) Die("cannot open the device", c.error().describe());
     ctx = std::make_unique<Context>(std::move(*c));
     ibv_alloc_dm_attr attr{.length = kDmBytes, .log_align_req = 0, .comp_mask = 0};
     dm = driver::verbs::alloc_dm(ctx->verbs(), &attr);
-    if (!dm) std::abort();
+    if (!dm) Die("alloc_dm of 256 KiB failed", std::strerror(errno));
     device_bytes = driver::Dm::From(dm)->start_va;
+  }
+
+  Result<Context> OpenSim() {
+    sim::DeviceConfig config;
+    config.memic_bar_size = 1 << 20;  // room for the copy DM and the allocation benchmark
+    config.max_memic_size = 1 << 20;
+    ONCHIP_TRY(sim, sim::Device::Create(config));
+    return Context::Open(*sim);
+  }
+
+  [[noreturn]] static void Die(const char* what, const std::string& why) {
+    std::fprintf(stderr, "onchip dm_bench: %s on %s: %s\n", what,
+                 VfioPciName() != nullptr ? VfioPciName() : "the software ConnectX", why.c_str());
+    std::exit(1);
   }
 };
 
@@ -224,7 +239,10 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  benchmark::AddCustomContext("onchip.device", "software ConnectX (tools/sim, in-process)");
+  benchmark::AddCustomContext("onchip.device",
+                              onchip::VfioPciName() != nullptr
+                                  ? "ConnectX " + std::string(onchip::VfioPciName()) + " over VFIO"
+                                  : std::string("software ConnectX (tools/sim, in-process)"));
   benchmark::AddCustomContext("onchip.copy_variant", std::string(onchip::mmio::WcCopyReport()));
   onchip::RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
