@@ -5,13 +5,31 @@ directories, so Bazel's inclusion check accepts them); the repositories only car
 link flags and, for pkg-config packages, the compile flags as a .bzl constant.
 """
 
+def _probe_defines(ctx):
+    """The macros of `probes` whose header (under /usr/include) declares the symbol."""
+    defines = []
+    for define, probe in ctx.attr.probes.items():
+        header, symbol = probe.split(":")
+        path = ctx.path("/usr/include/" + header)
+        if path.exists and ctx.read(path).find(symbol + "(") >= 0:
+            defines.append(define)
+    return sorted(defines)
+
 def _system_library_impl(ctx):
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+    ctx.file("defines.bzl", "# What the installed headers already declare (probes in WORKSPACE).\n" +
+                            "DEFINES = %s\n" % repr(_probe_defines(ctx)))
     ctx.symlink(ctx.attr.build_file, "BUILD")
 
 system_library = repository_rule(
     implementation = _system_library_impl,
-    attrs = {"build_file": attr.label(mandatory = True, allow_single_file = True)},
+    attrs = {
+        "build_file": attr.label(mandatory = True, allow_single_file = True),
+        # {"MACRO": "dir/header.h:symbol"}: MACRO goes into defines.bzl's DEFINES when
+        # /usr/include/dir/header.h declares symbol( ... ). A BUILD file loads DEFINES from
+        # ":defines.bzl" for the targets whose users must know (e.g. to skip a fallback header).
+        "probes": attr.string_dict(default = {}),
+    },
     local = True,
 )
 
