@@ -141,4 +141,8 @@ std::span<std::byte> Bar0::Memic() const {
   return {base_ + layout_.memic_start, layout_.memic_size};
 }
 
+SteeringTagTable Bar0::SteeringTags() const {
+  return SteeringTagTable({base_ + layout_.msix_start, layout_.msix_entries * vpci::kMsixEntryBytes});
+}
+
 }  // namespace onchip::sim

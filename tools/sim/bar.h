@@ -13,6 +13,7 @@
 
 #include "tools/sim/bar_layout.h"
 #include "tools/sim/config.h"
+#include "tools/sim/steering_tags.h"
 #include "uapi/result.h"
 
 namespace onchip::sim {
@@ -53,6 +54,8 @@ class Bar0 {
 
   // The MEMIC window's bytes.
   std::span<std::byte> Memic() const;
+  // The MSI-X table, which is the TPH steering-tag table (empty without mkey_pcie_tph).
+  SteeringTagTable SteeringTags() const;
 
  private:
   Bar0(int fd, std::byte* base, BarLayout layout, uint8_t cmdq_geometry)

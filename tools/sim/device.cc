@@ -20,7 +20,7 @@ Result<std::unique_ptr<Device>> Device::Create(const DeviceConfig& config) {
 Device::Device(const DeviceConfig& config, Bar0 bar, int efd)
     : config_(config),
       bar_(std::move(bar)),
-      firmware_(config_, bar_.layout(), bar_.Memic(), iommu_),
+      firmware_(config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
       queue_(bar_, iommu_, firmware_, config_),
       eventfd_(efd) {
   thread_ = std::thread([this] { Run(); });
@@ -39,6 +39,12 @@ Result<void> Device::MapDma(const vpci::DmaRegion& region) { return iommu_.Map(r
 
 Result<void> Device::UnmapDma(uint64_t iova, uint64_t length) {
   return iommu_.Unmap(iova, length);
+}
+
+std::optional<vpci::TphCapability> Device::tph() const {
+  if (!config_.mkey_pcie_tph) return std::nullopt;
+  return vpci::TphCapability{.st_table_offset = bar_.layout().msix_start,
+                             .st_table_size = static_cast<uint16_t>(bar_.layout().msix_entries)};
 }
 
 void Device::Kick() {

@@ -39,7 +39,14 @@ class Device final : public vpci::Function {
   vpci::SharedMemory bar0() const override;
   Result<void> MapDma(const vpci::DmaRegion& region) override;
   Result<void> UnmapDma(uint64_t iova, uint64_t length) override;
+  // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
+  std::optional<vpci::TphCapability> tph() const override;
   void Kick() override;
+
+  // The steering tag ST table entry `index` holds now, as the device reads it for an mkey with
+  // pcie_tph_steering_tag_index = index (index 0 means "no tag" in an mkc; its entry is still
+  // readable here). nullopt past the table or without TPH.
+  std::optional<uint16_t> SteeringTag(uint16_t index) const { return bar_.SteeringTags().Tag(index); }
 
   const DeviceConfig& config() const { return config_; }
   const BarLayout& layout() const { return bar_.layout(); }

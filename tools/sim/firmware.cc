@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
 
 namespace onchip::sim {
@@ -11,10 +12,12 @@ namespace onchip::sim {
 using prm::CommandStatus;
 
 Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
-                   std::span<std::byte> memic_window, Iommu& iommu)
+                   std::span<std::byte> memic_window, SteeringTagTable steering_tags,
+                   Iommu& iommu)
     : config_(config),
       layout_(layout),
       memic_window_(memic_window),
+      steering_tags_(steering_tags),
       iommu_(iommu),
       caps_(config, layout),
       uar_ids_(config.first_uar_index, config.num_uars),
@@ -190,6 +193,16 @@ const char* Firmware::CheckInvariants() const {
     for (uint32_t t : m.klm_targets) {
       if (!mkeys_.contains(t)) return "klm names a dead mkey";
       ++klm_refs[t];
+    }
+    if (m.window) {
+      const bool free = prm::Get(std::span<const std::byte>(m.mkc), prm::mkc::free) != 0;
+      if (free != m.klm_targets.empty()) return "window bound state and parent disagree";
+      if (!free) {
+        if (m.klm_targets.size() != 1) return "bound window with other than one parent";
+        const Mkey& parent = mkeys_.at(m.klm_targets[0]);
+        if (parent.window) return "window bound to a window";
+        if (parent.pd != m.pd) return "window bound across PDs";
+      }
     }
   }
   for (const auto& [idx, pd] : pds_)

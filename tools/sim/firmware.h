@@ -36,6 +36,8 @@
 #include "tools/sim/index_pool.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/outcome.h"
+#include "tools/sim/steering_tags.h"
+#include "tools/sim/umr.h"
 
 namespace onchip::sim {
 
@@ -71,7 +73,7 @@ struct InjectedFailure {
 class Firmware {
  public:
   Firmware(const DeviceConfig& config, const BarLayout& layout, std::span<std::byte> memic_window,
-           Iommu& iommu);
+           SteeringTagTable steering_tags, Iommu& iommu);
 
   // Runs one command. `in` is the whole input message; `out` is the driver's output buffer
   // (output_length bytes), fully written: status and syndrome, the command's fields, zeros.
@@ -95,8 +97,24 @@ class Firmware {
   // The device memory an mkey reaches: `len` bytes at `offset` into a MEMIC or SW_ICM mkey
   // (mkey = index << 8 | variant; the variant must match), bounds-checked against the mkey.
   // MEMIC bytes are BAR0's window, so they are what the CPU stored through the BAR.
+  // A bound memory window reaches its parent's memory: offset 0 is the window's start_addr.
   std::optional<std::span<std::byte>> MkeyDeviceMemory(uint32_t mkey, uint64_t offset,
                                                        uint64_t len);
+
+  // What the device puts into the TLPs that reach an mkey's memory: the processing hint
+  // (mkc.pcie_tph_ph) and the steering tag the ST table entry mkc.pcie_tph_steering_tag_index
+  // holds at this moment (nullopt for index 0, "no steering tag"). nullopt when the mkey is
+  // unknown, its key byte differs, or pcie_tph_en = 0.
+  struct TphHint {
+    uint8_t ph = 0;
+    std::optional<uint16_t> steering_tag;
+  };
+  std::optional<TphHint> MkeyTph(uint32_t mkey) const;
+
+  // Executes one UMR WQE that binds a memory window or invalidates it (firmware_umr.cc): the
+  // send-queue engine's call. On failure nothing changed and the result names the error CQE
+  // syndrome and the check.
+  UmrResult PostUmr(const UmrRequest& request);
 
  private:
   struct Pd {
@@ -121,7 +139,8 @@ class Firmware {
     std::vector<std::byte> translations;  // translations_octword_actual_size * 16 bytes
     std::optional<uint64_t> memic_start;  // the MEMIC allocation it covers
     std::optional<uint32_t> sw_icm_id;    // the SW ICM object it covers
-    std::vector<uint32_t> klm_targets;    // mkey indices its KLMs name
+    std::vector<uint32_t> klm_targets;    // mkey indices its KLMs name (a bound window: its parent)
+    bool window = false;                  // KLMS created free with umr_en: a memory window
     uint32_t klm_refs = 0;                // live KLM mkeys naming this one
   };
 
@@ -170,10 +189,13 @@ class Firmware {
   Outcome DestroyMkey(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryMkey(std::span<const std::byte> in, std::span<std::byte> out);
   void ForgetMkey(uint32_t index);
+  std::optional<std::span<std::byte>> DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
+                                                         uint64_t len, bool through_window);
 
   const DeviceConfig config_;
   const BarLayout layout_;
   std::span<std::byte> memic_window_;
+  SteeringTagTable steering_tags_;
   Iommu& iommu_;
 
   mutable std::mutex mutex_;

@@ -164,6 +164,8 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
   std::memcpy(m.mkc.data(), in.data() + mkc.bit_offset / 8, m.mkc.size());
   m.translations.assign(list.begin(), list.end());
   m.klm_targets = std::move(klm_targets);
+  // A window: binds and invalidations arrive by UMR (firmware_umr.cc).
+  m.window = mode == prm::MKC_ACCESS_MODE_KLMS && free && prm::Get(in, mkc.umr_en);
   ++pd_it->second.mkeys;
   if (m.memic_start) ++memic_.at(*m.memic_start).mkeys;
   if (m.sw_icm_id) ++sw_icm_.at(*m.sw_icm_id).mkeys;
@@ -216,6 +218,12 @@ Outcome Firmware::QueryMkey(Bytes in, Out out) {
 std::optional<std::span<std::byte>> Firmware::MkeyDeviceMemory(uint32_t mkey, uint64_t offset,
                                                                 uint64_t len) {
   std::lock_guard lock(mutex_);
+  return DeviceMemoryLocked(mkey, offset, len, true);
+}
+
+std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
+                                                                  uint64_t len,
+                                                                  bool through_window) {
   auto it = mkeys_.find(mkey >> 8);
   if (it == mkeys_.end()) return std::nullopt;
   const Mkey& m = it->second;
@@ -225,6 +233,17 @@ std::optional<std::span<std::byte>> Firmware::MkeyDeviceMemory(uint32_t mkey, ui
   const uint64_t start = prm::Get(mkc_bytes, prm::mkc::start_addr);
   const uint64_t size = prm::Get(mkc_bytes, prm::mkc::len);
   if (offset > size || len > size - offset) return std::nullopt;
+  if (m.window) {
+    // A bound window: its one KLM names the parent and the parent address of its start. The
+    // parent is reached by index; its key byte is the one the KLM carried at bind time.
+    if (!through_window || m.klm_targets.size() != 1) return std::nullopt;
+    Bytes klm(m.translations);
+    const uint32_t parent_key = prm::Get(klm, prm::Element<32>{32, "klm.key"});
+    const uint64_t address = prm::Get(klm, prm::Element<64>{64, "klm.address"});
+    Bytes pmkc(mkeys_.at(m.klm_targets[0]).mkc);
+    const uint64_t pstart = prm::Get(pmkc, prm::mkc::start_addr);
+    return DeviceMemoryLocked(parent_key, address - pstart + offset, len, false);
+  }
   if (m.memic_start)
     return memic_window_.subspan(start + offset - layout_.memic_start, len);
   if (m.sw_icm_id) {
@@ -232,6 +251,23 @@ std::optional<std::span<std::byte>> Firmware::MkeyDeviceMemory(uint32_t mkey, ui
     return std::span<std::byte>(o.backing).subspan(start + offset - o.start, len);
   }
   return std::nullopt;
+}
+
+std::optional<Firmware::TphHint> Firmware::MkeyTph(uint32_t mkey) const {
+  std::lock_guard lock(mutex_);
+  auto it = mkeys_.find(mkey >> 8);
+  if (it == mkeys_.end()) return std::nullopt;
+  Bytes mkc_bytes(it->second.mkc);
+  if (prm::Get(mkc_bytes, prm::mkc::mkey_7_0) != (mkey & 0xff) ||
+      !prm::Get(mkc_bytes, prm::mkc::pcie_tph_en))
+    return std::nullopt;
+  TphHint h;
+  h.ph = static_cast<uint8_t>(prm::Get(mkc_bytes, prm::mkc::pcie_tph_ph));
+  const uint16_t index = static_cast<uint16_t>(prm::Get(mkc_bytes, prm::mkc::pcie_tph_steering_tag_index));
+  // CREATE_MKEY admits indices below the table size only; the table is read now, so a tag the
+  // driver reprogrammed since the mkey was made is the one used.
+  if (index != kNoSteeringTagIndex) h.steering_tag = steering_tags_.Tag(index);
+  return h;
 }
 
 }  // namespace onchip::sim

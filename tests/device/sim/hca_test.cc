@@ -233,7 +233,7 @@ TEST_F(HcaTest, DeviceWithoutMemicOrSwIcmSaysSo) {
   auto gen = w.Run(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1).bytes(), 4112);
   EXPECT_EQ(gen->get(Gen::device_memory), 0u);
   EXPECT_EQ(gen->get(Gen::general_obj_types), 0u);
-  EXPECT_EQ((*d)->bar0().size, (*d)->layout().uar_end);
+  EXPECT_EQ((*d)->bar0().size, (*d)->layout().msix_end);  // UARs, then the MSI-X (ST) table
 }
 
 TEST_F(HcaTest, SetHcaCapChangesWritableFieldsOnly) {

@@ -45,7 +45,7 @@ struct Harness {
   explicit Harness(Bar0 b)
       : bar(std::move(b)),
         arena(kArenaBytes + kPageSlack),
-        firmware(config, bar.layout(), bar.Memic(), iommu),
+        firmware(config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
         queue(bar, iommu, firmware, config) {}
 
   static constexpr std::size_t kPageSlack = 4096;
