@@ -108,7 +108,7 @@ class Context {
 
   driver::Device& device() const { return *device_; }
   const std::shared_ptr<driver::Device>& shared_device() const { return device_; }
-  // The device's embedded ibv_context: what driver/verbs_dm.h's calls take.
+  // The device's embedded ibv_context: what driver/verbs_calls.h's calls take.
   ibv_context* verbs() const { return device_->embedded_verbs(); }
 
  private:

@@ -3,19 +3,29 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "uapi/prm/caps.h"
+
 #include "driver/dm.h"
+#include "driver/dmah.h"
 #include "driver/hca.h"
 #include "driver/mr.h"
+#include "driver/mw.h"
+#include "driver/parent_domain.h"
 #include "driver/pd.h"
+#include "driver/steering_tags.h"
+#include "driver/td.h"
+#include "driver/uar.h"
 
 namespace onchip::driver {
 
 std::string TeardownReport::describe() const {
-  char buf[256];
+  char buf[384];
   std::snprintf(buf, sizeof buf,
-                "teardown: destroyed %u MR(s), freed %u DM(s), %u PD(s); %llu page(s) reclaimed, "
-                "%llu held by firmware",
-                mrs_destroyed, dms_freed, pds_freed,
+                "teardown: destroyed %u window(s), %u MR(s); freed %u DM(s), %u parent domain(s), "
+                "%u TD(s), %u DMA handle(s), %u PD(s); %llu page(s) reclaimed, %llu held by "
+                "firmware",
+                mws_destroyed, mrs_destroyed, dms_freed, parent_domains_freed, tds_freed,
+                dmahs_freed, pds_freed,
                 static_cast<unsigned long long>(pages_reclaimed),
                 static_cast<unsigned long long>(pages_still_held));
   std::string out(buf);
@@ -57,6 +67,9 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   ONCHIP_CHECK(hca::QueryCaps(*cmdq_, caps_));
   memic_.Configure(caps_, bus_->bar0_size());
   sw_icm_.Configure(caps_);
+  uars_ = std::make_unique<Uars>(*cmdq_, *bus_, caps_);
+  steering_tags_ = std::make_unique<SteeringTagTable>(
+      *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
   return {};
 }
 
@@ -70,7 +83,13 @@ TeardownReport Device::Close() {
   auto lock = Locked();
   if (closed_.exchange(true, std::memory_order_acq_rel)) return report;
 
-  // Children before parents: MRs pin DMs and PDs.
+  // Children before parents: windows and MRs pin PDs, DMs and DMA handles; parent domains pin
+  // PDs and TDs.
+  for (Mw* mw : mws_) {
+    note(ReleaseMwOnDevice(*mw));
+    ++report.mws_destroyed;
+  }
+  mws_.clear();
   for (Mr* mr : mrs_) {
     note(ReleaseMrOnDevice(*mr));
     ++report.mrs_destroyed;
@@ -82,10 +101,27 @@ TeardownReport Device::Close() {
   }
   dms_.clear();
   for (Pd* pd : pds_) {
+    if (!pd->is_parent_domain()) continue;
+    note(ReleasePdOnDevice(*pd));
+    ++report.parent_domains_freed;
+  }
+  for (Td* td : tds_) {
+    note(ReleaseTdOnDevice(*td));
+    ++report.tds_freed;
+  }
+  tds_.clear();
+  for (Dmah* dmah : dmahs_) {
+    note(ReleaseDmahOnDevice(*dmah));
+    ++report.dmahs_freed;
+  }
+  dmahs_.clear();
+  for (Pd* pd : pds_) {
+    if (pd->is_parent_domain()) continue;
     note(ReleasePdOnDevice(*pd));
     ++report.pds_freed;
   }
   pds_.clear();
+  if (uars_) note(uars_->ReleaseShared());
 
   if (cmdq_ && enabled_) {
     if (initialized_) note(hca::TeardownHca(*cmdq_, caps_));

@@ -3,7 +3,8 @@
 // Device::Open runs bring-up (driver/hca.h) over a Bus, unwinding in reverse on any failure so
 // the function is left disabled with every page returned. The Device owns the bus, the command
 // queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM allocators,
-// and the registry of live objects (PDs, DMs, MRs). Objects hold a shared_ptr to it, so the
+// the UARs (uar.h), the TPH steering-tag table, and the registry of live objects (PDs and parent
+// domains, DMs, MRs, windows, thread domains, DMA handles). Objects hold a shared_ptr to it, so the
 // memory stays valid while any object lives; Close() (or the last owner going away) destroys
 // every live object on the device first, then tears the function down, and reports what it did.
 // Objects found dead afterwards answer EIO and free without commands.
@@ -34,6 +35,11 @@ namespace onchip::driver {
 struct Dm;
 struct Pd;
 struct Mr;
+struct Mw;
+struct Td;
+struct Dmah;
+class Uars;
+class SteeringTagTable;
 
 struct DeviceOptions {
   std::chrono::milliseconds firmware_ready_timeout{120000};
@@ -42,8 +48,12 @@ struct DeviceOptions {
 
 // What Close() did. `first_error` is the first command that failed (teardown goes on past it).
 struct TeardownReport {
+  uint32_t mws_destroyed = 0;
   uint32_t mrs_destroyed = 0;
   uint32_t dms_freed = 0;
+  uint32_t parent_domains_freed = 0;
+  uint32_t tds_freed = 0;
+  uint32_t dmahs_freed = 0;
   uint32_t pds_freed = 0;
   uint64_t pages_reclaimed = 0;
   uint64_t pages_still_held = 0;  // pages the firmware kept (memory left allocated, not freed)
@@ -77,6 +87,8 @@ class Device : public std::enable_shared_from_this<Device> {
   MemicAllocator& memic() { return memic_; }
   SwIcmAllocator& sw_icm() { return sw_icm_; }
   const PageSupply& pages() const { return *pages_; }
+  Uars& uars() { return *uars_; }
+  SteeringTagTable& steering_tags() { return *steering_tags_; }
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }
 
@@ -85,7 +97,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // before creating objects).
   ibv_context* verbs() { return verbs_override_ ? verbs_override_ : &verbs_.ibv; }
   void SetVerbsContext(ibv_context* context) { verbs_override_ = context; }
-  // The embedded context, always; the one FromVerbs maps back (driver/verbs_dm.h takes it).
+  // The embedded context, always; the one FromVerbs maps back (driver/verbs_calls.h takes it).
   ibv_context* embedded_verbs() { return &verbs_.ibv; }
   // Only for embedded_verbs() pointers.
   static Device* FromVerbs(ibv_context* ctx) {
@@ -95,12 +107,19 @@ class Device : public std::enable_shared_from_this<Device> {
   // The registry of live objects. Add/Remove take the registry lock; Locked() is for callers
   // that must check `closed()` and change an object atomically with respect to Close().
   std::unique_lock<std::mutex> Locked() { return std::unique_lock(objects_mu_); }
+  // A parent domain is a Pd too (pd.h): both go in the PD set, released parent domains first.
   void AddLocked(Dm* dm) { dms_.insert(dm); }
   void AddLocked(Pd* pd) { pds_.insert(pd); }
   void AddLocked(Mr* mr) { mrs_.insert(mr); }
+  void AddLocked(Mw* mw) { mws_.insert(mw); }
+  void AddLocked(Td* td) { tds_.insert(td); }
+  void AddLocked(Dmah* dmah) { dmahs_.insert(dmah); }
   void RemoveLocked(Dm* dm) { dms_.erase(dm); }
   void RemoveLocked(Pd* pd) { pds_.erase(pd); }
   void RemoveLocked(Mr* mr) { mrs_.erase(mr); }
+  void RemoveLocked(Mw* mw) { mws_.erase(mw); }
+  void RemoveLocked(Td* td) { tds_.erase(td); }
+  void RemoveLocked(Dmah* dmah) { dmahs_.erase(dmah); }
 
   // A handle for ibv_dm.handle, unique on this device (the uverbs object handle's role).
   uint32_t NextDmHandle() { return next_dm_handle_.fetch_add(1, std::memory_order_relaxed); }
@@ -117,6 +136,8 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<cmd::Cmdq> cmdq_;
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;
+  std::unique_ptr<Uars> uars_;
+  std::unique_ptr<SteeringTagTable> steering_tags_;
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   VerbsContext verbs_{};
@@ -131,6 +152,9 @@ class Device : public std::enable_shared_from_this<Device> {
   std::set<Dm*> dms_;
   std::set<Pd*> pds_;
   std::set<Mr*> mrs_;
+  std::set<Mw*> mws_;
+  std::set<Td*> tds_;
+  std::set<Dmah*> dmahs_;
 };
 
 }  // namespace onchip::driver

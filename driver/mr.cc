@@ -1,17 +1,65 @@
 #include "driver/mr.h"
 
 #include <cerrno>
+#include <cstdint>
 
 #include "driver/cmd/run.h"
+#include "driver/dmah.h"
 #include "uapi/prm/mkey.h"
 
 namespace onchip::driver {
 namespace {
 
+// rdma-core's IBV_MR_TYPE_MR (driver.h, not installed).
+constexpr int kMrTypeMr = 0;
+
 // rdma-core MLX5_DM_ALLOWED_ACCESS.
 constexpr unsigned kDmAllowedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
                                       IBV_ACCESS_ZERO_BASED | IBV_ACCESS_OPTIONAL_RANGE;
+// The kernel's IB_ACCESS_SUPPORTED for user MRs (optional bits are accepted and ignored).
+constexpr unsigned kHostAllowedAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+    IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
+
+constexpr uint32_t kMttLogPageSize = 12;
+
+using C = prm::create_mkey_in;
+constexpr auto kMkc = C::memory_key_mkey_entry;
+
+// The fields every MR's mkey shares: access bits, PD, key variant, no QP.
+void SetCommon(prm::Message<C>& in, uint32_t access_mode, unsigned access, uint32_t pdn,
+               uint8_t variant, uint64_t start, uint64_t length) {
+  in.set(C::opcode, prm::CREATE_MKEY)
+      .set(kMkc.access_mode_1_0, access_mode & 0x3)
+      .set(kMkc.access_mode_4_2, access_mode >> 2)
+      .set(kMkc.a, (access & IBV_ACCESS_REMOTE_ATOMIC) ? 1 : 0)
+      .set(kMkc.rw, (access & IBV_ACCESS_REMOTE_WRITE) ? 1 : 0)
+      .set(kMkc.rr, (access & IBV_ACCESS_REMOTE_READ) ? 1 : 0)
+      .set(kMkc.lw, (access & IBV_ACCESS_LOCAL_WRITE) ? 1 : 0)
+      .set(kMkc.lr, 1)
+      .set(kMkc.qpn, 0xffffff)
+      .set(kMkc.mkey_7_0, variant)
+      .set(kMkc.pd, pdn)
+      .set(kMkc.start_addr, start)
+      .set(kMkc.len, length);
+}
+
+// Runs CREATE_MKEY and builds the Mr around the new key (registry lock held by the caller).
+Result<Mr*> Create(Device& device, prm::Message<C>& in, uint8_t variant, Pd* pd, unsigned access) {
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
+  auto* mr = new Mr{};
+  mr->mr_type = kMrTypeMr;
+  mr->access = static_cast<int>(access);
+  mr->pd = pd;
+  mr->mkey_index = out.get(prm::create_mkey_out::mkey_index);
+  mr->ibv.context = device.verbs();
+  mr->ibv.pd = &pd->ibv;
+  mr->ibv.handle = mr->mkey_index;
+  mr->ibv.lkey = mr->ibv.rkey = (mr->mkey_index << 8) | variant;
+  return mr;
+}
 
 }  // namespace
 
@@ -31,46 +79,85 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
   if (device.closed() || !pd->live || !dm->live) return Fail(EIO, "reg_dm_mr: device closed");
   const uint8_t variant = device.NextMkeyVariant();
   const uint64_t start = (memic ? dm->memic.bar_offset : dm->icm.icm_address) + offset;
-  using C = prm::create_mkey_in;
   prm::Message<C> in;
-  in.set(C::opcode, prm::CREATE_MKEY)
-      .set(C::memory_key_mkey_entry.access_mode_1_0,
-           (memic ? prm::MKC_ACCESS_MODE_MEMIC : prm::MKC_ACCESS_MODE_SW_ICM) & 0x3)
-      .set(C::memory_key_mkey_entry.access_mode_4_2,
-           (memic ? prm::MKC_ACCESS_MODE_MEMIC : prm::MKC_ACCESS_MODE_SW_ICM) >> 2)
-      .set(C::memory_key_mkey_entry.a, (access & IBV_ACCESS_REMOTE_ATOMIC) ? 1 : 0)
-      .set(C::memory_key_mkey_entry.rw, (access & IBV_ACCESS_REMOTE_WRITE) ? 1 : 0)
-      .set(C::memory_key_mkey_entry.rr, (access & IBV_ACCESS_REMOTE_READ) ? 1 : 0)
-      .set(C::memory_key_mkey_entry.lw, (access & IBV_ACCESS_LOCAL_WRITE) ? 1 : 0)
-      .set(C::memory_key_mkey_entry.lr, 1)
-      .set(C::memory_key_mkey_entry.qpn, 0xffffff)
-      .set(C::memory_key_mkey_entry.mkey_7_0, variant)
-      .set(C::memory_key_mkey_entry.pd, pd->pdn)
-      .set(C::memory_key_mkey_entry.start_addr, start)
-      .set(C::memory_key_mkey_entry.len, length);
-  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
-
-  auto* mr = new Mr{};
+  SetCommon(in, memic ? prm::MKC_ACCESS_MODE_MEMIC : prm::MKC_ACCESS_MODE_SW_ICM, access,
+            pd->protection().pdn, variant, start, length);
+  ONCHIP_TRY(Mr* mr, Create(device, in, variant, pd, access));
   mr->device = dm->device;
   mr->dm = dm;
-  mr->pd = pd;
-  mr->mkey_index = out.get(prm::create_mkey_out::mkey_index);
-  mr->ibv.context = device.verbs();
-  mr->ibv.pd = &pd->ibv;
   mr->ibv.addr = nullptr;  // zero-based: work requests address the MR by offset
   mr->ibv.length = length;
-  mr->ibv.handle = mr->mkey_index;
-  mr->ibv.lkey = mr->ibv.rkey = (mr->mkey_index << 8) | variant;
   dm->usecnt.fetch_add(1);
   pd->usecnt.fetch_add(1);
   device.AddLocked(mr);
   return mr;
 }
 
-Result<void> ReleaseMrOnDevice(Mr& mr) {
-  mr.live = false;
-  mr.dm->usecnt.fetch_sub(1);
+Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access,
+                  Dmah* dmah) {
+  if (pd == nullptr) return Fail(EINVAL, "reg_mr: null PD");
+  if (access & ~kHostAllowedAccess) return Fail(EINVAL, "reg_mr: unknown access flag");
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+      !(access & IBV_ACCESS_LOCAL_WRITE))
+    return Fail(EINVAL, "reg_mr: remote write or atomic needs local write");
+  if (access & IBV_ACCESS_ON_DEMAND) return Fail(EOPNOTSUPP, "reg_mr: no on-demand paging");
+  const auto start = reinterpret_cast<uintptr_t>(addr);
+  if (length == 0 || start + length < start || iova + length < iova)
+    return Fail(EINVAL, "reg_mr: empty or wrapping range");
+  if ((start ^ iova) & (bus::kPageSize - 1))
+    return Fail(EINVAL, "reg_mr: iova and addr differ inside their page");
+  if (dmah != nullptr && dmah->device != pd->device)
+    return Fail(EINVAL, "reg_mr: DMA handle of another device");
+  Device& device = *pd->device;
+
+  // The pages under the range, mapped for the device as one IOVA range.
+  const uintptr_t first = start & ~(bus::kPageSize - 1);
+  const uint64_t span = bus::RoundUpPage(start + length) - first;
+  const uint64_t npages = span / bus::kPageSize;
+  ONCHIP_TRY(bus::DmaMapping mapping,
+             device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
+
+  auto lock = device.Locked();
+  if (device.closed() || !pd->live || (dmah && !dmah->live))
+    return Fail(EIO, "reg_mr: device closed");
+  const uint8_t variant = device.NextMkeyVariant();
+  const uint64_t octowords = (npages + 1) / 2;
+  prm::Message<C> in(octowords * 16);
+  SetCommon(in, prm::MKC_ACCESS_MODE_MTT, access, pd->protection().pdn, variant, iova, length);
+  in.set(kMkc.umr_en, (access & IBV_ACCESS_MW_BIND) ? 1 : 0)
+      .set(kMkc.log_page_size, kMttLogPageSize)
+      .set(kMkc.translations_octword_size, octowords)
+      .set(C::translations_octword_actual_size, octowords);
+  if (dmah != nullptr) {
+    in.set(kMkc.pcie_tph_en, 1)
+        .set(kMkc.pcie_tph_ph, dmah->ph)
+        .set(kMkc.pcie_tph_steering_tag_index, dmah->st_index);
+  }
+  for (uint64_t i = 0; i < npages; ++i) {
+    const prm::Element<64> mtt{C::klm_pas_mtt.bit_offset + i * 64, C::klm_pas_mtt.name};
+    in.set(mtt, mapping.iova() + i * bus::kPageSize);
+  }
+  ONCHIP_TRY(Mr* mr, Create(device, in, variant, pd, access));
+  mr->device = pd->device;
+  mr->dmah = dmah;
+  mr->mapping = std::move(mapping);
+  mr->ibv.addr = addr;
+  mr->ibv.length = length;
+  pd->usecnt.fetch_add(1);
+  if (dmah) dmah->usecnt.fetch_add(1);
+  device.AddLocked(mr);
+  return mr;
+}
+
+namespace {
+
+void Unpin(Mr& mr) {
+  if (mr.dm) mr.dm->usecnt.fetch_sub(1);
+  if (mr.dmah) mr.dmah->usecnt.fetch_sub(1);
   mr.pd->usecnt.fetch_sub(1);
+}
+
+Result<void> DestroyMkey(Mr& mr) {
   prm::Message<prm::destroy_mkey_in> in;
   in.set(prm::destroy_mkey_in::opcode, prm::DESTROY_MKEY)
       .set(prm::destroy_mkey_in::mkey_index, mr.mkey_index);
@@ -79,18 +166,30 @@ Result<void> ReleaseMrOnDevice(Mr& mr) {
   return {};
 }
 
+}  // namespace
+
+Result<void> ReleaseMrOnDevice(Mr& mr) {
+  mr.live = false;
+  Unpin(mr);
+  auto destroyed = DestroyMkey(mr);
+  // Unmapping is safe even if the key survived: the IOMMU then refuses its translations.
+  auto unmapped = mr.mapping.Reset();
+  return destroyed ? unmapped : destroyed;
+}
+
 Result<void> DeregMr(Mr* mr) {
   if (mr == nullptr) return Fail(EINVAL, "dereg_mr: null");
   {
     auto lock = mr->device->Locked();
     if (mr->live) {
-      if (auto r = ReleaseMrOnDevice(*mr); !r) {
-        mr->live = true;  // the mkey still exists: keep the MR and its pins
-        mr->dm->usecnt.fetch_add(1);
-        mr->pd->usecnt.fetch_add(1);
-        return r;
-      }
+      ONCHIP_CHECK(DestroyMkey(*mr));  // on failure the MR stays registered, pins and pages kept
+      mr->live = false;
+      Unpin(*mr);
       mr->device->RemoveLocked(mr);
+      if (auto unmapped = mr->mapping.Reset(); !unmapped) {
+        delete mr;
+        return unmapped;
+      }
     }
   }
   delete mr;

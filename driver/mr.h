@@ -1,27 +1,48 @@
-// Memory registration of device memory (ibv_reg_dm_mr), shaped as rdma-core's struct ibv_mr.
+// Memory regions, shaped as rdma-core's struct verbs_mr (ibv_mr, then mr_type and access), so a
+// libibverbs provider hands out the object itself.
 //
-// Checks, in rdma-core's then the kernel's order: access outside LOCAL_WRITE, REMOTE_WRITE,
-// REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED, OPTIONAL_RANGE -> EINVAL; ZERO_BASED missing ->
-// EINVAL; offset/length not inside the DM's requested length -> EINVAL; REMOTE_ATOMIC on SW ICM
-// -> EINVAL (mlx5_ib's per-type allowed set). A zero-length MR is valid. CREATE_MKEY with access
-// mode MEMIC (start_addr = BAR0 offset of the buffer + offset) or SW_ICM (start_addr = ICM
-// address + offset); addr NULL, lkey = rkey = mkey_index << 8 | variant. Dereg: DESTROY_MKEY.
+// Two kinds, both one CREATE_MKEY:
+//   - device memory (ibv_reg_dm_mr). Checks, in rdma-core's then the kernel's order: access
+//     outside LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED, OPTIONAL_RANGE
+//     -> EINVAL; ZERO_BASED missing -> EINVAL; offset/length not inside the DM's requested
+//     length -> EINVAL; REMOTE_ATOMIC on SW ICM -> EINVAL (mlx5_ib's per-type allowed set). A
+//     zero-length MR is valid. Access mode MEMIC (start_addr = BAR0 offset of the buffer +
+//     offset) or SW_ICM (ICM address + offset); addr NULL.
+//   - host memory (ibv_reg_mr / ibv_reg_mr_ex). Checks, in the kernel's order (ib_check_mr_access,
+//     then the MR verbs): an unknown access bit -> EINVAL; REMOTE_WRITE or REMOTE_ATOMIC without
+//     LOCAL_WRITE -> EINVAL; ON_DEMAND -> EOPNOTSUPP (no ODP); length 0, a wrapping range, or an
+//     iova whose offset inside its 4 KiB page differs from addr's -> EINVAL. The pages under
+//     [addr, addr + length) are DMA-mapped through the bus once for the region (one IOVA range)
+//     and described by an MTT of 4 KiB entries; mkc.start_addr is the iova, so work requests
+//     address the MR by iova. MW_BIND is allowed and sets mkc.umr_en: the software ConnectX binds
+//     windows only on an MR whose umr_en is set (onchip's convention, tools/sim/README.md).
+//     A DMA handle (dmah.h) sets the mkey's PCIe TPH fields and is pinned by the MR.
+// lkey = rkey = mkey_index << 8 | variant. Dereg: DESTROY_MKEY, then the mapping goes.
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <memory>
 
+#include "driver/bus/bus.h"
 #include "driver/dm.h"
 #include "driver/pd.h"
 
 namespace onchip::driver {
 
+struct Dmah;
+
 struct Mr {
+  // struct verbs_mr: what libibverbs reads after ibv_mr.
   ibv_mr ibv;  // first: From() converts back
+  int mr_type = 0;  // IBV_MR_TYPE_MR (rdma-core driver.h)
+  int access = 0;
+
   std::shared_ptr<Device> device;
-  Dm* dm = nullptr;
   Pd* pd = nullptr;
+  Dm* dm = nullptr;           // device-memory MR
+  Dmah* dmah = nullptr;       // host MR registered with a DMA handle
+  bus::DmaMapping mapping;    // host MR: its pages as the device sees them
   uint32_t mkey_index = 0;
   bool live = true;
 
@@ -29,7 +50,11 @@ struct Mr {
 };
 
 Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int access);
-// DESTROY_MKEY, then the Mr is deleted. A firmware failure leaves it registered.
+// ibv_reg_mr_iova2 with an optional DMA handle.
+Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access,
+                  Dmah* dmah = nullptr);
+// DESTROY_MKEY, then the Mr is deleted. A firmware failure (e.g. a window still bound to it)
+// leaves it registered.
 Result<void> DeregMr(Mr* mr);
 // DESTROY_MKEY only; for Device::Close with the registry lock held.
 Result<void> ReleaseMrOnDevice(Mr& mr);

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "driver/cmd/run.h"
+#include "driver/parent_domain.h"
 #include "uapi/prm/resources.h"
 
 namespace onchip::driver {
@@ -24,6 +25,10 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
 }
 
 Result<void> ReleasePdOnDevice(Pd& pd) {
+  if (ParentDomain* pad = ParentDomain::From(&pd)) {
+    ReleaseParentDomain(*pad);
+    return {};
+  }
   pd.live = false;
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, pd.pdn);
@@ -34,10 +39,11 @@ Result<void> ReleasePdOnDevice(Pd& pd) {
 
 Result<void> DeallocPd(Pd* pd) {
   if (pd == nullptr) return Fail(EINVAL, "dealloc_pd: null");
+  if (ParentDomain* pad = ParentDomain::From(pd)) return DeallocParentDomain(pad);
   {
     auto lock = pd->device->Locked();
     if (pd->live) {
-      if (pd->usecnt.load() != 0) return Fail(EBUSY, "dealloc_pd: memory regions still use it");
+      if (pd->usecnt.load() != 0) return Fail(EBUSY, "dealloc_pd: MRs, windows or parent domains still use it");
       if (auto r = ReleasePdOnDevice(*pd); !r) {
         pd->live = true;  // still allocated on the device: keep it usable
         return r;

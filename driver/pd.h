@@ -1,4 +1,12 @@
-// Protection domain: ALLOC_PD / DEALLOC_PD, shaped as rdma-core's struct ibv_pd.
+// Protection domain (ALLOC_PD / DEALLOC_PD), shaped as rdma-core's struct ibv_pd.
+//
+// A parent domain (parent_domain.h) is a Pd too, as in rdma-core: it wraps a real PD (same pdn
+// and handle, no device object of its own) and is told apart by `protection_domain` being set.
+// ibv_dealloc_pd frees either; DeallocPd dispatches.
+//
+// Children pin their PD through `usecnt`: MRs, windows and parent domains on a PD; queue
+// buffers (queue_buffer.h) on a parent domain. While it is non-zero DeallocPd answers EBUSY and
+// the PD stays usable.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -14,17 +22,21 @@ struct Pd {
   ibv_pd ibv;  // first: From() converts back
   std::shared_ptr<Device> device;
   uint32_t pdn = 0;
-  std::atomic<uint32_t> usecnt{0};  // MRs on this PD
+  std::atomic<uint32_t> usecnt{0};
   bool live = true;                 // false once Close() released it on the device
+  Pd* protection_domain = nullptr;  // set on a parent domain: the PD it wraps
 
   static Pd* From(ibv_pd* pd) { return reinterpret_cast<Pd*>(pd); }
+  bool is_parent_domain() const { return protection_domain != nullptr; }
+  // The PD the device knows: this one, or the one a parent domain wraps.
+  Pd& protection() { return protection_domain ? *protection_domain : *this; }
 };
 
 Result<Pd*> AllocPd(const std::shared_ptr<Device>& device);
-// EBUSY while an MR uses it (and it stays usable); otherwise DEALLOC_PD and the Pd is deleted.
-// A firmware failure leaves it allocated and usable.
+// Frees a PD (DEALLOC_PD) or a parent domain. EBUSY while children use it (it stays usable); a
+// firmware failure leaves it allocated and usable; on success the object is deleted.
 Result<void> DeallocPd(Pd* pd);
-// DEALLOC_PD only; for Device::Close with the registry lock held.
+// DEALLOC_PD only (nothing for a parent domain); for Device::Close with the registry lock held.
 Result<void> ReleasePdOnDevice(Pd& pd);
 
 }  // namespace onchip::driver

@@ -9,6 +9,7 @@
 // Thread safety: every call locks the table.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -32,12 +33,14 @@ class SteeringTagTable {
   bool mkey_pcie_tph() const { return mkey_pcie_tph_; }
 
   // The entry index for (cpu, mem_type), programming it on first use. EOPNOTSUPP without an ST
-  // table (or one with fewer than 2 entries); ENOSPC when every entry is taken.
+  // table (or one with fewer than 2 entries); ENOSPC when every entry is taken. Indices stop at
+  // 255 (mkc.pcie_tph_steering_tag_index is 8 bits) whatever the table size.
   Result<uint8_t> Acquire(uint32_t cpu, uint8_t mem_type);
   // Drops one reference; the entry is free again (and cleared) when the last one goes.
   void Release(uint8_t index);
 
-  // The tag the platform assigns to (cpu, mem_type). See steering_tags.cc for the rule.
+  // The tag the platform assigns to (cpu, mem_type): (PM ? 0x8000 : 0) | (cpu & 0x7fff), a
+  // fixed rule in place of ACPI's _DSM; steering_tags.cc says why.
   static uint16_t TagFor(uint32_t cpu, uint8_t mem_type);
 
   uint32_t entries_in_use() const;
@@ -48,13 +51,15 @@ class SteeringTagTable {
     uint8_t mem_type = 0;
     uint32_t refs = 0;
   };
-  void Program(uint8_t index, uint16_t tag);
+  // Stores `tag` into entry `index` (mu_ held). EFAULT if the entry is outside BAR0.
+  Result<void> Program(uint8_t index, uint16_t tag);
 
   bus::Bus& bus_;
   const std::optional<vpci::TphCapability> table_;
   const bool mkey_pcie_tph_;
   mutable std::mutex mu_;
-  std::vector<Entry> entries_;  // by index; entry 0 unused
+  // By index, entry 0 unused; empty without mkey_pcie_tph or a usable (>= 2 entries) ST table.
+  std::vector<Entry> entries_;
 };
 
 }  // namespace onchip::driver

@@ -1,10 +1,14 @@
-#include "driver/verbs_dm.h"
+#include "driver/verbs_calls.h"
 
 #include <cerrno>
 
 #include "driver/dm.h"
+#include "driver/dmah.h"
 #include "driver/mr.h"
+#include "driver/mw.h"
+#include "driver/parent_domain.h"
 #include "driver/pd.h"
+#include "driver/td.h"
 
 namespace onchip::driver::verbs {
 namespace {
@@ -13,6 +17,20 @@ template <class T>
 T* OrErrno(Result<T*> r) {
   if (r) return *r;
   errno = r.error().errno_value();
+  return nullptr;
+}
+
+// The verbs struct a driver object embeds first, or NULL with errno.
+template <class V, class T>
+V* VerbsOrErrno(Result<T*> r) {
+  if (r) return &(*r)->ibv;
+  errno = r.error().errno_value();
+  return nullptr;
+}
+
+template <class V>
+V* Errno(int e) {
+  errno = e;
   return nullptr;
 }
 
@@ -60,5 +78,62 @@ int dv_init_dm(ibv_dm* dm, mlx5dv_dm* out) {
   QueryDv(*Dm::From(dm), out);
   return 0;
 }
+
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  return VerbsOrErrno<ibv_mr>(RegMr(pd ? Pd::From(pd) : nullptr, addr, length, iova, access));
+}
+
+ibv_mr* reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
+  if (pd == nullptr || attr == nullptr) return Errno<ibv_mr>(EINVAL);
+  constexpr uint64_t kKnown = IBV_REG_MR_MASK_IOVA | IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_FD |
+                              IBV_REG_MR_MASK_FD_OFFSET | IBV_REG_MR_MASK_DMAH |
+                              IBV_REG_MR_MASK_BUF;
+  const uint64_t mask = attr->comp_mask;
+  if (mask & ~kKnown) return Errno<ibv_mr>(EINVAL);
+  const bool by_addr = mask & IBV_REG_MR_MASK_ADDR;
+  const bool by_fd = mask & IBV_REG_MR_MASK_FD;
+  // rdma-core's ibv_cmd_reg_mr_ex: ADDR and FD exclusive, FD_OFFSET only with FD.
+  if (by_addr == by_fd && !(mask & IBV_REG_MR_MASK_BUF)) return Errno<ibv_mr>(EINVAL);
+  if (by_addr && (mask & IBV_REG_MR_MASK_FD_OFFSET)) return Errno<ibv_mr>(EINVAL);
+  if (by_fd || (mask & IBV_REG_MR_MASK_BUF)) return Errno<ibv_mr>(EOPNOTSUPP);  // no dma-buf
+  if ((attr->access & IBV_ACCESS_ON_DEMAND) && (mask & IBV_REG_MR_MASK_DMAH))
+    return Errno<ibv_mr>(EINVAL);
+  const uint64_t iova =
+      (mask & IBV_REG_MR_MASK_IOVA) ? attr->iova : reinterpret_cast<uintptr_t>(attr->addr);
+  Dmah* dmah = (mask & IBV_REG_MR_MASK_DMAH) && attr->dmah ? Dmah::From(attr->dmah) : nullptr;
+  if ((mask & IBV_REG_MR_MASK_DMAH) && dmah == nullptr) return Errno<ibv_mr>(EINVAL);
+  return VerbsOrErrno<ibv_mr>(RegMr(Pd::From(pd), attr->addr, attr->length, iova,
+                                    static_cast<unsigned>(attr->access), dmah));
+}
+
+ibv_td* alloc_td(ibv_context* context, ibv_td_init_attr* attr) {
+  if (attr == nullptr) return Errno<ibv_td>(EINVAL);
+  return VerbsOrErrno<ibv_td>(AllocTd(DeviceOf(context), *attr));
+}
+
+int dealloc_td(ibv_td* td) { return AsErrno(DeallocTd(td ? Td::From(td) : nullptr)); }
+
+ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr) {
+  if (attr == nullptr) return Errno<ibv_pd>(EINVAL);
+  auto device = DeviceOf(context);
+  if (!device) return Errno<ibv_pd>(EINVAL);
+  return OrErrno<ibv_pd>([&]() -> Result<ibv_pd*> {
+    ONCHIP_TRY(Pd * pad, AllocParentDomain(device, *attr));
+    return &pad->ibv;
+  }());
+}
+
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  return VerbsOrErrno<ibv_mw>(AllocMw(pd ? Pd::From(pd) : nullptr, static_cast<int>(type)));
+}
+
+int dealloc_mw(ibv_mw* mw) { return AsErrno(DeallocMw(mw ? Mw::From(mw) : nullptr)); }
+
+ibv_dmah* alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
+  if (attr == nullptr) return Errno<ibv_dmah>(EINVAL);
+  return VerbsOrErrno<ibv_dmah>(AllocDmah(DeviceOf(context), *attr));
+}
+
+int dealloc_dmah(ibv_dmah* dmah) { return AsErrno(DeallocDmah(dmah ? Dmah::From(dmah) : nullptr)); }
 
 }  // namespace onchip::driver::verbs

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "driver/context.h"
-#include "driver/verbs_dm.h"
+#include "driver/verbs_calls.h"
 #include "tools/sim/device.h"
 
 namespace onchip {

@@ -5,7 +5,7 @@
 #include <infiniband/verbs.h>
 
 #include "driver/context.h"
-#include "driver/verbs_dm.h"
+#include "driver/verbs_calls.h"
 #include "tools/sim/device.h"
 #include "uapi/cmd_status.h"
 

@@ -1,0 +1,88 @@
+#include "driver/mw.h"
+
+#include <cerrno>
+
+#include "driver/cmd/run.h"
+#include "uapi/prm/caps.h"
+#include "uapi/prm/mkey.h"
+
+namespace onchip::driver {
+namespace {
+
+// mlx5_ib_alloc_mw: roundup(max(num_klms, 1), 4) KLM entries, one octoword each.
+constexpr uint32_t kWindowKlmOctowords = 4;
+
+Result<void> DestroyMkey(Mw& mw) {
+  prm::Message<prm::destroy_mkey_in> in;
+  in.set(prm::destroy_mkey_in::opcode, prm::DESTROY_MKEY)
+      .set(prm::destroy_mkey_in::mkey_index, mw.mkey_index);
+  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_mkey_out>(mw.device->commander(), in));
+  (void)out;
+  return {};
+}
+
+}  // namespace
+
+Result<Mw*> AllocMw(Pd* pd, int type) {
+  if (pd == nullptr) return Fail(EINVAL, "alloc_mw: null PD");
+  Device& device = *pd->device;
+  if (!device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::imaicl))
+    return Fail(EOPNOTSUPP, "alloc_mw: the device has no memory windows (imaicl)");
+  if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+    return Fail(EINVAL, "alloc_mw: type must be IBV_MW_TYPE_1 or IBV_MW_TYPE_2");
+
+  auto lock = device.Locked();
+  if (device.closed() || !pd->live) return Fail(EIO, "alloc_mw: device closed");
+  const uint8_t variant = device.NextMkeyVariant();
+  using C = prm::create_mkey_in;
+  constexpr auto mkc = C::memory_key_mkey_entry;
+  prm::Message<C> in;
+  in.set(C::opcode, prm::CREATE_MKEY)
+      .set(mkc.free, 1)
+      .set(mkc.umr_en, 1)
+      .set(mkc.lr, 1)
+      .set(mkc.access_mode_1_0, prm::MKC_ACCESS_MODE_KLMS & 0x3)
+      .set(mkc.access_mode_4_2, prm::MKC_ACCESS_MODE_KLMS >> 2)
+      .set(mkc.en_rinval, type == IBV_MW_TYPE_2 ? 1 : 0)
+      .set(mkc.qpn, 0xffffff)
+      .set(mkc.mkey_7_0, variant)
+      .set(mkc.pd, pd->protection().pdn)
+      .set(mkc.translations_octword_size, kWindowKlmOctowords);
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
+
+  auto* mw = new Mw{};
+  mw->device = pd->device;
+  mw->pd = pd;
+  mw->mkey_index = out.get(prm::create_mkey_out::mkey_index);
+  mw->ibv.context = device.verbs();
+  mw->ibv.pd = &pd->ibv;
+  mw->ibv.rkey = (mw->mkey_index << 8) | variant;
+  mw->ibv.handle = mw->mkey_index;
+  mw->ibv.type = static_cast<ibv_mw_type>(type);
+  pd->usecnt.fetch_add(1);
+  device.AddLocked(mw);
+  return mw;
+}
+
+Result<void> ReleaseMwOnDevice(Mw& mw) {
+  mw.live = false;
+  mw.pd->usecnt.fetch_sub(1);
+  return DestroyMkey(mw);
+}
+
+Result<void> DeallocMw(Mw* mw) {
+  if (mw == nullptr) return Fail(EINVAL, "dealloc_mw: null");
+  {
+    auto lock = mw->device->Locked();
+    if (mw->live) {
+      ONCHIP_CHECK(DestroyMkey(*mw));
+      mw->live = false;
+      mw->pd->usecnt.fetch_sub(1);
+      mw->device->RemoveLocked(mw);
+    }
+  }
+  delete mw;
+  return {};
+}
+
+}  // namespace onchip::driver

@@ -1,0 +1,81 @@
+// UARs: the 4 KiB pages of BAR0 that carry a process's doorbells and BlueFlame registers.
+//
+// ALLOC_UAR returns a UAR index; page i sits at BAR0 offset i * 4 KiB. A BlueFlame register
+// (bfreg) is the write-combined buffer at page offset 0x800: bf_reg_size bytes
+// (1 << cmd_hca_cap.log_bf_reg_size) used as two halves of bf_reg_size / 2 that alternate, so a
+// new WQE copy never overlaps the previous one in the write-combining buffers.
+//
+// Two kinds, as rdma-core's mlx5 has them:
+//   - dedicated: a UAR of its own (ALLOC_UAR now, DEALLOC_UAR when released) whose bfreg has a
+//     single user, so posting through it takes no lock. A thread domain owns one.
+//   - shared: the device's non-cached UAR, allocated on first use and kept until Close; its
+//     doorbell register serves every QP without a dedicated one (and thread domains on a device
+//     without BlueFlame), so writers lock it.
+// This driver gives each dedicated bfreg its own UAR page (rdma-core packs two per page).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "driver/bus/bus.h"
+#include "driver/caps.h"
+#include "driver/cmd/commander.h"
+#include "uapi/result.h"
+
+namespace onchip::driver {
+
+inline constexpr uint64_t kUarPageBytes = 4096;
+inline constexpr uint64_t kBlueFlameOffset = 0x800;
+
+// One doorbell / BlueFlame register. `reg` is the CPU address of its first half.
+struct Bfreg {
+  uint32_t uar_index = 0;
+  std::byte* reg = nullptr;
+  uint32_t buf_size = 0;   // one half: the most a BlueFlame copy may write; 0 = doorbell only
+  bool blueflame = false;  // false: the non-cached doorbell of the shared UAR
+  bool need_lock = true;   // shared registers serialise their writers on `lock`
+  uint32_t offset = 0;     // which half the next copy uses (0 or buf_size)
+  std::mutex lock;
+
+  // The half to write now, and flip to the other for the next post (caller holds `lock` when
+  // need_lock).
+  std::byte* NextHalf() {
+    std::byte* at = reg + offset;
+    offset ^= buf_size;
+    return at;
+  }
+};
+
+class Uars {
+ public:
+  Uars(cmd::Commander& commander, bus::Bus& bus, const Caps& caps);
+  ~Uars();
+
+  // cmd_hca_cap.bf: the device has BlueFlame registers.
+  bool blueflame() const { return bf_reg_size_ != 0; }
+  uint32_t bf_reg_size() const { return bf_reg_size_; }
+
+  // A dedicated UAR (ALLOC_UAR) and its lock-free bfreg. Needs BlueFlame (EOPNOTSUPP without).
+  Result<std::unique_ptr<Bfreg>> AllocDedicated();
+  // DEALLOC_UAR; on failure the bfreg stays valid and allocated.
+  Result<void> FreeDedicated(std::unique_ptr<Bfreg>& bfreg);
+
+  // The shared non-cached UAR's register, allocating the UAR on first use.
+  Result<Bfreg*> Shared();
+  // DEALLOC_UAR of the shared UAR if one was allocated; for Device::Close.
+  Result<void> ReleaseShared();
+
+ private:
+  Result<uint32_t> AllocUar();
+  Result<void> DeallocUar(uint32_t index);
+  Result<std::byte*> Page(uint32_t index);
+
+  cmd::Commander& commander_;
+  bus::Bus& bus_;
+  const uint32_t bf_reg_size_;
+  std::mutex shared_mu_;
+  std::unique_ptr<Bfreg> shared_;
+};
+
+}  // namespace onchip::driver
