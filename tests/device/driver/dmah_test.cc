@@ -14,10 +14,14 @@
 #include <vector>
 
 #include "driver/bus/sim/sim_bus.h"
+#include "driver/cmd/run.h"
 #include "driver/context.h"
 #include "driver/dmah.h"
+#include "driver/mr.h"
+#include "driver/pd.h"
 #include "driver/steering_tags.h"
 #include "tools/sim/device.h"
+#include "uapi/prm/mkey.h"
 
 namespace onchip {
 namespace {
@@ -304,6 +308,56 @@ TEST_F(DmahTest, FullTableIsEnospcAndAReleasedEntryIsReused) {
   EXPECT_EQ(d->st_index, freed);
   EXPECT_EQ(sim_->SteeringTag(freed), uint16_t{0x8001});
   for (Dmah* x : {a, c, shared, d}) Free(x);
+}
+
+// ---- memory regions registered with a handle ----
+
+TEST_F(DmahTest, MrCarriesTheHandlesTphFieldsAndPinsIt) {
+  auto pd = driver::AllocPd(ctx_->shared_device());
+  ASSERT_TRUE(pd) << pd.error().describe();
+  Dmah* with_tag = MustAlloc(Attr(kPh | kCpu | kType, 2, 0, IBV_TPH_MEM_TYPE_PM));
+  Dmah* hint_only = MustAlloc(Attr(kPh, 1));
+  ASSERT_TRUE(with_tag && hint_only);
+  alignas(4096) static std::byte buf[2][4096];
+  auto mr = driver::RegMr(*pd, buf[0], sizeof buf[0], reinterpret_cast<uint64_t>(buf[0]),
+                          IBV_ACCESS_LOCAL_WRITE, with_tag);
+  ASSERT_TRUE(mr) << mr.error().describe();
+  auto mr2 = driver::RegMr(*pd, buf[1], sizeof buf[1], reinterpret_cast<uint64_t>(buf[1]),
+                           IBV_ACCESS_LOCAL_WRITE, hint_only);
+  ASSERT_TRUE(mr2) << mr2.error().describe();
+
+  // What the device holds for each mkey (QUERY_MKEY).
+  constexpr auto kMkc = prm::query_mkey_out::memory_key_mkey_entry;
+  auto query = [&](uint32_t mkey) {
+    prm::Message<prm::query_mkey_in> in;
+    in.set(prm::query_mkey_in::opcode, prm::QUERY_MKEY)
+        .set(prm::query_mkey_in::mkey_index, mkey >> 8);
+    auto out = cmd::Run<prm::query_mkey_out>(ctx_->device().commander(), in);
+    EXPECT_TRUE(out) << out.error().describe();
+    return out ? std::move(*out) : prm::Message<prm::query_mkey_out>();
+  };
+  auto q = query((*mr)->ibv.lkey);
+  EXPECT_EQ(q.get(kMkc.pcie_tph_en), 1u);
+  EXPECT_EQ(q.get(kMkc.pcie_tph_ph), 2u);
+  EXPECT_EQ(q.get(kMkc.pcie_tph_steering_tag_index), with_tag->st_index);
+  EXPECT_NE(with_tag->st_index, 0u);
+  auto q2 = query((*mr2)->ibv.lkey);
+  EXPECT_EQ(q2.get(kMkc.pcie_tph_en), 1u);
+  EXPECT_EQ(q2.get(kMkc.pcie_tph_ph), 1u);
+  EXPECT_EQ(q2.get(kMkc.pcie_tph_steering_tag_index), 0u);
+
+  // EBUSY while an MR uses it; the handle and its tag stay.
+  for (Dmah* d : {with_tag, hint_only}) {
+    auto busy = driver::DeallocDmah(d);
+    ASSERT_FALSE(busy);
+    EXPECT_EQ(busy.error().errno_value(), EBUSY);
+  }
+  EXPECT_EQ(sim_->SteeringTag(with_tag->st_index), uint16_t{0x8000});
+  EXPECT_TRUE(driver::DeregMr(*mr));
+  EXPECT_TRUE(driver::DeregMr(*mr2));
+  Free(with_tag);
+  Free(hint_only);
+  EXPECT_TRUE(driver::DeallocPd(*pd));
 }
 
 // ---- lifetime ----
