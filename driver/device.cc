@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "uapi/prm/caps.h"
 
@@ -31,6 +33,37 @@ std::string TeardownReport::describe() const {
   std::string out(buf);
   if (first_error) out += "; first error: " + first_error->describe();
   return out;
+}
+
+namespace {
+
+// Provider contexts -> the device serving them (embedded contexts carry their device).
+std::mutex& ProviderContextsMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<ibv_context*, Device*>& ProviderContexts() {
+  static std::map<ibv_context*, Device*> contexts;
+  return contexts;
+}
+
+}  // namespace
+
+void Device::SetVerbsContext(ibv_context* context) {
+  std::lock_guard lock(ProviderContextsMu());
+  if (verbs_override_) ProviderContexts().erase(verbs_override_);
+  verbs_override_ = context;
+  if (context) ProviderContexts()[context] = this;
+}
+
+Device* Device::FromVerbs(ibv_context* ctx) {
+  if (ctx == nullptr) return nullptr;
+  {
+    std::lock_guard lock(ProviderContextsMu());
+    if (auto it = ProviderContexts().find(ctx); it != ProviderContexts().end()) return it->second;
+  }
+  // Not a provider context: an embedded one, which records its device after the ibv_context.
+  return reinterpret_cast<VerbsContext*>(ctx)->device;
 }
 
 Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
@@ -73,7 +106,10 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   return {};
 }
 
-Device::~Device() { Close(); }
+Device::~Device() {
+  Close();
+  SetVerbsContext(nullptr);
+}
 
 TeardownReport Device::Close() {
   TeardownReport report;

@@ -94,15 +94,14 @@ class Device : public std::enable_shared_from_this<Device> {
 
   // The ibv_context new objects point at (ibv_dm.context, ibv_pd.context, ibv_mr.context): the
   // embedded one, or the provider's own verbs context once set with SetVerbsContext (call it
-  // before creating objects).
+  // before creating objects; nullptr goes back to the embedded one).
   ibv_context* verbs() { return verbs_override_ ? verbs_override_ : &verbs_.ibv; }
-  void SetVerbsContext(ibv_context* context) { verbs_override_ = context; }
-  // The embedded context, always; the one FromVerbs maps back (driver/verbs_calls.h takes it).
+  void SetVerbsContext(ibv_context* context);
+  // The embedded context, always.
   ibv_context* embedded_verbs() { return &verbs_.ibv; }
-  // Only for embedded_verbs() pointers.
-  static Device* FromVerbs(ibv_context* ctx) {
-    return ctx ? reinterpret_cast<VerbsContext*>(ctx)->device : nullptr;
-  }
+  // The device serving `ctx`: its embedded context or the one set with SetVerbsContext (a
+  // process-wide lookup, for the verbs calls of driver/verbs_calls.h); null for any other.
+  static Device* FromVerbs(ibv_context* ctx);
 
   // The registry of live objects. Add/Remove take the registry lock; Locked() is for callers
   // that must check `closed()` and change an object atomically with respect to Close().

@@ -6,7 +6,8 @@
 //     ibv_alloc_mw, ibv_alloc_dmah, ibv_reg_mr_ex);
 //   - returning int: 0 or the errno itself (ibv_free_dm, ibv_dealloc_pd, ibv_dereg_mr,
 //     ibv_dealloc_td, ibv_dealloc_mw, ibv_dealloc_dmah, mlx5dv_init_obj).
-// The context must be a Device's embedded one (Device::embedded_verbs(), Context::verbs()).
+// The context is one a Device serves: its embedded one (Context::verbs()) or the provider's
+// (Device::SetVerbsContext).
 #pragma once
 
 #include <infiniband/mlx5dv.h>
