@@ -244,4 +244,10 @@ void* _verbs_init_and_alloc_context(ibv_device* device, int cmd_fd, size_t alloc
 void verbs_uninit_context(verbs_context* context);
 // Installs every non-null op of `ops`.
 void verbs_set_ops(verbs_context* vctx, const onchip::verbs::abi::verbs_context_ops* ops);
+
+// Public since IBVERBS_1.1 but declared only in driver.h: keep [base, base + size) out of forked
+// children (madvise DONTFORK, reference-counted per page once ibv_fork_init ran; a no-op
+// otherwise), and undo it. ibv_reg_mr and ibv_dereg_mr pair them for every plain host MR.
+int ibv_dontfork_range(void* base, size_t size);
+int ibv_dofork_range(void* base, size_t size);
 }

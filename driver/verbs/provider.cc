@@ -21,11 +21,12 @@
 #include <new>
 #include <string>
 
-#include "driver/dm.h"
-#include "driver/pd.h"
+#include "driver/mr.h"
 #include "driver/verbs/abi34.h"
 #include "driver/verbs/attributes.h"
+#include "driver/verbs/provider.h"
 #include "driver/verbs/session.h"
+#include "driver/verbs_calls.h"
 
 namespace onchip::verbs {
 namespace {
@@ -105,36 +106,17 @@ int QueryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   return PortAttributes(c->session->device(), c->id, port, attr);
 }
 
-ibv_pd* AllocPd(ibv_context* context) {
-  auto pd = driver::AllocPd(From(context)->session->shared_device());
-  if (!pd) {
-    errno = pd.error().errno_value();
-    return nullptr;
-  }
-  return &(*pd)->ibv;
-}
+// ibv_dereg_mr hands over the verbs_mr; driver::Mr begins with that very layout.
+static_assert(offsetof(driver::Mr, ibv) == offsetof(abi::verbs_mr, mr));
+static_assert(offsetof(driver::Mr, mr_type) == offsetof(abi::verbs_mr, mr_type));
+static_assert(offsetof(driver::Mr, access) == offsetof(abi::verbs_mr, access));
 
-int DeallocPd(ibv_pd* pd) {
-  auto r = driver::DeallocPd(driver::Pd::From(pd));
-  return r ? 0 : r.error().errno_value();
-}
+int DeregMr(abi::verbs_mr* vmr) { return driver::verbs::dereg_mr(&vmr->mr); }
 
-ibv_dm* AllocDm(ibv_context* context, ibv_alloc_dm_attr* attr) {
-  if (attr == nullptr) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  auto dm = driver::AllocDm(From(context)->session->shared_device(), *attr, nullptr);
-  if (!dm) {
-    errno = dm.error().errno_value();
-    return nullptr;
-  }
-  return &(*dm)->ibv;  // its context is ours (SetVerbsContext): ibv_alloc_dm fills nothing in
-}
-
-int FreeDm(ibv_dm* dm) {
-  auto r = driver::FreeDm(driver::Dm::From(dm));
-  return r ? 0 : r.error().errno_value();
+// libibverbs' ibv_reg_mr(_iova2) then fills mr->context, pd, addr and length itself (the same
+// values the driver set).
+ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
+  return driver::verbs::reg_mr(pd, addr, length, hca_va, static_cast<unsigned>(access));
 }
 
 void FreeContext(ibv_context* context) {
@@ -147,13 +129,24 @@ void FreeContext(ibv_context* context) {
 
 const verbs_context_ops kContextOps = [] {
   verbs_context_ops ops{};
-  ops.alloc_dm = AllocDm;
-  ops.alloc_pd = AllocPd;
-  ops.dealloc_pd = DeallocPd;
+  // The verbs_calls.h entry points have exactly these signatures: the driver's objects are the
+  // verbs objects libibverbs hands to the application. bind_mw stays libibverbs' EOPNOTSUPP
+  // (binding is a send-queue operation: no data path yet).
+  ops.alloc_dm = driver::verbs::alloc_dm;
+  ops.alloc_mw = driver::verbs::alloc_mw;
+  ops.alloc_parent_domain = driver::verbs::alloc_parent_domain;
+  ops.alloc_pd = driver::verbs::alloc_pd;
+  ops.alloc_td = driver::verbs::alloc_td;
+  ops.dealloc_mw = driver::verbs::dealloc_mw;
+  ops.dealloc_pd = driver::verbs::dealloc_pd;  // parent domains too
+  ops.dealloc_td = driver::verbs::dealloc_td;
+  ops.dereg_mr = DeregMr;
   ops.free_context = FreeContext;
-  ops.free_dm = FreeDm;
+  ops.free_dm = driver::verbs::free_dm;
   ops.query_device_ex = QueryDeviceEx;
   ops.query_port = QueryPort;
+  ops.reg_dm_mr = driver::verbs::reg_dm_mr;
+  ops.reg_mr = RegMr;
   return ops;
 }();
 
@@ -196,6 +189,8 @@ verbs_device* AllocDevice(verbs_sysfs_dev* sysfs) {
   d->id.node_guid = ReadGuid(path + "/node_guid");
   d->id.sys_image_guid = ReadGuid(path + "/sys_image_guid");
   d->id.gid_table_len = CountGids(path);
+  // The driver accepts the optional access bits (relaxed ordering): let ibv_reg_mr pass them.
+  d->vdev.core_support = abi::kCoreSupportOptionalMrAccess;
   return &d->vdev;
 }
 
@@ -223,4 +218,11 @@ const verbs_device_ops kDeviceOps = {
 __attribute__((constructor)) void RegisterProvider() { verbs_register_driver_34(&kDeviceOps); }
 
 }  // namespace
+
+bool IsOnchipContext(const ibv_context* context) {
+  // Every device libibverbs 44 lists is a verbs_device; ours carry kDeviceOps.
+  return context != nullptr && context->device != nullptr &&
+         reinterpret_cast<const verbs_device*>(context->device)->ops == &kDeviceOps;
+}
+
 }  // namespace onchip::verbs

@@ -145,10 +145,11 @@ static void check_objects(struct ibv_context* ctx) {
   CHECK(cq == NULL && errno == EOPNOTSUPP, "ibv_create_cq: NULL, errno %d (EOPNOTSUPP)", errno);
   struct ibv_pd* pd2 = ibv_alloc_pd(ctx);
   if (pd2) {
-    char buf[64];
+    struct ibv_srq_init_attr srq_attr = {.attr = {.max_wr = 16, .max_sge = 1}};
     errno = 0;
-    struct ibv_mr* mr = ibv_reg_mr(pd2, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-    CHECK(mr == NULL && errno == EOPNOTSUPP, "ibv_reg_mr: NULL, errno %d (EOPNOTSUPP)", errno);
+    struct ibv_srq* srq = ibv_create_srq(pd2, &srq_attr);
+    CHECK(srq == NULL && errno == EOPNOTSUPP, "ibv_create_srq: NULL, errno %d (EOPNOTSUPP)",
+          errno);
     ibv_dealloc_pd(pd2);
   }
 

@@ -1,0 +1,87 @@
+// The C functions libonchip-rdmav34.so exports under upstream names, for programs that link
+// onchip (-lonchip-rdmav34) instead of libmlx5 or a newer libibverbs:
+//   - ibv_alloc_dmah, ibv_dealloc_dmah, ibv_reg_mr_ex: libibverbs API newer than Debian's 44
+//     (declared by uapi/verbs/dmah.h);
+//   - mlx5dv_alloc_dm, mlx5dv_init_obj (MLX5DV_OBJ_DM only): libmlx5's, whose own versions refuse
+//     any device that is not libmlx5's.
+// Each acts only on objects of a context onchip's provider opened (IsOnchipContext): a null
+// object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device).
+// Errors follow verbs_calls.h: NULL with errno, or the errno returned.
+//
+// exports.lds makes these five the library's only dynamic symbols.
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "driver/verbs/abi34.h"
+#include "driver/verbs/provider.h"
+#include "driver/verbs_calls.h"
+#include "uapi/verbs/dmah.h"
+
+namespace {
+
+using onchip::verbs::IsOnchipContext;
+
+// 0 when `context` is onchip's, else the errno the exported call fails with.
+int Refusal(const ibv_context* context) {
+  if (context == nullptr) return EINVAL;
+  return IsOnchipContext(context) ? 0 : EOPNOTSUPP;
+}
+
+template <class T>
+T* FailWith(int e) {
+  errno = e;
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+ibv_dmah* ibv_alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
+  if (int e = Refusal(context)) return FailWith<ibv_dmah>(e);
+  return onchip::driver::verbs::alloc_dmah(context, attr);
+}
+
+int ibv_dealloc_dmah(ibv_dmah* dmah) {
+  if (dmah == nullptr) return EINVAL;
+  if (int e = Refusal(dmah->context)) return e;
+  return onchip::driver::verbs::dealloc_dmah(dmah);
+}
+
+// As libibverbs' ibv_reg_mr does, host memory is kept out of forked children for the MR's
+// lifetime (ibv_dontfork_range): libibverbs' ibv_dereg_mr undoes it (ibv_dofork_range) for
+// every plain MR without ON_DEMAND.
+ibv_mr* ibv_reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
+  if (pd == nullptr || attr == nullptr) return FailWith<ibv_mr>(EINVAL);
+  if (int e = Refusal(pd->context)) return FailWith<ibv_mr>(e);
+  const bool host_pages = (attr->comp_mask & IBV_REG_MR_MASK_ADDR) &&
+                          !(attr->access & IBV_ACCESS_ON_DEMAND);
+  if (host_pages && ibv_dontfork_range(attr->addr, attr->length) != 0) return nullptr;
+  ibv_mr* mr = onchip::driver::verbs::reg_mr_ex(pd, attr);
+  if (mr == nullptr && host_pages) {
+    const int e = errno;
+    ibv_dofork_range(attr->addr, attr->length);
+    errno = e;
+  }
+  return mr;
+}
+
+ibv_dm* mlx5dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* dm_attr,
+                        mlx5dv_alloc_dm_attr* mlx5_dm_attr) {
+  if (int e = Refusal(context)) return FailWith<ibv_dm>(e);
+  return onchip::driver::verbs::dv_alloc_dm(context, dm_attr, mlx5_dm_attr);
+}
+
+// Only MLX5DV_OBJ_DM: onchip has no QP, CQ, SRQ, RWQ, AH or PD internals to expose yet.
+int mlx5dv_init_obj(mlx5dv_obj* obj, uint64_t obj_type) {
+  if (obj_type & ~uint64_t{MLX5DV_OBJ_DM}) return EOPNOTSUPP;
+  if (obj_type == 0) return 0;
+  if (obj == nullptr || obj->dm.in == nullptr || obj->dm.out == nullptr) return EINVAL;
+  if (int e = Refusal(obj->dm.in->context)) return e;
+  return onchip::driver::verbs::dv_init_dm(obj->dm.in, obj->dm.out);
+}
+
+}  // extern "C"
