@@ -170,6 +170,25 @@ void RegDmMr(benchmark::State& state) {
   driver::verbs::dealloc_pd(pd);
 }
 
+// The host-memory equivalent: registering (and deregistering) the same length of host memory,
+// which maps its pages for the device and writes an MTT.
+void RegHostMr(benchmark::State& state) {
+  Fixture& f = F();
+  ibv_pd* pd = driver::verbs::alloc_pd(f.ctx->verbs());
+  if (pd == nullptr) {
+    state.SkipWithError("alloc_pd failed");
+    return;
+  }
+  const auto len = static_cast<std::size_t>(state.range(0));
+  void* addr = f.host.data();
+  const unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  for (auto _ : state) {
+    ibv_mr* mr = driver::verbs::reg_mr(pd, addr, len, reinterpret_cast<uintptr_t>(addr), access);
+    if (mr == nullptr || driver::verbs::dereg_mr(mr) != 0) state.SkipWithError("reg/dereg failed");
+  }
+  driver::verbs::dealloc_pd(pd);
+}
+
 void AllocFreeDm(benchmark::State& state) {
   Fixture& f = F();
   ibv_alloc_dm_attr attr{.length = static_cast<size_t>(state.range(0)), .log_align_req = 0,
@@ -218,6 +237,7 @@ BENCHMARK(AllocFreeDm)->Name("alloc_free_dm.onchip")->Arg(64)->UseRealTime();
 BENCHMARK(HostAllocFree)->Name("alloc_free_dm.host")->Arg(64)->UseRealTime();
 BENCHMARK(AllocFreeDmDriverOnly)->Name("alloc_free_dm.driver_logic_only/64");
 BENCHMARK(RegDmMr)->Name("reg_dereg_dm_mr.onchip")->Arg(64)->Arg(kDmBytes)->UseRealTime();
+BENCHMARK(RegHostMr)->Name("reg_dereg_dm_mr.host")->Arg(64)->Arg(kDmBytes)->UseRealTime();
 
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:

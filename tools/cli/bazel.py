@@ -16,9 +16,16 @@ def run(args):
 
 
 def query_tests(targets, tiers):
-    expr = "tests(%s)" % " + ".join(targets)
-    if tiers:
-        expr = "attr(tags, '%s', %s)" % ("|".join(tiers.split(",")), expr)
+    """The test targets under `targets` whose tags match `tiers` (Bazel's tag-filter syntax:
+    comma-separated, a leading '-' excludes)."""
+    every = "tests(%s)" % " + ".join(targets)
+    expr = every
+    wanted = [t for t in (tiers or "").split(",") if t and not t.startswith("-")]
+    excluded = [t[1:] for t in (tiers or "").split(",") if t.startswith("-")]
+    if wanted:
+        expr = "attr(tags, '\\b(%s)\\b', %s)" % ("|".join(wanted), expr)
+    if excluded:
+        expr = "(%s) except attr(tags, '\\b(%s)\\b', %s)" % (expr, "|".join(excluded), every)
     out = subprocess.run(["bazel", "query", expr, "--output=label"], capture_output=True, text=True)
     if out.returncode != 0:
         progress.fail("bazel query failed: %s" % out.stderr.strip().splitlines()[-1:])

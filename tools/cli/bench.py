@@ -22,7 +22,10 @@ import progress
 import report
 
 MODES = {
-    "quick": ["--benchmark_min_time=0.002", "--benchmark_repetitions=3"],
+    # --quick leaves out the 1 GiB hugepage-versus-4k read test: faulting in 2 GiB takes longer
+    # than the whole quick budget.
+    "quick": ["--benchmark_min_time=0.002", "--benchmark_repetitions=3",
+              "--benchmark_filter=-random_read_1GiB"],
     "default": ["--benchmark_min_time=0.02", "--benchmark_repetitions=5"],
     "full": ["--benchmark_min_time=0.2", "--benchmark_repetitions=15"],
 }

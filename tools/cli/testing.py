@@ -5,7 +5,8 @@ included, so nothing rots), `bazel test` over every test target, then a per-targ
 from each target's JUnit XML. The last line is `N passed, N failed, N skipped` counting test
 cases, not targets. A target that crashed before writing its XML counts as one failed case.
 
---sanitize runs the tier0 (unit) and tier1 (software ConnectX) tests under ASan+UBSan.
+--sanitize runs the tier0 (unit) and tier1 (software ConnectX) tests under ASan+UBSan, then the
+tests tagged tsan (the concurrency tests) under TSan.
 """
 import os
 import subprocess
@@ -58,28 +59,43 @@ def summarize(targets, testlogs):
     return totals
 
 
-def run(args):
-    config = ["--config=sanitize"] if args.sanitize else []
-    tiers = "tier0,tier1" if args.sanitize else args.tiers
-    targets = args.targets or ["//..."]
+def run_pass(label, config, tiers, targets):
+    """Builds and runs one pass; returns (passed, failed, skipped, bazel exit code)."""
     filters = ["--test_tag_filters=" + tiers] if tiers else []
-
-    progress.step("building %s%s" % (" ".join(targets), " under ASan+UBSan" if args.sanitize else ""))
-    if bazel.run(["build"] + config + ["--", *targets]) != 0:
+    build_filters = ["--build_tag_filters=" + tiers] if label == "TSan" else []
+    progress.step("building %s%s" % (" ".join(targets), " under " + label if label else ""))
+    if bazel.run(["build"] + config + build_filters + ["--", *targets]) != 0:
         progress.fail("build failed")
-        print("0 passed, 1 failed")
-        return 1
-
+        return 0, 1, 0, 1
     tests = bazel.query_tests(targets, tiers)
-    progress.step("running %d test targets%s" % (len(tests), " (" + tiers + ")" if tiers else ""))
+    progress.step("running %d test targets%s%s" % (len(tests), " (" + tiers + ")" if tiers else "",
+                                                  " under " + label if label else ""))
     code = bazel.run(["test", "-k"] + config + filters + ["--", *targets])
-    totals = summarize(tests, bazel.info("bazel-testlogs", config))
-    passed, failed, skipped = totals
+    passed, failed, skipped = summarize(tests, bazel.info("bazel-testlogs", config))
     if code not in (0, 3, 4) and failed == 0:
         failed = 1  # Bazel failed outside any test case
+    return passed, failed, skipped, code
+
+
+def run(args):
+    targets = args.targets or ["//..."]
+    if args.sanitize:
+        # ASan+UBSan over the unit and software-ConnectX tiers, then TSan over the tests tagged
+        # "tsan" (the concurrency tests), each in its own output tree (--platform_suffix).
+        passes = [("ASan+UBSan", ["--config=sanitize"], "tier0,tier1,-nosanitize"),
+                  ("TSan", ["--config=tsan"], "tsan")]
+    else:
+        passes = [("", [], args.tiers)]
+    totals = [0, 0, 0]
+    ok = True
+    for label, config, tiers in passes:
+        p, f, s, code = run_pass(label, config, tiers, targets)
+        totals = [totals[0] + p, totals[1] + f, totals[2] + s]
+        ok = ok and f == 0 and code in (0, 4)
+    passed, failed, skipped = totals
     print()
     line = "%d passed, %d failed" % (passed, failed)
     if skipped:
         line += ", %d skipped" % skipped
     print(line, flush=True)
-    return 0 if failed == 0 and code in (0, 4) else 1
+    return 0 if ok else 1
