@@ -5,7 +5,9 @@
 //   - mlx5dv_alloc_dm, mlx5dv_init_obj (MLX5DV_OBJ_DM only): libmlx5's, whose own versions refuse
 //     any device that is not libmlx5's.
 // Each acts only on objects of a context onchip's provider opened (IsOnchipContext): a null
-// object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device).
+// object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device),
+// and in a forked child of the opening process the calls that command the device are ENODEV
+// (the device's threads stayed in the parent; see provider.cc).
 // Errors follow verbs_calls.h: NULL with errno, or the errno returned.
 //
 // exports.lds makes these five the library's only dynamic symbols.
@@ -23,11 +25,18 @@
 namespace {
 
 using onchip::verbs::IsOnchipContext;
+using onchip::verbs::OpenedInThisProcess;
 
 // 0 when `context` is onchip's, else the errno the exported call fails with.
 int Refusal(const ibv_context* context) {
   if (context == nullptr) return EINVAL;
   return IsOnchipContext(context) ? 0 : EOPNOTSUPP;
+}
+
+// As Refusal, and ENODEV outside the process that opened `context`.
+int CommandRefusal(const ibv_context* context) {
+  if (int e = Refusal(context)) return e;
+  return OpenedInThisProcess(context) ? 0 : ENODEV;
 }
 
 template <class T>
@@ -41,13 +50,13 @@ T* FailWith(int e) {
 extern "C" {
 
 ibv_dmah* ibv_alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
-  if (int e = Refusal(context)) return FailWith<ibv_dmah>(e);
+  if (int e = CommandRefusal(context)) return FailWith<ibv_dmah>(e);
   return onchip::driver::verbs::alloc_dmah(context, attr);
 }
 
 int ibv_dealloc_dmah(ibv_dmah* dmah) {
   if (dmah == nullptr) return EINVAL;
-  if (int e = Refusal(dmah->context)) return e;
+  if (int e = CommandRefusal(dmah->context)) return e;
   return onchip::driver::verbs::dealloc_dmah(dmah);
 }
 
@@ -56,7 +65,7 @@ int ibv_dealloc_dmah(ibv_dmah* dmah) {
 // every plain MR without ON_DEMAND.
 ibv_mr* ibv_reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
   if (pd == nullptr || attr == nullptr) return FailWith<ibv_mr>(EINVAL);
-  if (int e = Refusal(pd->context)) return FailWith<ibv_mr>(e);
+  if (int e = CommandRefusal(pd->context)) return FailWith<ibv_mr>(e);
   const bool host_pages = (attr->comp_mask & IBV_REG_MR_MASK_ADDR) &&
                           !(attr->access & IBV_ACCESS_ON_DEMAND);
   if (host_pages && ibv_dontfork_range(attr->addr, attr->length) != 0) return nullptr;
@@ -71,7 +80,7 @@ ibv_mr* ibv_reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
 
 ibv_dm* mlx5dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* dm_attr,
                         mlx5dv_alloc_dm_attr* mlx5_dm_attr) {
-  if (int e = Refusal(context)) return FailWith<ibv_dm>(e);
+  if (int e = CommandRefusal(context)) return FailWith<ibv_dm>(e);
   return onchip::driver::verbs::dv_alloc_dm(context, dm_attr, mlx5_dm_attr);
 }
 

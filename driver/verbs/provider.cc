@@ -20,6 +20,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "driver/mr.h"
 #include "driver/verbs/abi34.h"
@@ -50,6 +51,7 @@ struct OnchipContext {
   verbs_context vctx;  // libibverbs' part; its ibv_context is its last member
   Session* session;
   Identity id;  // the device's, with the firmware version this session's device reports
+  pid_t owner;  // the process that opened it: the only one its software ConnectX runs in
 };
 
 OnchipContext* From(ibv_context* ctx) {
@@ -119,9 +121,49 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access
   return driver::verbs::reg_mr(pd, addr, length, hca_va, static_cast<unsigned>(access));
 }
 
+// ---- the process that opened the context ----
+//
+// The software ConnectX runs as threads of the process that opened the context. A forked child
+// inherits the context and the device's shared mappings but none of its threads: a command it
+// posted would land in the parent's command queue (or never complete), corrupting the parent's
+// device. So every op that commands the device answers ENODEV outside the opening process: the
+// child has no device. (Queries answer from the caps read at open and stay available.)
+
+ibv_context* ContextOf(ibv_context* c) { return c; }
+ibv_context* ContextOf(ibv_pd* pd) { return pd->context; }
+ibv_context* ContextOf(ibv_dm* dm) { return dm->context; }
+ibv_context* ContextOf(ibv_mw* mw) { return mw->context; }
+ibv_context* ContextOf(ibv_td* td) { return td->context; }
+ibv_context* ContextOf(abi::verbs_mr* vmr) { return vmr->mr.context; }
+
+bool InOpeningProcess(const ibv_context* context) {
+  return From(const_cast<ibv_context*>(context))->owner == getpid();
+}
+
+template <auto Op>
+struct OwnerOnly;
+
+template <class R, class Object, class... Args, R (*Op)(Object*, Args...)>
+struct OwnerOnly<Op> {
+  static R Call(Object* object, Args... args) {
+    // A null object is the driver's to refuse (EINVAL), as rdma-core's would crash or refuse.
+    if (object != nullptr && !InOpeningProcess(ContextOf(object))) {
+      if constexpr (std::is_pointer_v<R>) {
+        errno = ENODEV;
+        return nullptr;
+      } else {
+        return ENODEV;
+      }
+    }
+    return Op(object, args...);
+  }
+};
+
 void FreeContext(ibv_context* context) {
   OnchipContext* c = From(context);
-  delete c->session;  // driver teardown, then the device stops
+  // In a forked child the device's threads do not exist: leave the parent's device alone and
+  // release only what libibverbs gave this process.
+  if (InOpeningProcess(context)) delete c->session;  // driver teardown, then the device stops
   c->session = nullptr;
   verbs_uninit_context(&c->vctx);  // closes cmd_fd and async_fd
   std::free(c);
@@ -132,21 +174,21 @@ const verbs_context_ops kContextOps = [] {
   // The verbs_calls.h entry points have exactly these signatures: the driver's objects are the
   // verbs objects libibverbs hands to the application. bind_mw stays libibverbs' EOPNOTSUPP
   // (binding is a send-queue operation: no data path yet).
-  ops.alloc_dm = driver::verbs::alloc_dm;
-  ops.alloc_mw = driver::verbs::alloc_mw;
-  ops.alloc_parent_domain = driver::verbs::alloc_parent_domain;
-  ops.alloc_pd = driver::verbs::alloc_pd;
-  ops.alloc_td = driver::verbs::alloc_td;
-  ops.dealloc_mw = driver::verbs::dealloc_mw;
-  ops.dealloc_pd = driver::verbs::dealloc_pd;  // parent domains too
-  ops.dealloc_td = driver::verbs::dealloc_td;
-  ops.dereg_mr = DeregMr;
+  ops.alloc_dm = OwnerOnly<driver::verbs::alloc_dm>::Call;
+  ops.alloc_mw = OwnerOnly<driver::verbs::alloc_mw>::Call;
+  ops.alloc_parent_domain = OwnerOnly<driver::verbs::alloc_parent_domain>::Call;
+  ops.alloc_pd = OwnerOnly<driver::verbs::alloc_pd>::Call;
+  ops.alloc_td = OwnerOnly<driver::verbs::alloc_td>::Call;
+  ops.dealloc_mw = OwnerOnly<driver::verbs::dealloc_mw>::Call;
+  ops.dealloc_pd = OwnerOnly<driver::verbs::dealloc_pd>::Call;  // parent domains too
+  ops.dealloc_td = OwnerOnly<driver::verbs::dealloc_td>::Call;
+  ops.dereg_mr = OwnerOnly<DeregMr>::Call;
   ops.free_context = FreeContext;
-  ops.free_dm = driver::verbs::free_dm;
+  ops.free_dm = OwnerOnly<driver::verbs::free_dm>::Call;
   ops.query_device_ex = QueryDeviceEx;
   ops.query_port = QueryPort;
-  ops.reg_dm_mr = driver::verbs::reg_dm_mr;
-  ops.reg_mr = RegMr;
+  ops.reg_dm_mr = OwnerOnly<driver::verbs::reg_dm_mr>::Call;
+  ops.reg_mr = OwnerOnly<RegMr>::Call;
   return ops;
 }();
 
@@ -176,6 +218,7 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   // Objects the driver creates point at this context, the one libibverbs dispatches through.
   c->session->device().SetVerbsContext(&c->vctx.context);
   c->id = reinterpret_cast<const OnchipDevice*>(ibdev)->id;
+  c->owner = getpid();
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
   verbs_set_ops(&c->vctx, &kContextOps);
@@ -218,6 +261,8 @@ const verbs_device_ops kDeviceOps = {
 __attribute__((constructor)) void RegisterProvider() { verbs_register_driver_34(&kDeviceOps); }
 
 }  // namespace
+
+bool OpenedInThisProcess(const ibv_context* context) { return InOpeningProcess(context); }
 
 bool IsOnchipContext(const ibv_context* context) {
   // Every device libibverbs 44 lists is a verbs_device; ours carry kDeviceOps.

@@ -11,4 +11,8 @@ namespace onchip::verbs {
 // verbs_device_ops); false for null and for every other provider's context.
 bool IsOnchipContext(const ibv_context* context);
 
+// For an onchip context: true in the process that opened it. Its software ConnectX runs as that
+// process's threads, so a forked child has no device: calls that command it answer ENODEV there.
+bool OpenedInThisProcess(const ibv_context* context);
+
 }  // namespace onchip::verbs

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int failures;
 static int checks;
@@ -228,6 +230,40 @@ static void check_domains(struct ibv_context* ctx, struct ibv_pd* pd) {
   }
 }
 
+/* The software ConnectX runs inside the process that opened the context: a forked child has no
+ * device. Its calls that would command the device fail with ENODEV (instead of reaching the
+ * parent's command queue), queries still answer, closing releases only the child's part, and the
+ * parent's device and objects are untouched. */
+static void check_forked_child(struct ibv_context* ctx, struct ibv_pd* pd) {
+  fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) {
+    int bad = 0;
+    errno = 0;
+    struct ibv_pd* p = ibv_alloc_pd(ctx);
+    bad += !(p == NULL && errno == ENODEV);
+    static char buf[64];
+    errno = 0;
+    struct ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+    bad += !(mr == NULL && errno == ENODEV);
+    bad += ibv_dealloc_pd(pd) != ENODEV;
+    struct ibv_port_attr port;
+    bad += ibv_query_port(ctx, 1, &port) != 0 || port.state != IBV_PORT_ACTIVE;
+    bad += ibv_close_device(ctx) != 0;
+    _exit(bad);
+  }
+  int status = -1;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0,
+        "forked child: alloc_pd, reg_mr, dealloc_pd ENODEV; query_port and close work "
+        "(%d of its checks failed)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  static char buf[64];
+  struct ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+  CHECK(mr != NULL, "the parent's PD still registers memory after the child closed "
+        "(errno %d)", mr ? 0 : errno);
+  if (mr) ibv_dereg_mr(mr);
+}
+
 int main(void) {
   const int fds_before = count_entries("/proc/self/fd");
   const int threads_before = count_entries("/proc/self/task");
@@ -246,6 +282,7 @@ int main(void) {
     check_dm_mr(ctx, pd);
     check_mw(ctx, pd);
     check_domains(ctx, pd);
+    check_forked_child(ctx, pd);
     int rc = ibv_dealloc_pd(pd);
     CHECK(rc == 0, "ibv_dealloc_pd once nothing uses it: rc=%d", rc);
   }
