@@ -67,7 +67,12 @@ bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
       return false;
     }
     cmdq::Entry entry(e, cmdq::kEntryBytes);
-    if (!(std::to_integer<uint8_t>(entry[cmdq::kEntryBytes - 1]) & 1)) return false;  // not ours
+    // The ownership byte is the handover point the driver stores to concurrently: one acquire
+    // load, as in Poll.
+    const uint8_t own =
+        std::atomic_ref<uint8_t>(*reinterpret_cast<uint8_t*>(e + cmdq::kEntryBytes - 1))
+            .load(std::memory_order_acquire);
+    if (!(own & 1)) return false;  // not ours
     auto in = cmdq::ReadInput(entry, access);
     if (!in) {
       delivery = in.error();
