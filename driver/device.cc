@@ -37,12 +37,12 @@ std::string TeardownReport::describe() const {
 
 namespace {
 
-// Provider contexts -> the device serving them (embedded contexts carry their device).
-std::mutex& ProviderContextsMu() {
+// Every context a live device serves (its embedded one, a provider's) -> that device.
+std::mutex& ContextsMu() {
   static std::mutex mu;
   return mu;
 }
-std::map<ibv_context*, Device*>& ProviderContexts() {
+std::map<ibv_context*, Device*>& ServedContexts() {
   static std::map<ibv_context*, Device*> contexts;
   return contexts;
 }
@@ -50,26 +50,23 @@ std::map<ibv_context*, Device*>& ProviderContexts() {
 }  // namespace
 
 void Device::SetVerbsContext(ibv_context* context) {
-  std::lock_guard lock(ProviderContextsMu());
-  if (verbs_override_) ProviderContexts().erase(verbs_override_);
+  std::lock_guard lock(ContextsMu());
+  if (verbs_override_) ServedContexts().erase(verbs_override_);
   verbs_override_ = context;
-  if (context) ProviderContexts()[context] = this;
+  if (context) ServedContexts()[context] = this;
 }
 
 Device* Device::FromVerbs(ibv_context* ctx) {
-  if (ctx == nullptr) return nullptr;
-  {
-    std::lock_guard lock(ProviderContextsMu());
-    if (auto it = ProviderContexts().find(ctx); it != ProviderContexts().end()) return it->second;
-  }
-  // Not a provider context: an embedded one, which records its device after the ibv_context.
-  return reinterpret_cast<VerbsContext*>(ctx)->device;
+  std::lock_guard lock(ContextsMu());
+  auto it = ServedContexts().find(ctx);
+  return it == ServedContexts().end() ? nullptr : it->second;
 }
 
 Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
-  verbs_.ibv.cmd_fd = -1;
-  verbs_.ibv.async_fd = -1;
-  verbs_.device = this;
+  verbs_.cmd_fd = -1;
+  verbs_.async_fd = -1;
+  std::lock_guard lock(ContextsMu());
+  ServedContexts()[&verbs_] = this;
 }
 
 Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts) {
@@ -109,6 +106,8 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
 Device::~Device() {
   Close();
   SetVerbsContext(nullptr);
+  std::lock_guard lock(ContextsMu());
+  ServedContexts().erase(&verbs_);
 }
 
 TeardownReport Device::Close() {

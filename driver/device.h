@@ -61,14 +61,6 @@ struct TeardownReport {
   std::string describe() const;
 };
 
-class Device;
-
-// ibv_context first, so that the verbs pointer converts back (standard layout).
-struct VerbsContext {
-  ibv_context ibv;
-  Device* device;
-};
-
 class Device : public std::enable_shared_from_this<Device> {
  public:
   static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
@@ -95,12 +87,13 @@ class Device : public std::enable_shared_from_this<Device> {
   // The ibv_context new objects point at (ibv_dm.context, ibv_pd.context, ibv_mr.context): the
   // embedded one, or the provider's own verbs context once set with SetVerbsContext (call it
   // before creating objects; nullptr goes back to the embedded one).
-  ibv_context* verbs() { return verbs_override_ ? verbs_override_ : &verbs_.ibv; }
+  ibv_context* verbs() { return verbs_override_ ? verbs_override_ : &verbs_; }
   void SetVerbsContext(ibv_context* context);
   // The embedded context, always.
-  ibv_context* embedded_verbs() { return &verbs_.ibv; }
+  ibv_context* embedded_verbs() { return &verbs_; }
   // The device serving `ctx`: its embedded context or the one set with SetVerbsContext (a
-  // process-wide lookup, for the verbs calls of driver/verbs_calls.h); null for any other.
+  // process-wide lookup, for the verbs calls of driver/verbs_calls.h); null for any other
+  // context, so a foreign one is refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
 
   // The registry of live objects. Add/Remove take the registry lock; Locked() is for callers
@@ -139,7 +132,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<SteeringTagTable> steering_tags_;
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
-  VerbsContext verbs_{};
+  ibv_context verbs_{};
   ibv_context* verbs_override_ = nullptr;
   std::atomic<bool> closed_{false};
   bool enabled_ = false;      // ENABLE_HCA succeeded

@@ -5,6 +5,7 @@
 
 #include "driver/cmd/run.h"
 #include "driver/dmah.h"
+#include "driver/mkey.h"
 #include "uapi/prm/mkey.h"
 
 namespace onchip::driver {
@@ -157,21 +158,12 @@ void Unpin(Mr& mr) {
   mr.pd->usecnt.fetch_sub(1);
 }
 
-Result<void> DestroyMkey(Mr& mr) {
-  prm::Message<prm::destroy_mkey_in> in;
-  in.set(prm::destroy_mkey_in::opcode, prm::DESTROY_MKEY)
-      .set(prm::destroy_mkey_in::mkey_index, mr.mkey_index);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_mkey_out>(mr.device->commander(), in));
-  (void)out;
-  return {};
-}
-
 }  // namespace
 
 Result<void> ReleaseMrOnDevice(Mr& mr) {
   mr.live = false;
   Unpin(mr);
-  auto destroyed = DestroyMkey(mr);
+  auto destroyed = DestroyMkey(mr.device->commander(), mr.mkey_index);
   // Unmapping is safe even if the key survived: the IOMMU then refuses its translations.
   auto unmapped = mr.mapping.Reset();
   return destroyed ? unmapped : destroyed;
@@ -182,7 +174,8 @@ Result<void> DeregMr(Mr* mr) {
   {
     auto lock = mr->device->Locked();
     if (mr->live) {
-      ONCHIP_CHECK(DestroyMkey(*mr));  // on failure the MR stays registered, pins and pages kept
+      // On failure the MR stays registered, with its pins and pages.
+      ONCHIP_CHECK(DestroyMkey(mr->device->commander(), mr->mkey_index));
       mr->live = false;
       Unpin(*mr);
       mr->device->RemoveLocked(mr);

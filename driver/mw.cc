@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "driver/cmd/run.h"
+#include "driver/mkey.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/mkey.h"
 
@@ -11,15 +12,6 @@ namespace {
 
 // mlx5_ib_alloc_mw: roundup(max(num_klms, 1), 4) KLM entries, one octoword each.
 constexpr uint32_t kWindowKlmOctowords = 4;
-
-Result<void> DestroyMkey(Mw& mw) {
-  prm::Message<prm::destroy_mkey_in> in;
-  in.set(prm::destroy_mkey_in::opcode, prm::DESTROY_MKEY)
-      .set(prm::destroy_mkey_in::mkey_index, mw.mkey_index);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_mkey_out>(mw.device->commander(), in));
-  (void)out;
-  return {};
-}
 
 }  // namespace
 
@@ -67,7 +59,7 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
 Result<void> ReleaseMwOnDevice(Mw& mw) {
   mw.live = false;
   mw.pd->usecnt.fetch_sub(1);
-  return DestroyMkey(mw);
+  return DestroyMkey(mw.device->commander(), mw.mkey_index);
 }
 
 Result<void> DeallocMw(Mw* mw) {
@@ -75,7 +67,7 @@ Result<void> DeallocMw(Mw* mw) {
   {
     auto lock = mw->device->Locked();
     if (mw->live) {
-      ONCHIP_CHECK(DestroyMkey(*mw));
+      ONCHIP_CHECK(DestroyMkey(mw->device->commander(), mw->mkey_index));
       mw->live = false;
       mw->pd->usecnt.fetch_sub(1);
       mw->device->RemoveLocked(mw);

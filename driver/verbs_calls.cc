@@ -13,13 +13,6 @@
 namespace onchip::driver::verbs {
 namespace {
 
-template <class T>
-T* OrErrno(Result<T*> r) {
-  if (r) return *r;
-  errno = r.error().errno_value();
-  return nullptr;
-}
-
 // The verbs struct a driver object embeds first, or NULL with errno.
 template <class V, class T>
 V* VerbsOrErrno(Result<T*> r) {
@@ -38,7 +31,7 @@ int AsErrno(const Result<void>& r) { return r ? 0 : r.error().errno_value(); }
 
 std::shared_ptr<Device> DeviceOf(ibv_context* context) {
   Device* d = Device::FromVerbs(context);
-  return d ? d->shared_from_this() : nullptr;
+  return d ? d->weak_from_this().lock() : nullptr;  // null while the device is being destroyed
 }
 
 }  // namespace
@@ -48,27 +41,21 @@ ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) {
 }
 
 ibv_dm* dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr, mlx5dv_alloc_dm_attr* dv_attr) {
-  if (attr == nullptr) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  auto dm = AllocDm(DeviceOf(context), *attr, dv_attr);
-  return dm ? &(*dm)->ibv : OrErrno<ibv_dm>(std::unexpected(dm.error()));
+  if (attr == nullptr) return Errno<ibv_dm>(EINVAL);
+  return VerbsOrErrno<ibv_dm>(AllocDm(DeviceOf(context), *attr, dv_attr));
 }
 
 int free_dm(ibv_dm* dm) { return AsErrno(FreeDm(dm ? Dm::From(dm) : nullptr)); }
 
 ibv_pd* alloc_pd(ibv_context* context) {
-  auto pd = AllocPd(DeviceOf(context));
-  return pd ? &(*pd)->ibv : OrErrno<ibv_pd>(std::unexpected(pd.error()));
+  return VerbsOrErrno<ibv_pd>(AllocPd(DeviceOf(context)));
 }
 
 int dealloc_pd(ibv_pd* pd) { return AsErrno(DeallocPd(pd ? Pd::From(pd) : nullptr)); }
 
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access) {
-  auto mr = RegDmMr(pd ? Pd::From(pd) : nullptr, dm ? Dm::From(dm) : nullptr, dm_offset, length,
-                    access);
-  return mr ? &(*mr)->ibv : OrErrno<ibv_mr>(std::unexpected(mr.error()));
+  return VerbsOrErrno<ibv_mr>(RegDmMr(pd ? Pd::From(pd) : nullptr, dm ? Dm::From(dm) : nullptr,
+                                      dm_offset, length, access));
 }
 
 int dereg_mr(ibv_mr* mr) { return AsErrno(DeregMr(mr ? Mr::From(mr) : nullptr)); }
@@ -117,10 +104,7 @@ ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* a
   if (attr == nullptr) return Errno<ibv_pd>(EINVAL);
   auto device = DeviceOf(context);
   if (!device) return Errno<ibv_pd>(EINVAL);
-  return OrErrno<ibv_pd>([&]() -> Result<ibv_pd*> {
-    ONCHIP_TRY(Pd * pad, AllocParentDomain(device, *attr));
-    return &pad->ibv;
-  }());
+  return VerbsOrErrno<ibv_pd>(AllocParentDomain(device, *attr));
 }
 
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {

@@ -40,6 +40,17 @@ TEST_F(DomainsTest, PdIsAllocatedOnTheDeviceAndFreed) {
   EXPECT_EQ(sim_->counters().pds, 0u);
 }
 
+TEST_F(DomainsTest, AContextNoDeviceServesIsRefused) {
+  ibv_context foreign{};
+  errno = 0;
+  EXPECT_EQ(v::alloc_pd(&foreign), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ibv_td_init_attr attr{.comp_mask = 0};
+  errno = 0;
+  EXPECT_EQ(v::alloc_td(&foreign, &attr), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 TEST_F(DomainsTest, PdWithChildrenIsBusyAndStaysUsable) {
   ibv_pd* pd = v::alloc_pd(verbs_);
   ASSERT_NE(pd, nullptr);
