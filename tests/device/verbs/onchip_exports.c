@@ -17,23 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/device/verbs/checks.h"
 #include "uapi/verbs/dmah.h"
-
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    ++checks;                                     \
-    if (cond) {                                   \
-      printf("ok %d - ", checks);                 \
-    } else {                                      \
-      ++failures;                                 \
-      printf("not ok %d - (%s) ", checks, #cond); \
-    }                                             \
-    printf(__VA_ARGS__);                          \
-    printf("\n");                                 \
-  } while (0)
 
 static struct ibv_dmah* alloc_dmah(struct ibv_context* ctx, uint32_t mask, uint8_t ph,
                                    uint32_t cpu) {
@@ -222,6 +207,5 @@ int main(void) {
   check_foreign();
   CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
   ibv_free_device_list(list);
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures;
+  return check_summary();
 }

@@ -16,30 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    ++checks;                                                     \
-    if (cond) {                                                   \
-      printf("ok %d - ", checks);                                 \
-    } else {                                                      \
-      ++failures;                                                 \
-      printf("not ok %d - (%s) ", checks, #cond);                 \
-    }                                                             \
-    printf(__VA_ARGS__);                                          \
-    printf("\n");                                                 \
-  } while (0)
-
-static int count_entries(const char* dir) {
-  DIR* d = opendir(dir);
-  int n = 0;
-  if (!d) return -1;
-  while (readdir(d)) ++n;
-  closedir(d);
-  return n;
-}
+#include "tests/device/verbs/checks.h"
 
 static const uint8_t kLinkLocal[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
                                        0x0e, 0x42, 0xa1, 0xff, 0xfe, 0x4f, 0x00, 0x01};
@@ -200,6 +177,5 @@ int main(void) {
         fds_before, count_entries("/proc/self/fd"));
   CHECK(count_entries("/proc/self/task") == threads_before, "no device thread left (%d -> %d)",
         threads_before, count_entries("/proc/self/task"));
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures;
+  return check_summary();
 }

@@ -16,30 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    ++checks;                                     \
-    if (cond) {                                   \
-      printf("ok %d - ", checks);                 \
-    } else {                                      \
-      ++failures;                                 \
-      printf("not ok %d - (%s) ", checks, #cond); \
-    }                                             \
-    printf(__VA_ARGS__);                          \
-    printf("\n");                                 \
-  } while (0)
-
-static int count_entries(const char* dir) {
-  DIR* d = opendir(dir);
-  int n = 0;
-  if (!d) return -1;
-  while (readdir(d)) ++n;
-  closedir(d);
-  return n;
-}
+#include "tests/device/verbs/checks.h"
 
 /* ibv_reg_mr's documented failures and the PD it pins. */
 static void check_host_mr(struct ibv_context* ctx, struct ibv_pd* pd) {
@@ -294,6 +271,5 @@ int main(void) {
         fds_before, count_entries("/proc/self/fd"));
   CHECK(count_entries("/proc/self/task") == threads_before, "no device thread left (%d -> %d)",
         threads_before, count_entries("/proc/self/task"));
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures;
+  return check_summary();
 }

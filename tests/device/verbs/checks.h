@@ -1,0 +1,41 @@
+/* The check harness of the C verbs programs: CHECK(cond, fmt, ...) prints "ok N - ..." or
+ * "not ok N - (cond) ..." and counts; main returns check_summary(), the number of failures.
+ * count_entries() counts a directory's entries (fds, threads) to prove nothing leaked. One
+ * translation unit per program, so the counters live here. */
+#ifndef ONCHIP_TESTS_DEVICE_VERBS_CHECKS_H_
+#define ONCHIP_TESTS_DEVICE_VERBS_CHECKS_H_
+
+#include <dirent.h>
+#include <stdio.h>
+
+static int failures;
+static int checks;
+
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    ++checks;                                     \
+    if (cond) {                                   \
+      printf("ok %d - ", checks);                 \
+    } else {                                      \
+      ++failures;                                 \
+      printf("not ok %d - (%s) ", checks, #cond); \
+    }                                             \
+    printf(__VA_ARGS__);                          \
+    printf("\n");                                 \
+  } while (0)
+
+static inline int count_entries(const char* dir) {
+  DIR* d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n;
+}
+
+static inline int check_summary(void) {
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures;
+}
+
+#endif /* ONCHIP_TESTS_DEVICE_VERBS_CHECKS_H_ */
