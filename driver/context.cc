@@ -94,8 +94,7 @@ Context::~Context() {
   // Nobody reads the report of an implicit close, so an unclean one is said on stderr (never on
   // a hot path: once per device).
   const driver::TeardownReport report = Close();
-  if (report.first_error || report.mrs_destroyed || report.dms_freed || report.pds_freed ||
-      report.pages_still_held)
+  if (report.first_error || report.objects() != 0 || report.pages_still_held)
     std::fprintf(stderr, "onchip: context destroyed with live objects: %s\n",
                  report.describe().c_str());
 }
