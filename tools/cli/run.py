@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PLUGIN_TARGET = "//driver/verbs:libonchip-rdmav34.so"
+PLUGIN_TARGET = "//tools/plugin:libonchip-rdmav34.so"
 sys.path.insert(0, os.path.join(ROOT, "tools", "verbs_env"))
 
 import launch  # noqa: E402
@@ -31,7 +31,7 @@ def build_plugin():
         raise SystemExit("onchip run: building %s failed" % PLUGIN_TARGET)
     info = subprocess.run(["bazel", "info", "bazel-bin"], capture_output=True, text=True, cwd=ROOT,
                           check=True)
-    return os.path.join(info.stdout.strip(), "driver", "verbs", "libonchip-rdmav34.so")
+    return os.path.join(info.stdout.strip(), "tools", "plugin", "libonchip-rdmav34.so")
 
 
 def run(args):
