@@ -11,13 +11,28 @@ def _show(line):
     return line
 
 
-def run(args):
-    return progress.run_streaming(["bazel"] + args, _show)
+class Terse:
+    """A quieter view of a build for `tools/onchip run`: Bazel's progress lines ("[12 / 80]
+    Compiling ...") and, from the first error on, everything; the rest is dropped."""
+
+    def __init__(self):
+        self.failing = False
+
+    def __call__(self, line):
+        if line.startswith("ERROR") or line.startswith("FAILED"):
+            self.failing = True
+        if self.failing or (line.startswith("[") and _show(line) is not None):
+            return line
+        return None
+
+
+def run(args, cwd=None, file=None, terse=False):
+    return progress.run_streaming(["bazel"] + args, Terse() if terse else _show, cwd=cwd, file=file)
 
 
 def query_tests(targets, tiers):
     """The test targets under `targets` whose tags match `tiers` (Bazel's tag-filter syntax:
-    comma-separated, a leading '-' excludes)."""
+    comma-separated, a leading '-' excludes); None (said on stderr) when the query fails."""
     every = "tests(%s)" % " + ".join(targets)
     expr = every
     wanted = [t for t in (tiers or "").split(",") if t and not t.startswith("-")]
@@ -28,11 +43,14 @@ def query_tests(targets, tiers):
         expr = "(%s) except attr(tags, '\\b(%s)\\b', %s)" % (expr, "|".join(excluded), every)
     out = subprocess.run(["bazel", "query", expr, "--output=label"], capture_output=True, text=True)
     if out.returncode != 0:
-        progress.fail("bazel query failed: %s" % out.stderr.strip().splitlines()[-1:])
-        return []
+        errors = [l for l in out.stderr.splitlines() if l.startswith("ERROR")]
+        progress.fail("bazel query failed: %s" % (errors or out.stderr.strip().splitlines()[-1:]
+                                                  or ["exit %d" % out.returncode])[0])
+        return None
     return sorted(l for l in out.stdout.split() if l.startswith("//"))
 
 
-def info(key, config=()):
-    out = subprocess.run(["bazel", "info", *config, key], capture_output=True, text=True, check=True)
+def info(key, config=(), cwd=None):
+    out = subprocess.run(["bazel", "info", *config, key], capture_output=True, text=True,
+                         check=True, cwd=cwd)
     return out.stdout.strip()
