@@ -162,7 +162,7 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 };
 
 void PrintSummary(const RecordingReporter& r) {
-  std::printf("\n== issue 8: alloc + free, how many times faster onchip is (median time ratio) ==\n");
+  std::printf("\n== alloc + free: how many times faster onchip is (median time ratio) ==\n");
   std::printf("%10s %14s %24s %16s %12s\n", "bytes", "onchip ns", "posix_memalign+memset", "mmap_populate",
               "mmap_lazy");
   bool met = true;
@@ -175,7 +175,7 @@ void PrintSummary(const RecordingReporter& r) {
     std::printf("%10lld %14.1f %23.2fx %15.2fx %11.2fx\n", static_cast<long long>(s), on,
                 ratio("posix_memalign_memset"), pop, ratio("mmap_lazy"));
   }
-  std::printf("target: >= 5x against mmap_populate at every size: %s\n", met ? "MET" : "MISSED");
+  std::printf("goal: >= 5x against mmap_populate at every size: %s\n", met ? "MET" : "MISSED");
   double huge = r.Ns("random_read_1GiB.hugepages"), small = r.Ns("random_read_1GiB.4k");
   if (huge > 0 && small > 0) {
     std::printf("\nrandom 8-byte reads over 1 GiB: 4k %.1f ns, hugepages %.1f ns: hugepages %.2fx faster\n", small,

@@ -28,7 +28,7 @@ if mode == "sleep":
     print("onchip stand-in: sleeping", flush=True)
     time.sleep(600)
 if mode == "missed":
-    print("active variants: SOME TARGETS MISSED")
+    print("active variants: SOME GOALS MISSED")
 with open(out, "w") as f:
     json.dump({"context": {}, "benchmarks": [{"name": "standin/64", "run_name": "standin/64",
                "run_type": "iteration", "real_time": 12.5, "cpu_time": 12.5,
@@ -111,7 +111,7 @@ class BenchCommandLineTest(unittest.TestCase):
     def test_a_missed_performance_goal_is_not_reported_ok(self):
         proc = self.bench("--out", self.out, "--suite", self.suite("standin", "missed"))
         self.assertCleanFailure(proc, 3, "1 performance goal missed")
-        self.assertIn("standin: active variants: SOME TARGETS MISSED", proc.stdout)
+        self.assertIn("standin: active variants: SOME GOALS MISSED", proc.stdout)
         self.assertNotIn("bench ok", proc.stdout)
 
     def test_ctrl_c_stops_the_suite_and_exits_130_without_a_traceback(self):
