@@ -19,6 +19,7 @@ PACKAGES = [
 ]
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+FREE_HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
 
 def missing_packages():
     missing = []
@@ -61,12 +62,14 @@ def _read_count(path):
 
 
 class Hugepages:
-    """A temporary raise of the kernel's 2 MiB hugepage pool for one run: reserve() raises
-    nr_hugepages to what the run needs (never lowers it), restore() puts back the value found,
+    """A temporary raise of the kernel's 2 MiB hugepage pool for one run: reserve() makes sure
+    the run finds the free pages it needs (pages other processes hold do not count), raising
+    nr_hugepages by what is missing and never lowering it; restore() puts back the value found,
     unless keep is set. Says on screen what it does either way."""
 
-    def __init__(self, path=NR_HUGEPAGES, keep=False, is_root=None):
+    def __init__(self, path=NR_HUGEPAGES, keep=False, is_root=None, free_path=FREE_HUGEPAGES):
         self.path = path
+        self.free_path = free_path
         self.keep = keep
         self.is_root = (os.geteuid() == 0) if is_root is None else is_root
         self.previous = None  # the value to put back; None when nothing was changed
@@ -80,17 +83,22 @@ class Hugepages:
             progress.note("hugepages: cannot read %s (%s); what needs them skips or falls back "
                           "to 4 KiB pages" % (self.path, e))
             return
-        if have >= wanted:
-            progress.note("hugepages: %d x 2 MiB already reserved (%s needs %d); left as they are"
-                          % (have, why, wanted))
+        try:
+            free = min(_read_count(self.free_path), have)
+        except (OSError, ValueError):
+            free = have  # no per-size counters: take every reserved page as free
+        if free >= wanted:
+            progress.note("hugepages: %d x 2 MiB reserved, %d free (%s needs %d); left as they are"
+                          % (have, free, why, wanted))
             return
+        target = have + wanted - free
         if not self.is_root:
-            progress.note("hugepages: %d x 2 MiB reserved, %s needs %d; not root, so what needs "
-                          "them skips (as root: echo %d > %s)" % (have, why, wanted, wanted, self.path))
+            progress.note("hugepages: %d x 2 MiB free, %s needs %d; not root, so what needs them "
+                          "skips (as root: echo %d > %s)" % (free, why, wanted, target, self.path))
             return
         try:
             with open(self.path, "w") as f:
-                f.write(str(wanted))
+                f.write(str(target))
             self.previous = have
             now = _read_count(self.path)
         except (OSError, ValueError) as e:
@@ -98,10 +106,10 @@ class Hugepages:
             return
         then = ("kept afterwards (--keep-hugepages)" if self.keep
                 else "given back when the run ends (--keep-hugepages keeps them)")
-        if now < wanted:
+        if now < target:
             progress.note("hugepages: asked for %d x 2 MiB for %s, the kernel gave %d (memory is "
                           "fragmented; the rest falls back to 4 KiB pages); %s"
-                          % (wanted, why, now, then))
+                          % (target, why, now, then))
         else:
             progress.note("hugepages: reserved %d x 2 MiB (%d MiB) for %s, was %d; %s"
                           % (now, now * 2, why, have, then))

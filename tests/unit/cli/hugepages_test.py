@@ -15,18 +15,22 @@ class HugepagesTest(unittest.TestCase):
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
         self.path = os.path.join(tmp.name, "nr_hugepages")
+        self.free_path = os.path.join(tmp.name, "free_hugepages")
         self.set(0)
 
-    def set(self, n):
+    def set(self, n, in_use=0):
+        """n reserved, `in_use` of them held by other processes."""
         with open(self.path, "w") as f:
             f.write("%d\n" % n)
+        with open(self.free_path, "w") as f:
+            f.write("%d\n" % (n - in_use))
 
     def value(self):
         with open(self.path) as f:
             return int(f.read())
 
     def run_with(self, wanted, keep=False, is_root=True):
-        pages = setup.Hugepages(self.path, keep=keep, is_root=is_root)
+        pages = setup.Hugepages(self.path, keep=keep, is_root=is_root, free_path=self.free_path)
         said = io.StringIO()
         with contextlib.redirect_stdout(said):
             pages.reserve(wanted, "the test")
@@ -52,7 +56,14 @@ class HugepagesTest(unittest.TestCase):
         self.set(1000)
         during, said = self.run_with(64)
         self.assertEqual((during, self.value()), (1000, 1000))
-        self.assertIn("already reserved", said)
+        self.assertIn("left as they are", said)
+
+    def test_pages_other_processes_hold_do_not_count(self):
+        self.set(100, in_use=90)  # 10 free
+        during, said = self.run_with(64)
+        self.assertEqual(during, 154)  # 54 more make 64 free
+        self.assertEqual(self.value(), 100)
+        self.assertIn("was 100", said)
 
     def test_not_root_changes_nothing_and_says_how(self):
         during, said = self.run_with(64, is_root=False)
@@ -60,7 +71,7 @@ class HugepagesTest(unittest.TestCase):
         self.assertIn("echo 64 > %s" % self.path, said)
 
     def test_restore_runs_once(self):
-        pages = setup.Hugepages(self.path, is_root=True)
+        pages = setup.Hugepages(self.path, is_root=True, free_path=self.free_path)
         with contextlib.redirect_stdout(io.StringIO()):
             pages.reserve(8, "x")
             pages.restore()
@@ -70,7 +81,7 @@ class HugepagesTest(unittest.TestCase):
 
     def test_nothing_wanted_reads_nothing(self):
         os.unlink(self.path)
-        pages = setup.Hugepages(self.path, is_root=True)
+        pages = setup.Hugepages(self.path, is_root=True, free_path=self.free_path)
         pages.reserve(0, "x")
         pages.restore()
         self.assertFalse(os.path.exists(self.path))
