@@ -151,7 +151,7 @@ void PrintSummary(const RecordingReporter& r) {
   std::printf("%-10s %22s %24s %22s %22s\n", "to-device", "4KiB / vendor_dm_4B", "256KiB / memcpy",
               "64B / vendor_bf_8x8B", "BF64 / vendor_bf_8x8B");
   std::printf("%-10s %22s %24s %22s %22s\n", "goal", ">= 8", ">= 0.90", ">= 1.00", ">= 1.00");
-  bool met = true;
+  std::string missed;  // the active variants that missed a goal
   const CpuFeatures cpu = DetectCpuFeatures();
   for (const auto& v : ToDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) {
@@ -166,7 +166,7 @@ void PrintSummary(const RecordingReporter& r) {
     const bool ok = a >= 8 && b >= 0.90 && c >= 1.0 && d >= 1.0;
     std::printf("%-10s %22.2f %24.2f %22.2f %22.2f  %s%s\n", n.c_str(), a, b, c, d,
                 ok ? "all met" : "MISSED", n == active_to ? "  <- active" : "");
-    if (n == active_to) met = met && ok;
+    if (n == active_to && !ok) missed += " to-device " + n;
   }
   std::printf("\n%-14s %28s %24s\n", "from-device", "4KiB / vendor_dm_4B load", "256KiB / memcpy");
   std::printf("%-14s %28s %24s\n", "goal", ">= 4", "(info)");
@@ -181,9 +181,13 @@ void PrintSummary(const RecordingReporter& r) {
     const bool ok = a >= 4;
     std::printf("%-14s %28.2f %24.2f  %s%s\n", n.c_str(), a, b, ok ? "met" : "MISSED",
                 n == active_from ? "  <- active" : "");
-    if (n == active_from) met = met && ok;
+    if (n == active_from && !ok) missed += " from-device " + n;
   }
-  std::printf("\nactive variants: %s\n", met ? "ALL GOALS MET" : "SOME GOALS MISSED");
+  // The verdict line: tools/onchip bench reads "goal...: MISSED" lines as missed goals.
+  if (missed.empty())
+    std::printf("\ngoals of the active variants: met\n");
+  else
+    std::printf("\ngoals of the active variants (%s): MISSED\n", missed.substr(1).c_str());
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ if mode == "sleep":
     print("onchip stand-in: sleeping", flush=True)
     time.sleep(600)
 if mode == "missed":
-    print("active variants: SOME GOALS MISSED")
+    print("goal  >= 8   >= 1")  # a table header, not a verdict
+    print("movq8   4.1   0.6  MISSED")  # a variant not in use: information, not a verdict
+    print("goals of the active variants (to-device avx2): MISSED")
 with open(out, "w") as f:
     json.dump({"context": {}, "benchmarks": [{"name": "standin/64", "run_name": "standin/64",
                "run_type": "iteration", "real_time": 12.5, "cpu_time": 12.5,
@@ -111,7 +113,8 @@ class BenchCommandLineTest(unittest.TestCase):
     def test_a_missed_performance_goal_is_not_reported_ok(self):
         proc = self.bench("--out", self.out, "--suite", self.suite("standin", "missed"))
         self.assertCleanFailure(proc, 3, "1 performance goal missed")
-        self.assertIn("standin: active variants: SOME GOALS MISSED", proc.stdout)
+        self.assertIn("standin: goals of the active variants (to-device avx2): MISSED", proc.stdout)
+        self.assertNotIn("standin: movq8", proc.stdout)
         self.assertNotIn("bench ok", proc.stdout)
 
     def test_ctrl_c_stops_the_suite_and_exits_130_without_a_traceback(self):
