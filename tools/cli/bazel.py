@@ -11,6 +11,25 @@ def _show(line):
     return line
 
 
+class Filter:
+    """Bazel's output minus the sandbox chatter, and minus "INFO: From Compiling x:" headers
+    that nothing follows (the chatter was all they introduced)."""
+
+    def __init__(self):
+        self.header = None
+
+    def __call__(self, line):
+        if _show(line) is None:
+            return None
+        if line.startswith("INFO: From "):
+            self.header = line
+            return None
+        header, self.header = self.header, None
+        if header and not line.startswith("[") and not line.startswith("INFO:"):
+            return header + "\n" + line
+        return line
+
+
 class Terse:
     """A quieter view of a build for `tools/onchip run`: Bazel's progress lines ("[12 / 80]
     Compiling ...") and, from the first error on, everything; the rest is dropped."""
@@ -27,7 +46,7 @@ class Terse:
 
 
 def run(args, cwd=None, file=None, terse=False):
-    return progress.run_streaming(["bazel"] + args, Terse() if terse else _show, cwd=cwd, file=file)
+    return progress.run_streaming(["bazel"] + args, Terse() if terse else Filter(), cwd=cwd, file=file)
 
 
 def query_tests(targets, tiers):
