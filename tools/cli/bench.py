@@ -13,9 +13,9 @@ ConnectX found is named in the header with why it is or is not used.
 --out DIR (default out/bench) receives one JSON per suite (named after the suite) and report.txt,
 report.json, report.svg; bench overwrites those names and touches nothing else in DIR.
 
-Hugepages: as root, bench raises the 2 MiB hugepage pool to what the mode needs (the 1 GiB
-hugepage-versus-4k read of the default and --full modes needs about 600, --quick 64) and gives
-the pages back when it ends, also on failure or Ctrl-C; --keep-hugepages keeps them.
+Hugepages: as root, bench makes sure the free 2 MiB hugepages the mode needs are reserved (the
+1 GiB hugepage-versus-4k read of the default and --full modes needs about 600, --quick 64) and
+gives back what it added when it ends, also on failure or Ctrl-C; --keep-hugepages keeps them.
 
 Exit status: 0 every suite ran and met its performance goals; 1 a build or a suite failed;
 2 bad options; 3 every suite ran but some performance goal printed by a suite was missed
