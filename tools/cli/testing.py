@@ -1,10 +1,11 @@
 """tools/onchip test: build everything, run every test target, count test cases.
 
-Steps: missing Debian packages, hugepages for the hugepage tier, `bazel build //...` (benchmarks and tools
-included, so nothing rots), `bazel test` over every test target, then a per-target summary read
-from each target's JUnit XML. The last line is `N passed, N failed[, N skipped]` counting test
-cases, not targets. A target that crashed before writing its XML counts as one failed case; a
-target whose every case skipped is shown as skipped (Bazel itself calls it PASSED).
+Steps: missing Debian packages, hugepages for the hugepage tier, `bazel build //...`
+(benchmarks and tools included, so nothing rots), `bazel test` over every test target, then a
+per-target summary read from each target's JUnit XML. The last line is
+`N passed, N failed[, N skipped]`, counting test cases, not targets. A target that crashed before
+writing its XML counts as one failed case; a target whose every case skipped is shown as
+skipped (Bazel itself calls it PASSED).
 
 Tiers (--tiers, comma-separated, either name): unit (tier0, needs nothing), device (tier1, the
 software ConnectX), hugepages (tier2, reserved 2 MiB hugepages), hardware (tier3, a real ConnectX
