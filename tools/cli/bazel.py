@@ -38,11 +38,11 @@ class Terse:
         self.failing = False
 
     def __call__(self, line):
+        if _show(line) is None:
+            return None
         if line.startswith("ERROR") or line.startswith("FAILED"):
             self.failing = True
-        if self.failing or (line.startswith("[") and _show(line) is not None):
-            return line
-        return None
+        return line if self.failing or line.startswith("[") else None
 
 
 def run(args, cwd=None, file=None, terse=False):

@@ -5,6 +5,7 @@ import os
 import tempfile
 import unittest
 
+import bazel
 import main
 import testing
 import unittest_main
@@ -158,6 +159,28 @@ class NoTestsIsNotAPassTest(unittest.TestCase):
     def test_failed_query_fails(self):
         self.fake(None, 0)
         self.assertFalse(testing.run_pass("", [], "", ["//bad"])[3])
+
+
+class BazelOutputTest(unittest.TestCase):
+    SANDBOX = "1795445449.37: src/main/tools/linux-sandbox-pid1.cc:441: child exited normally"
+
+    def shown(self, view, lines):
+        return [out for out in map(view, lines) if out is not None]
+
+    def test_headers_without_output_and_sandbox_chatter_are_dropped(self):
+        lines = ["INFO: From Compiling a.cc:", self.SANDBOX, "INFO: From Compiling b.cc:",
+                 "b.cc:3: warning: unused", "[3 / 9] Compiling c.cc", "INFO: Build completed"]
+        self.assertEqual(self.shown(bazel.Filter(), lines),
+                         ["INFO: From Compiling b.cc:\nb.cc:3: warning: unused",
+                          "[3 / 9] Compiling c.cc", "INFO: Build completed"])
+
+    def test_terse_view_shows_progress_then_everything_from_the_first_error(self):
+        lines = ["INFO: Analyzed 1 target", "[1 / 4] Compiling a.cc", self.SANDBOX,
+                 "INFO: From Compiling a.cc:", "ERROR: a.cc failed", self.SANDBOX,
+                 "a.cc:1: error: x", "INFO: Elapsed time"]
+        self.assertEqual(self.shown(bazel.Terse(), lines),
+                         ["[1 / 4] Compiling a.cc", "ERROR: a.cc failed", "a.cc:1: error: x",
+                          "INFO: Elapsed time"])
 
 
 if __name__ == "__main__":
