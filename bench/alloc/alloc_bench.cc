@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,25 +104,30 @@ void RandomRead(benchmark::State& state, const uint64_t* base, size_t words) {
 }
 
 void RandomReadHugepages(benchmark::State& state) {
-  auto pool = ReadHugepagePool();
-  MemoryProvider& p = DefaultProvider();
-  if (p.current_tier() == Tier::kMemfd4k || !pool || pool->free < kGiB / kHugePageBytes + 4) {
+  // The 1 GiB buffer is allocated by the first run and reused by the later ones (Google Benchmark
+  // calls this function several times). Only the first may check for free hugepages: afterwards
+  // the buffer itself holds them.
+  static const std::optional<Allocation> a = []() -> std::optional<Allocation> {
+    auto pool = ReadHugepagePool();
+    MemoryProvider& p = DefaultProvider();
+    if (p.current_tier() == Tier::kMemfd4k || !pool || pool->free < kGiB / kHugePageBytes + 4)
+      return std::nullopt;
+    auto r = p.Allocate(kGiB, kHugePageBytes);
+    if (!r) std::abort();
+    return *r;
+  }();
+  if (!a) {
     state.SkipWithError("needs 516 free 2 MiB hugepages (as root: echo 600 > /proc/sys/vm/nr_hugepages)");
     for (auto _ : state) {
     }
     return;
   }
-  static Allocation a = [&] {
-    auto r = p.Allocate(kGiB, kHugePageBytes);
-    if (!r) std::abort();
-    return *r;
-  }();
-  if (a.page_size != kHugePageBytes) {
+  if (a->page_size != kHugePageBytes) {
     state.SkipWithError("the provider did not return hugepage memory");
     return;
   }
-  state.SetLabel(std::string(TierName(a.tier)));
-  RandomRead(state, static_cast<const uint64_t*>(a.addr), kGiB / 8);
+  state.SetLabel(std::string(TierName(a->tier)));
+  RandomRead(state, static_cast<const uint64_t*>(a->addr), kGiB / 8);
 }
 
 void RandomRead4k(benchmark::State& state) {
