@@ -17,9 +17,9 @@ Hugepages: as root, bench makes sure the free 2 MiB hugepages the mode needs are
 1 GiB hugepage-versus-4k read of the default and --full modes needs about 600, --quick 64) and
 gives back what it added when it ends, also on failure or Ctrl-C; --keep-hugepages keeps them.
 
-Exit status: 0 every suite ran and met its performance goals; 1 a build or a suite failed;
-2 bad options; 3 every suite ran but some performance goal printed by a suite was missed
-(on a shared or virtual machine this is often noise: rerun with --full); 130 interrupted.
+Exit status: 0 every suite ran (performance goals a suite missed are listed, not failed: speed
+is measured here, never asserted, and on a shared or virtual machine a miss is often noise);
+1 a build or a suite failed; 2 bad options; 130 interrupted.
 """
 import json
 import re
@@ -270,6 +270,6 @@ def run(args, choice):
                       "reading much into it):" % (len(missed), "" if len(missed) == 1 else "s"))
         for m in missed:
             progress.note(m)
-        return 3
+        return 0
     progress.step("bench ok: %d suites ran, every performance goal met" % len(suites))
     return 0
