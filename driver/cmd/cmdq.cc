@@ -187,14 +187,13 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
   prm::init_seg::RingCommandDoorbell(bus_, 1u << slot);
   bus_.Notify();
 
-  std::atomic_ref<std::byte> status_own(entry[cmdq::kEntryBytes - 1]);
   // Completion polling: a short spin (a device that answers at once), then yielding the CPU
   // for up to 2 ms (a device thread that needs it, as on a small machine), then sleeping.
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + opts_.timeout;
   const auto yield_until = start + std::chrono::milliseconds(2);
   for (uint32_t spins = 0;; ++spins) {
-    if ((std::to_integer<uint8_t>(status_own.load(std::memory_order_acquire)) & 1) == 0) break;
+    if (!cmdq::DeviceOwns(entry)) break;
     if (spins < 256) {
       _mm_pause();
       continue;
