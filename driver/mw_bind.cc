@@ -14,6 +14,7 @@ namespace {
 using Ctrl = prm::UmrWqe::ctrl;
 using UmrCtrl = prm::UmrWqe::umr_ctrl;
 using Seg = prm::UmrWqe::mkey_seg;
+using SegMkc = prm::UmrWqe::mkey_seg_mkc;  // the same bytes read as an mkc, as the device does
 using Klm = prm::UmrWqe::klm;
 
 uint8_t SegAccess(unsigned access) {
@@ -72,7 +73,8 @@ Result<std::size_t> BuildBindWqe(const Mw& mw, uint32_t new_rkey, const ibv_mw_b
       .set(UmrCtrl::flags, flags)
       .set(UmrCtrl::xlt_octowords, bind ? prm::UmrWqe::kBindXltOctowords : 0)
       .set(UmrCtrl::mkey_mask, mask)
-      .set(Seg::qpn_mkey7_0, bound_qpn << 8 | (new_rkey & 0xff));
+      .set(SegMkc::qpn, bound_qpn)
+      .set(SegMkc::mkey_7_0, new_rkey & 0xff);
   if (bind) {
     w.set(Seg::flags, SegAccess(info.mw_access_flags))
         .set(Seg::start_addr, info.addr)
