@@ -14,6 +14,7 @@
 #include "uapi/prm/caps.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/umr.h"
 #include "uapi/prm/wqe.h"
 
 namespace onchip::sim {
@@ -24,7 +25,6 @@ using Out = std::span<std::byte>;
 
 namespace {
 
-constexpr uint32_t kNoQpn = 0xffffff;
 constexpr std::size_t kOctoword = 16;
 constexpr uint32_t kMinLogPageSize = 12;
 constexpr uint32_t kMaxLogPageSize = 39;
@@ -55,7 +55,7 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
       mode != prm::MKC_ACCESS_MODE_KLMS && mode != prm::MKC_ACCESS_MODE_SW_ICM &&
       mode != prm::MKC_ACCESS_MODE_MEMIC)
     return Bad(Syndrome::MKEY_ACCESS_MODE);
-  if (prm::Get(in, mkc.qpn) != kNoQpn) return Bad(Syndrome::MKEY_QPN);
+  if (prm::Get(in, mkc.qpn) != prm::MLX5_MKEY_NO_QPN) return Bad(Syndrome::MKEY_QPN);
   const bool free = prm::Get(in, mkc.free);
   if (free && !prm::Get(in, mkc.umr_en)) return Bad(Syndrome::MKEY_FREE_WITHOUT_UMR);
 
