@@ -20,7 +20,9 @@ namespace onchip::driver {
 
 class Caps {
  public:
-  static constexpr std::size_t kPageBytes = 4096;
+  // One capability page, as QUERY_HCA_CAP returns it and SET_HCA_CAP takes it.
+  static constexpr std::size_t kPageBytes = prm::query_hca_cap_out::capability.byte_size;
+  static_assert(kPageBytes == prm::set_hca_cap_in::capability.byte_size);
 
   // prm::Bits view (read with .get(field)); zeroes for a type never stored.
   prm::Bits cur(prm::CapType type) const { return View(type, prm::HCA_CAP_OPMOD_GET_CUR); }

@@ -7,13 +7,10 @@
 #include "driver/cmd/run.h"
 #include "uapi/cmd_status.h"
 #include "uapi/prm/hca.h"
-#include "uapi/prm/init_seg.h"
+#include "uapi/prm/init_seg_access.h"
 
 namespace onchip::driver::hca {
 namespace {
-
-constexpr uint64_t kInitializingWord = prm::initial_seg::initializing.bit_offset / 32 * 4;
-static_assert(kInitializingWord == 0x1fc);
 
 template <class In, class Out>
 Result<void> Simple(cmd::Commander& c, uint16_t opcode, uint16_t op_mod = 0) {
@@ -28,12 +25,17 @@ Result<void> Simple(cmd::Commander& c, uint16_t opcode, uint16_t op_mod = 0) {
 
 Result<void> WaitFirmwareReady(bus::Bus& bus, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (bus.Read32(kInitializingWord) >> 31) {
+  while (prm::init_seg::FirmwareInitializing(bus)) {
     if (std::chrono::steady_clock::now() > deadline)
       return Fail(ETIMEDOUT, "bring-up: firmware still initializing after the timeout");
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return {};
+}
+
+uint64_t FirmwareVersion(const bus::Bus& bus) {
+  const prm::init_seg::FwRevision rev = prm::init_seg::ReadFwRevision(bus);
+  return uint64_t{rev.major} << 32 | uint64_t{rev.minor} << 16 | rev.subminor;
 }
 
 Result<void> EnableHca(cmd::Commander& c) {

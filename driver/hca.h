@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "driver/bus/bus.h"
 #include "driver/caps.h"
@@ -18,6 +19,10 @@ namespace onchip::driver::hca {
 
 // Polls initial_seg.initializing until it clears; ETIMEDOUT after `timeout`.
 Result<void> WaitFirmwareReady(bus::Bus& bus, std::chrono::milliseconds timeout);
+
+// The firmware revision from the init segment, packed as ibv_device_attr.fw_ver is by the
+// verbs provider: major << 32 | minor << 16 | subminor.
+uint64_t FirmwareVersion(const bus::Bus& bus);
 
 Result<void> EnableHca(cmd::Commander& c);
 Result<void> DisableHca(cmd::Commander& c);

@@ -10,13 +10,12 @@
 namespace onchip::driver {
 namespace {
 
-// The segments of a UMR WQE, at their byte offsets.
-using Ctrl = prm::mlx5_wqe_ctrl_seg;
-using UmrCtrl = prm::mlx5_wqe_umr_ctrl_seg_bits<16 * 8>;
-using Seg = prm::mlx5_mkey_seg_bits<64 * 8>;
-using Klm = prm::mlx5_klm_bits<128 * 8>;
-
-constexpr uint32_t kDsUnit = 16;
+// The segments of a UMR WQE, at their places in it.
+using Ctrl = prm::UmrWqe::ctrl;
+using UmrCtrl = prm::UmrWqe::umr_ctrl;
+using Seg = prm::UmrWqe::mkey_seg;
+using SegMkc = prm::UmrWqe::mkey_seg_mkc;  // the same bytes read as an mkc, as the device does
+using Klm = prm::UmrWqe::klm;
 
 uint8_t SegAccess(unsigned access) {
   uint8_t flags = 0;
@@ -69,12 +68,13 @@ Result<std::size_t> BuildBindWqe(const Mw& mw, uint32_t new_rkey, const ibv_mw_b
 
   prm::Bits w(out.first(size));
   w.set(Ctrl::opmod_idx_opcode, prm::MLX5_OPCODE_UMR)
-      .set(Ctrl::qpn_ds, qpn << 8 | static_cast<uint32_t>(size / kDsUnit))
+      .set(Ctrl::qpn_ds, prm::QpnDs(qpn, static_cast<uint32_t>(size / prm::MLX5_SEND_WQE_DS)))
       .set(Ctrl::imm, mw.ibv.rkey)
       .set(UmrCtrl::flags, flags)
-      .set(UmrCtrl::xlt_octowords, bind ? prm::MLX5_UMR_INLINE_KLM_BYTES / kDsUnit : 0)
+      .set(UmrCtrl::xlt_octowords, bind ? prm::UmrWqe::kBindXltOctowords : 0)
       .set(UmrCtrl::mkey_mask, mask)
-      .set(Seg::qpn_mkey7_0, bound_qpn << 8 | (new_rkey & 0xff));
+      .set(SegMkc::qpn, bound_qpn)
+      .set(SegMkc::mkey_7_0, new_rkey & 0xff);
   if (bind) {
     w.set(Seg::flags, SegAccess(info.mw_access_flags))
         .set(Seg::start_addr, info.addr)

@@ -23,13 +23,14 @@
 #include <span>
 
 #include "driver/mw.h"
+#include "uapi/prm/umr.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
 
-// Bytes of a bind WQE (ctrl 16 + UMR ctrl 48 + mkey seg 64 + KLM block 64) and of an invalidate.
-inline constexpr std::size_t kBindWqeBytes = 192;
-inline constexpr std::size_t kInvalidateWqeBytes = 128;
+// Bytes of a bind WQE (ctrl + UMR ctrl + mkey seg + KLM block) and of an invalidate (no KLMs).
+inline constexpr std::size_t kBindWqeBytes = prm::UmrWqe::kBindBytes;
+inline constexpr std::size_t kInvalidateWqeBytes = prm::UmrWqe::kHeadBytes;
 
 // `type_1_verb`: the caller is ibv_bind_mw (type 1 only), not a work request (either type).
 Result<void> CheckBind(const Mw& mw, const ibv_mw_bind_info& info, bool type_1_verb);

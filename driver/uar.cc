@@ -5,6 +5,7 @@
 #include "driver/cmd/run.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/resources.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::driver {
 
@@ -39,12 +40,12 @@ Result<void> Uars::DeallocUar(uint32_t index) {
 }
 
 Result<std::byte*> Uars::Page(uint32_t index) {
-  return bus_.Bar0Window(uint64_t{index} * kUarPageBytes, kUarPageBytes);
+  return bus_.Bar0Window(prm::UarPageOffset(index), prm::kUarPageBytes);
 }
 
 Result<std::unique_ptr<Bfreg>> Uars::AllocDedicated() {
   if (!blueflame()) return Fail(EOPNOTSUPP, "uar: the device has no BlueFlame registers");
-  if (kBlueFlameOffset + bf_reg_size_ > kUarPageBytes)
+  if (!prm::BfregsFit(1, bf_reg_size_))
     return Fail(EINVAL, "uar: BlueFlame register does not fit the UAR page");
   ONCHIP_TRY(const uint32_t index, AllocUar());
   auto page = Page(index);
@@ -54,8 +55,8 @@ Result<std::unique_ptr<Bfreg>> Uars::AllocDedicated() {
   }
   auto bf = std::make_unique<Bfreg>();
   bf->uar_index = index;
-  bf->reg = *page + kBlueFlameOffset;
-  bf->buf_size = bf_reg_size_ / 2;
+  bf->reg = *page + prm::BfregOffset(0, bf_reg_size_);
+  bf->buf_size = prm::BfregHalfBytes(bf_reg_size_);
   bf->blueflame = true;
   bf->need_lock = false;
   return bf;
@@ -79,7 +80,7 @@ Result<Bfreg*> Uars::Shared() {
   }
   shared_ = std::make_unique<Bfreg>();
   shared_->uar_index = index;
-  shared_->reg = *page + kBlueFlameOffset;
+  shared_->reg = *page + prm::BfregOffset(0, bf_reg_size_);
   shared_->buf_size = 0;  // doorbells only: a 64-bit store of the WQE's first 8 bytes
   shared_->blueflame = false;
   shared_->need_lock = true;

@@ -1,9 +1,7 @@
 // UARs: the 4 KiB pages of BAR0 that carry a process's doorbells and BlueFlame registers.
 //
-// ALLOC_UAR returns a UAR index; page i sits at BAR0 offset i * 4 KiB. A BlueFlame register
-// (bfreg) is the write-combined buffer at page offset 0x800: bf_reg_size bytes
-// (1 << cmd_hca_cap.log_bf_reg_size) used as two halves of bf_reg_size / 2 that alternate, so a
-// new WQE copy never overlaps the previous one in the write-combining buffers.
+// ALLOC_UAR returns a UAR index; the page's layout (where it sits in BAR0, its doorbell
+// registers, the BlueFlame registers and their two alternating halves) is uapi/prm/uar_page.h.
 //
 // Two kinds, as rdma-core's mlx5 has them:
 //   - dedicated: a UAR of its own (ALLOC_UAR now, DEALLOC_UAR when released) whose bfreg has a
@@ -24,9 +22,6 @@
 #include "uapi/result.h"
 
 namespace onchip::driver {
-
-inline constexpr uint64_t kUarPageBytes = 4096;
-inline constexpr uint64_t kBlueFlameOffset = 0x800;
 
 // One doorbell / BlueFlame register. `reg` is the CPU address of its first half.
 struct Bfreg {

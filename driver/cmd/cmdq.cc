@@ -10,19 +10,11 @@
 #include "mmio/barriers.h"
 #include "uapi/cmdq/mailbox.h"
 #include "uapi/prm/cmd_layout.h"
-#include "uapi/prm/init_seg.h"
+#include "uapi/prm/init_seg_access.h"
 #include "uapi/prm/opcodes.h"
 
 namespace onchip::cmd {
 namespace {
-
-using IS = prm::initial_seg;
-constexpr uint64_t kCmdIfRevWord = IS::cmd_interface_rev.bit_offset / 8;       // 0x04
-constexpr uint64_t kCmdqAddrHighWord = IS::cmdq_phy_addr_63_32.bit_offset / 8;  // 0x10
-constexpr uint64_t kCmdqAddrLowWord = IS::cmdq_phy_addr_31_12.bit_offset / 32 * 4;  // 0x14
-constexpr uint64_t kDoorbellWord = IS::command_doorbell_vector.bit_offset / 8;  // 0x18
-static_assert(kCmdIfRevWord == 0x4 && kCmdqAddrHighWord == 0x10 && kCmdqAddrLowWord == 0x14 &&
-              kDoorbellWord == 0x18);
 
 // A chunk of mailbox blocks: 64 KiB = 64 blocks at 1 KiB alignment.
 constexpr uint64_t kChunkBytes = 64 * 1024;
@@ -47,13 +39,13 @@ class Cmdq::CommandBlocks final : public cmdq::BlockAccess {
 };
 
 Result<std::unique_ptr<Cmdq>> Cmdq::Create(bus::Bus& bus, CmdqOptions opts) {
-  if (bus.bar0_size() < 0x1000) return Fail(EINVAL, "cmdq: BAR0 smaller than the init segment");
-  const uint32_t rev = bus.Read32(kCmdIfRevWord) >> 16;
-  if (rev != prm::CMD_IF_REV)
+  if (bus.bar0_size() < prm::init_seg::kDriverBytes)
+    return Fail(EINVAL, "cmdq: BAR0 smaller than the init segment");
+  if (prm::init_seg::ReadCmdInterfaceRev(bus) != prm::CMD_IF_REV)
     return Fail(EPROTONOSUPPORT, "cmdq: device command interface revision is not 5");
-  const uint32_t low = bus.Read32(kCmdqAddrLowWord);
-  const uint32_t log_size = (low >> 4) & 0xf;
-  const uint32_t log_stride = low & 0xf;
+  const prm::init_seg::CmdqGeometry geometry = prm::init_seg::ReadCmdqGeometry(bus);
+  const uint32_t log_size = geometry.log_cmdq_size;
+  const uint32_t log_stride = geometry.log_cmdq_stride;
   if ((1u << log_size) > 32 || log_size < 1)
     return Fail(EINVAL, "cmdq: device reports an unsupported number of queue entries");
   if (log_size + log_stride > 12 || (1u << log_stride) < cmdq::kEntryBytes)
@@ -61,11 +53,8 @@ Result<std::unique_ptr<Cmdq>> Cmdq::Create(bus::Bus& bus, CmdqOptions opts) {
   ONCHIP_TRY(bus::DmaBuffer page, bus.AllocDma(bus::kPageSize));
   if (page.iova() % bus::kPageSize != 0) return Fail(EINVAL, "cmdq: queue page not 4 KiB aligned");
   std::unique_ptr<Cmdq> q(new Cmdq(bus, opts, std::move(page), log_size, log_stride));
-  // High word first: the device latches the address when the low word is written. The low
-  // word's bits [11:0] (nic_interface, log_cmdq_size, log_cmdq_stride) are written back as read,
-  // so a device that stores the whole word keeps them.
-  bus.Write32(kCmdqAddrHighWord, static_cast<uint32_t>(q->page_.iova() >> 32));
-  bus.Write32(kCmdqAddrLowWord, (static_cast<uint32_t>(q->page_.iova()) & ~0xfffu) | (low & 0xfffu));
+  // High word first, the device-owned low bits written back as read (see WriteCmdqAddress).
+  prm::init_seg::WriteCmdqAddress(bus, q->page_.iova());
   return q;
 }
 
@@ -195,17 +184,16 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
   // EncodeInput's last store handed the entry over with release semantics; the doorbell must not
   // be hoisted above it.
   mmio::ToDeviceBarrier();
-  bus_.Write32(kDoorbellWord, 1u << slot);
+  prm::init_seg::RingCommandDoorbell(bus_, 1u << slot);
   bus_.Notify();
 
-  std::atomic_ref<std::byte> status_own(entry[cmdq::kEntryBytes - 1]);
   // Completion polling: a short spin (a device that answers at once), then yielding the CPU
   // for up to 2 ms (a device thread that needs it, as on a small machine), then sleeping.
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + opts_.timeout;
   const auto yield_until = start + std::chrono::milliseconds(2);
   for (uint32_t spins = 0;; ++spins) {
-    if ((std::to_integer<uint8_t>(status_own.load(std::memory_order_acquire)) & 1) == 0) break;
+    if (!cmdq::DeviceOwns(entry)) break;
     if (spins < 256) {
       _mm_pause();
       continue;

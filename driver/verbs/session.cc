@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "driver/hca.h"
+
 namespace onchip::verbs {
 
 Result<std::unique_ptr<Session>> Session::Open(const driver::Locator& locator) {
@@ -26,13 +28,6 @@ Session::~Session() {
   if (async_write_fd_ >= 0) close(async_write_fd_);
 }
 
-uint64_t Session::fw_ver() const {
-  // initial_seg: dword 0 = fw_rev_minor:fw_rev_major, dword 1 = cmd_interface_rev:fw_rev_subminor.
-  const bus::Bus& bus = device_->bus();
-  const uint32_t d0 = bus.Read32(0);
-  const uint32_t d1 = bus.Read32(4);
-  const uint64_t major = d0 & 0xffff, minor = d0 >> 16, subminor = d1 & 0xffff;
-  return major << 32 | minor << 16 | subminor;
-}
+uint64_t Session::fw_ver() const { return driver::hca::FirmwareVersion(device_->bus()); }
 
 }  // namespace onchip::verbs

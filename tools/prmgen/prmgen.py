@@ -142,9 +142,11 @@ class Generator:
                     members.append("  // %s: array of %d-bit elements, not addressable as scalars" %
                                    (r.name, r.width))
                     continue
-                # An array shadows its whole-region row (same name without []).
-                members = [m for m in members if not m.startswith("  static constexpr Region<") or
-                           not m.endswith(" %s{};" % member)]
+                # An array shadows its whole-row descriptor (same name without []), be it a
+                # Region or, for a whole row of 32 bits or less, a Field.
+                members = [m for m in members if not (
+                    m.startswith("  static constexpr Region<") or
+                    m.startswith("  static constexpr Field<")) or not m.endswith(" %s{};" % member)]
                 seen.add(member)
                 members.append('  static constexpr Array<B + 0x%x, %d, %d, "%s.%s"> %s{};' %
                                (r.offset, r.width, count, qual_name, base, member))

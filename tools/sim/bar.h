@@ -14,6 +14,7 @@
 #include "tools/sim/bar_layout.h"
 #include "tools/sim/config.h"
 #include "tools/sim/steering_tags.h"
+#include "uapi/prm/init_seg_access.h"
 #include "uapi/result.h"
 
 namespace onchip::sim {
@@ -33,9 +34,10 @@ class Bar0 {
   const BarLayout& layout() const { return layout_; }
   std::byte* base() const { return base_; }
 
-  // Big-endian 32-bit register access at a byte offset (4-byte aligned, inside the BAR).
-  uint32_t Load32(uint64_t offset) const;
-  void Store32(uint64_t offset, uint32_t value);
+  // Big-endian 32-bit register access at a byte offset (4-byte aligned, inside the BAR). With
+  // Read32/Write32 the BAR is a register file for the uapi/prm/init_seg_access.h accessors.
+  uint32_t Read32(uint64_t offset) const;
+  void Write32(uint64_t offset, uint32_t value);
   uint32_t Exchange32(uint64_t offset, uint32_t value);
 
   void SetInitializing(bool on);
@@ -58,14 +60,14 @@ class Bar0 {
   SteeringTagTable SteeringTags() const;
 
  private:
-  Bar0(int fd, std::byte* base, BarLayout layout, uint8_t cmdq_geometry)
+  Bar0(int fd, std::byte* base, BarLayout layout, prm::init_seg::CmdqGeometry cmdq_geometry)
       : fd_(fd), base_(base), layout_(layout), cmdq_geometry_(cmdq_geometry) {}
   std::atomic_ref<uint32_t> Word(uint64_t offset) const;
 
   int fd_ = -1;
   std::byte* base_ = nullptr;
   BarLayout layout_;
-  uint8_t cmdq_geometry_ = 0;  // log_cmdq_size << 4 | log_cmdq_stride
+  prm::init_seg::CmdqGeometry cmdq_geometry_;  // what the device publishes in cmdq_addr_l_sz
 };
 
 }  // namespace onchip::sim

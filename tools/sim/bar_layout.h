@@ -1,9 +1,9 @@
 // Where things sit in the software ConnectX's BAR0, derived from a DeviceConfig.
 //
-//   0x00000  init segment (initial_seg, health buffer at 0x200, internal timer at 0x1000,
-//            health counter at 0x1010); it spans the pages below first_uar_index
-//   uar i    UAR page i at i * 4 KiB for first_uar_index <= i < first_uar_index + num_uars:
-//            doorbells at 0x20 (CQ) and 0x40 (EQ), BlueFlame registers from 0x800
+//   0x00000  init segment (uapi/prm/init_seg_access.h: initial_seg and mlx5_init_seg); it
+//            spans the pages below first_uar_index
+//   uar i    UAR page i at i * 4 KiB for first_uar_index <= i < first_uar_index + num_uars,
+//            laid out as uapi/prm/uar_page.h says (doorbells, BlueFlame registers)
 //   msix     the MSI-X table, present with mkey_pcie_tph: the first 4 KiB page boundary after
 //            the UARs, pcie_tph_steering_tags entries of 16 bytes (rounded up to whole pages).
 //            It is also the PCIe TPH steering-tag table (ST Table Location = MSI-X table, as
@@ -20,20 +20,10 @@
 #include <cstdint>
 
 #include "tools/sim/config.h"
+#include "uapi/prm/uar_page.h"
 #include "uapi/vpci.h"
 
 namespace onchip::sim {
-
-inline constexpr uint64_t kUarPageBytes = 4096;
-// mlx5_init_seg byte offsets the PRM layout (initial_seg) leaves reserved.
-inline constexpr uint64_t kInternalTimerHOffset = 0x1000;
-inline constexpr uint64_t kInternalTimerLOffset = 0x1004;
-// The init segment runs to 0x400c (initial_seg is 0x20060 bits).
-inline constexpr uint64_t kInitSegmentBytes = 0x400c;
-// Inside a UAR page.
-inline constexpr uint64_t kUarCqDoorbellOffset = 0x20;
-inline constexpr uint64_t kUarEqDoorbellOffset = 0x40;
-inline constexpr uint64_t kUarBlueFlameOffset = 0x800;
 
 struct BarLayout {
   uint64_t uar_start = 0;  // BAR offset of UAR page first_uar_index
@@ -47,14 +37,15 @@ struct BarLayout {
 
   static constexpr BarLayout For(const DeviceConfig& c) {
     BarLayout l;
-    l.uar_start = uint64_t{c.first_uar_index} * kUarPageBytes;
-    l.uar_end = l.uar_start + uint64_t{c.num_uars} * kUarPageBytes;
+    l.uar_start = prm::UarPageOffset(c.first_uar_index);
+    l.uar_end = l.uar_start + uint64_t{c.num_uars} * prm::kUarPageBytes;
     l.msix_start = l.uar_end;
     l.msix_entries = c.mkey_pcie_tph ? c.pcie_tph_steering_tags : 0;
     const uint64_t msix_bytes = l.msix_entries * vpci::kMsixEntryBytes;
-    l.msix_end = l.msix_start + (msix_bytes + kUarPageBytes - 1) / kUarPageBytes * kUarPageBytes;
+    constexpr uint64_t kPage = prm::kUarPageBytes;
+    l.msix_end = l.msix_start + (msix_bytes + kPage - 1) / kPage * kPage;
     l.memic_size = c.memic ? c.memic_bar_size : 0;
-    const uint64_t align = l.memic_size ? std::bit_ceil(l.memic_size) : kUarPageBytes;
+    const uint64_t align = l.memic_size ? std::bit_ceil(l.memic_size) : kPage;
     l.memic_start = (l.msix_end + align - 1) / align * align;
     l.size = l.memic_start + l.memic_size;
     return l;

@@ -38,10 +38,7 @@ int CommandQueue::Poll() {
     for (uint32_t slot = 0; slot < slots_; ++slot) {
       const std::byte* e = access.Translate(cmdq + uint64_t{slot} * stride_, cmdq::kEntryBytes);
       if (!e) continue;
-      const auto own = std::atomic_ref<const uint8_t>(
-                           *reinterpret_cast<const uint8_t*>(e + cmdq::kEntryBytes - 1))
-                           .load(std::memory_order_acquire);
-      if (own & 1) {
+      if (cmdq::DeviceOwns(cmdq::ConstEntry(e, cmdq::kEntryBytes))) {
         rung |= 1u << slot;
         ++owned;
       }
@@ -78,10 +75,7 @@ bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
     cmdq::Entry entry(e, cmdq::kEntryBytes);
     // The ownership byte is the handover point the driver stores to concurrently: one acquire
     // load, as in Poll.
-    const uint8_t own =
-        std::atomic_ref<uint8_t>(*reinterpret_cast<uint8_t*>(e + cmdq::kEntryBytes - 1))
-            .load(std::memory_order_acquire);
-    if (!(own & 1)) return false;  // not ours
+    if (!cmdq::DeviceOwns(entry)) return false;  // not ours
     auto in = cmdq::ReadInput(entry, access);
     if (!in) {
       delivery = in.error();
@@ -103,10 +97,11 @@ bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
 
   if (!release_parked) {
     std::lock_guard lock(mutex_);
-    const uint16_t opcode = input.size() >= 2
-                                ? static_cast<uint16_t>((std::to_integer<uint16_t>(input[0]) << 8) |
-                                                        std::to_integer<uint16_t>(input[1]))
-                                : 0;
+    constexpr auto kOpcode = prm::mbox_in::opcode;
+    const uint16_t opcode =
+        input.size() * 8 >= kOpcode.bit_offset + kOpcode.bit_width
+            ? static_cast<uint16_t>(prm::Get(std::span<const std::byte>(input), kOpcode))
+            : 0;
     if (stall_armed_ && (!stall_opcode_ || *stall_opcode_ == opcode)) {
       stall_armed_ = false;
       parked_ |= 1u << slot;

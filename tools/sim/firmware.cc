@@ -51,11 +51,14 @@ Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> ou
     ++counters_.commands_failed;
     std::fill(out.begin(), out.end(), std::byte{0});
   }
-  // status (byte 0) and syndrome (bytes 4..7), as far as the output reaches.
-  std::array<std::byte, 8> head{};
-  head[0] = static_cast<std::byte>(r.status);
-  for (int i = 0; i < 4; ++i) head[4 + i] = static_cast<std::byte>(r.syndrome >> (24 - 8 * i));
-  if (!out.empty()) std::memcpy(out.data(), head.data(), std::min(out.size(), head.size()));
+  // status and syndrome (the output header through its syndrome), as far as the output reaches.
+  constexpr std::size_t kHeadBytes =
+      (prm::mbox_out::syndrome.bit_offset + prm::mbox_out::syndrome.bit_width) / 8;
+  std::array<std::byte, prm::size_bytes<prm::mbox_out>> head{};
+  prm::Bits(head)
+      .set(prm::mbox_out::status, static_cast<uint8_t>(r.status))
+      .set(prm::mbox_out::syndrome, r.syndrome);
+  if (!out.empty()) std::memcpy(out.data(), head.data(), std::min(out.size(), kHeadBytes));
   return r;
 }
 

@@ -14,6 +14,8 @@
 #include "uapi/prm/caps.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/umr.h"
+#include "uapi/prm/wqe.h"
 
 namespace onchip::sim {
 
@@ -23,7 +25,6 @@ using Out = std::span<std::byte>;
 
 namespace {
 
-constexpr uint32_t kNoQpn = 0xffffff;
 constexpr std::size_t kOctoword = 16;
 constexpr uint32_t kMinLogPageSize = 12;
 constexpr uint32_t kMaxLogPageSize = 39;
@@ -54,7 +55,7 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
       mode != prm::MKC_ACCESS_MODE_KLMS && mode != prm::MKC_ACCESS_MODE_SW_ICM &&
       mode != prm::MKC_ACCESS_MODE_MEMIC)
     return Bad(Syndrome::MKEY_ACCESS_MODE);
-  if (prm::Get(in, mkc.qpn) != kNoQpn) return Bad(Syndrome::MKEY_QPN);
+  if (prm::Get(in, mkc.qpn) != prm::MLX5_MKEY_NO_QPN) return Bad(Syndrome::MKEY_QPN);
   const bool free = prm::Get(in, mkc.free);
   if (free && !prm::Get(in, mkc.umr_en)) return Bad(Syndrome::MKEY_FREE_WITHOUT_UMR);
 
@@ -118,8 +119,9 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
     }
     case prm::MKC_ACCESS_MODE_KLMS:
       for (uint64_t i = 0; i < octo_actual; ++i) {
-        // mlx5_klm: byte_count (32), mkey (32), address (64).
-        const uint32_t target = prm::Get(list, prm::Element<32>{i * 128 + 32, "klm.mkey"}) >> 8;
+        const prm::Element<32> key{i * prm::mlx5_klm::size_bits + prm::mlx5_klm::key.bit_offset,
+                                   prm::mlx5_klm::key.name};
+        const uint32_t target = prm::Get(list, key) >> 8;
         auto t = mkeys_.find(target);
         if (t == mkeys_.end()) return Bad(Syndrome::MKEY_KLM_ENTRY);
         klm_targets.push_back(target);
@@ -238,8 +240,8 @@ std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(uint32_t mkey, 
     // parent is reached by index; its key byte is the one the KLM carried at bind time.
     if (!through_window || m.klm_targets.size() != 1) return std::nullopt;
     Bytes klm(m.translations);
-    const uint32_t parent_key = prm::Get(klm, prm::Element<32>{32, "klm.key"});
-    const uint64_t address = prm::Get(klm, prm::Element<64>{64, "klm.address"});
+    const uint32_t parent_key = prm::Get(klm, prm::mlx5_klm::key);
+    const uint64_t address = prm::Get(klm, prm::mlx5_klm::va);
     Bytes pmkc(mkeys_.at(m.klm_targets[0]).mkc);
     const uint64_t pstart = prm::Get(pmkc, prm::mkc::start_addr);
     return DeviceMemoryLocked(parent_key, address - pstart + offset, len, false);

@@ -42,19 +42,16 @@ namespace {
 
 using Bytes = std::span<const std::byte>;
 
-constexpr std::size_t kCtrlBytes = 16;
-constexpr std::size_t kUmrCtrlBytes = 48;
-constexpr std::size_t kMkeySegBytes = 64;
-constexpr std::size_t kHeadBytes = kCtrlBytes + kUmrCtrlBytes + kMkeySegBytes;  // 128
-constexpr uint32_t kHeadDs = kHeadBytes / prm::MLX5_WQE_DS_BYTES;               // 8
-constexpr uint32_t kBindXltOctowords = prm::MLX5_UMR_INLINE_KLM_BYTES / 16;     // 4
+constexpr std::size_t kHeadBytes = prm::UmrWqe::kHeadBytes;
+constexpr uint32_t kHeadDs = prm::UmrWqe::kHeadDs;
+constexpr uint32_t kBindXltOctowords = prm::UmrWqe::kBindXltOctowords;
 
-using Ctrl = prm::mlx5_wqe_ctrl_seg;
-using UmrCtrl = prm::mlx5_wqe_umr_ctrl_seg_bits<kCtrlBytes * 8>;
-using MkeySeg = prm::mlx5_mkey_seg_bits<(kCtrlBytes + kUmrCtrlBytes) * 8>;
+using Ctrl = prm::UmrWqe::ctrl;
+using UmrCtrl = prm::UmrWqe::umr_ctrl;
+using MkeySeg = prm::UmrWqe::mkey_seg;
 // The mkey segment is an mkc on the wire; its fields read as mkc fields.
-using SegMkc = prm::mkc_bits<(kCtrlBytes + kUmrCtrlBytes) * 8>;
-using Klm = prm::mlx5_klm_bits<kHeadBytes * 8>;
+using SegMkc = prm::UmrWqe::mkey_seg_mkc;
+using Klm = prm::UmrWqe::klm;
 
 constexpr uint8_t kKnownFlags =
     prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN | prm::MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET |
@@ -80,10 +77,10 @@ UmrResult Firmware::PostUmr(const UmrRequest& r) {
 
   // ---- The WQE's shape. ----
   if (w.size() < kHeadBytes) return BadWqe(UmrCheck::WQE_TOO_SHORT);
-  if ((prm::Get(w, Ctrl::opmod_idx_opcode) & 0xff) != prm::MLX5_OPCODE_UMR)
+  if (prm::OpcodeOf(prm::Get(w, Ctrl::opmod_idx_opcode)) != prm::MLX5_OPCODE_UMR)
     return BadWqe(UmrCheck::NOT_UMR);
   const uint32_t qpn_ds = prm::Get(w, Ctrl::qpn_ds);
-  if ((qpn_ds >> 8) != r.qpn) return BadWqe(UmrCheck::WQE_QPN);
+  if (prm::QpnOf(qpn_ds) != r.qpn) return BadWqe(UmrCheck::WQE_QPN);
   if (!ReservedClear(w, UmrCtrl{}) || !ReservedClear(w, MkeySeg{}))
     return BadWqe(UmrCheck::RESERVED);
   const uint32_t flags = prm::Get(w, UmrCtrl::flags);
@@ -95,9 +92,9 @@ UmrResult Firmware::PostUmr(const UmrRequest& r) {
   if (prm::Get(w, UmrCtrl::xlt_offset) != 0 || prm::Get(w, UmrCtrl::xlt_offset_47_16) != 0 ||
       (xlt != 0 && xlt != kBindXltOctowords))
     return BadWqe(UmrCheck::XLT);
-  const uint32_t ds = qpn_ds & 0x3f;
+  const uint32_t ds = prm::DsOf(qpn_ds);
   if (ds != kHeadDs + xlt) return BadWqe(UmrCheck::WQE_DS);
-  if (w.size() < std::size_t{ds} * prm::MLX5_WQE_DS_BYTES) return BadWqe(UmrCheck::WQE_TOO_SHORT);
+  if (w.size() < std::size_t{ds} * prm::MLX5_SEND_WQE_DS) return BadWqe(UmrCheck::WQE_TOO_SHORT);
   const uint64_t mask = prm::Get(w, UmrCtrl::mkey_mask);
   if ((mask & ~kWindowMask) != 0 || !(mask & prm::MLX5_MKEY_MASK_FREE))
     return BadWqe(UmrCheck::MKEY_MASK);
@@ -109,7 +106,7 @@ UmrResult Firmware::PostUmr(const UmrRequest& r) {
   if (bind != (xlt != 0)) return BadWqe(UmrCheck::XLT);
   if (bind) {
     // One binding KLM; the rest of the 64-byte block is padding.
-    constexpr std::size_t kKlm = 16;
+    constexpr std::size_t kKlm = prm::size_bytes<prm::mlx5_klm>;
     Bytes pad = w.subspan(kHeadBytes + kKlm, prm::MLX5_UMR_INLINE_KLM_BYTES - kKlm);
     if (std::any_of(pad.begin(), pad.end(), [](std::byte b) { return b != std::byte{0}; }))
       return BadWqe(UmrCheck::XLT);

@@ -244,6 +244,10 @@ Result<uint64_t> BuildChain(std::size_t len, std::span<const std::byte> data,
 
 }  // namespace
 
+bool DeviceOwns(ConstEntry entry) {
+  return ((std::to_integer<unsigned>(LoadStatusOwn(entry)) >> kOwnershipShift) & 1) != 0;
+}
+
 // ---- driver side ----
 
 Result<void> PrepareOutput(std::size_t len, std::span<const uint64_t> block_addrs, uint8_t token,

@@ -53,6 +53,13 @@ using ConstEntry = std::span<const std::byte, kEntryBytes>;
 template <class T>
 using Delivery = std::expected<T, prm::DeliveryStatus>;
 
+// ---- both sides ----
+
+// Whether the device owns the entry (its ownership bit is set): the handover test the driver
+// polls for completion and the device checks before it takes a command. An acquire load, so
+// what the other side wrote before handing the entry over is visible after it.
+bool DeviceOwns(ConstEntry entry);
+
 // ---- driver side ----
 
 // Order: PrepareOutput, then EncodeInput. Each block list holds at least BlocksFor(len)

@@ -71,4 +71,68 @@ struct health_buffer_bits {
 
 using health_buffer = health_buffer_bits<>;
 
+template <std::size_t B = 0>
+struct c_health_buffer_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x200;
+  static constexpr Array<B + 0x0, 32, 6, "c_health_buffer.assert_var"> assert_var{};
+  static constexpr Field<B + 0x100, 32, "c_health_buffer.assert_exit_ptr"> assert_exit_ptr{};
+  static constexpr Field<B + 0x120, 32, "c_health_buffer.assert_callra"> assert_callra{};
+  static constexpr Field<B + 0x160, 32, "c_health_buffer.time"> time{};
+  static constexpr Field<B + 0x180, 32, "c_health_buffer.fw_ver"> fw_ver{};
+  static constexpr Field<B + 0x1a0, 32, "c_health_buffer.hw_id"> hw_id{};
+  static constexpr Field<B + 0x1c0, 8, "c_health_buffer.rfr_severity"> rfr_severity{};
+  static constexpr Field<B + 0x1e0, 8, "c_health_buffer.irisc_index"> irisc_index{};
+  static constexpr Field<B + 0x1e8, 8, "c_health_buffer.synd"> synd{};
+  static constexpr Field<B + 0x1f0, 16, "c_health_buffer.ext_synd"> ext_synd{};
+  static constexpr std::array<ReservedBits, 5> reserved_ranges{{
+      {B + 0xc0, 64},
+      {B + 0xc0, 32},
+      {B + 0x140, 32},
+      {B + 0x1c8, 24},
+      {B + 0x1c8, 8},
+  }};
+};
+
+using c_health_buffer = c_health_buffer_bits<>;
+
+template <std::size_t B = 0>
+struct mlx5_init_seg_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x10080;
+  static constexpr Field<B + 0x0, 32, "mlx5_init_seg.fw_rev"> fw_rev{};
+  static constexpr Field<B + 0x20, 32, "mlx5_init_seg.cmdif_rev_fw_sub"> cmdif_rev_fw_sub{};
+  static constexpr Field<B + 0x80, 32, "mlx5_init_seg.cmdq_addr_h"> cmdq_addr_h{};
+  static constexpr Field<B + 0xa0, 32, "mlx5_init_seg.cmdq_addr_l_sz"> cmdq_addr_l_sz{};
+  static constexpr Field<B + 0xc0, 32, "mlx5_init_seg.cmd_dbell"> cmd_dbell{};
+  static constexpr Field<B + 0xfe0, 32, "mlx5_init_seg.initializing"> initializing{};
+  static constexpr c_health_buffer_bits<B + 0x1000> health{};
+  static constexpr Field<B + 0x7fc0, 32, "mlx5_init_seg.cmd_exec_to"> cmd_exec_to{};
+  static constexpr Field<B + 0x7fe0, 32, "mlx5_init_seg.cmd_q_init_to"> cmd_q_init_to{};
+  static constexpr Field<B + 0x8000, 32, "mlx5_init_seg.internal_timer_h"> internal_timer_h{};
+  static constexpr Field<B + 0x8020, 32, "mlx5_init_seg.internal_timer_l"> internal_timer_l{};
+  static constexpr Field<B + 0x8080, 32, "mlx5_init_seg.health_counter"> health_counter{};
+  static constexpr Field<B + 0x8200, 32, "mlx5_init_seg.real_time_h"> real_time_h{};
+  static constexpr Field<B + 0x8220, 32, "mlx5_init_seg.real_time_l"> real_time_l{};
+  static constexpr Field<B + 0x10000, 64, "mlx5_init_seg.ieee1588_clk"> ieee1588_clk{};
+  static constexpr Field<B + 0x10040, 32, "mlx5_init_seg.ieee1588_clk_type"> ieee1588_clk_type{};
+  static constexpr Field<B + 0x10060, 32, "mlx5_init_seg.clr_intx"> clr_intx{};
+  static constexpr std::array<ReservedBits, 12> reserved_ranges{{
+      {B + 0x40, 64},
+      {B + 0x40, 32},
+      {B + 0xe0, 3840},
+      {B + 0xe0, 32},
+      {B + 0x1200, 28096},
+      {B + 0x1200, 32},
+      {B + 0x8040, 64},
+      {B + 0x8040, 32},
+      {B + 0x80a0, 352},
+      {B + 0x80a0, 32},
+      {B + 0x8240, 32192},
+      {B + 0x8240, 32},
+  }};
+};
+
+using mlx5_init_seg = mlx5_init_seg_bits<>;
+
 }  // namespace onchip::prm

@@ -1,23 +1,53 @@
-// Values a UMR (user memory registration) work request carries: the send-WQE opcode, the UMR
+// A UMR (user memory registration) work request: where its segments sit (UmrWqe), the UMR
 // control segment's flags, the mkey-mask bits that say which mkey-context fields a UMR writes,
 // and the mkey segment's status and access-flag bits. The segments' layouts are in
-// uapi/prm/wqe.h (mlx5_wqe_ctrl_seg, mlx5_wqe_umr_ctrl_seg, mlx5_mkey_seg, mlx5_klm).
+// uapi/prm/wqe.h (mlx5_wqe_ctrl_seg, mlx5_wqe_umr_ctrl_seg, mlx5_mkey_seg, mlx5_klm); the
+// opcode, MLX5_OPCODE_UMR, is with the other send opcodes in uapi/prm/send_wqe.h.
 //
 // Names follow the kernel's include/linux/mlx5/device.h and qp.h, except where rdma-core is the
 // only writer of a bit (MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN, and CHECK_FREE, which rdma-core names
 // for the value the kernel calls MLX5_UMR_CHECK_NOT_FREE: "fail unless the target mkey is free").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+
+#include "uapi/prm/field.h"
+#include "uapi/prm/mkey.h"
+#include "uapi/prm/send_wqe.h"  // MLX5_OPCODE_UMR, MLX5_SEND_WQE_DS
+#include "uapi/prm/wqe.h"
 
 namespace onchip::prm {
 
-// mlx5_wqe_ctrl_seg.opmod_idx_opcode[7:0].
-inline constexpr uint8_t MLX5_OPCODE_UMR = 0x25;
+// One KLM padded to 64 bytes: the inline translation list of a bind.
+inline constexpr uint32_t MLX5_UMR_INLINE_KLM_BYTES = 64;
 
-// Bytes of the segments of a UMR WQE, and its size in 16-byte units (mlx5_wqe_ctrl_seg.qpn_ds).
-inline constexpr uint32_t MLX5_WQE_DS_BYTES = 16;
-inline constexpr uint32_t MLX5_UMR_INLINE_KLM_BYTES = 64;  // one KLM padded to 64 bytes
+// A UMR WQE as the segments lie one after another: ctrl (16 bytes), UMR control (48), mkey
+// segment (64), then for a bind the inline KLM block (64). Each member is the generated layout
+// at its place in the WQE, so `prm::Bits(wqe).set(UmrWqe::mkey_seg::len, n)` writes the mkey
+// segment's len wherever the segment sits.
+struct UmrWqe {
+  static constexpr std::size_t kUmrCtrlOffset = size_bytes<prm::mlx5_wqe_ctrl_seg>;
+  static constexpr std::size_t kMkeySegOffset = kUmrCtrlOffset + size_bytes<mlx5_wqe_umr_ctrl_seg>;
+  static constexpr std::size_t kKlmOffset = kMkeySegOffset + size_bytes<mlx5_mkey_seg>;
+  // ctrl + UMR control + mkey segment: an invalidate is exactly this.
+  static constexpr std::size_t kHeadBytes = kKlmOffset;
+  static constexpr std::size_t kBindBytes = kHeadBytes + MLX5_UMR_INLINE_KLM_BYTES;
+  static constexpr uint32_t kHeadDs = kHeadBytes / MLX5_SEND_WQE_DS;
+  // xlt_octowords of a bind: the inline KLM block in 16-byte units.
+  static constexpr uint32_t kBindXltOctowords = MLX5_UMR_INLINE_KLM_BYTES / MLX5_SEND_WQE_DS;
+
+  using ctrl = prm::mlx5_wqe_ctrl_seg_bits<0>;
+  using umr_ctrl = mlx5_wqe_umr_ctrl_seg_bits<kUmrCtrlOffset * 8>;
+  using mkey_seg = mlx5_mkey_seg_bits<kMkeySegOffset * 8>;
+  // The mkey segment is an mkc on the wire; the device reads its fields as mkc fields.
+  using mkey_seg_mkc = mkc_bits<kMkeySegOffset * 8>;
+  using klm = mlx5_klm_bits<kKlmOffset * 8>;
+};
+static_assert(UmrWqe::kUmrCtrlOffset == 16 && UmrWqe::kMkeySegOffset == 64 &&
+              UmrWqe::kHeadBytes == 128 && UmrWqe::kBindBytes == 192 && UmrWqe::kHeadDs == 8);
+static_assert(size_bytes<mlx5_mkey_seg> == size_bytes<mkc>, "the mkey segment is an mkc");
+static_assert(UmrWqe::kHeadBytes % MLX5_SEND_WQE_BB == 0 && UmrWqe::kBindBytes % MLX5_SEND_WQE_BB == 0);
 
 // mlx5_wqe_umr_ctrl_seg.flags.
 enum UmrCtrlFlag : uint8_t {

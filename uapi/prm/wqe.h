@@ -151,6 +151,61 @@ struct mlx5_klm_bits {
 using mlx5_klm = mlx5_klm_bits<>;
 
 template <std::size_t B = 0>
+struct mlx5_av__key__qkey_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x40;
+  static constexpr Field<B + 0x0, 32, "mlx5_av.key.qkey.qkey"> qkey{};
+  static constexpr Field<B + 0x20, 32, "mlx5_av.key.qkey.reserved"> reserved{};
+  static constexpr std::array<ReservedBits, 0> reserved_ranges{};
+};
+
+template <std::size_t B = 0>
+struct mlx5_av__key_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x40;
+  static constexpr mlx5_av__key__qkey_bits<B + 0x0> qkey{};
+  static constexpr Field<B + 0x0, 64, "mlx5_av.key.dc_key"> dc_key{};
+  static constexpr std::array<ReservedBits, 0> reserved_ranges{};
+};
+
+template <std::size_t B = 0>
+struct mlx5_av_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x180;
+  static constexpr mlx5_av__key_bits<B + 0x0> key{};
+  static constexpr Field<B + 0x40, 32, "mlx5_av.dqp_dct"> dqp_dct{};
+  static constexpr Field<B + 0x60, 8, "mlx5_av.stat_rate_sl"> stat_rate_sl{};
+  static constexpr Field<B + 0x68, 8, "mlx5_av.fl_mlid"> fl_mlid{};
+  static constexpr Field<B + 0x70, 16, "mlx5_av.rlid"> rlid{};
+  static constexpr Field<B + 0x70, 16, "mlx5_av.udp_sport"> udp_sport{};
+  static constexpr Array<B + 0x80, 8, 4, "mlx5_av.reserved0"> reserved0{};
+  static constexpr Array<B + 0xa0, 8, 6, "mlx5_av.rmac"> rmac{};
+  static constexpr Field<B + 0xd0, 8, "mlx5_av.tclass"> tclass{};
+  static constexpr Field<B + 0xd8, 8, "mlx5_av.hop_limit"> hop_limit{};
+  static constexpr Field<B + 0xe0, 32, "mlx5_av.grh_gid_fl"> grh_gid_fl{};
+  static constexpr Array<B + 0x100, 8, 16, "mlx5_av.rgid"> rgid{};
+  static constexpr std::array<ReservedBits, 0> reserved_ranges{};
+};
+
+using mlx5_av = mlx5_av_bits<>;
+
+template <std::size_t B = 0>
+struct mlx5_wqe_srq_next_seg_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x10, 16, "mlx5_wqe_srq_next_seg.next_wqe_index"> next_wqe_index{};
+  static constexpr Field<B + 0x20, 8, "mlx5_wqe_srq_next_seg.signature"> signature{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x0, 16},
+      {B + 0x0, 8},
+      {B + 0x28, 88},
+      {B + 0x28, 8},
+  }};
+};
+
+using mlx5_wqe_srq_next_seg = mlx5_wqe_srq_next_seg_bits<>;
+
+template <std::size_t B = 0>
 struct mlx5_cqe64__lro_bits {
   static constexpr std::size_t bit_offset = B;
   static constexpr std::size_t size_bits = 0x40;

@@ -8,7 +8,9 @@
 #include "tools/sim/bar_layout.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/init_seg.h"
+#include "uapi/prm/init_seg_access.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::sim::testing {
 namespace {
@@ -19,7 +21,7 @@ uint32_t Be32(const std::byte* p) {
 
 class BarTest : public SimTest {
  protected:
-  std::span<const std::byte> Seg() { return {w_->bar(), kInitSegmentBytes}; }
+  std::span<const std::byte> Seg() { return {w_->bar(), prm::init_seg::kBytes}; }
   template <class F>
   uint64_t Seg(F f) {
     return prm::Get(Seg(), f);
@@ -54,12 +56,12 @@ TEST_F(BarTest, InitSegmentIdentifiesAConnectX6Dx) {
 TEST_F(BarTest, HealthCounterAdvancesUntilStoppedAndTimerRuns) {
   ASSERT_TRUE(WaitReady());
   const uint64_t h0 = Seg(prm::initial_seg::health_counter);
-  const uint64_t t0 = (uint64_t{Be32(w_->bar() + kInternalTimerHOffset)} << 32) |
-                      Be32(w_->bar() + kInternalTimerLOffset);
+  const uint64_t t0 = (uint64_t{Be32(w_->bar() + prm::init_seg::kInternalTimerH)} << 32) |
+                      Be32(w_->bar() + prm::init_seg::kInternalTimerL);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_NE(Seg(prm::initial_seg::health_counter), h0);
-  const uint64_t t1 = (uint64_t{Be32(w_->bar() + kInternalTimerHOffset)} << 32) |
-                      Be32(w_->bar() + kInternalTimerLOffset);
+  const uint64_t t1 = (uint64_t{Be32(w_->bar() + prm::init_seg::kInternalTimerH)} << 32) |
+                      Be32(w_->bar() + prm::init_seg::kInternalTimerL);
   EXPECT_GT(t1, t0);
   dev_->StopHealthCounter(true);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -75,17 +77,17 @@ TEST_F(BarTest, LayoutFollowsTheConfig) {
   const DeviceConfig c;
   const BarLayout& l = dev_->layout();
   EXPECT_EQ(l.uar_start, uint64_t{c.first_uar_index} * 4096);
-  EXPECT_GE(l.uar_start, kInitSegmentBytes);
+  EXPECT_GE(l.uar_start, prm::init_seg::kBytes);
   EXPECT_EQ(l.uar_end, l.uar_start + uint64_t{c.num_uars} * 4096);
   EXPECT_GE(l.memic_start, l.uar_end);
   EXPECT_EQ(l.memic_start % c.memic_bar_size, 0u);
   EXPECT_EQ(l.memic_size, c.memic_bar_size);
   EXPECT_EQ(dev_->bar0().size, l.memic_start + l.memic_size);
   // A UAR doorbell the driver writes lands in the device's view of the same page.
-  std::byte* uar = w_->bar() + l.uar_start + kUarCqDoorbellOffset;
+  std::byte* uar = w_->bar() + l.uar_start + prm::MLX5_CQ_DOORBELL;
   *reinterpret_cast<volatile uint32_t*>(uar) = 0x12345678;
   EXPECT_EQ(*reinterpret_cast<const uint32_t*>(dev_->bar().base() + l.uar_start +
-                                               kUarCqDoorbellOffset),
+                                               prm::MLX5_CQ_DOORBELL),
             0x12345678u);
 }
 
@@ -95,7 +97,7 @@ TEST_F(BarTest, InitializingStaysSetForTheInitDelay) {
   auto d = Device::Create(c);
   ASSERT_TRUE(d);
   CommandWriter w(**d);
-  std::span<const std::byte> seg(w.bar(), kInitSegmentBytes);
+  std::span<const std::byte> seg(w.bar(), prm::init_seg::kBytes);
   EXPECT_EQ(prm::Get(seg, prm::initial_seg::initializing), 1u);
   // A command posted now waits for the firmware to come up.
   auto r = w.Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);

@@ -183,6 +183,21 @@ TEST(MailboxRoundTrip, ShortReplyIsZeroFilledToOutputLength) {
   for (std::size_t i = 700; i < 1100; ++i) ASSERT_EQ(out[i], std::byte{0}) << i;
 }
 
+// The handover bit both sides poll: set by EncodeInput, cleared by Complete, in the entry's last
+// byte (PRM 1.3: status[7:1] | ownership[0] at byte 0x3f), whatever the status bits hold.
+TEST(MailboxRoundTrip, DeviceOwnsFromEncodeUntilComplete) {
+  Command c(16, 16);
+  EXPECT_TRUE(DeviceOwns(c.entry));
+  EXPECT_EQ(std::to_integer<uint8_t>(c.entry[0x3f]) & 1, 1);
+  Complete(c.entry, DeliveryStatus::TOK_ERR);
+  EXPECT_FALSE(DeviceOwns(c.entry));
+  std::array<std::byte, kEntryBytes> raw{};
+  raw[0x3f] = std::byte{0xfe};  // every status bit, ownership clear
+  EXPECT_FALSE(DeviceOwns(raw));
+  raw[0x3f] = std::byte{0x01};
+  EXPECT_TRUE(DeviceOwns(raw));
+}
+
 TEST(MailboxRoundTrip, MaximumMessage) {
   RoundTrip(kMaxMessageBytes, 16, false);
 }

@@ -17,6 +17,7 @@
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/sw_icm.h"
+#include "uapi/prm/wqe.h"
 
 namespace onchip::sim::fuzz {
 namespace {
@@ -122,8 +123,8 @@ struct Harness {
     std::memcpy(klm_in.bytes().data(), klm.bytes().data(), klm.bytes().size());
     klm_in.set(mkc.translations_octword_size, 1).set(In::translations_octword_actual_size, 1);
     prm::Bits(klm_in.bytes().subspan(prm::size_bytes<In>))
-        .set(prm::Element<32>{0, "byte_count"}, 4096)
-        .set(prm::Element<32>{32, "mkey"}, pa_idx << 8);
+        .set(prm::mlx5_klm::bcount, 4096)
+        .set(prm::mlx5_klm::key, pa_idx << 8);
     Run(klm_in.bytes(), 16);
   }
 
