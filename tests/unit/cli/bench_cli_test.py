@@ -110,9 +110,12 @@ class BenchCommandLineTest(unittest.TestCase):
         proc = self.bench("--out", self.out, "--suite", os.path.join(self.tmp.name, "absent"))
         self.assertCleanFailure(proc, 2, "--suite: not an executable file")
 
-    def test_a_missed_performance_goal_is_not_reported_ok(self):
+    def test_a_missed_performance_goal_is_named_not_reported_ok(self):
+        # Speed is measured, never asserted: the run succeeds, and the miss is named.
         proc = self.bench("--out", self.out, "--suite", self.suite("standin", "missed"))
-        self.assertCleanFailure(proc, 3, "1 performance goal missed")
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("1 performance goal missed", proc.stdout)
+        self.assertNotIn("Traceback", proc.stdout + proc.stderr)
         self.assertIn("standin: goals of the active variants (to-device avx2): MISSED", proc.stdout)
         self.assertNotIn("standin: movq8", proc.stdout)
         self.assertNotIn("bench ok", proc.stdout)
