@@ -332,7 +332,27 @@ TEST_F(DmTest, RegDmMrAccessRules) {
   errno = 0;
   EXPECT_EQ(v::reg_dm_mr(pd, dm, 0, 4096, kRw | IBV_ACCESS_ON_DEMAND), nullptr);
   EXPECT_EQ(errno, EINVAL);
+  // The kernel applies the host-MR access rule to DM MRs too: remote write or remote atomic
+  // without local write is EINVAL, exactly as for ibv_reg_mr.
+  for (unsigned remote : {unsigned{IBV_ACCESS_REMOTE_WRITE}, unsigned{IBV_ACCESS_REMOTE_ATOMIC},
+                          unsigned{IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC}}) {
+    const unsigned access = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ | remote;
+    errno = 0;
+    EXPECT_EQ(v::reg_dm_mr(pd, dm, 0, 4096, access), nullptr) << std::hex << access;
+    EXPECT_EQ(errno, EINVAL) << std::hex << access;
+    // The host-memory twin answers the same.
+    alignas(4096) static char host[4096];
+    errno = 0;
+    EXPECT_EQ(v::reg_mr(pd, host, sizeof host, reinterpret_cast<uintptr_t>(host),
+                        access & ~IBV_ACCESS_ZERO_BASED),
+              nullptr);
+    EXPECT_EQ(errno, EINVAL) << std::hex << access;
+  }
   EXPECT_EQ(sim_->counters().commands, before);
+  // Remote read alone needs no local write.
+  ibv_mr* read_only = v::reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ);
+  ASSERT_NE(read_only, nullptr) << strerror(errno);
+  EXPECT_EQ(v::dereg_mr(read_only), 0);
 
   ibv_mr* mr = v::reg_dm_mr(pd, dm, 0, 4096,
                             kRw | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_OPTIONAL_RANGE);
