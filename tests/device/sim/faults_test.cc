@@ -1,7 +1,10 @@
 // Fault injection (fail next N, per opcode; stall and release; stopped health) and counters.
+#include <atomic>
+#include <memory>
 #include <thread>
 
 #include "tests/device/sim/sim_fixture.h"
+#include "tests/device/wait.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/resources.h"
@@ -63,11 +66,29 @@ TEST_F(FaultsTest, StalledCommandTimesOutThenCompletesOnRelease) {
 
 TEST_F(FaultsTest, DeviceWithAStalledCommandShutsDownCleanly) {
   dev_->StallNext();
+  const uint64_t completed_before = dev_->queue_counters().completed;
   ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 0));
   w_->Ring(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The device took the command and parked it: it is stalled, not merely not yet seen.
+  ASSERT_TRUE(onchip::testing::WaitUntil([&] { return dev_->queue_counters().stalled == 1; }));
   EXPECT_TRUE(w_->Owned(0));
-  // TearDown destroys the device with the command parked: the destructor must not hang.
+  EXPECT_EQ(dev_->queue_counters().completed, completed_before);
+  // Destroying the device with the command parked must return (stop and join its thread)
+  // instead of waiting for a release that never comes. Destroyed on another thread so that a
+  // hang fails the test within the deadline instead of hanging it.
+  w_.reset();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread destroy([device = std::move(dev_), done]() mutable {
+    device.reset();
+    done->store(true);
+  });
+  const bool returned = onchip::testing::WaitUntil([&] { return done->load(); });
+  if (returned) {
+    destroy.join();
+  } else {
+    destroy.detach();  // leak it: the failure below is the result
+  }
+  EXPECT_TRUE(returned) << "the device destructor hung on a stalled command";
 }
 
 TEST_F(FaultsTest, CountersPerOpcodeAndResourcesAlive) {
