@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "tests/device/sim/sim_fixture.h"
+#include "tests/device/wait.h"
 #include "tools/sim/bar_layout.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/init_seg.h"
@@ -25,9 +26,21 @@ class BarTest : public SimTest {
     return prm::Get(Seg(), f);
   }
   bool WaitReady() {
-    for (int i = 0; i < 2000 && Seg(prm::initial_seg::initializing); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return Seg(prm::initial_seg::initializing) == 0;
+    return onchip::testing::WaitUntil([&] { return Seg(prm::initial_seg::initializing) == 0; });
+  }
+  // Waits until the device thread has run `n` more iterations of its loop (each one restores
+  // the read-only init-segment bits, ticks the health counter unless stopped, and sets the
+  // timer), kicking it so that nobody waits for its idle period.
+  bool DeviceRuns(uint64_t n) {
+    const uint64_t target = dev_->wakeups() + n;
+    return onchip::testing::WaitUntil([&] {
+      dev_->Kick();
+      return dev_->wakeups() >= target;
+    });
+  }
+  uint64_t Timer() {
+    return (uint64_t{Be32(w_->bar() + kInternalTimerHOffset)} << 32) |
+           Be32(w_->bar() + kInternalTimerLOffset);
   }
 };
 
@@ -40,7 +53,7 @@ TEST_F(BarTest, InitSegmentIdentifiesAConnectX6Dx) {
   // The cmdq geometry the kernel reads from cmdq_addr_l_sz & 0xff; read-only, so it survives the
   // writer programming the cmdq address (a whole-dword write), as on hardware.
   ASSERT_TRUE(WaitReady());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(DeviceRuns(2));  // the writer's whole-dword store has met the device's restore
   const uint32_t l_sz = Be32(w_->bar() + 0x14);
   EXPECT_EQ((l_sz >> 4) & 0xf, 5u);
   EXPECT_EQ(l_sz & 0xf, 6u);
@@ -54,21 +67,20 @@ TEST_F(BarTest, InitSegmentIdentifiesAConnectX6Dx) {
 TEST_F(BarTest, HealthCounterAdvancesUntilStoppedAndTimerRuns) {
   ASSERT_TRUE(WaitReady());
   const uint64_t h0 = Seg(prm::initial_seg::health_counter);
-  const uint64_t t0 = (uint64_t{Be32(w_->bar() + kInternalTimerHOffset)} << 32) |
-                      Be32(w_->bar() + kInternalTimerLOffset);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_NE(Seg(prm::initial_seg::health_counter), h0);
-  const uint64_t t1 = (uint64_t{Be32(w_->bar() + kInternalTimerHOffset)} << 32) |
-                      Be32(w_->bar() + kInternalTimerLOffset);
-  EXPECT_GT(t1, t0);
+  const uint64_t t0 = Timer();
+  EXPECT_TRUE(onchip::testing::WaitUntil(
+      [&] { return Seg(prm::initial_seg::health_counter) != h0; }));
+  EXPECT_TRUE(onchip::testing::WaitUntil([&] { return Timer() > t0; }));
   dev_->StopHealthCounter(true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // An iteration already past the check may still tick once; after two more it cannot.
+  ASSERT_TRUE(DeviceRuns(2));
   const uint64_t h1 = Seg(prm::initial_seg::health_counter);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Stopped means still for every iteration the device runs, not for a guessed time.
+  ASSERT_TRUE(DeviceRuns(5));
   EXPECT_EQ(Seg(prm::initial_seg::health_counter), h1);
   dev_->StopHealthCounter(false);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_NE(Seg(prm::initial_seg::health_counter), h1);
+  EXPECT_TRUE(onchip::testing::WaitUntil(
+      [&] { return Seg(prm::initial_seg::health_counter) != h1; }));
 }
 
 TEST_F(BarTest, LayoutFollowsTheConfig) {
