@@ -11,6 +11,7 @@
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/cmd/run.h"
 #include "driver/context.h"
+#include "tests/device/fixture.h"
 #include "tools/sim/device.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/init_seg.h"
@@ -19,11 +20,8 @@
 namespace onchip {
 namespace {
 
-std::unique_ptr<sim::Device> MakeDevice(sim::DeviceConfig config = {}) {
-  auto d = sim::Device::Create(config);
-  EXPECT_TRUE(d.has_value()) << d.error().describe();
-  return std::move(*d);
-}
+using testing::ExpectNothingHeld;
+using testing::MakeDevice;
 
 TEST(BringUp, OpensAndTearsDownLeavingNothing) {
   auto sim = MakeDevice();
@@ -48,12 +46,7 @@ TEST(BringUp, OpensAndTearsDownLeavingNothing) {
     EXPECT_EQ(report.pages_still_held, 0u);
   }
   EXPECT_EQ(sim->firmware().state(), sim::HcaState::kDisabled);
-  const auto c = sim->counters();
-  EXPECT_EQ(c.pages_held, 0u);
-  EXPECT_EQ(c.pds, 0u);
-  EXPECT_EQ(c.mkeys, 0u);
-  EXPECT_EQ(c.memic_allocations, 0u);
-  EXPECT_EQ(c.sw_icm_objects, 0u);
+  ExpectNothingHeld(*sim);
   // Every DMA mapping the driver made (queue page, mailboxes, pages) is gone.
   EXPECT_EQ(sim->dma_mappings(), 0u);
 }

@@ -12,42 +12,15 @@
 #include <thread>
 #include <vector>
 
-#include "driver/context.h"
-#include "driver/verbs_calls.h"
-#include "tools/sim/device.h"
+#include "tests/device/fixture.h"
 
 namespace onchip {
 namespace {
 
 namespace v = driver::verbs;
 
-class DmTest : public ::testing::Test {
+class DmTest : public testing::DriverTest {
  protected:
-  void SetUp() override { Open({}); }
-
-  void Open(sim::DeviceConfig config) {
-    ctx_.reset();
-    auto d = sim::Device::Create(config);
-    ASSERT_TRUE(d) << d.error().describe();
-    sim_ = std::move(*d);
-    auto c = Context::Open(*sim_);
-    ASSERT_TRUE(c) << c.error().describe();
-    ctx_ = std::make_unique<Context>(std::move(*c));
-    verbs_ = ctx_->verbs();
-  }
-
-  void TearDown() override {
-    if (!ctx_) return;
-    const auto report = ctx_->Close();
-    EXPECT_FALSE(report.first_error) << report.describe();
-    const auto c = sim_->counters();
-    EXPECT_EQ(c.memic_allocations, 0u);
-    EXPECT_EQ(c.sw_icm_objects, 0u);
-    EXPECT_EQ(c.mkeys, 0u);
-    EXPECT_EQ(c.pds, 0u);
-    EXPECT_EQ(c.pages_held, 0u);
-  }
-
   ibv_dm* Alloc(size_t length, uint32_t log_align = 0) {
     ibv_alloc_dm_attr attr{.length = length, .log_align_req = log_align, .comp_mask = 0};
     return v::alloc_dm(verbs_, &attr);
@@ -84,9 +57,6 @@ class DmTest : public ::testing::Test {
            sim_->layout().memic_start;
   }
 
-  std::unique_ptr<sim::Device> sim_;
-  std::unique_ptr<Context> ctx_;
-  ibv_context* verbs_ = nullptr;
 };
 
 // ---- allocation ----
@@ -523,6 +493,7 @@ TEST_F(DmTest, CloseWithLiveObjectsCleansUpAndSaysSo) {
   errno = 0;
   EXPECT_EQ(Alloc(64), nullptr);
   EXPECT_EQ(errno, EIO);
+  ctx_.reset();  // closed above
 }
 
 TEST_F(DmTest, ThreadsAllocateCopyAndFreeConcurrently) {

@@ -32,10 +32,10 @@ class BarTest : public SimTest {
   // the read-only init-segment bits, ticks the health counter unless stopped, and sets the
   // timer), kicking it so that nobody waits for its idle period.
   bool DeviceRuns(uint64_t n) {
-    const uint64_t target = dev_->wakeups() + n;
+    const uint64_t target = sim_->wakeups() + n;
     return onchip::testing::WaitUntil([&] {
-      dev_->Kick();
-      return dev_->wakeups() >= target;
+      sim_->Kick();
+      return sim_->wakeups() >= target;
     });
   }
   uint64_t Timer() {
@@ -71,32 +71,32 @@ TEST_F(BarTest, HealthCounterAdvancesUntilStoppedAndTimerRuns) {
   EXPECT_TRUE(onchip::testing::WaitUntil(
       [&] { return Seg(prm::initial_seg::health_counter) != h0; }));
   EXPECT_TRUE(onchip::testing::WaitUntil([&] { return Timer() > t0; }));
-  dev_->StopHealthCounter(true);
+  sim_->StopHealthCounter(true);
   // An iteration already past the check may still tick once; after two more it cannot.
   ASSERT_TRUE(DeviceRuns(2));
   const uint64_t h1 = Seg(prm::initial_seg::health_counter);
   // Stopped means still for every iteration the device runs, not for a guessed time.
   ASSERT_TRUE(DeviceRuns(5));
   EXPECT_EQ(Seg(prm::initial_seg::health_counter), h1);
-  dev_->StopHealthCounter(false);
+  sim_->StopHealthCounter(false);
   EXPECT_TRUE(onchip::testing::WaitUntil(
       [&] { return Seg(prm::initial_seg::health_counter) != h1; }));
 }
 
 TEST_F(BarTest, LayoutFollowsTheConfig) {
   const DeviceConfig c;
-  const BarLayout& l = dev_->layout();
+  const BarLayout& l = sim_->layout();
   EXPECT_EQ(l.uar_start, uint64_t{c.first_uar_index} * 4096);
   EXPECT_GE(l.uar_start, kInitSegmentBytes);
   EXPECT_EQ(l.uar_end, l.uar_start + uint64_t{c.num_uars} * 4096);
   EXPECT_GE(l.memic_start, l.uar_end);
   EXPECT_EQ(l.memic_start % c.memic_bar_size, 0u);
   EXPECT_EQ(l.memic_size, c.memic_bar_size);
-  EXPECT_EQ(dev_->bar0().size, l.memic_start + l.memic_size);
+  EXPECT_EQ(sim_->bar0().size, l.memic_start + l.memic_size);
   // A UAR doorbell the driver writes lands in the device's view of the same page.
   std::byte* uar = w_->bar() + l.uar_start + kUarCqDoorbellOffset;
   *reinterpret_cast<volatile uint32_t*>(uar) = 0x12345678;
-  EXPECT_EQ(*reinterpret_cast<const uint32_t*>(dev_->bar().base() + l.uar_start +
+  EXPECT_EQ(*reinterpret_cast<const uint32_t*>(sim_->bar().base() + l.uar_start +
                                                kUarCqDoorbellOffset),
             0x12345678u);
 }
