@@ -5,11 +5,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -53,6 +53,20 @@ bool NeverReturns(const std::string& name) {
          (name.find("report") != std::string::npos || name.find("_abort") != std::string::npos);
 }
 
+// Hex digits at `pos` (at least one); `*end` is one past them.
+bool ParseHex(const std::string& s, std::size_t pos, uint64_t* value, std::size_t* end) {
+  std::size_t i = pos;
+  uint64_t v = 0;
+  for (; i < s.size() && std::isxdigit(static_cast<unsigned char>(s[i])); ++i)
+    v = v * 16 + static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(s[i]))
+                                           ? s[i] - '0'
+                                           : std::tolower(static_cast<unsigned char>(s[i])) - 'a' + 10);
+  if (i == pos || i - pos > 16) return false;
+  *value = v;
+  *end = i;
+  return true;
+}
+
 // Name without "+0x..." and without "@plt".
 std::string BareName(const std::string& target_name) {
   std::string n = target_name;
@@ -81,27 +95,31 @@ std::optional<Disassembly> Disassembly::Of(const void* code, std::string* error)
     *error = "cannot run objdump";
     return std::nullopt;
   }
-  static const std::regex header(R"(^([0-9a-f]+) <(.*)>:$)");
-  static const std::regex line(R"(^\s*([0-9a-f]+):\s+(.*)$)");
-  static const std::regex target(R"(^([0-9a-f]+) <(.*)>$)");
   Function* current = nullptr;
   char buf[8192];
-  std::string text;
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) {
     std::string l(buf);
     while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
-    std::smatch m;
-    if (std::regex_match(l, m, header)) {
-      const uint64_t start = std::stoull(m[1], nullptr, 16);
-      current = &d.functions_[start];
-      current->name = m[2];
-      current->start = current->end = start;
+    uint64_t address = 0;
+    std::size_t used = 0;
+    // "0000000000003a60 <name>:" opens a function.
+    if (ParseHex(l, 0, &address, &used) && l.compare(used, 2, " <") == 0 && l.size() >= used + 4 &&
+        l.compare(l.size() - 2, 2, ">:") == 0) {
+      current = &d.functions_[address];
+      current->name = l.substr(used + 2, l.size() - used - 4);
+      current->start = current->end = address;
       continue;
     }
-    if (current == nullptr || !std::regex_match(l, m, line)) continue;
+    // "    3a60:\tmov    %rdi,%rax" is one instruction.
+    const std::size_t first = l.find_first_not_of(' ');
+    if (current == nullptr || first == std::string::npos || !ParseHex(l, first, &address, &used) ||
+        used >= l.size() || l[used] != ':')
+      continue;
+    const std::string text = l.substr(used + 1);
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;
     Insn insn;
-    insn.address = std::stoull(m[1], nullptr, 16);
-    std::istringstream words(m[2]);
+    insn.address = address;
+    std::istringstream words(text);
     std::string w;
     while (words >> w && IsPrefix(w)) insn.mnemonic += w + " ";
     insn.mnemonic += w;
@@ -111,11 +129,12 @@ std::optional<Disassembly> Disassembly::Of(const void* code, std::string* error)
       insn.operands.resize(hash);  // "# 1234 <sym>" comments of RIP-relative operands
       while (!insn.operands.empty() && insn.operands.back() == ' ') insn.operands.pop_back();
     }
-    std::smatch t;
-    if ((StartsWith(w, "j") || StartsWith(w, "call")) &&
-        std::regex_match(insn.operands, t, target)) {
-      insn.target = std::stoull(t[1], nullptr, 16);
-      insn.target_name = t[2];
+    // Direct calls and jumps: "3ab0 <name+0x50>".
+    uint64_t target = 0;
+    if ((StartsWith(w, "j") || StartsWith(w, "call")) && ParseHex(insn.operands, 0, &target, &used) &&
+        insn.operands.compare(used, 2, " <") == 0 && insn.operands.back() == '>') {
+      insn.target = target;
+      insn.target_name = insn.operands.substr(used + 2, insn.operands.size() - used - 3);
     }
     current->insns.push_back(std::move(insn));
     current->end = current->insns.back().address + 1;
