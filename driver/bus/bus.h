@@ -37,7 +37,7 @@ class DmaBuffer {
   DmaBuffer& operator=(DmaBuffer&& o) noexcept;
   DmaBuffer(const DmaBuffer&) = delete;
   DmaBuffer& operator=(const DmaBuffer&) = delete;
-  ~DmaBuffer() { Reset(); }
+  ~DmaBuffer() { (void)Reset(); }
 
   std::byte* host() const { return host_; }
   uint64_t iova() const { return iova_; }

@@ -89,11 +89,7 @@ class DriverTest : public SimDeviceTest {
       EXPECT_EQ(sim_->dma_mappings(), baseline_mappings_) << "a registration left a DMA mapping";
       const auto report = ctx_->Close();
       EXPECT_FALSE(report.first_error) << report.describe();
-      EXPECT_EQ(report.mrs_destroyed + report.mws_destroyed + report.dms_freed +
-                    report.pds_freed + report.parent_domains_freed + report.tds_freed +
-                    report.dmahs_freed,
-                0u)
-          << report.describe();
+      EXPECT_EQ(report.objects(), 0u) << report.describe();
       EXPECT_EQ(report.pages_still_held, 0u) << report.describe();
       ctx_.reset();
     }

@@ -355,7 +355,7 @@ TEST_F(DmahTest, CloseReleasesLiveHandlesAndTheyFreeAfterwards) {
   ASSERT_EQ(sim_->SteeringTag(index), uint16_t{0x8000});
   const auto report = ctx_->Close();
   EXPECT_FALSE(report.first_error) << report.describe();
-  EXPECT_EQ(report.dmahs_freed, 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kDmah), 1u);
   EXPECT_EQ(sim_->SteeringTag(index), uint16_t{0});
   // A closed device makes no new handles; the old one frees without touching the device.
   EXPECT_EQ(AllocErrno(Attr(kPh)), EIO);
