@@ -74,6 +74,10 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
   if (pd == nullptr || dm == nullptr) return Fail(EINVAL, "reg_dm_mr: null PD or DM");
   if (access & ~kDmAllowedAccess) return Fail(EINVAL, "reg_dm_mr: access flag not allowed on DM");
   if (!(access & IBV_ACCESS_ZERO_BASED)) return Fail(EINVAL, "reg_dm_mr: IBV_ACCESS_ZERO_BASED required");
+  // The kernel checks DM MRs with the same access rule as host MRs, right after ZERO_BASED.
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+      !(access & IBV_ACCESS_LOCAL_WRITE))
+    return Fail(EINVAL, "reg_dm_mr: remote write or atomic needs local write");
   if (offset > dm->length || length > dm->length || length > dm->length - offset)
     return Fail(EINVAL, "reg_dm_mr: range outside the device memory");
   const bool memic = dm->type == MLX5DV_DM_TYPE_MEMIC;

@@ -2,24 +2,26 @@
 // capabilities arrive, and teardown leaves the device holding nothing of ours.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <bit>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/cmd/run.h"
 #include "driver/context.h"
+#include "tests/device/fixture.h"
 #include "tools/sim/device.h"
 #include "uapi/prm/hca.h"
+#include "uapi/prm/init_seg.h"
 #include "uapi/prm/resources.h"
 
 namespace onchip {
 namespace {
 
-std::unique_ptr<sim::Device> MakeDevice(sim::DeviceConfig config = {}) {
-  auto d = sim::Device::Create(config);
-  EXPECT_TRUE(d.has_value()) << d.error().describe();
-  return std::move(*d);
-}
+using testing::ExpectNothingHeld;
+using testing::MakeDevice;
 
 TEST(BringUp, OpensAndTearsDownLeavingNothing) {
   auto sim = MakeDevice();
@@ -44,12 +46,7 @@ TEST(BringUp, OpensAndTearsDownLeavingNothing) {
     EXPECT_EQ(report.pages_still_held, 0u);
   }
   EXPECT_EQ(sim->firmware().state(), sim::HcaState::kDisabled);
-  const auto c = sim->counters();
-  EXPECT_EQ(c.pages_held, 0u);
-  EXPECT_EQ(c.pds, 0u);
-  EXPECT_EQ(c.mkeys, 0u);
-  EXPECT_EQ(c.memic_allocations, 0u);
-  EXPECT_EQ(c.sw_icm_objects, 0u);
+  ExpectNothingHeld(*sim);
   // Every DMA mapping the driver made (queue page, mailboxes, pages) is gone.
   EXPECT_EQ(sim->dma_mappings(), 0u);
 }
@@ -64,12 +61,50 @@ TEST(BringUp, OpensAgainAfterClose) {
   EXPECT_EQ(sim->counters().pages_held, 0u);
 }
 
+// One init-segment field as the device's BAR holds it, read with one atomic 32-bit load.
+template <class F>
+uint32_t LoadInitField(const sim::Device& sim, F field) {
+  const std::byte* dword = const_cast<sim::Device&>(sim).bar().base() + field.bit_offset / 32 * 4;
+  const uint32_t be = std::atomic_ref<const uint32_t>(*reinterpret_cast<const uint32_t*>(dword))
+                          .load(std::memory_order_acquire);
+  const uint32_t v = std::byteswap(be);
+  const unsigned shift = 32 - field.bit_offset % 32 - F::bit_width;
+  return F::bit_width == 32 ? v : (v >> shift) & ((1u << F::bit_width) - 1);
+}
+
+// The driver may program the queue address early, but must not ring the command doorbell until
+// the firmware clears `initializing`. The device only looks at its queue after that, so a
+// driver that rang early would still succeed; the test therefore watches the BAR itself while
+// Open runs: a non-zero doorbell seen while `initializing` is still set is a violation.
 TEST(BringUp, WaitsForInitializingToClear) {
   sim::DeviceConfig config;
-  config.init_delay = std::chrono::milliseconds(100);
+  config.init_delay = std::chrono::milliseconds(300);
   auto sim = MakeDevice(config);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> samples_initializing{0};
+  std::atomic<uint64_t> early_doorbells{0};
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      // Doorbell first: `initializing` only goes from 1 to 0, so if it still reads 1 afterwards
+      // it was 1 when the doorbell was seen.
+      const uint32_t doorbell = LoadInitField(*sim, prm::initial_seg::command_doorbell_vector);
+      const uint32_t initializing = LoadInitField(*sim, prm::initial_seg::initializing);
+      samples_initializing.fetch_add(initializing);
+      if (doorbell != 0 && initializing) early_doorbells.fetch_add(1);
+      std::this_thread::yield();
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
   auto ctx = Context::Open(*sim);
+  const auto took = std::chrono::steady_clock::now() - start;
+  stop.store(true);
+  watcher.join();
   ASSERT_TRUE(ctx) << ctx.error().describe();
+  EXPECT_GT(samples_initializing.load(), 0u) << "the watcher never saw the firmware initializing";
+  EXPECT_EQ(early_doorbells.load(), 0u) << "the driver rang the doorbell before initializing cleared";
+  EXPECT_GE(took, config.init_delay);
+  EXPECT_EQ(LoadInitField(*sim, prm::initial_seg::initializing), 0u);
+  EXPECT_GT(sim->counters().by_opcode.at(prm::ENABLE_HCA), 0u);
 }
 
 TEST(BringUp, FirmwareThatNeverInitializesTimesOut) {

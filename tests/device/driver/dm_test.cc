@@ -8,45 +8,19 @@
 
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <vector>
 
-#include "driver/context.h"
-#include "driver/verbs_calls.h"
-#include "tools/sim/device.h"
+#include "tests/device/fixture.h"
 
 namespace onchip {
 namespace {
 
 namespace v = driver::verbs;
 
-class DmTest : public ::testing::Test {
+class DmTest : public testing::DriverTest {
  protected:
-  void SetUp() override { Open({}); }
-
-  void Open(sim::DeviceConfig config) {
-    ctx_.reset();
-    auto d = sim::Device::Create(config);
-    ASSERT_TRUE(d) << d.error().describe();
-    sim_ = std::move(*d);
-    auto c = Context::Open(*sim_);
-    ASSERT_TRUE(c) << c.error().describe();
-    ctx_ = std::make_unique<Context>(std::move(*c));
-    verbs_ = ctx_->verbs();
-  }
-
-  void TearDown() override {
-    if (!ctx_) return;
-    const auto report = ctx_->Close();
-    EXPECT_FALSE(report.first_error) << report.describe();
-    const auto c = sim_->counters();
-    EXPECT_EQ(c.memic_allocations, 0u);
-    EXPECT_EQ(c.sw_icm_objects, 0u);
-    EXPECT_EQ(c.mkeys, 0u);
-    EXPECT_EQ(c.pds, 0u);
-    EXPECT_EQ(c.pages_held, 0u);
-  }
-
   ibv_dm* Alloc(size_t length, uint32_t log_align = 0) {
     ibv_alloc_dm_attr attr{.length = length, .log_align_req = log_align, .comp_mask = 0};
     return v::alloc_dm(verbs_, &attr);
@@ -57,16 +31,32 @@ class DmTest : public ::testing::Test {
     driver::SetDmType(dv, type);
     return v::dv_alloc_dm(verbs_, &attr, &dv);
   }
-  // The sim's own view of a MEMIC DM's bytes.
+  // The device's own view of a MEMIC DM's bytes, found without the driver's record of where
+  // the DM lives: a zero-based MR over the whole DM, resolved by the firmware to the MEMIC
+  // allocation it covers. (The firmware refuses an mkey outside its live allocations.)
   std::span<std::byte> DeviceBytes(ibv_dm* dm) {
-    const auto* d = driver::Dm::From(dm);
-    return sim_->bar().Memic().subspan(d->memic.bar_offset - sim_->layout().memic_start,
-                                       d->length);
+    const size_t length = driver::Dm::From(dm)->length;
+    ibv_pd* pd = v::alloc_pd(verbs_);
+    EXPECT_NE(pd, nullptr);
+    ibv_mr* mr = pd ? v::reg_dm_mr(pd, dm, 0, length, IBV_ACCESS_ZERO_BASED) : nullptr;
+    EXPECT_NE(mr, nullptr) << strerror(errno);
+    std::optional<std::span<std::byte>> bytes;
+    if (mr) bytes = sim_->firmware().MkeyDeviceMemory(mr->lkey, 0, length);
+    EXPECT_TRUE(bytes.has_value()) << "the firmware does not resolve the DM's mkey";
+    if (mr) {
+      EXPECT_EQ(v::dereg_mr(mr), 0);
+    }
+    if (pd) {
+      EXPECT_EQ(v::dealloc_pd(pd), 0);
+    }
+    return bytes.value_or(std::span<std::byte>{});
+  }
+  // The BAR0 offset of device bytes, from the device's MEMIC window.
+  uint64_t BarOffset(std::span<const std::byte> device) {
+    return static_cast<uint64_t>(device.data() - sim_->bar().Memic().data()) +
+           sim_->layout().memic_start;
   }
 
-  std::unique_ptr<sim::Device> sim_;
-  std::unique_ptr<Context> ctx_;
-  ibv_context* verbs_ = nullptr;
 };
 
 // ---- allocation ----
@@ -158,7 +148,7 @@ TEST_F(DmTest, ZeroLengthAndOversizedAlignmentAreEinval) {
   EXPECT_EQ(errno, EINVAL);
   ibv_dm* aligned = Alloc(64, 16);
   ASSERT_NE(aligned, nullptr) << strerror(errno);
-  EXPECT_EQ(driver::Dm::From(aligned)->memic.bar_offset % (1u << 16), 0u);
+  EXPECT_EQ(BarOffset(DeviceBytes(aligned)) % (1u << 16), 0u);
   EXPECT_EQ(v::free_dm(aligned), 0);
   EXPECT_EQ(sim_->counters().memic_allocations, 0u);
 }
@@ -203,9 +193,18 @@ TEST_F(DmTest, BytesLandInDeviceMemoryAndReadBack) {
     ASSERT_NE(dm, nullptr) << strerror(errno);
     std::vector<uint8_t> src(len);
     std::iota(src.begin(), src.end(), static_cast<uint8_t>(len));
+    const auto window = sim_->bar().Memic();
+    const std::vector<std::byte> before(window.begin(), window.end());
     ASSERT_EQ(ibv_memcpy_to_dm(dm, 0, src.data(), len), 0);
     auto device = DeviceBytes(dm);
+    ASSERT_EQ(device.size(), len);
     EXPECT_EQ(std::memcmp(device.data(), src.data(), len), 0) << len;
+    // Nothing else in the device's MEMIC window changed.
+    const size_t first = static_cast<size_t>(device.data() - window.data());
+    for (size_t i = 0; i < window.size(); ++i) {
+      if (i >= first && i < first + len) continue;
+      ASSERT_EQ(window[i], before[i]) << "byte " << i << " of the MEMIC window changed, len " << len;
+    }
     std::vector<uint8_t> back(len, 0xee);
     ASSERT_EQ(ibv_memcpy_from_dm(back.data(), dm, 0, len), 0);
     EXPECT_EQ(back, src) << len;
@@ -332,7 +331,27 @@ TEST_F(DmTest, RegDmMrAccessRules) {
   errno = 0;
   EXPECT_EQ(v::reg_dm_mr(pd, dm, 0, 4096, kRw | IBV_ACCESS_ON_DEMAND), nullptr);
   EXPECT_EQ(errno, EINVAL);
+  // The kernel applies the host-MR access rule to DM MRs too: remote write or remote atomic
+  // without local write is EINVAL, exactly as for ibv_reg_mr.
+  for (unsigned remote : {unsigned{IBV_ACCESS_REMOTE_WRITE}, unsigned{IBV_ACCESS_REMOTE_ATOMIC},
+                          unsigned{IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC}}) {
+    const unsigned access = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ | remote;
+    errno = 0;
+    EXPECT_EQ(v::reg_dm_mr(pd, dm, 0, 4096, access), nullptr) << std::hex << access;
+    EXPECT_EQ(errno, EINVAL) << std::hex << access;
+    // The host-memory twin answers the same.
+    alignas(4096) static char host[4096];
+    errno = 0;
+    EXPECT_EQ(v::reg_mr(pd, host, sizeof host, reinterpret_cast<uintptr_t>(host),
+                        access & ~IBV_ACCESS_ZERO_BASED),
+              nullptr);
+    EXPECT_EQ(errno, EINVAL) << std::hex << access;
+  }
   EXPECT_EQ(sim_->counters().commands, before);
+  // Remote read alone needs no local write.
+  ibv_mr* read_only = v::reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ);
+  ASSERT_NE(read_only, nullptr) << strerror(errno);
+  EXPECT_EQ(v::dereg_mr(read_only), 0);
 
   ibv_mr* mr = v::reg_dm_mr(pd, dm, 0, 4096,
                             kRw | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_OPTIONAL_RANGE);
@@ -474,6 +493,7 @@ TEST_F(DmTest, CloseWithLiveObjectsCleansUpAndSaysSo) {
   errno = 0;
   EXPECT_EQ(Alloc(64), nullptr);
   EXPECT_EQ(errno, EIO);
+  ctx_.reset();  // closed above
 }
 
 TEST_F(DmTest, ThreadsAllocateCopyAndFreeConcurrently) {

@@ -16,6 +16,7 @@
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/cmd/run.h"
 #include "driver/context.h"
+#include "tests/device/fixture.h"
 #include "driver/dmah.h"
 #include "driver/mr.h"
 #include "driver/pd.h"
@@ -64,27 +65,14 @@ ibv_dmah_init_attr Attr(uint32_t mask, uint8_t ph = 0, uint32_t cpu = 0, uint8_t
   return ibv_dmah_init_attr{.comp_mask = mask, .cpu_id = cpu, .ph = ph, .tph_mem_type = type};
 }
 
-class DmahTest : public ::testing::Test {
+class DmahTest : public testing::DriverTest {
  protected:
-  void SetUp() override { Open({}); }
-
-  void Open(sim::DeviceConfig config) {
-    ctx_.reset();
-    auto d = sim::Device::Create(config);
-    ASSERT_TRUE(d) << d.error().describe();
-    sim_ = std::move(*d);
-    auto c = Context::Open(*sim_);
-    ASSERT_TRUE(c) << c.error().describe();
-    ctx_ = std::make_unique<Context>(std::move(*c));
-  }
-
-  // Every test frees its handles: Close finds none and no ST entry is left programmed.
+  // Every test frees its handles: no ST entry is left programmed, before or after Close.
   void TearDown() override {
-    if (!ctx_) return;
-    EXPECT_EQ(tags().entries_in_use(), 0u);
-    const auto report = ctx_->Close();
-    EXPECT_FALSE(report.first_error) << report.describe();
-    EXPECT_EQ(report.of(driver::ObjectKind::kDmah), 0u) << report.describe();
+    if (ctx_) {
+      EXPECT_EQ(tags().entries_in_use(), 0u);
+    }
+    DriverTest::TearDown();
     for (uint16_t i = 0; i < sim_->config().pcie_tph_steering_tags && sim_->config().mkey_pcie_tph;
          ++i)
       EXPECT_EQ(sim_->SteeringTag(i), uint16_t{0}) << "entry " << i;
@@ -124,8 +112,6 @@ class DmahTest : public ::testing::Test {
     return reinterpret_cast<uint32_t*>(*p);
   }
 
-  std::unique_ptr<sim::Device> sim_;
-  std::unique_ptr<Context> ctx_;
 };
 
 // ---- the checks, in order: each case also breaks every later rule, so only the order makes

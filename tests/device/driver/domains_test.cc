@@ -12,14 +12,14 @@
 #include "driver/queue_buffer.h"
 #include "driver/td.h"
 #include "driver/uar.h"
-#include "tests/device/driver/objects_fixture.h"
+#include "tests/device/fixture.h"
 
-namespace onchip::testing_objects {
+namespace onchip::testing {
 namespace {
 
 using driver::QueueBuffer;
 
-class DomainsTest : public ObjectsTest {};
+class DomainsTest : public DriverTest {};
 
 ibv_parent_domain_init_attr PadAttr(ibv_pd* pd, ibv_td* td, uint32_t comp_mask) {
   ibv_parent_domain_init_attr attr{};
@@ -376,4 +376,4 @@ TEST_F(DomainsTest, CloseReleasesLiveDomainsInOrder) {
 }
 
 }  // namespace
-}  // namespace onchip::testing_objects
+}  // namespace onchip::testing

@@ -4,9 +4,7 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
-#include "driver/context.h"
-#include "driver/verbs_calls.h"
-#include "tools/sim/device.h"
+#include "tests/device/fixture.h"
 #include "uapi/cmd_status.h"
 
 namespace onchip {
@@ -18,21 +16,8 @@ using prm::CommandStatus;
 constexpr uint32_t kSyndrome = 0x5eed0001;
 constexpr unsigned kRw = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
 
-std::unique_ptr<sim::Device> MakeDevice() {
-  auto d = sim::Device::Create({});
-  EXPECT_TRUE(d) << d.error().describe();
-  return std::move(*d);
-}
-
-void ExpectNothingHeld(sim::Device& sim) {
-  const auto c = sim.counters();
-  EXPECT_EQ(c.pages_held, 0u);
-  EXPECT_EQ(c.pds, 0u);
-  EXPECT_EQ(c.mkeys, 0u);
-  EXPECT_EQ(c.memic_allocations, 0u);
-  EXPECT_EQ(c.sw_icm_objects, 0u);
-  EXPECT_EQ(c.uars, 0u);
-}
+using testing::ExpectNothingHeld;
+using testing::MakeDevice;
 
 class BringUpFault : public ::testing::TestWithParam<uint16_t> {};
 
@@ -72,21 +57,10 @@ TEST(BringUpFaultAccessReg, DeviceWithoutHostEndiannessRegisterIsFine) {
   ASSERT_TRUE(ctx) << ctx.error().describe();
 }
 
-class ObjectFaults : public ::testing::Test {
+// The driver's objects with failures injected; the fixture's teardown proves every failed
+// call left nothing behind (no object, no DMA mapping, nothing on the device).
+class ObjectFaults : public testing::DriverTest {
  protected:
-  void SetUp() override {
-    sim_ = MakeDevice();
-    auto c = Context::Open(*sim_);
-    ASSERT_TRUE(c) << c.error().describe();
-    ctx_ = std::make_unique<Context>(std::move(*c));
-    verbs_ = ctx_->verbs();
-  }
-  void TearDown() override {
-    sim_->firmware().ClearInjectedFailures();
-    const auto report = ctx_->Close();
-    EXPECT_FALSE(report.first_error) << report.describe();
-    ExpectNothingHeld(*sim_);
-  }
   void Inject(uint16_t opcode, CommandStatus status = CommandStatus::INT_ERR, uint32_t count = 1) {
     sim_->InjectFailure({.count = count, .opcode = opcode, .status = status, .syndrome = kSyndrome});
   }
@@ -97,9 +71,6 @@ class ObjectFaults : public ::testing::Test {
     return v::dv_alloc_dm(verbs_, &attr, &dv);
   }
 
-  std::unique_ptr<sim::Device> sim_;
-  std::unique_ptr<Context> ctx_;
-  ibv_context* verbs_ = nullptr;
 };
 
 TEST_F(ObjectFaults, AllocMemicFailureLeavesNothing) {

@@ -14,18 +14,18 @@
 #include "driver/mw.h"
 #include "driver/mw_bind.h"
 #include "driver/steering_tags.h"
-#include "tests/device/driver/objects_fixture.h"
+#include "tests/device/fixture.h"
 #include "tools/sim/umr.h"
 
-namespace onchip::testing_objects {
+namespace onchip::testing {
 namespace {
 
 constexpr uint32_t kQpn = 0x42;  // the QP a future send queue would post binds on
 
-class MrMwTest : public ObjectsTest {
+class MrMwTest : public DriverTest {
  protected:
   void SetUp() override {
-    ObjectsTest::SetUp();
+    DriverTest::SetUp();
     pd_ = v::alloc_pd(verbs_);
     ASSERT_NE(pd_, nullptr);
     buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
@@ -37,7 +37,7 @@ class MrMwTest : public ObjectsTest {
       EXPECT_EQ(v::dealloc_pd(pd_), 0);
     }
     munmap(buf_, kBufBytes);
-    ObjectsTest::TearDown();
+    DriverTest::TearDown();
   }
   ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
     return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
@@ -378,4 +378,4 @@ TEST_F(MrMwTest, CloseDestroysLiveWindowsAndMrs) {
 }
 
 }  // namespace
-}  // namespace onchip::testing_objects
+}  // namespace onchip::testing

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "driver/queue_buffer.h"
-#include "tests/device/driver/objects_fixture.h"
+#include "tests/device/fixture.h"
 
-namespace onchip::testing_objects {
+namespace onchip::testing {
 namespace {
 
-class ObjectsConcurrencyTest : public ObjectsTest {};
+class ObjectsConcurrencyTest : public DriverTest {};
 
 TEST_F(ObjectsConcurrencyTest, EightThreadsAllocateAndFreeEverything) {
   constexpr int kThreads = 8;
@@ -128,4 +128,4 @@ TEST_F(ObjectsConcurrencyTest, MrCommandsFromEightThreadsAreInFlightTogether) {
 }
 
 }  // namespace
-}  // namespace onchip::testing_objects
+}  // namespace onchip::testing

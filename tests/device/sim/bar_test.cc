@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "tests/device/sim/sim_fixture.h"
+#include "tests/device/wait.h"
 #include "tools/sim/bar_layout.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/init_seg.h"
@@ -27,9 +28,21 @@ class BarTest : public SimTest {
     return prm::Get(Seg(), f);
   }
   bool WaitReady() {
-    for (int i = 0; i < 2000 && Seg(prm::initial_seg::initializing); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return Seg(prm::initial_seg::initializing) == 0;
+    return onchip::testing::WaitUntil([&] { return Seg(prm::initial_seg::initializing) == 0; });
+  }
+  // Waits until the device thread has run `n` more iterations of its loop (each one restores
+  // the read-only init-segment bits, ticks the health counter unless stopped, and sets the
+  // timer), kicking it so that nobody waits for its idle period.
+  bool DeviceRuns(uint64_t n) {
+    const uint64_t target = sim_->wakeups() + n;
+    return onchip::testing::WaitUntil([&] {
+      sim_->Kick();
+      return sim_->wakeups() >= target;
+    });
+  }
+  uint64_t Timer() {
+    return (uint64_t{Be32(w_->bar() + prm::init_seg::kInternalTimerH)} << 32) |
+           Be32(w_->bar() + prm::init_seg::kInternalTimerL);
   }
 };
 
@@ -42,8 +55,8 @@ TEST_F(BarTest, InitSegmentIdentifiesAConnectX6Dx) {
   // The cmdq geometry the kernel reads from cmdq_addr_l_sz & 0xff; read-only, so it survives the
   // writer programming the cmdq address (a whole-dword write), as on hardware.
   ASSERT_TRUE(WaitReady());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const uint32_t l_sz = Be32(w_->bar() + 0x14);
+  ASSERT_TRUE(DeviceRuns(2));  // the writer's whole-dword store has met the device's restore
+  const uint32_t l_sz = Be32(w_->bar() + prm::init_seg::kCmdqAddrLSz);
   EXPECT_EQ((l_sz >> 4) & 0xf, 5u);
   EXPECT_EQ(l_sz & 0xf, 6u);
   EXPECT_EQ(l_sz & 0xfffff000u, static_cast<uint32_t>(CommandWriter::kArenaIova));
@@ -56,37 +69,36 @@ TEST_F(BarTest, InitSegmentIdentifiesAConnectX6Dx) {
 TEST_F(BarTest, HealthCounterAdvancesUntilStoppedAndTimerRuns) {
   ASSERT_TRUE(WaitReady());
   const uint64_t h0 = Seg(prm::initial_seg::health_counter);
-  const uint64_t t0 = (uint64_t{Be32(w_->bar() + prm::init_seg::kInternalTimerH)} << 32) |
-                      Be32(w_->bar() + prm::init_seg::kInternalTimerL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_NE(Seg(prm::initial_seg::health_counter), h0);
-  const uint64_t t1 = (uint64_t{Be32(w_->bar() + prm::init_seg::kInternalTimerH)} << 32) |
-                      Be32(w_->bar() + prm::init_seg::kInternalTimerL);
-  EXPECT_GT(t1, t0);
-  dev_->StopHealthCounter(true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const uint64_t t0 = Timer();
+  EXPECT_TRUE(onchip::testing::WaitUntil(
+      [&] { return Seg(prm::initial_seg::health_counter) != h0; }));
+  EXPECT_TRUE(onchip::testing::WaitUntil([&] { return Timer() > t0; }));
+  sim_->StopHealthCounter(true);
+  // An iteration already past the check may still tick once; after two more it cannot.
+  ASSERT_TRUE(DeviceRuns(2));
   const uint64_t h1 = Seg(prm::initial_seg::health_counter);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Stopped means still for every iteration the device runs, not for a guessed time.
+  ASSERT_TRUE(DeviceRuns(5));
   EXPECT_EQ(Seg(prm::initial_seg::health_counter), h1);
-  dev_->StopHealthCounter(false);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_NE(Seg(prm::initial_seg::health_counter), h1);
+  sim_->StopHealthCounter(false);
+  EXPECT_TRUE(onchip::testing::WaitUntil(
+      [&] { return Seg(prm::initial_seg::health_counter) != h1; }));
 }
 
 TEST_F(BarTest, LayoutFollowsTheConfig) {
   const DeviceConfig c;
-  const BarLayout& l = dev_->layout();
+  const BarLayout& l = sim_->layout();
   EXPECT_EQ(l.uar_start, uint64_t{c.first_uar_index} * 4096);
   EXPECT_GE(l.uar_start, prm::init_seg::kBytes);
   EXPECT_EQ(l.uar_end, l.uar_start + uint64_t{c.num_uars} * 4096);
   EXPECT_GE(l.memic_start, l.uar_end);
   EXPECT_EQ(l.memic_start % c.memic_bar_size, 0u);
   EXPECT_EQ(l.memic_size, c.memic_bar_size);
-  EXPECT_EQ(dev_->bar0().size, l.memic_start + l.memic_size);
+  EXPECT_EQ(sim_->bar0().size, l.memic_start + l.memic_size);
   // A UAR doorbell the driver writes lands in the device's view of the same page.
   std::byte* uar = w_->bar() + l.uar_start + prm::MLX5_CQ_DOORBELL;
   *reinterpret_cast<volatile uint32_t*>(uar) = 0x12345678;
-  EXPECT_EQ(*reinterpret_cast<const uint32_t*>(dev_->bar().base() + l.uar_start +
+  EXPECT_EQ(*reinterpret_cast<const uint32_t*>(sim_->bar().base() + l.uar_start +
                                                prm::MLX5_CQ_DOORBELL),
             0x12345678u);
 }

@@ -15,9 +15,9 @@ class HcaTest : public SimTest {};
 
 TEST_F(HcaTest, BringUpReachesInitializedAndHoldsThePagesItAskedFor) {
   BringUp();
-  EXPECT_EQ(dev_->firmware().state(), HcaState::kInitialized);
+  EXPECT_EQ(sim_->firmware().state(), HcaState::kInitialized);
   const DeviceConfig c;
-  EXPECT_EQ(dev_->counters().pages_held, c.boot_pages + c.init_pages);
+  EXPECT_EQ(sim_->counters().pages_held, c.boot_pages + c.init_pages);
   const auto q = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16);
   ASSERT_TRUE(Ok(q));
   EXPECT_EQ(q.get(prm::query_pages_out::num_pages), 0u);
@@ -37,7 +37,7 @@ TEST_F(HcaTest, AllocPdBeforeInitHcaIsBadSysState) {
   ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
   EXPECT_TRUE(Refused(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
-  EXPECT_EQ(dev_->counters().pds, 0u);
+  EXPECT_EQ(sim_->counters().pds, 0u);
 }
 
 TEST_F(HcaTest, EnableHcaChecksFunctionAndReservedBits) {
@@ -49,7 +49,7 @@ TEST_F(HcaTest, EnableHcaChecksFunctionAndReservedBits) {
   EXPECT_TRUE(Refused(Exec(uid, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
   auto op = Cmd<prm::enable_hca_in>(prm::ENABLE_HCA, 3);
   EXPECT_TRUE(Refused(Exec(op, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
-  EXPECT_EQ(dev_->firmware().state(), HcaState::kDisabled);
+  EXPECT_EQ(sim_->firmware().state(), HcaState::kDisabled);
 }
 
 TEST_F(HcaTest, IssiQueryAndSet) {
@@ -104,7 +104,7 @@ TEST_F(HcaTest, PagesBootInitRegularGiveAndTake) {
     EXPECT_GE(pa, CommandWriter::kArenaIova + CommandWriter::kPagePoolOffset);
     EXPECT_EQ(pa % 4096, 0u);
   }
-  EXPECT_EQ(dev_->counters().pages_held, c.boot_pages + c.init_pages);
+  EXPECT_EQ(sim_->counters().pages_held, c.boot_pages + c.init_pages);
 
   // After TEARDOWN_HCA every page can be reclaimed.
   ASSERT_TRUE(Ok(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16)));
@@ -112,9 +112,9 @@ TEST_F(HcaTest, PagesBootInitRegularGiveAndTake) {
   t = Exec(take, 16 + 8 * 200);
   ASSERT_TRUE(Ok(t));
   EXPECT_EQ(t.get(prm::manage_pages_out::output_num_entries), c.boot_pages + c.init_pages);
-  EXPECT_EQ(dev_->counters().pages_held, 0u);
+  EXPECT_EQ(sim_->counters().pages_held, 0u);
   ASSERT_TRUE(Ok(Exec(Cmd<prm::disable_hca_in>(prm::DISABLE_HCA), 16)));
-  EXPECT_EQ(dev_->firmware().state(), HcaState::kDisabled);
+  EXPECT_EQ(sim_->firmware().state(), HcaState::kDisabled);
 }
 
 TEST_F(HcaTest, ManagePagesRefusesBadPages) {
@@ -133,7 +133,7 @@ TEST_F(HcaTest, ManagePagesRefusesBadPages) {
   EXPECT_TRUE(Refused(give({page, page}), CommandStatus::BAD_PARAM_ERR, Syndrome::PAGE_DUPLICATE));
   ASSERT_TRUE(Ok(give({page})));
   EXPECT_TRUE(Refused(give({page}), CommandStatus::BAD_PARAM_ERR, Syndrome::PAGE_DUPLICATE));
-  EXPECT_EQ(dev_->counters().pages_held, 1u);
+  EXPECT_EQ(sim_->counters().pages_held, 1u);
   // input_num_entries beyond the message.
   auto lie = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8);
   lie.set(prm::manage_pages_in::input_num_entries, 5);
@@ -146,7 +146,7 @@ TEST_F(HcaTest, ManagePagesRefusesBadPages) {
       Refused(Exec(take, 16), CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
   EXPECT_TRUE(Refused(Exec(Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, 7), 16),
                       CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
-  EXPECT_EQ(dev_->counters().pages_held, 1u);
+  EXPECT_EQ(sim_->counters().pages_held, 1u);
 }
 
 TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
@@ -180,7 +180,7 @@ TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
   auto mem = query(prm::CAP_DEV_MEM, prm::HCA_CAP_OPMOD_GET_CUR);
   ASSERT_TRUE(Ok(mem));
   EXPECT_EQ(mem.get(Mem::memic), 1u);
-  EXPECT_EQ(mem.get(Mem::memic_bar_start_addr), dev_->layout().memic_start);
+  EXPECT_EQ(mem.get(Mem::memic_bar_start_addr), sim_->layout().memic_start);
   EXPECT_EQ(mem.get(Mem::memic_bar_size), c.memic_bar_size);
   EXPECT_EQ(mem.get(Mem::max_memic_size), c.max_memic_size);
   EXPECT_EQ(mem.get(Mem::log_max_memic_addr_alignment), c.log_max_memic_addr_alignment);
@@ -280,7 +280,7 @@ TEST_F(HcaTest, AccessRegHostEndianness) {
   auto r = Exec(rd, 32);
   ASSERT_TRUE(Ok(r));
   EXPECT_EQ(r.get(RegOut::he), 1u);
-  EXPECT_EQ(dev_->firmware().host_endianness(), 1u);
+  EXPECT_EQ(sim_->firmware().host_endianness(), 1u);
   auto other = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
   other.set(prm::access_register_in::register_id, 0x5001);
   EXPECT_TRUE(Refused(Exec(other, 32), CommandStatus::BAD_PARAM_ERR,
@@ -311,10 +311,10 @@ TEST_F(HcaTest, TeardownGracefulRefusesLiveObjectsForceFreesThem) {
   auto r = Exec(force, 16);
   ASSERT_TRUE(Ok(r));
   EXPECT_EQ(r.get(prm::teardown_hca_out::state), 0u);
-  const auto c = dev_->counters();
+  const auto c = sim_->counters();
   EXPECT_EQ(c.pds, 0u);
   EXPECT_EQ(c.uars, 0u);
-  EXPECT_EQ(dev_->firmware().state(), HcaState::kEnabled);
+  EXPECT_EQ(sim_->firmware().state(), HcaState::kEnabled);
   // And the HCA can come up again.
   ASSERT_TRUE(Ok(Exec(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16)));
 }
@@ -326,7 +326,7 @@ TEST_F(HcaTest, SetDriverVersionAndNop) {
   for (std::size_t i = 0; i < sizeof name - 1; ++i)
     v.set(prm::set_driver_version_in::driver_version[i], static_cast<uint8_t>(name[i]));
   ASSERT_TRUE(Ok(Exec(v, 16)));
-  EXPECT_EQ(dev_->firmware().driver_version(), name);
+  EXPECT_EQ(sim_->firmware().driver_version(), name);
   v.set(prm::set_driver_version_in::reserved_2, 1);
   EXPECT_TRUE(Refused(Exec(v, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
   ASSERT_TRUE(Ok(Exec(Cmd<prm::nop_in>(prm::NOP), 16)));

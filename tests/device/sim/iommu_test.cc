@@ -76,8 +76,8 @@ TEST_F(IommuDeviceTest, MappingsChangeWhileCommandsRun) {
   std::thread churn([&] {
     Buffer b(4096);
     while (!stop.load()) {
-      ASSERT_TRUE(dev_->MapDma({0x7000'0000, 4096, b.p}));
-      ASSERT_TRUE(dev_->UnmapDma(0x7000'0000, 4096));
+      ASSERT_TRUE(sim_->MapDma({0x7000'0000, 4096, b.p}));
+      ASSERT_TRUE(sim_->UnmapDma(0x7000'0000, 4096));
     }
   });
   for (int i = 0; i < 200; ++i) {
@@ -89,8 +89,8 @@ TEST_F(IommuDeviceTest, MappingsChangeWhileCommandsRun) {
   }
   stop.store(true);
   churn.join();
-  EXPECT_EQ(dev_->counters().pds, 0u);
-  EXPECT_EQ(dev_->dma_mappings(), 1u);  // the writer's arena
+  EXPECT_EQ(sim_->counters().pds, 0u);
+  EXPECT_EQ(sim_->dma_mappings(), 1u);  // the writer's arena
 }
 
 }  // namespace

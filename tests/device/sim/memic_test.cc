@@ -17,8 +17,8 @@ class MemicTest : public SimTest {
   void SetUp() override {
     SimTest::SetUp();
     BringUp();
-    start_ = dev_->layout().memic_start;
-    size_ = dev_->layout().memic_size;
+    start_ = sim_->layout().memic_start;
+    size_ = sim_->layout().memic_size;
   }
   Reply Alloc(uint64_t size, uint32_t log_align = 0, uint64_t range_start = 0,
               uint64_t range_size = 0) {
@@ -46,13 +46,13 @@ TEST_F(MemicTest, AllocatesFirstFitInsideTheWindowAndFrees) {
   auto b = Alloc(128);
   const uint64_t b0 = b.get(prm::alloc_memic_out::memic_start_addr);
   EXPECT_EQ(b0, start_ + 64);
-  EXPECT_EQ(dev_->counters().memic_allocations, 2u);
+  EXPECT_EQ(sim_->counters().memic_allocations, 2u);
   ASSERT_TRUE(Ok(Dealloc(a0, 64)));
   // Freed space is reused.
   EXPECT_EQ(Alloc(64).get(prm::alloc_memic_out::memic_start_addr), a0);
   ASSERT_TRUE(Ok(Dealloc(a0, 64)));
   ASSERT_TRUE(Ok(Dealloc(b0, 128)));
-  EXPECT_EQ(dev_->counters().memic_allocations, 0u);
+  EXPECT_EQ(sim_->counters().memic_allocations, 0u);
 }
 
 TEST_F(MemicTest, AlignmentIsInUnitsOf64Bytes) {
@@ -103,7 +103,7 @@ TEST_F(MemicTest, WindowIsRealStorageSharedWithTheDriversMapping) {
   // The driver's view: BAR0 mapped from the fd.
   std::byte* drv = w_->bar() + off;
   std::memset(drv, 0x5a, 4096);
-  auto window = dev_->bar().Memic();
+  auto window = sim_->bar().Memic();
   EXPECT_EQ(window[off - start_], std::byte{0x5a});
   EXPECT_EQ(window[off - start_ + 4095], std::byte{0x5a});
   // A new allocation over the same bytes starts zeroed.
@@ -146,7 +146,7 @@ class SmallMemicTest : public MemicTest {
 
 TEST_F(SmallMemicTest, WindowSizeIsConfigurable) {
   EXPECT_EQ(size_, 8192u);
-  EXPECT_EQ(dev_->bar0().size, start_ + 8192);
+  EXPECT_EQ(sim_->bar0().size, start_ + 8192);
   ASSERT_TRUE(Ok(Alloc(8192)));
   EXPECT_TRUE(Refused(Alloc(64), CommandStatus::NO_RES_ERR, Syndrome::MEMIC_FULL));
 }

@@ -74,7 +74,7 @@ TEST_F(MkeyTest, MttMkeyIsKeptAndQueryable) {
   ASSERT_TRUE(Ok(r));
   const uint32_t idx = Index(r);
   EXPECT_NE(idx, 0u);
-  EXPECT_EQ(dev_->counters().mkeys, 1u);
+  EXPECT_EQ(sim_->counters().mkeys, 1u);
   auto q = Query(idx);
   ASSERT_TRUE(Ok(q));
   EXPECT_EQ(q.get(QMkc::access_mode_1_0), 1u);
@@ -87,7 +87,7 @@ TEST_F(MkeyTest, MttMkeyIsKeptAndQueryable) {
   ASSERT_TRUE(Ok(Destroy(idx)));
   EXPECT_TRUE(Refused(Destroy(idx), CommandStatus::BAD_RES_ERR, Syndrome::MKEY_UNKNOWN));
   EXPECT_TRUE(Refused(Query(idx), CommandStatus::BAD_RES_ERR, Syndrome::MKEY_UNKNOWN));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(MkeyTest, MttRules) {
@@ -110,7 +110,7 @@ TEST_F(MkeyTest, MttRules) {
   lie.set(mkc.len, 4096).set(mkc.log_page_size, 12)
       .set(mkc.translations_octword_size, 4).set(In::translations_octword_actual_size, 4);
   EXPECT_TRUE(Refused(Exec(lie, 16), CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(MkeyTest, PaModeIsForUidZeroAndLength64) {
@@ -170,8 +170,8 @@ TEST_F(MkeyTest, KlmMkeyHoldsTheMkeysItNames) {
 TEST_F(MkeyTest, MemicMkeyMustLieInOneAllocationWhichItHolds) {
   auto a = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
   a.set(prm::alloc_memic_in::memic_size, 4096)
-      .set(prm::alloc_memic_in::range_start_addr, dev_->layout().memic_start)
-      .set(prm::alloc_memic_in::range_size, dev_->layout().memic_size);
+      .set(prm::alloc_memic_in::range_start_addr, sim_->layout().memic_start)
+      .set(prm::alloc_memic_in::range_size, sim_->layout().memic_size);
   const uint64_t off = Exec(a, 16).get(prm::alloc_memic_out::memic_start_addr);
   auto m = Mkey(prm::MKC_ACCESS_MODE_MEMIC, pd_);
   m.set(mkc.start_addr, off + 64).set(mkc.len, 4096 - 64).set(mkc.rw, 1).set(mkc.rr, 1);
@@ -181,11 +181,11 @@ TEST_F(MkeyTest, MemicMkeyMustLieInOneAllocationWhichItHolds) {
   // What the CPU stores through its BAR mapping is what the mkey reaches.
   w_->bar()[off + 64 + 10] = std::byte{0xa5};
   const uint32_t key = (Index(r) << 8) | 0x5c;
-  auto bytes = dev_->firmware().MkeyDeviceMemory(key, 10, 1);
+  auto bytes = sim_->firmware().MkeyDeviceMemory(key, 10, 1);
   ASSERT_TRUE(bytes);
   EXPECT_EQ((*bytes)[0], std::byte{0xa5});
-  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(key ^ 1, 10, 1));  // wrong variant
-  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(key, 4096 - 64, 1));  // past the mkey
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(key ^ 1, 10, 1));  // wrong variant
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(key, 4096 - 64, 1));  // past the mkey
   auto dealloc = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
   dealloc.set(prm::dealloc_memic_in::memic_start_addr, off)
       .set(prm::dealloc_memic_in::memic_size, 4096);
@@ -212,10 +212,10 @@ TEST_F(MkeyTest, SwIcmMkeyMustLieInOneOwnedObjectWhichItHolds) {
   m.set(mkc.start_addr, addr + 4096).set(mkc.len, 8192).set(mkc.rw, 1);
   auto r = Exec(m, 16);
   ASSERT_TRUE(Ok(r));
-  auto icm = dev_->firmware().MkeyDeviceMemory((Index(r) << 8) | 0x5c, 8191, 1);
+  auto icm = sim_->firmware().MkeyDeviceMemory((Index(r) << 8) | 0x5c, 8191, 1);
   ASSERT_TRUE(icm);
   (*icm)[0] = std::byte{7};
-  EXPECT_EQ((*dev_->firmware().SwIcmBytes(addr + 4096 + 8191, 1))[0], std::byte{7});
+  EXPECT_EQ((*sim_->firmware().SwIcmBytes(addr + 4096 + 8191, 1))[0], std::byte{7});
   prm::Message<prm::general_obj_in_cmd_hdr> d;
   d.set(prm::general_obj_in_cmd_hdr::opcode, prm::DESTROY_GENERAL_OBJECT)
       .set(prm::general_obj_in_cmd_hdr::obj_type, prm::GENERAL_OBJECT_TYPES_SW_ICM)
@@ -281,7 +281,7 @@ TEST_F(MkeyTest, UnsupportedModesAndFeatures) {
   reserved.bytes()[16] |= std::byte{0x80};  // mkc bit 0 is reserved
   EXPECT_TRUE(
       Refused(Exec(reserved, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 class FewMkeysTest : public MkeyTest {

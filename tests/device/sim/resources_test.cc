@@ -45,19 +45,19 @@ TEST_F(ResourcesTest, UarIndicesArePagesOfBar0AfterTheInitSegment) {
   }
   for (uint32_t i = 0; i < c.num_uars; ++i) {
     EXPECT_EQ(got[i], c.first_uar_index + i);
-    EXPECT_LT(uint64_t{got[i]} * 4096 + 4096, dev_->bar0().size + 1);
-    EXPECT_GE(uint64_t{got[i]} * 4096, dev_->layout().uar_start);
+    EXPECT_LT(uint64_t{got[i]} * 4096 + 4096, sim_->bar0().size + 1);
+    EXPECT_GE(uint64_t{got[i]} * 4096, sim_->layout().uar_start);
   }
   EXPECT_TRUE(Refused(Alloc<prm::alloc_uar_in>(prm::ALLOC_UAR), CommandStatus::NO_RES_ERR,
                       Syndrome::UAR_EXHAUSTED));
-  EXPECT_EQ(dev_->counters().uars, c.num_uars);
+  EXPECT_EQ(sim_->counters().uars, c.num_uars);
   ASSERT_TRUE(Ok(Dealloc<prm::dealloc_uar_in>(prm::DEALLOC_UAR, prm::dealloc_uar_in::uar, got[1])));
   // The freed index is handed out again.
   auto again = Alloc<prm::alloc_uar_in>(prm::ALLOC_UAR);
   EXPECT_EQ(again.get(prm::alloc_uar_out::uar), got[1]);
   for (uint32_t u : got)
     ASSERT_TRUE(Ok(Dealloc<prm::dealloc_uar_in>(prm::DEALLOC_UAR, prm::dealloc_uar_in::uar, u)));
-  EXPECT_EQ(dev_->counters().uars, 0u);
+  EXPECT_EQ(sim_->counters().uars, 0u);
 }
 
 TEST_F(ResourcesTest, UarDoubleFreeAndForeignUid) {
@@ -80,14 +80,14 @@ TEST_F(ResourcesTest, PdLifeCycle) {
   EXPECT_NE(pds[0], pds[1]);
   EXPECT_TRUE(Refused(Alloc<prm::alloc_pd_in>(prm::ALLOC_PD), CommandStatus::NO_RES_ERR,
                       Syndrome::PD_EXHAUSTED));
-  EXPECT_EQ(dev_->counters().pds, 3u);
+  EXPECT_EQ(sim_->counters().pds, 3u);
   EXPECT_TRUE(Refused(Dealloc<prm::dealloc_pd_in>(prm::DEALLOC_PD, prm::dealloc_pd_in::pd, pds[0], 0),
                       CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER));
   for (uint32_t pd : pds)
     ASSERT_TRUE(Ok(Dealloc<prm::dealloc_pd_in>(prm::DEALLOC_PD, prm::dealloc_pd_in::pd, pd, 1)));
   EXPECT_TRUE(Refused(Dealloc<prm::dealloc_pd_in>(prm::DEALLOC_PD, prm::dealloc_pd_in::pd, pds[0], 1),
                       CommandStatus::BAD_RES_ERR, Syndrome::PD_UNKNOWN));
-  EXPECT_EQ(dev_->counters().pds, 0u);
+  EXPECT_EQ(sim_->counters().pds, 0u);
 }
 
 TEST_F(ResourcesTest, TransportDomainLifeCycle) {
@@ -95,7 +95,7 @@ TEST_F(ResourcesTest, TransportDomainLifeCycle) {
   ASSERT_TRUE(Ok(r));
   const uint32_t td = static_cast<uint32_t>(r.get(prm::alloc_transport_domain_out::transport_domain));
   EXPECT_NE(td, 0u);
-  EXPECT_EQ(dev_->counters().transport_domains, 1u);
+  EXPECT_EQ(sim_->counters().transport_domains, 1u);
   EXPECT_TRUE(Refused(Dealloc<prm::dealloc_transport_domain_in>(
                           prm::DEALLOC_TRANSPORT_DOMAIN,
                           prm::dealloc_transport_domain_in::transport_domain, td, 3),
@@ -106,7 +106,7 @@ TEST_F(ResourcesTest, TransportDomainLifeCycle) {
                           prm::DEALLOC_TRANSPORT_DOMAIN,
                           prm::dealloc_transport_domain_in::transport_domain, td),
                       CommandStatus::BAD_RES_ERR, Syndrome::TD_UNKNOWN));
-  EXPECT_EQ(dev_->counters().transport_domains, 0u);
+  EXPECT_EQ(sim_->counters().transport_domains, 0u);
 }
 
 TEST_F(ResourcesTest, ReservedBitsOpModAndLengths) {
@@ -125,7 +125,7 @@ TEST_F(ResourcesTest, ReservedBitsOpModAndLengths) {
   auto r = w_->Run(tiny, 16);
   ASSERT_TRUE(r);
   EXPECT_TRUE(Refused(*r, CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT));
-  EXPECT_EQ(dev_->counters().pds, 0u);
+  EXPECT_EQ(sim_->counters().pds, 0u);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
-// A fresh software ConnectX and a test-side command writer per test.
+// The tier fixture (tests/device/fixture.h) plus a test-side command writer on its device.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
 
+#include "tests/device/fixture.h"
 #include "tests/device/sim/cmd_writer.h"
 #include "tools/sim/device.h"
 #include "uapi/cmd_status.h"
@@ -12,23 +13,15 @@
 
 namespace onchip::sim::testing {
 
-class SimTest : public ::testing::Test {
+class SimTest : public onchip::testing::SimDeviceTest {
  protected:
-  virtual DeviceConfig Config() const { return {}; }
-
   void SetUp() override {
-    auto d = Device::Create(Config());
-    ASSERT_TRUE(d) << d.error().describe();
-    dev_ = std::move(*d);
-    w_ = std::make_unique<CommandWriter>(*dev_);
+    SimDeviceTest::SetUp();
+    if (sim_) w_ = std::make_unique<CommandWriter>(*sim_);
   }
   void TearDown() override {
     w_.reset();
-    if (dev_) {
-      const char* broken = dev_->firmware().CheckInvariants();
-      EXPECT_EQ(broken, nullptr) << broken;
-    }
-    dev_.reset();
+    SimDeviceTest::TearDown();
   }
 
   // Runs a command that must be delivered (any command status).
@@ -45,7 +38,6 @@ class SimTest : public ::testing::Test {
     ASSERT_TRUE(r) << r.error().describe();
   }
 
-  std::unique_ptr<Device> dev_;
   std::unique_ptr<CommandWriter> w_;
 };
 

@@ -54,14 +54,14 @@ TEST_F(SwIcmTest, OneObjectPerAreaWithRealBacking) {
     ASSERT_TRUE(Ok(r));
     ids.push_back(static_cast<uint32_t>(r.get(OutHdr::obj_id)));
   }
-  EXPECT_EQ(dev_->counters().sw_icm_objects, 4u);
+  EXPECT_EQ(sim_->counters().sw_icm_objects, 4u);
   // The backing storage is real: bytes written stay, and it starts zeroed.
-  auto bytes = dev_->firmware().SwIcmBytes(steering_ + 2 * block_, 8192);
+  auto bytes = sim_->firmware().SwIcmBytes(steering_ + 2 * block_, 8192);
   ASSERT_TRUE(bytes);
   EXPECT_EQ((*bytes)[100], std::byte{0});
   (*bytes)[100] = std::byte{0x42};
-  EXPECT_EQ((*dev_->firmware().SwIcmBytes(steering_ + 2 * block_ + 100, 1))[0], std::byte{0x42});
-  EXPECT_FALSE(dev_->firmware().SwIcmBytes(steering_ + 2 * block_, 8193));
+  EXPECT_EQ((*sim_->firmware().SwIcmBytes(steering_ + 2 * block_ + 100, 1))[0], std::byte{0x42});
+  EXPECT_FALSE(sim_->firmware().SwIcmBytes(steering_ + 2 * block_, 8193));
 
   auto q = Exec(Obj(prm::QUERY_GENERAL_OBJECT, ids[0]), 80);
   ASSERT_TRUE(Ok(q));
@@ -71,7 +71,7 @@ TEST_F(SwIcmTest, OneObjectPerAreaWithRealBacking) {
   EXPECT_EQ(q.get(OutHdr::obj_id), ids[0]);
 
   for (uint32_t id : ids) ASSERT_TRUE(Ok(Exec(Obj(prm::DESTROY_GENERAL_OBJECT, id), 16)));
-  EXPECT_EQ(dev_->counters().sw_icm_objects, 0u);
+  EXPECT_EQ(sim_->counters().sw_icm_objects, 0u);
   EXPECT_TRUE(Refused(Exec(Obj(prm::DESTROY_GENERAL_OBJECT, ids[0]), 16),
                       CommandStatus::BAD_RES_ERR, Syndrome::SW_ICM_UNKNOWN));
   EXPECT_TRUE(Refused(Exec(Obj(prm::QUERY_GENERAL_OBJECT, ids[0]), 80),
@@ -96,7 +96,7 @@ TEST_F(SwIcmTest, SizeAlignmentAndAreaRules) {
   ASSERT_TRUE(Ok(Create(header_modify_, DeviceConfig{}.log_header_modify_sw_icm_size)));
   EXPECT_TRUE(Refused(Create(header_modify_ + block_, log_block), CommandStatus::BAD_PARAM_ERR,
                       Syndrome::SW_ICM_OVERLAP));
-  EXPECT_EQ(dev_->counters().sw_icm_objects, 1u);
+  EXPECT_EQ(sim_->counters().sw_icm_objects, 1u);
 }
 
 TEST_F(SwIcmTest, HeaderFieldsThatMustBeZero) {
@@ -123,7 +123,7 @@ TEST_F(SwIcmTest, HeaderFieldsThatMustBeZero) {
       .set(Hdr::obj_type, prm::GENERAL_OBJECT_TYPES_SW_ICM);
   EXPECT_TRUE(
       Refused(Exec(hdr_only, 16), CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT));
-  EXPECT_EQ(dev_->counters().sw_icm_objects, 0u);
+  EXPECT_EQ(sim_->counters().sw_icm_objects, 0u);
 }
 
 TEST_F(SwIcmTest, OwnershipIsByUid) {

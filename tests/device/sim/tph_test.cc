@@ -20,7 +20,7 @@ class TphTest : public SimTest {
   // What a driver does to program ST entry `index` (pcie_tph_set_st_entry): a little-endian
   // store of the Vector Control dword with the tag in bits 31:16.
   void ProgramTag(uint16_t index, uint16_t tag, uint16_t low_bits = 0) {
-    auto cap = dev_->tph();
+    auto cap = sim_->tph();
     ASSERT_TRUE(cap);
     const uint32_t v = uint32_t{tag} << vpci::kMsixStShift | low_bits;
     std::byte le[4];
@@ -61,8 +61,8 @@ class TphTest : public SimTest {
 
 TEST_F(TphTest, TheStTableIsTheMsixTableBetweenTheUarsAndMemic) {
   const DeviceConfig c;
-  const BarLayout& l = dev_->layout();
-  auto cap = dev_->tph();
+  const BarLayout& l = sim_->layout();
+  auto cap = sim_->tph();
   ASSERT_TRUE(cap);
   EXPECT_EQ(cap->st_table_offset, l.msix_start);
   EXPECT_EQ(cap->st_table_size, c.pcie_tph_steering_tags);
@@ -70,17 +70,17 @@ TEST_F(TphTest, TheStTableIsTheMsixTableBetweenTheUarsAndMemic) {
   EXPECT_GE(l.msix_start, l.uar_end);
   EXPECT_GE(l.memic_start, l.msix_start + uint64_t{c.pcie_tph_steering_tags} * 16);
   EXPECT_EQ(l.memic_start % c.memic_bar_size, 0u);
-  EXPECT_LE(l.msix_start + uint64_t{cap->st_table_size} * 16, dev_->bar0().size);
+  EXPECT_LE(l.msix_start + uint64_t{cap->st_table_size} * 16, sim_->bar0().size);
 }
 
 TEST_F(TphTest, TheDeviceReadsTheTagTheDriverStores) {
-  EXPECT_EQ(dev_->SteeringTag(7), 0);  // a fresh table holds zeros
+  EXPECT_EQ(sim_->SteeringTag(7), 0);  // a fresh table holds zeros
   ProgramTag(7, 0xbeef, /*low_bits=*/1);  // the mask bit is not part of the tag
-  EXPECT_EQ(dev_->SteeringTag(7), 0xbeef);
+  EXPECT_EQ(sim_->SteeringTag(7), 0xbeef);
   ProgramTag(63, 0x00aa);
-  EXPECT_EQ(dev_->SteeringTag(63), 0x00aa);
-  EXPECT_EQ(dev_->SteeringTag(6), 0);
-  EXPECT_FALSE(dev_->SteeringTag(64));  // past the table
+  EXPECT_EQ(sim_->SteeringTag(63), 0x00aa);
+  EXPECT_EQ(sim_->SteeringTag(6), 0);
+  EXPECT_FALSE(sim_->SteeringTag(64));  // past the table
 }
 
 TEST_F(TphTest, AnMkeyPicksItsEntryAndQueryMkeyReturnsItsFields) {
@@ -95,21 +95,21 @@ TEST_F(TphTest, AnMkeyPicksItsEntryAndQueryMkeyReturnsItsFields) {
   EXPECT_EQ(q.get(QMkc::pcie_tph_steering_tag_index), 5u);
   const uint32_t key = index << 8 | 0x21;
   ProgramTag(5, 0x1234);
-  auto hint = dev_->firmware().MkeyTph(key);
+  auto hint = sim_->firmware().MkeyTph(key);
   ASSERT_TRUE(hint);
   EXPECT_EQ(hint->ph, 3);
   EXPECT_EQ(hint->steering_tag, 0x1234);
   // The entry is read when used: a reprogrammed tag is the one the next TLP carries.
   ProgramTag(5, 0x4321);
-  EXPECT_EQ(dev_->firmware().MkeyTph(key)->steering_tag, 0x4321);
-  EXPECT_FALSE(dev_->firmware().MkeyTph(key ^ 1));  // wrong key byte
+  EXPECT_EQ(sim_->firmware().MkeyTph(key)->steering_tag, 0x4321);
+  EXPECT_FALSE(sim_->firmware().MkeyTph(key ^ 1));  // wrong key byte
 
   // Index 0: a hint without a steering tag, whatever entry 0 holds.
   ProgramTag(0, 0x7777);
   auto r0 = MttWithTph(pd, 1, 1, 0);
   ASSERT_TRUE(Ok(r0));
   const uint32_t index0 = static_cast<uint32_t>(r0.get(prm::create_mkey_out::mkey_index));
-  auto hint0 = dev_->firmware().MkeyTph(index0 << 8 | 0x21);
+  auto hint0 = sim_->firmware().MkeyTph(index0 << 8 | 0x21);
   ASSERT_TRUE(hint0);
   EXPECT_EQ(hint0->ph, 1);
   EXPECT_FALSE(hint0->steering_tag);
@@ -119,12 +119,12 @@ TEST_F(TphTest, AnMkeyPicksItsEntryAndQueryMkeyReturnsItsFields) {
   ASSERT_TRUE(Ok(rn));
   const uint32_t indexn = static_cast<uint32_t>(rn.get(prm::create_mkey_out::mkey_index));
   EXPECT_EQ(Query(indexn).get(QMkc::pcie_tph_en), 0u);
-  EXPECT_FALSE(dev_->firmware().MkeyTph(indexn << 8 | 0x21));
+  EXPECT_FALSE(sim_->firmware().MkeyTph(indexn << 8 | 0x21));
   // An index past the table is refused at creation.
   EXPECT_TRUE(Refused(MttWithTph(pd, 1, 0, 64), prm::CommandStatus::BAD_PARAM_ERR,
                       Syndrome::MKEY_TPH));
   for (uint32_t i : {index, index0, indexn}) ASSERT_TRUE(Ok(Destroy(i)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 class NoTphTest : public TphTest {
@@ -137,10 +137,10 @@ class NoTphTest : public TphTest {
 };
 
 TEST_F(NoTphTest, NoTableWithoutTheCapability) {
-  EXPECT_FALSE(dev_->tph());
-  EXPECT_FALSE(dev_->SteeringTag(0));
-  EXPECT_EQ(dev_->layout().msix_end, dev_->layout().uar_end);
-  EXPECT_EQ(dev_->layout().memic_start % DeviceConfig{}.memic_bar_size, 0u);
+  EXPECT_FALSE(sim_->tph());
+  EXPECT_FALSE(sim_->SteeringTag(0));
+  EXPECT_EQ(sim_->layout().msix_end, sim_->layout().uar_end);
+  EXPECT_EQ(sim_->layout().memic_start % DeviceConfig{}.memic_bar_size, 0u);
 }
 
 }  // namespace

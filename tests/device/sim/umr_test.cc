@@ -156,7 +156,7 @@ class UmrTest : public SimTest {
     return Exec(in, prm::size_bytes<prm::query_mkey_out>);
   }
   UmrResult Post(const Wqe& w, uint32_t qpn = kQpn, std::optional<uint32_t> pd = std::nullopt) {
-    return dev_->firmware().PostUmr({.wqe = w.bytes, .qpn = qpn, .pd = pd.value_or(pd_)});
+    return sim_->firmware().PostUmr({.wqe = w.bytes, .qpn = qpn, .pd = pd.value_or(pd_)});
   }
   // The window's whole mkc and first KLM as QUERY_MKEY returns them.
   std::vector<std::byte> Snapshot(uint32_t key) {
@@ -217,7 +217,7 @@ TEST_F(UmrTest, Type1BindIsReadBackAndZeroLengthRebindUnbinds) {
   EXPECT_EQ(q.get(QKlm::key), 0u);
   ASSERT_TRUE(Ok(Destroy(mr)));
   ASSERT_TRUE(Ok(Destroy(mw)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(UmrTest, Type1RebindMovesTheParentReference) {
@@ -233,7 +233,7 @@ TEST_F(UmrTest, Type1RebindMovesTheParentReference) {
   // Destroying a bound window drops its parent reference.
   ASSERT_TRUE(Ok(Destroy(mw)));
   ASSERT_TRUE(Ok(Destroy(b)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(UmrTest, Type2BindsToTheQpAndMustBeInvalidatedBeforeRebinding) {
@@ -271,7 +271,7 @@ TEST_F(UmrTest, Type2BindsToTheQpAndMustBeInvalidatedBeforeRebinding) {
   EXPECT_EQ(Query(k2).get(QMkc::free), 1u);
   ASSERT_TRUE(Ok(Destroy(mr2)));
   ASSERT_TRUE(Ok(Destroy(mw)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(UmrTest, TheWindowMustBeAWindowOfTheQpsPdWithTheCurrentKey) {
@@ -318,7 +318,7 @@ TEST_F(UmrTest, TheWindowMustBeAWindowOfTheQpsPdWithTheCurrentKey) {
   ASSERT_TRUE(Ok(Destroy(mr)));
   ASSERT_TRUE(Ok(Destroy(mw1)));
   ASSERT_TRUE(Ok(Destroy(mw2)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(UmrTest, ExactlyTwoGibIsAllowed) {
@@ -379,7 +379,7 @@ TEST_F(UmrTest, TheParentMustAllowTheBind) {
   ASSERT_TRUE(Ok(Destroy(mw)));
   for (uint32_t k : {other_window, mr, unpopulated, foreign, no_mw_bind, zero_based, read_only})
     ASSERT_TRUE(Ok(Destroy(k)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(UmrTest, MalformedWqesAreLocalQpOperationErrors) {
@@ -435,31 +435,31 @@ TEST_F(UmrTest, MalformedWqesAreLocalQpOperationErrors) {
   ASSERT_TRUE(Post(good()).ok());
   ASSERT_TRUE(Ok(Destroy(mw)));
   ASSERT_TRUE(Ok(Destroy(mr)));
-  EXPECT_EQ(dev_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
 }
 
 TEST_F(UmrTest, ABoundWindowReachesItsParentsMemory) {
   auto a = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
   a.set(prm::alloc_memic_in::memic_size, 8192)
-      .set(prm::alloc_memic_in::range_start_addr, dev_->layout().memic_start)
-      .set(prm::alloc_memic_in::range_size, dev_->layout().memic_size);
+      .set(prm::alloc_memic_in::range_start_addr, sim_->layout().memic_start)
+      .set(prm::alloc_memic_in::range_size, sim_->layout().memic_size);
   const uint64_t off = Exec(a, 16).get(prm::alloc_memic_out::memic_start_addr);
   auto m = Mkey(prm::MKC_ACCESS_MODE_MEMIC, pd_);
   m.set(mkc.start_addr, off).set(mkc.len, 8192).set(mkc.umr_en, 1).set(mkc.lw, 1);
   const uint32_t parent = Key(Index(Exec(m, 16)), 0x5c);
   const uint32_t mw = Mw(1, pd_);
   const uint32_t k = Inc(mw);
-  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(mw, 0, 1));  // free: reaches nothing
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(mw, 0, 1));  // free: reaches nothing
   ASSERT_TRUE(Post(BindWqe(1, mw, k, parent, off + 4096, 100, kRw)).ok());
   // The CPU stores through BAR0; the window's byte 7 is the parent's byte 4096 + 7.
   w_->bar()[off + 4096 + 7] = std::byte{0x3c};
-  auto bytes = dev_->firmware().MkeyDeviceMemory(k, 7, 1);
+  auto bytes = sim_->firmware().MkeyDeviceMemory(k, 7, 1);
   ASSERT_TRUE(bytes);
   EXPECT_EQ((*bytes)[0], std::byte{0x3c});
-  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(k, 100, 1));  // past the window
-  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(mw, 7, 1));   // the old key
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(k, 100, 1));  // past the window
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(mw, 7, 1));   // the old key
   ASSERT_TRUE(Post(BindWqe(1, k, k, 0, 0, 0, 0)).ok());
-  EXPECT_FALSE(dev_->firmware().MkeyDeviceMemory(k, 7, 1));  // invalidated
+  EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(k, 7, 1));  // invalidated
   ASSERT_TRUE(Ok(Destroy(mw)));
   ASSERT_TRUE(Ok(Destroy(parent)));
   auto d = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);

@@ -106,6 +106,14 @@ static void check_dm_mr(struct ibv_context* ctx, struct ibv_pd* pd) {
   CHECK(mr == NULL && errno == EINVAL, "ibv_reg_dm_mr without ZERO_BASED: errno %d (EINVAL)",
         errno);
   errno = 0;
+  mr = ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE);
+  CHECK(mr == NULL && errno == EINVAL,
+        "ibv_reg_dm_mr REMOTE_WRITE without LOCAL_WRITE: errno %d (EINVAL)", errno);
+  errno = 0;
+  mr = ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_ATOMIC);
+  CHECK(mr == NULL && errno == EINVAL,
+        "ibv_reg_dm_mr REMOTE_ATOMIC without LOCAL_WRITE: errno %d (EINVAL)", errno);
+  errno = 0;
   mr = ibv_reg_dm_mr(pd, dm, 4096 - 64, 128, access);
   CHECK(mr == NULL && errno == EINVAL, "ibv_reg_dm_mr past the DM's end: errno %d (EINVAL)",
         errno);

@@ -11,6 +11,7 @@
 #include "alloc/hugepage_pool.h"
 #include "alloc/parent_domain_allocator.h"
 #include "alloc/provider.h"
+#include "tests/hugepages/free_hugepages.h"
 #include "tests/unit/alloc/recording_mapper.h"
 #include "tests/unit/alloc/smaps.h"
 
@@ -22,12 +23,7 @@ constexpr uint64_t kNeedFree = 32;  // 64 MiB
 class DpdkHugepages : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto pool = ReadHugepagePool();
-    if (!pool || pool->free < kNeedFree) {
-      GTEST_SKIP() << "needs " << kNeedFree << " free 2 MiB hugepages; have "
-                   << (pool ? std::to_string(pool->free) + " free of " + std::to_string(pool->reserved) : "no hugepage support")
-                   << " (as root: echo 256 > /proc/sys/vm/nr_hugepages)";
-    }
+    if (auto why = onchip::testing::MissingFreeHugepages(kNeedFree)) GTEST_SKIP() << *why;
     ProviderOptions o;
     o.first_tier = Tier::kDpdkHugepages;
     o.allow_fallback = false;

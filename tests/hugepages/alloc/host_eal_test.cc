@@ -11,15 +11,13 @@
 #include "alloc/eal.h"
 #include "alloc/hugepage_pool.h"
 #include "alloc/provider.h"
+#include "tests/hugepages/free_hugepages.h"
 
 namespace onchip::alloc {
 namespace {
 
 TEST(HostEal, IsAdoptedNotReinitialised) {
-  auto pool = ReadHugepagePool();
-  if (!pool || pool->free < 8) {
-    GTEST_SKIP() << "needs 8 free 2 MiB hugepages (as root: echo 256 > /proc/sys/vm/nr_hugepages)";
-  }
+  if (auto why = onchip::testing::MissingFreeHugepages(8)) GTEST_SKIP() << *why;
   // The host's own rte_eal_init, with its own arguments.
   std::string prefix = "--file-prefix=host-" + std::to_string(getpid());
   char* argv[] = {const_cast<char*>("host"), const_cast<char*>("--in-memory"), const_cast<char*>("--no-pci"),

@@ -7,6 +7,7 @@
 #include "alloc/fallback_report.h"
 #include "alloc/hugepage_pool.h"
 #include "alloc/provider.h"
+#include "tests/hugepages/free_hugepages.h"
 #include "tests/unit/alloc/smaps.h"
 
 namespace onchip::alloc {
@@ -21,17 +22,9 @@ std::unique_ptr<MemoryProvider> MakeHugetlb(bool fallback) {
   return std::move(*p);
 }
 
-void NeedFreeHugepages(uint64_t n) {
-  auto pool = ReadHugepagePool();
-  if (!pool || pool->free < n) {
-    GTEST_SKIP() << "needs " << n << " free 2 MiB hugepages; have "
-                 << (pool ? std::to_string(pool->free) : std::string("no hugepage support"))
-                 << " (as root: echo 256 > /proc/sys/vm/nr_hugepages)";
-  }
-}
 
 TEST(MemfdHugetlb, BuffersLiveOnTwoMegabytePages) {
-  NeedFreeHugepages(8);
+  if (auto why = onchip::testing::MissingFreeHugepages(8)) GTEST_SKIP() << *why;
   auto p = MakeHugetlb(false);
   auto small = p->Allocate(8, 8);
   auto big = p->Allocate(size_t{5} << 20, 4096);
@@ -53,7 +46,7 @@ TEST(MemfdHugetlb, BuffersLiveOnTwoMegabytePages) {
 }
 
 TEST(MemfdHugetlb, ShortPoolFallsBackToSmallPagesAndSaysSo) {
-  NeedFreeHugepages(1);
+  if (auto why = onchip::testing::MissingFreeHugepages(1)) GTEST_SKIP() << *why;
   auto pool = ReadHugepagePool();
   // One page more than the pool has free: hugetlb must refuse, 4 KiB pages must serve.
   size_t bytes = (pool->free + 1) * (size_t{2} << 20);

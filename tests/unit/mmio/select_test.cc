@@ -1,4 +1,5 @@
 // Which variant is chosen, and what the report says about why.
+#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -80,16 +81,40 @@ TEST(SelectToDevice, ReasonIsTruncatedNotOverflowed) {
   EXPECT_EQ(buf[6], 'x');
 }
 
-// With no override in the environment, the process choice is the auto choice for this CPU.
-TEST(Active, MatchesAutoChoiceForThisCpu) {
+// What this CPU has, asked without mmio's DetectCpuFeatures: GCC's own CPU model (which also
+// checks that the OS saves the AVX / AVX-512 register state) and CPUID leaf 7 for MOVDIR64B
+// (CPUID.(EAX=7,ECX=0):ECX[28], Intel SDM vol. 2).
+struct ThisCpu {
+  bool sse41, avx2, avx512f, movdir64b;
+};
+ThisCpu AskTheCpu() {
+  __builtin_cpu_init();
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool leaf7 = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0;
+  return {__builtin_cpu_supports("sse4.1") != 0, __builtin_cpu_supports("avx2") != 0,
+          __builtin_cpu_supports("avx512f") != 0, leaf7 && (c & (1u << 28)) != 0};
+}
+
+// With no override in the environment, the process choice is the documented preference order
+// (wc_copy.h / mmio/README.md) applied to what the CPU reports: to device MOVDIR64B, then
+// AVX-512, AVX2, SSE; from device AVX-512, AVX2 and SSE4.1 streaming loads, then SSE.
+TEST(Active, IsTheDocumentedOrderAppliedToThisCpu) {
   if (std::getenv("ONCHIP_WC_COPY") || std::getenv("ONCHIP_DEV_READ"))
     GTEST_SKIP() << "an override is set in this environment";
-  char buf[256];
-  EXPECT_EQ(&ActiveToDevice(), &SelectToDevice(nullptr, DetectCpuFeatures(), buf, sizeof buf));
-  EXPECT_EQ(&ActiveFromDevice(), &SelectFromDevice(nullptr, DetectCpuFeatures(), buf, sizeof buf));
+  const ThisCpu cpu = AskTheCpu();
+  const std::string to = cpu.movdir64b ? "movdir64b"
+                         : cpu.avx512f ? "avx512"
+                         : cpu.avx2    ? "avx2"
+                                       : "sse";
+  const std::string from = cpu.avx512f ? "avx512_stream"
+                           : cpu.avx2  ? "avx2_stream"
+                           : cpu.sse41 ? "sse41_stream"
+                                       : "sse";
+  EXPECT_EQ(std::string(ActiveToDevice().name), to);
+  EXPECT_EQ(std::string(ActiveFromDevice().name), from);
   const std::string report(WcCopyReport());
-  EXPECT_NE(report.find("to-device " + std::string(ActiveToDevice().name) + " ["), std::string::npos)
-      << report;
+  EXPECT_NE(report.find("to-device " + to + " ["), std::string::npos) << report;
+  EXPECT_NE(report.find("from-device " + from + " ["), std::string::npos) << report;
   EXPECT_NE(report.find("auto: widest this CPU has"), std::string::npos) << report;
 }
 

@@ -48,7 +48,13 @@ TEST(UverbsIoctl, HeaderIsTheKernelsLayout) {
   // The kernel ABI: 24-byte header, 16-byte attributes, both 8-byte aligned.
   static_assert(sizeof(ib_uverbs_ioctl_hdr) == 24);
   static_assert(sizeof(ib_uverbs_attr) == 16);
-  EXPECT_EQ(RDMA_VERBS_IOCTL, _IOWR(RDMA_IOCTL_MAGIC, 1, struct ib_uverbs_ioctl_hdr));
+  // The request number the kernel's uverbs ioctl answers, worked out from the ABI rather than
+  // with the macro that defines it: _IOC(read|write = 3 in bits 31:30, size 24 in bits 29:16,
+  // type 0x1b (RDMA_IOCTL_MAGIC) in bits 15:8, number 1 in bits 7:0).
+  constexpr unsigned long kVerbsIoctl = (3ul << 30) | (24ul << 16) | (0x1bul << 8) | 1ul;
+  static_assert(kVerbsIoctl == 0xc0181b01ul);
+  EXPECT_EQ(RDMA_IOCTL_MAGIC, 0x1b);
+  EXPECT_EQ(static_cast<unsigned long>(RDMA_VERBS_IOCTL), kVerbsIoctl);
 }
 
 TEST(UverbsIoctl, DevxOtherCarriesCommandInAndOutByPointer) {
