@@ -67,7 +67,7 @@ TEST(OutsideConstants, MkeySegmentStatusAndAccessBitsAreMlx5dvs) {
 }
 
 TEST(OutsideConstants, UmrSizesAreMlx5dvsStructs) {
-  EXPECT_EQ(prm::MLX5_WQE_DS_BYTES, sizeof(mlx5_wqe_data_seg));
+  EXPECT_EQ(prm::MLX5_SEND_WQE_DS, sizeof(mlx5_wqe_data_seg));
   EXPECT_EQ(prm::MLX5_UMR_INLINE_KLM_BYTES, static_cast<uint32_t>(::MLX5_SEND_WQE_BB));
   EXPECT_GE(prm::MLX5_UMR_INLINE_KLM_BYTES, sizeof(mlx5_wqe_umr_klm_seg));
   // mlx5dv.h: "up to 2GB" per KLM.
