@@ -19,8 +19,8 @@
 // (mmio::ToDeviceBarrier), not the bus's.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <utility>
