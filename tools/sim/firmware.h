@@ -101,10 +101,10 @@ class Firmware {
   std::optional<std::span<std::byte>> MkeyDeviceMemory(uint32_t mkey, uint64_t offset,
                                                        uint64_t len);
 
-  // Host memory behind an MTT mkey (a registered host MR), as the data engine reaches it:
-  // [va, va + bytes) must lie inside the key's range (start_addr, len); each page of it is
-  // translated through the key's MTT, whose entries cover 2^mkc.log_page_size bytes each, and
-  // then through the IOMMU. MkeyBusAddress gives the bus address (IOVA) of one byte. nullopt /
+  // Host memory behind an MTT mkey (a registered host MR) or a window bound on one, as the data
+  // engine reaches it: [va, va + bytes) must lie inside the key's range (start_addr, len); each
+  // page of it is translated through the (parent) key's MTT, whose entries cover
+  // 2^mkc.log_page_size bytes each, and then through the IOMMU. MkeyBusAddress gives the bus address (IOVA) of one byte. nullopt /
   // false when the key is unknown, free, not MTT, its key byte differs, or a byte is outside the
   // key or unmapped.
   std::optional<uint64_t> MkeyBusAddress(uint32_t mkey, uint64_t va) const;

@@ -262,12 +262,22 @@ std::optional<uint64_t> Firmware::MttTranslateLocked(uint32_t mkey, uint64_t va,
   if (prm::Get(mkc_bytes, prm::mkc::mkey_7_0) != (mkey & 0xff) ||
       prm::Get(mkc_bytes, prm::mkc::free))
     return std::nullopt;
-  const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::access_mode_1_0) |
-                                              (prm::Get(mkc_bytes, prm::mkc::access_mode_4_2) << 2));
-  if (mode != prm::MKC_ACCESS_MODE_MTT) return std::nullopt;
   const uint64_t start = prm::Get(mkc_bytes, prm::mkc::start_addr);
   const uint64_t size = prm::Get(mkc_bytes, prm::mkc::len);
   if (va < start || va - start > size || len > size - (va - start)) return std::nullopt;
+  if (m.window) {
+    // A bound window: its one KLM names the parent (by the key it carried at bind time) and the
+    // parent address of the window's start; the parent's MTT translates.
+    if (m.klm_targets.size() != 1) return std::nullopt;
+    Bytes klm(m.translations);
+    const uint32_t parent_key = prm::Get(klm, prm::Element<32>{32, "klm.key"});
+    const uint64_t address = prm::Get(klm, prm::Element<64>{64, "klm.address"});
+    if (mkeys_.at(m.klm_targets[0]).window) return std::nullopt;
+    return MttTranslateLocked(parent_key, address + (va - start), len, page_bytes);
+  }
+  const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::access_mode_1_0) |
+                                              (prm::Get(mkc_bytes, prm::mkc::access_mode_4_2) << 2));
+  if (mode != prm::MKC_ACCESS_MODE_MTT) return std::nullopt;
   const uint32_t log_ps = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::log_page_size));
   const uint64_t ps = uint64_t{1} << log_ps;
   // Entry 0 covers the page that holds start_addr; the offset inside a page is kept.
