@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "alloc/page_size.h"
+#include "alloc/mapping.h"
 #include "driver/cmd/run.h"
 #include "driver/dmah.h"
 #include "driver/mkey.h"
