@@ -4,6 +4,7 @@
 
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/bus/vfio/vfio_bus.h"
+#include "driver/open.h"
 
 namespace onchip {
 
@@ -73,8 +74,13 @@ Result<Context> Context::Open(vpci::Function& function, driver::DeviceOptions op
 }
 
 Result<Context> Context::OpenVfio(std::string_view pci_name, driver::DeviceOptions opts) {
-  ONCHIP_TRY(auto bus, bus::VfioBus::Open(pci_name));
-  return Open(std::move(bus), opts);
+  ONCHIP_TRY(auto device, driver::Open(driver::Locator::Vfio(pci_name), opts));
+  return Context(std::move(device));
+}
+
+Result<Context> Context::OpenLocator(std::string_view locator, driver::DeviceOptions opts) {
+  ONCHIP_TRY(auto device, driver::Open(locator, opts));
+  return Context(std::move(device));
 }
 
 Result<Context> Context::Open(std::unique_ptr<bus::Bus> bus, driver::DeviceOptions opts) {
@@ -94,8 +100,7 @@ Context::~Context() {
   // Nobody reads the report of an implicit close, so an unclean one is said on stderr (never on
   // a hot path: once per device).
   const driver::TeardownReport report = Close();
-  if (report.first_error || report.mrs_destroyed || report.dms_freed || report.pds_freed ||
-      report.pages_still_held)
+  if (report.first_error || report.objects() != 0 || report.pages_still_held)
     std::fprintf(stderr, "onchip: context destroyed with live objects: %s\n",
                  report.describe().c_str());
 }

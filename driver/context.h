@@ -87,6 +87,8 @@ class Context {
   static Result<Context> Open(vpci::Function& function, driver::DeviceOptions opts = {});
   // Over a ConnectX bound to vfio-pci, e.g. "0000:3b:00.0".
   static Result<Context> OpenVfio(std::string_view pci_name, driver::DeviceOptions opts = {});
+  // Over whatever the locator names: "sim", "simd:<socket>", "vfio:<PCI address>" (open.h).
+  static Result<Context> OpenLocator(std::string_view locator, driver::DeviceOptions opts = {});
   static Result<Context> Open(std::unique_ptr<bus::Bus> bus, driver::DeviceOptions opts = {});
 
   Context(Context&&) noexcept = default;

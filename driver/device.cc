@@ -7,30 +7,30 @@
 
 #include "uapi/prm/caps.h"
 
-#include "driver/dm.h"
-#include "driver/dmah.h"
 #include "driver/hca.h"
-#include "driver/mr.h"
-#include "driver/mw.h"
-#include "driver/parent_domain.h"
-#include "driver/pd.h"
 #include "driver/steering_tags.h"
-#include "driver/td.h"
 #include "driver/uar.h"
 
 namespace onchip::driver {
 
+uint32_t TeardownReport::objects() const {
+  uint32_t n = 0;
+  for (uint32_t k : released) n += k;
+  return n;
+}
+
 std::string TeardownReport::describe() const {
-  char buf[384];
-  std::snprintf(buf, sizeof buf,
-                "teardown: destroyed %u window(s), %u MR(s); freed %u DM(s), %u parent domain(s), "
-                "%u TD(s), %u DMA handle(s), %u PD(s); %llu page(s) reclaimed, %llu held by "
-                "firmware",
-                mws_destroyed, mrs_destroyed, dms_freed, parent_domains_freed, tds_freed,
-                dmahs_freed, pds_freed,
-                static_cast<unsigned long long>(pages_reclaimed),
-                static_cast<unsigned long long>(pages_still_held));
-  std::string out(buf);
+  std::string out = "teardown: released";
+  bool any = false;
+  for (std::size_t k = 0; k < kObjectKinds; ++k) {
+    if (released[k] == 0) continue;
+    out += (any ? ", " : " ") + std::to_string(released[k]) + " " +
+           KindName(static_cast<ObjectKind>(k)) + (released[k] == 1 ? "" : "(s)");
+    any = true;
+  }
+  if (!any) out += " no live object";
+  out += "; " + std::to_string(pages_reclaimed) + " page(s) reclaimed, " +
+         std::to_string(pages_still_held) + " held by firmware";
   if (first_error) out += "; first error: " + first_error->describe();
   return out;
 }
@@ -118,47 +118,12 @@ TeardownReport Device::Close() {
   auto note = [&](const Result<void>& r) {
     if (!r && !report.first_error) report.first_error = r.error();
   };
-  auto lock = Locked();
-  if (closed_.exchange(true, std::memory_order_acq_rel)) return report;
+  // Refuses new work, waits for what is in flight, releases every object children first.
+  std::optional<ReleaseCounts> counts = registry_.Close();
+  if (!counts) return report;  // closed before
+  report.released = counts->released;
+  report.first_error = counts->first_error;
 
-  // Children before parents: windows and MRs pin PDs, DMs and DMA handles; parent domains pin
-  // PDs and TDs.
-  for (Mw* mw : mws_) {
-    note(ReleaseMwOnDevice(*mw));
-    ++report.mws_destroyed;
-  }
-  mws_.clear();
-  for (Mr* mr : mrs_) {
-    note(ReleaseMrOnDevice(*mr));
-    ++report.mrs_destroyed;
-  }
-  mrs_.clear();
-  for (Dm* dm : dms_) {
-    note(ReleaseDmOnDevice(*dm));
-    ++report.dms_freed;
-  }
-  dms_.clear();
-  for (Pd* pd : pds_) {
-    if (!pd->is_parent_domain()) continue;
-    note(ReleasePdOnDevice(*pd));
-    ++report.parent_domains_freed;
-  }
-  for (Td* td : tds_) {
-    note(ReleaseTdOnDevice(*td));
-    ++report.tds_freed;
-  }
-  tds_.clear();
-  for (Dmah* dmah : dmahs_) {
-    note(ReleaseDmahOnDevice(*dmah));
-    ++report.dmahs_freed;
-  }
-  dmahs_.clear();
-  for (Pd* pd : pds_) {
-    if (pd->is_parent_domain()) continue;
-    note(ReleasePdOnDevice(*pd));
-    ++report.pds_freed;
-  }
-  pds_.clear();
   if (uars_) note(uars_->ReleaseShared());
 
   if (cmdq_ && enabled_) {

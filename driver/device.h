@@ -3,12 +3,13 @@
 // Device::Open runs bring-up (driver/hca.h) over a Bus, unwinding in reverse on any failure so
 // the function is left disabled with every page returned. The Device owns the bus, the memory
 // provider every driver-allocated DMA buffer comes from (alloc/, mapped through the bus), the
-// command queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM allocators,
-// the UARs (uar.h), the TPH steering-tag table, and the registry of live objects (PDs and parent
-// domains, DMs, MRs, windows, thread domains, DMA handles). Objects hold a shared_ptr to it, so the
-// memory stays valid while any object lives; Close() (or the last owner going away) destroys
-// every live object on the device first, then tears the function down, and reports what it did.
-// Objects found dead afterwards answer EIO and free without commands.
+// command queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM
+// allocators, the UARs (uar.h), the TPH steering-tag table, and the registry of live objects
+// (registry.h: every kind, created and destroyed without a device-wide lock). Objects hold a
+// shared_ptr to it, so the memory stays valid while any object lives; Close() (or the last owner
+// going away) releases every live object on the device first, children before parents, then
+// tears the function down, and reports what it did. Objects found released afterwards answer EIO
+// and free without commands.
 //
 // The embedded ibv_context is what the objects' verbs structs point at (ibv_dm.context,
 // ibv_pd.context); Device::FromVerbs maps it back.
@@ -19,9 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "alloc/provider.h"
@@ -30,16 +29,11 @@
 #include "driver/cmd/cmdq.h"
 #include "driver/memic.h"
 #include "driver/pages.h"
+#include "driver/registry.h"
 #include "driver/sw_icm.h"
 
 namespace onchip::driver {
 
-struct Dm;
-struct Pd;
-struct Mr;
-struct Mw;
-struct Td;
-struct Dmah;
 class Uars;
 class SteeringTagTable;
 
@@ -50,16 +44,14 @@ struct DeviceOptions {
 
 // What Close() did. `first_error` is the first command that failed (teardown goes on past it).
 struct TeardownReport {
-  uint32_t mws_destroyed = 0;
-  uint32_t mrs_destroyed = 0;
-  uint32_t dms_freed = 0;
-  uint32_t parent_domains_freed = 0;
-  uint32_t tds_freed = 0;
-  uint32_t dmahs_freed = 0;
-  uint32_t pds_freed = 0;
+  std::array<uint32_t, kObjectKinds> released{};  // live objects Close() released, by kind
   uint64_t pages_reclaimed = 0;
   uint64_t pages_still_held = 0;  // pages the firmware kept (memory left allocated, not freed)
   std::optional<Error> first_error;
+
+  uint32_t of(ObjectKind kind) const { return released[static_cast<std::size_t>(kind)]; }
+  // Objects of any kind Close() found live.
+  uint32_t objects() const;
   std::string describe() const;
 };
 
@@ -73,7 +65,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // Destroys live objects, then TEARDOWN_HCA, pages back, DISABLE_HCA. Idempotent: a second
   // call reports nothing done.
   TeardownReport Close();
-  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  bool closed() const { return registry_.closed(); }
 
   bus::Bus& bus() { return *bus_; }
   // Where driver-allocated DMA memory comes from: hugepages (EAL, else memfd hugetlb, else memfd
@@ -101,22 +93,8 @@ class Device : public std::enable_shared_from_this<Device> {
   // context, so a foreign one is refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
 
-  // The registry of live objects. Add/Remove take the registry lock; Locked() is for callers
-  // that must check `closed()` and change an object atomically with respect to Close().
-  std::unique_lock<std::mutex> Locked() { return std::unique_lock(objects_mu_); }
-  // A parent domain is a Pd too (pd.h): both go in the PD set, released parent domains first.
-  void AddLocked(Dm* dm) { dms_.insert(dm); }
-  void AddLocked(Pd* pd) { pds_.insert(pd); }
-  void AddLocked(Mr* mr) { mrs_.insert(mr); }
-  void AddLocked(Mw* mw) { mws_.insert(mw); }
-  void AddLocked(Td* td) { tds_.insert(td); }
-  void AddLocked(Dmah* dmah) { dmahs_.insert(dmah); }
-  void RemoveLocked(Dm* dm) { dms_.erase(dm); }
-  void RemoveLocked(Pd* pd) { pds_.erase(pd); }
-  void RemoveLocked(Mr* mr) { mrs_.erase(mr); }
-  void RemoveLocked(Mw* mw) { mws_.erase(mw); }
-  void RemoveLocked(Td* td) { tds_.erase(td); }
-  void RemoveLocked(Dmah* dmah) { dmahs_.erase(dmah); }
+  // Every live object, and the ticket any creation or destruction takes (registry.h).
+  Registry& registry() { return registry_; }
 
   // A handle for ibv_dm.handle, unique on this device (the uverbs object handle's role).
   uint32_t NextDmHandle() { return next_dm_handle_.fetch_add(1, std::memory_order_relaxed); }
@@ -141,19 +119,11 @@ class Device : public std::enable_shared_from_this<Device> {
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};
   ibv_context* verbs_override_ = nullptr;
-  std::atomic<bool> closed_{false};
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded
   std::atomic<uint8_t> mkey_variant_{0};
   std::atomic<uint32_t> next_dm_handle_{1};
-
-  std::mutex objects_mu_;
-  std::set<Dm*> dms_;
-  std::set<Pd*> pds_;
-  std::set<Mr*> mrs_;
-  std::set<Mw*> mws_;
-  std::set<Td*> tds_;
-  std::set<Dmah*> dmahs_;
+  Registry registry_;
 };
 
 }  // namespace onchip::driver

@@ -16,7 +16,7 @@ int RefuseFromDm(void*, ibv_dm*, uint64_t, size_t) { return EOPNOTSUPP; }
 int CheckAccess(const Dm& dm, uint64_t offset, size_t length) {
   if (offset > dm.length || length > dm.length - offset) return EFAULT;
   if ((length & 3) || (offset & 3)) return EINVAL;
-  if (!dm.live.load(std::memory_order_acquire)) return EIO;
+  if (dm.life.released()) return EIO;
   return 0;
 }
 
@@ -73,8 +73,7 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
   if (type == MLX5DV_DM_TYPE_MEMIC && attr.length > device->max_dm_size())
     return Fail(EINVAL, "alloc_dm: length above max_dm_size");
 
-  auto lock = device->Locked();
-  if (device->closed()) return Fail(EIO, "alloc_dm: device closed");
+  ONCHIP_TRY(auto op, device->registry().Begin("alloc_dm: device closed"));
   auto dm = std::make_unique<Dm>();
   dm->device = device;
   dm->type = type;
@@ -99,33 +98,22 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
     dm->ibv.memcpy_from_dm = RefuseFromDm;
   }
   dm->ibv.handle = device->NextDmHandle();
-  device->AddLocked(dm.get());
+  device->registry().Publish(op, ObjectKind::kDm, dm.get(), dm->life, [](void* p) {
+    return ReleaseDmOnDevice(*static_cast<Dm*>(p));
+  });
   return dm.release();
 }
 
 Result<void> ReleaseDmOnDevice(Dm& dm) {
-  dm.live.store(false, std::memory_order_release);
-  Result<void> r = dm.type == MLX5DV_DM_TYPE_MEMIC
-                       ? dm.device->memic().Free(dm.device->commander(), dm.memic)
-                       : dm.device->sw_icm().Free(dm.device->commander(), dm.icm);
-  return r;
+  return dm.type == MLX5DV_DM_TYPE_MEMIC
+             ? dm.device->memic().Free(dm.device->commander(), dm.memic)
+             : dm.device->sw_icm().Free(dm.device->commander(), dm.icm);
 }
 
 Result<void> FreeDm(Dm* dm) {
   if (dm == nullptr) return Fail(EINVAL, "free_dm: null");
-  {
-    auto lock = dm->device->Locked();
-    if (dm->live.load()) {
-      if (dm->usecnt.load() != 0) return Fail(EBUSY, "free_dm: memory regions still use it");
-      if (auto r = ReleaseDmOnDevice(*dm); !r) {
-        dm->live.store(true, std::memory_order_release);  // still allocated: keep it usable
-        return r;
-      }
-      dm->device->RemoveLocked(dm);
-    }
-  }
-  delete dm;
-  return {};
+  return Destroy(dm->device->registry(), ObjectKind::kDm, dm, dm->life,
+                 "free_dm: memory regions still use it", ReleaseDmOnDevice);
 }
 
 void QueryDv(const Dm& dm, mlx5dv_dm* out) {

@@ -18,7 +18,6 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
-#include <atomic>
 #include <memory>
 
 #include "driver/device.h"
@@ -45,8 +44,7 @@ struct Dm {
   uint64_t remote_va = 0;         // SW ICM: the ICM address
   MemicAllocator::Allocation memic;
   SwIcmAllocator::Allocation icm;
-  std::atomic<uint32_t> usecnt{0};  // MRs on this DM
-  std::atomic<bool> live{true};     // false once Close() released it on the device
+  Life life;  // pinned by its MRs; released: copies answer EIO
 
   static Dm* From(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
 };
@@ -57,7 +55,7 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
 // EBUSY while an MR uses it (it stays usable); a firmware failure leaves it allocated and
 // usable; on success the Dm is deleted.
 Result<void> FreeDm(Dm* dm);
-// DEALLOC_MEMIC / DESTROY_GENERAL_OBJECT only; for Device::Close with the registry lock held.
+// DEALLOC_MEMIC / DESTROY_GENERAL_OBJECT only, the handle stays; how Close() releases a DM.
 Result<void> ReleaseDmOnDevice(Dm& dm);
 
 // mlx5dv_init_obj(MLX5DV_OBJ_DM): buf, length, and remote_va when asked for; comp_mask is

@@ -59,8 +59,7 @@ Result<Dmah*> AllocDmah(const std::shared_ptr<Device>& device, const ibv_dmah_in
   if (has_type && attr.tph_mem_type > IBV_TPH_MEM_TYPE_PM)
     return Fail(EOPNOTSUPP, "alloc_dmah: unknown tph_mem_type");
 
-  auto lock = device->Locked();
-  if (device->closed()) return Fail(EIO, "alloc_dmah: device closed");
+  ONCHIP_TRY(auto op, device->registry().Begin("alloc_dmah: device closed"));
   SteeringTagTable& tags = device->steering_tags();
   if (!tags.mkey_pcie_tph()) return Fail(EOPNOTSUPP, "alloc_dmah: the device has no mkey TPH");
   auto dmah = std::make_unique<Dmah>();
@@ -74,12 +73,13 @@ Result<Dmah*> AllocDmah(const std::shared_ptr<Device>& device, const ibv_dmah_in
     dmah->mem_type = attr.tph_mem_type;
     ONCHIP_TRY(dmah->st_index, tags.Acquire(attr.cpu_id, attr.tph_mem_type));
   }
-  device->AddLocked(dmah.get());
+  device->registry().Publish(op, ObjectKind::kDmah, dmah.get(), dmah->life, [](void* p) {
+    return ReleaseDmahOnDevice(*static_cast<Dmah*>(p));
+  });
   return dmah.release();
 }
 
 Result<void> ReleaseDmahOnDevice(Dmah& dmah) {
-  dmah.live = false;
   if (dmah.st_index != 0) {
     dmah.device->steering_tags().Release(dmah.st_index);
     dmah.st_index = 0;
@@ -89,17 +89,8 @@ Result<void> ReleaseDmahOnDevice(Dmah& dmah) {
 
 Result<void> DeallocDmah(Dmah* dmah) {
   if (dmah == nullptr) return Fail(EINVAL, "dealloc_dmah: null");
-  {
-    auto lock = dmah->device->Locked();
-    if (dmah->live) {
-      if (dmah->usecnt.load(std::memory_order_acquire) != 0)
-        return Fail(EBUSY, "dealloc_dmah: memory regions still use it");
-      ONCHIP_CHECK(ReleaseDmahOnDevice(*dmah));
-      dmah->device->RemoveLocked(dmah);
-    }
-  }
-  delete dmah;
-  return {};
+  return Destroy(dmah->device->registry(), ObjectKind::kDmah, dmah, dmah->life,
+                 "dealloc_dmah: memory regions still use it", ReleaseDmahOnDevice);
 }
 
 }  // namespace onchip::driver

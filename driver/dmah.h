@@ -30,8 +30,7 @@ struct Dmah {
   uint32_t cpu_id = 0;
   uint8_t mem_type = 0;
   uint8_t st_index = 0;             // 0: no steering tag (no CPU given)
-  std::atomic<uint32_t> usecnt{0};  // MRs registered with it
-  bool live = true;                 // false once Close() released it
+  Life life;                        // pinned by the MRs registered with it
 
   static Dmah* From(ibv_dmah* d) { return reinterpret_cast<Dmah*>(d); }
 };

@@ -77,6 +77,12 @@ Result<Mr*> Create(Device& device, prm::Message<C>& in, uint8_t variant, Pd* pd,
   return mr;
 }
 
+void Publish(Device& device, const Registry::Operation& op, Mr* mr) {
+  device.registry().Publish(op, ObjectKind::kMr, mr, mr->life, [](void* p) {
+    return ReleaseMrOnDevice(*static_cast<Mr*>(p));
+  });
+}
+
 }  // namespace
 
 Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int access) {
@@ -91,8 +97,10 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
   if (pd->device != dm->device) return Fail(EINVAL, "reg_dm_mr: PD and DM on different devices");
   Device& device = *dm->device;
 
-  auto lock = device.Locked();
-  if (device.closed() || !pd->live || !dm->live) return Fail(EIO, "reg_dm_mr: device closed");
+  ONCHIP_TRY(auto op, device.registry().Begin("reg_dm_mr: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life) || !pins.Take(dm->life))
+    return Fail(EBUSY, "reg_dm_mr: its PD or DM is being freed");
   const uint8_t variant = device.NextMkeyVariant();
   const uint64_t start = (memic ? dm->memic.bar_offset : dm->icm.icm_address) + offset;
   prm::Message<C> in;
@@ -103,9 +111,8 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
   mr->dm = dm;
   mr->ibv.addr = nullptr;  // zero-based: work requests address the MR by offset
   mr->ibv.length = length;
-  dm->usecnt.fetch_add(1);
-  pd->usecnt.fetch_add(1);
-  device.AddLocked(mr);
+  pins.Keep();
+  Publish(device, op, mr);
   return mr;
 }
 
@@ -135,9 +142,10 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   ONCHIP_TRY(bus::DmaMapping mapping,
              device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
 
-  auto lock = device.Locked();
-  if (device.closed() || !pd->live || (dmah && !dmah->live))
-    return Fail(EIO, "reg_mr: device closed");
+  ONCHIP_TRY(auto op, device.registry().Begin("reg_mr: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life) || (dmah && !pins.Take(dmah->life)))
+    return Fail(EBUSY, "reg_mr: its PD or DMA handle is being freed");
   const uint8_t variant = device.NextMkeyVariant();
   const uint64_t octowords = (npages + 1) / 2;
   prm::Message<C> in(octowords * 16);
@@ -161,49 +169,27 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   mr->mapping = std::move(mapping);
   mr->ibv.addr = addr;
   mr->ibv.length = length;
-  pd->usecnt.fetch_add(1);
-  if (dmah) dmah->usecnt.fetch_add(1);
-  device.AddLocked(mr);
+  pins.Keep();
+  Publish(device, op, mr);
   return mr;
 }
 
-namespace {
-
-void Unpin(Mr& mr) {
-  if (mr.dm) mr.dm->usecnt.fetch_sub(1);
-  if (mr.dmah) mr.dmah->usecnt.fetch_sub(1);
-  mr.pd->usecnt.fetch_sub(1);
-}
-
-}  // namespace
-
 Result<void> ReleaseMrOnDevice(Mr& mr) {
-  mr.live = false;
-  Unpin(mr);
-  auto destroyed = DestroyMkey(mr.device->commander(), mr.mkey_index);
-  // Unmapping is safe even if the key survived: the IOMMU then refuses its translations.
-  auto unmapped = mr.mapping.Reset();
-  return destroyed ? unmapped : destroyed;
+  // A failed DESTROY_MKEY (a window still bound to it) leaves the MR registered, pins and pages.
+  ONCHIP_CHECK(DestroyMkey(mr.device->commander(), mr.mkey_index));
+  if (mr.dm) mr.dm->life.Unpin();
+  if (mr.dmah) mr.dmah->life.Unpin();
+  mr.pd->life.Unpin();
+  // The key is gone, so nothing on the device names the pages any more. Unmapping a range this
+  // MR mapped itself fails only if the bus already dropped it; the MR is released either way.
+  (void)mr.mapping.Reset();
+  return {};
 }
 
 Result<void> DeregMr(Mr* mr) {
   if (mr == nullptr) return Fail(EINVAL, "dereg_mr: null");
-  {
-    auto lock = mr->device->Locked();
-    if (mr->live) {
-      // On failure the MR stays registered, with its pins and pages.
-      ONCHIP_CHECK(DestroyMkey(mr->device->commander(), mr->mkey_index));
-      mr->live = false;
-      Unpin(*mr);
-      mr->device->RemoveLocked(mr);
-      if (auto unmapped = mr->mapping.Reset(); !unmapped) {
-        delete mr;
-        return unmapped;
-      }
-    }
-  }
-  delete mr;
-  return {};
+  return Destroy(mr->device->registry(), ObjectKind::kMr, mr, mr->life,
+                 "dereg_mr: still in use", ReleaseMrOnDevice);
 }
 
 }  // namespace onchip::driver

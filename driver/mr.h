@@ -45,7 +45,7 @@ struct Mr {
   Dmah* dmah = nullptr;       // host MR registered with a DMA handle
   bus::DmaMapping mapping;    // host MR: its pages as the device sees them
   uint32_t mkey_index = 0;
-  bool live = true;
+  Life life;  // nothing pins an MR (a bound window makes the device refuse its destroy)
 
   static Mr* From(ibv_mr* mr) { return reinterpret_cast<Mr*>(mr); }
 };
@@ -57,7 +57,8 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
 // DESTROY_MKEY, then the Mr is deleted. A firmware failure (e.g. a window still bound to it)
 // leaves it registered.
 Result<void> DeregMr(Mr* mr);
-// DESTROY_MKEY only; for Device::Close with the registry lock held.
+// DESTROY_MKEY, then its parents are unpinned and its pages unmapped; the handle stays. How
+// Close() releases an MR.
 Result<void> ReleaseMrOnDevice(Mr& mr);
 
 }  // namespace onchip::driver

@@ -23,8 +23,9 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
   if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
     return Fail(EINVAL, "alloc_mw: type must be IBV_MW_TYPE_1 or IBV_MW_TYPE_2");
 
-  auto lock = device.Locked();
-  if (device.closed() || !pd->live) return Fail(EIO, "alloc_mw: device closed");
+  ONCHIP_TRY(auto op, device.registry().Begin("alloc_mw: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life)) return Fail(EBUSY, "alloc_mw: its PD is being freed");
   const uint8_t variant = device.NextMkeyVariant();
   using C = prm::create_mkey_in;
   constexpr auto mkc = C::memory_key_mkey_entry;
@@ -51,30 +52,23 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
   mw->ibv.rkey = (mw->mkey_index << 8) | variant;
   mw->ibv.handle = mw->mkey_index;
   mw->ibv.type = static_cast<ibv_mw_type>(type);
-  pd->usecnt.fetch_add(1);
-  device.AddLocked(mw);
+  pins.Keep();
+  device.registry().Publish(op, ObjectKind::kMw, mw, mw->life, [](void* p) {
+    return ReleaseMwOnDevice(*static_cast<Mw*>(p));
+  });
   return mw;
 }
 
 Result<void> ReleaseMwOnDevice(Mw& mw) {
-  mw.live = false;
-  mw.pd->usecnt.fetch_sub(1);
-  return DestroyMkey(mw.device->commander(), mw.mkey_index);
+  ONCHIP_CHECK(DestroyMkey(mw.device->commander(), mw.mkey_index));
+  mw.pd->life.Unpin();
+  return {};
 }
 
 Result<void> DeallocMw(Mw* mw) {
   if (mw == nullptr) return Fail(EINVAL, "dealloc_mw: null");
-  {
-    auto lock = mw->device->Locked();
-    if (mw->live) {
-      ONCHIP_CHECK(DestroyMkey(mw->device->commander(), mw->mkey_index));
-      mw->live = false;
-      mw->pd->usecnt.fetch_sub(1);
-      mw->device->RemoveLocked(mw);
-    }
-  }
-  delete mw;
-  return {};
+  return Destroy(mw->device->registry(), ObjectKind::kMw, mw, mw->life, "dealloc_mw: in use",
+                 ReleaseMwOnDevice);
 }
 
 }  // namespace onchip::driver

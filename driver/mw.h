@@ -25,7 +25,7 @@ struct Mw {
   std::shared_ptr<Device> device;
   Pd* pd = nullptr;
   uint32_t mkey_index = 0;
-  bool live = true;
+  Life life;
 
   static Mw* From(ibv_mw* mw) { return reinterpret_cast<Mw*>(mw); }
 };
@@ -36,7 +36,7 @@ constexpr uint32_t NextRkey(uint32_t rkey) { return (rkey & ~0xffu) | ((rkey + 1
 Result<Mw*> AllocMw(Pd* pd, int type);
 // DESTROY_MKEY; a firmware failure leaves the window allocated.
 Result<void> DeallocMw(Mw* mw);
-// DESTROY_MKEY only; for Device::Close with the registry lock held.
+// DESTROY_MKEY, then the PD is unpinned; the handle stays. How Close() releases a window.
 Result<void> ReleaseMwOnDevice(Mw& mw);
 
 }  // namespace onchip::driver

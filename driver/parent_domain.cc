@@ -22,9 +22,10 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
   if (pd->device != device || (td && td->device != device))
     return Fail(EINVAL, "alloc_parent_domain: PD or TD of another device");
 
-  auto lock = device->Locked();
-  if (device->closed() || !pd->live || (td && !td->live))
-    return Fail(EIO, "alloc_parent_domain: device closed");
+  ONCHIP_TRY(auto op, device->registry().Begin("alloc_parent_domain: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life) || (td && !pins.Take(td->life)))
+    return Fail(EBUSY, "alloc_parent_domain: its PD or TD is being freed");
   auto* pad = new ParentDomain{};
   pad->pd.device = device;
   pad->pd.pdn = pd->pdn;
@@ -37,31 +38,22 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
     pad->free = attr.free;
   }
   if (attr.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) pad->pd_context = attr.pd_context;
-  pd->usecnt.fetch_add(1);
-  if (td) td->usecnt.fetch_add(1);
-  device->AddLocked(&pad->pd);
+  pins.Keep();
+  device->registry().Publish(op, ObjectKind::kParentDomain, pad, pad->pd.life, [](void* p) {
+    return ReleaseParentDomain(*static_cast<ParentDomain*>(p));
+  });
   return &pad->pd;
 }
 
-void ReleaseParentDomain(ParentDomain& pad) {
-  if (!pad.pd.live) return;
-  pad.pd.live = false;
-  pad.pd.protection_domain->usecnt.fetch_sub(1);
-  if (pad.td) pad.td->usecnt.fetch_sub(1);
+Result<void> ReleaseParentDomain(ParentDomain& pad) {
+  pad.pd.protection_domain->life.Unpin();
+  if (pad.td) pad.td->life.Unpin();
+  return {};
 }
 
 Result<void> DeallocParentDomain(ParentDomain* pad) {
-  {
-    auto lock = pad->pd.device->Locked();
-    if (pad->pd.live) {
-      if (pad->pd.usecnt.load() != 0)
-        return Fail(EBUSY, "dealloc_pd: queues still use this parent domain");
-      ReleaseParentDomain(*pad);
-      pad->pd.device->RemoveLocked(&pad->pd);
-    }
-  }
-  delete pad;
-  return {};
+  return Destroy(pad->pd.device->registry(), ObjectKind::kParentDomain, pad, pad->pd.life,
+                 "dealloc_pd: queues still use this parent domain", ReleaseParentDomain);
 }
 
 Result<Bfreg*> SendBfregFor(Pd* pd) {

@@ -10,8 +10,7 @@ namespace onchip::driver {
 
 Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
   if (!device) return Fail(EINVAL, "alloc_pd: no device");
-  auto lock = device->Locked();
-  if (device->closed()) return Fail(EIO, "alloc_pd: device closed");
+  ONCHIP_TRY(auto op, device->registry().Begin("alloc_pd: device closed"));
   prm::Message<prm::alloc_pd_in> in;
   in.set(prm::alloc_pd_in::opcode, prm::ALLOC_PD);
   ONCHIP_TRY(auto out, cmd::Run<prm::alloc_pd_out>(device->commander(), in));
@@ -20,16 +19,13 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
   pd->pdn = out.get(prm::alloc_pd_out::pd);
   pd->ibv.context = device->verbs();
   pd->ibv.handle = pd->pdn;
-  device->AddLocked(pd);
+  device->registry().Publish(op, ObjectKind::kPd, pd, pd->life, [](void* p) {
+    return ReleasePdOnDevice(*static_cast<Pd*>(p));
+  });
   return pd;
 }
 
 Result<void> ReleasePdOnDevice(Pd& pd) {
-  if (ParentDomain* pad = ParentDomain::From(&pd)) {
-    ReleaseParentDomain(*pad);
-    return {};
-  }
-  pd.live = false;
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, pd.pdn);
   ONCHIP_TRY(auto out, cmd::Run<prm::dealloc_pd_out>(pd.device->commander(), in));
@@ -40,19 +36,8 @@ Result<void> ReleasePdOnDevice(Pd& pd) {
 Result<void> DeallocPd(Pd* pd) {
   if (pd == nullptr) return Fail(EINVAL, "dealloc_pd: null");
   if (ParentDomain* pad = ParentDomain::From(pd)) return DeallocParentDomain(pad);
-  {
-    auto lock = pd->device->Locked();
-    if (pd->live) {
-      if (pd->usecnt.load() != 0) return Fail(EBUSY, "dealloc_pd: MRs, windows or parent domains still use it");
-      if (auto r = ReleasePdOnDevice(*pd); !r) {
-        pd->live = true;  // still allocated on the device: keep it usable
-        return r;
-      }
-      pd->device->RemoveLocked(pd);
-    }
-  }
-  delete pd;
-  return {};
+  return Destroy(pd->device->registry(), ObjectKind::kPd, pd, pd->life,
+                 "dealloc_pd: MRs, windows or parent domains still use it", ReleasePdOnDevice);
 }
 
 }  // namespace onchip::driver

@@ -4,14 +4,13 @@
 // and handle, no device object of its own) and is told apart by `protection_domain` being set.
 // ibv_dealloc_pd frees either; DeallocPd dispatches.
 //
-// Children pin their PD through `usecnt`: MRs, windows and parent domains on a PD; queue
-// buffers (queue_buffer.h) on a parent domain. While it is non-zero DeallocPd answers EBUSY and
-// the PD stays usable.
+// Children pin their PD (Life::Pin, registry.h): MRs, windows and parent domains on a PD; queue
+// buffers (queue_buffer.h) on a PD or parent domain. While any pin is held DeallocPd answers
+// EBUSY and the PD stays usable.
 #pragma once
 
 #include <infiniband/verbs.h>
 
-#include <atomic>
 #include <memory>
 
 #include "driver/device.h"
@@ -22,8 +21,7 @@ struct Pd {
   ibv_pd ibv;  // first: From() converts back
   std::shared_ptr<Device> device;
   uint32_t pdn = 0;
-  std::atomic<uint32_t> usecnt{0};
-  bool live = true;                 // false once Close() released it on the device
+  Life life;
   Pd* protection_domain = nullptr;  // set on a parent domain: the PD it wraps
 
   static Pd* From(ibv_pd* pd) { return reinterpret_cast<Pd*>(pd); }
@@ -36,7 +34,7 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device);
 // Frees a PD (DEALLOC_PD) or a parent domain. EBUSY while children use it (it stays usable); a
 // firmware failure leaves it allocated and usable; on success the object is deleted.
 Result<void> DeallocPd(Pd* pd);
-// DEALLOC_PD only (nothing for a parent domain); for Device::Close with the registry lock held.
+// DEALLOC_PD only, the handle stays; how Close() releases a PD.
 Result<void> ReleasePdOnDevice(Pd& pd);
 
 }  // namespace onchip::driver

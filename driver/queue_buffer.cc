@@ -23,12 +23,9 @@ Result<QueueBuffer> QueueBuffer::Allocate(Pd* pd, size_t size, size_t alignment,
     return Fail(EINVAL, "queue buffer: alignment not a power of two");
   if (!KnownResourceType(resource_type)) return Fail(EINVAL, "queue buffer: unknown resource type");
 
-  // Pin first (under the registry lock, so a concurrent DeallocPd sees it), call out after.
-  {
-    auto lock = pd->device->Locked();
-    if (pd->device->closed() || !pd->live) return Fail(EIO, "queue buffer: device closed");
-    pd->usecnt.fetch_add(1);
-  }
+  // Pin first, so a concurrent DeallocPd answers EBUSY; call the allocator after.
+  if (pd->life.released()) return Fail(EIO, "queue buffer: device closed");
+  if (!pd->life.Pin()) return Fail(EBUSY, "queue buffer: the PD is being freed");
   QueueBuffer buffer;
   buffer.pd_ = pd;
   buffer.size_ = size;
@@ -83,7 +80,7 @@ void QueueBuffer::Reset() {
   } else {
     memory_.Reset();
   }
-  pd_->usecnt.fetch_sub(1);
+  pd_->life.Unpin();
   pd_ = nullptr;
   data_ = nullptr;
   custom_ = false;

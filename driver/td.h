@@ -8,7 +8,6 @@
 
 #include <infiniband/verbs.h>
 
-#include <atomic>
 #include <memory>
 
 #include "driver/device.h"
@@ -21,8 +20,7 @@ struct Td {
   std::shared_ptr<Device> device;
   std::unique_ptr<Bfreg> dedicated;  // null when `bf` is the shared register
   Bfreg* bf = nullptr;               // what QPs on a parent domain with this TD ring
-  std::atomic<uint32_t> usecnt{0};   // parent domains referencing it
-  bool live = true;
+  Life life;                         // pinned by the parent domains referencing it
 
   static Td* From(ibv_td* td) { return reinterpret_cast<Td*>(td); }
 };
@@ -30,7 +28,7 @@ struct Td {
 Result<Td*> AllocTd(const std::shared_ptr<Device>& device, const ibv_td_init_attr& attr);
 // EBUSY while a parent domain holds it; a DEALLOC_UAR failure leaves it allocated.
 Result<void> DeallocTd(Td* td);
-// DEALLOC_UAR of a dedicated UAR; for Device::Close with the registry lock held.
+// DEALLOC_UAR of a dedicated UAR, the handle stays; how Close() releases a TD.
 Result<void> ReleaseTdOnDevice(Td& td);
 
 }  // namespace onchip::driver

@@ -51,8 +51,16 @@ class Error {
   bool has_fw_ = false;
 };
 
+// std::expected with the error model's Error, and [[nodiscard]]: a result nobody looks at is a
+// bug (an ignored failure), so the compiler refuses to drop one silently; `(void)` says "on
+// purpose" where a failure truly changes nothing.
 template <class T = void>
-using Result = std::expected<T, Error>;
+class [[nodiscard]] Result : public std::expected<T, Error> {
+ public:
+  using std::expected<T, Error>::expected;
+  Result(const std::expected<T, Error>& e) : std::expected<T, Error>(e) {}  // NOLINT: implicit
+  Result(std::expected<T, Error>&& e) : std::expected<T, Error>(std::move(e)) {}  // NOLINT
+};
 
 // Shorthand for the failure side: `return Fail(EINVAL, "alloc_dm: comp_mask");`
 inline std::unexpected<Error> Fail(int errno_value, const char* what) {

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,25 +104,30 @@ void RandomRead(benchmark::State& state, const uint64_t* base, size_t words) {
 }
 
 void RandomReadHugepages(benchmark::State& state) {
-  auto pool = ReadHugepagePool();
-  MemoryProvider& p = DefaultProvider();
-  if (p.current_tier() == Tier::kMemfd4k || !pool || pool->free < kGiB / kHugePageBytes + 4) {
+  // The 1 GiB buffer is allocated by the first run and reused by the later ones (Google Benchmark
+  // calls this function several times). Only the first may check for free hugepages: afterwards
+  // the buffer itself holds them.
+  static const std::optional<Allocation> a = []() -> std::optional<Allocation> {
+    auto pool = ReadHugepagePool();
+    MemoryProvider& p = DefaultProvider();
+    if (p.current_tier() == Tier::kMemfd4k || !pool || pool->free < kGiB / kHugePageBytes + 4)
+      return std::nullopt;
+    auto r = p.Allocate(kGiB, kHugePageBytes);
+    if (!r) std::abort();
+    return *r;
+  }();
+  if (!a) {
     state.SkipWithError("needs 516 free 2 MiB hugepages (as root: echo 600 > /proc/sys/vm/nr_hugepages)");
     for (auto _ : state) {
     }
     return;
   }
-  static Allocation a = [&] {
-    auto r = p.Allocate(kGiB, kHugePageBytes);
-    if (!r) std::abort();
-    return *r;
-  }();
-  if (a.page_size != kHugePageBytes) {
+  if (a->page_size != kHugePageBytes) {
     state.SkipWithError("the provider did not return hugepage memory");
     return;
   }
-  state.SetLabel(std::string(TierName(a.tier)));
-  RandomRead(state, static_cast<const uint64_t*>(a.addr), kGiB / 8);
+  state.SetLabel(std::string(TierName(a->tier)));
+  RandomRead(state, static_cast<const uint64_t*>(a->addr), kGiB / 8);
 }
 
 void RandomRead4k(benchmark::State& state) {
@@ -162,7 +168,7 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 };
 
 void PrintSummary(const RecordingReporter& r) {
-  std::printf("\n== issue 8: alloc + free, how many times faster onchip is (median time ratio) ==\n");
+  std::printf("\n== alloc + free: how many times faster onchip is (median time ratio) ==\n");
   std::printf("%10s %14s %24s %16s %12s\n", "bytes", "onchip ns", "posix_memalign+memset", "mmap_populate",
               "mmap_lazy");
   bool met = true;
@@ -175,7 +181,8 @@ void PrintSummary(const RecordingReporter& r) {
     std::printf("%10lld %14.1f %23.2fx %15.2fx %11.2fx\n", static_cast<long long>(s), on,
                 ratio("posix_memalign_memset"), pop, ratio("mmap_lazy"));
   }
-  std::printf("target: >= 5x against mmap_populate at every size: %s\n", met ? "MET" : "MISSED");
+  // The verdict line: tools/onchip bench reads "goal...: MISSED" lines as missed goals.
+  std::printf("goal: >= 5x against mmap_populate at every size: %s\n", met ? "met" : "MISSED");
   double huge = r.Ns("random_read_1GiB.hugepages"), small = r.Ns("random_read_1GiB.4k");
   if (huge > 0 && small > 0) {
     std::printf("\nrandom 8-byte reads over 1 GiB: 4k %.1f ns, hugepages %.1f ns: hugepages %.2fx faster\n", small,

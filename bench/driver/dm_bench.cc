@@ -66,6 +66,26 @@ struct Fixture {
     return Context::Open(*sim);
   }
 
+  // Frees the copy DM, then closes the device; false (said on stderr) when the close still found
+  // objects, i.e. a benchmark left something allocated. The context's destructor would free them
+  // too, but only with a warning nobody can act on, and after the exit status is decided.
+  bool Close() {
+    bool clean = true;
+    if (dm != nullptr && driver::verbs::free_dm(dm) != 0) {
+      std::fprintf(stderr, "onchip dm_bench: free_dm of the copy DM failed: %s\n", std::strerror(errno));
+      clean = false;
+    }
+    dm = nullptr;
+    device_bytes = nullptr;
+    const driver::TeardownReport r = ctx->Close();
+    if (r.first_error || r.objects() != 0 || r.pages_still_held) {
+      std::fprintf(stderr, "onchip dm_bench: a benchmark left objects on the device: %s\n",
+                   r.describe().c_str());
+      clean = false;
+    }
+    return clean;
+  }
+
   [[noreturn]] static void Die(const char* what, const std::string& why) {
     std::fprintf(stderr, "onchip dm_bench: %s on %s: %s\n", what,
                  VfioPciName() != nullptr ? VfioPciName() : "the software ConnectX", why.c_str());
@@ -73,9 +93,23 @@ struct Fixture {
   }
 };
 
-Fixture& F() {
-  static Fixture f;
+// Opened by the first benchmark that needs it, closed by main after the run (CloseFixture).
+std::unique_ptr<Fixture>& FixtureSlot() {
+  static std::unique_ptr<Fixture> f;
   return f;
+}
+
+Fixture& F() {
+  auto& f = FixtureSlot();
+  if (!f) f = std::make_unique<Fixture>();
+  return *f;
+}
+
+bool CloseFixture() {
+  auto& f = FixtureSlot();
+  const bool clean = !f || f->Close();
+  f.reset();
+  return clean;
 }
 
 void ToDm(benchmark::State& state) {
@@ -281,5 +315,5 @@ int main(int argc, char** argv) {
   std::printf("alloc_dm+free_dm: %.0f ns end to end, %.0f ns driver logic, %.0f ns queue + device\n",
               total, driver, total - driver);
   benchmark::Shutdown();
-  return 0;
+  return onchip::CloseFixture() ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 // Write-combined copy kernels against the vendor's copies and glibc memcpy, 4 B to 256 KiB, both
-// directions, in one run; ends with the ratios issue 7 targets.
+// directions, in one run; ends with the ratios against the goals onchip's kernels are held to.
 //
 // There is no NIC on a build machine, so "device memory" here is an ordinary 64-byte aligned
 // host buffer (write-back). The numbers measure what each algorithm costs the CPU (instruction
@@ -146,12 +146,12 @@ double Ratio(const RecordingReporter& r, const std::string& a, const std::string
 void PrintSummary(const RecordingReporter& r) {
   const std::string active_to(ActiveToDevice().name);
   const std::string active_from(ActiveFromDevice().name);
-  std::printf("\n== issue 7 targets (ratios of bytes/s in this run; device = host WB memory) ==\n");
+  std::printf("\n== performance goals (ratios of bytes/s in this run; device = host WB memory) ==\n");
   std::printf("active: %.*s\n\n", static_cast<int>(WcCopyReport().size()), WcCopyReport().data());
   std::printf("%-10s %22s %24s %22s %22s\n", "to-device", "4KiB / vendor_dm_4B", "256KiB / memcpy",
               "64B / vendor_bf_8x8B", "BF64 / vendor_bf_8x8B");
-  std::printf("%-10s %22s %24s %22s %22s\n", "target", ">= 8", ">= 0.90", ">= 1.00", ">= 1.00");
-  bool met = true;
+  std::printf("%-10s %22s %24s %22s %22s\n", "goal", ">= 8", ">= 0.90", ">= 1.00", ">= 1.00");
+  std::string missed;  // the active variants that missed a goal
   const CpuFeatures cpu = DetectCpuFeatures();
   for (const auto& v : ToDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) {
@@ -166,10 +166,10 @@ void PrintSummary(const RecordingReporter& r) {
     const bool ok = a >= 8 && b >= 0.90 && c >= 1.0 && d >= 1.0;
     std::printf("%-10s %22.2f %24.2f %22.2f %22.2f  %s%s\n", n.c_str(), a, b, c, d,
                 ok ? "all met" : "MISSED", n == active_to ? "  <- active" : "");
-    if (n == active_to) met = met && ok;
+    if (n == active_to && !ok) missed += " to-device " + n;
   }
   std::printf("\n%-14s %28s %24s\n", "from-device", "4KiB / vendor_dm_4B load", "256KiB / memcpy");
-  std::printf("%-14s %28s %24s\n", "target", ">= 4", "(info)");
+  std::printf("%-14s %28s %24s\n", "goal", ">= 4", "(info)");
   for (const auto& v : FromDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) {
       std::printf("%-14.*s  (not on this CPU)\n", static_cast<int>(v.name.size()), v.name.data());
@@ -181,9 +181,13 @@ void PrintSummary(const RecordingReporter& r) {
     const bool ok = a >= 4;
     std::printf("%-14s %28.2f %24.2f  %s%s\n", n.c_str(), a, b, ok ? "met" : "MISSED",
                 n == active_from ? "  <- active" : "");
-    if (n == active_from) met = met && ok;
+    if (n == active_from && !ok) missed += " from-device " + n;
   }
-  std::printf("\nactive variants: %s\n", met ? "ALL TARGETS MET" : "SOME TARGETS MISSED");
+  // The verdict line: tools/onchip bench reads "goal...: MISSED" lines as missed goals.
+  if (missed.empty())
+    std::printf("\ngoals of the active variants: met\n");
+  else
+    std::printf("\ngoals of the active variants (%s): MISSED\n", missed.substr(1).c_str());
 }
 
 }  // namespace

@@ -21,6 +21,47 @@ constexpr uint32_t kMaxSqDescBytes = 512;  // mlx5_ib caps the send descriptor i
 
 uint32_t Pow2(uint64_t log) { return log >= 31 ? INT_MAX : uint32_t{1} << log; }
 
+// Whether the driver creates CQs, QPs, SRQs and AHs. Until it does, every limit that only a queue
+// can use (QP, CQ, SRQ, AH, multicast, scatter/gather, RDMA read/atomic depth) is reported as
+// 0, so ibv_devinfo and applications see what onchip can do, not what the silicon could.
+constexpr bool kQueuesImplemented = false;
+
+// The queue limits the capabilities allow, as mlx5_ib derives them: what DeviceAttributes
+// reports once kQueuesImplemented is true.
+void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
+  a.max_qp = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp));
+  a.max_qp_wr = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp_sz));
+  a.device_cap_flags |= IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
+                        IBV_DEVICE_RC_RNR_NAK_GEN;
+  if (gen.get(prm::cmd_hca_cap::pkv)) a.device_cap_flags |= IBV_DEVICE_BAD_PKEY_CNTR;
+  if (gen.get(prm::cmd_hca_cap::qkv)) a.device_cap_flags |= IBV_DEVICE_BAD_QKEY_CNTR;
+  if (gen.get(prm::cmd_hca_cap::apm)) a.device_cap_flags |= IBV_DEVICE_AUTO_PATH_MIG;
+  if (gen.get(prm::cmd_hca_cap::xrc)) a.device_cap_flags |= IBV_DEVICE_XRC;
+  const uint32_t max_rq_sg = uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_rq)) / kDataSegBytes;
+  const uint32_t max_sq_desc =
+      std::min<uint32_t>(uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_sq)), kMaxSqDescBytes);
+  const uint32_t sq_overhead = kCtrlSegBytes + kRaddrSegBytes;
+  const uint32_t max_sq_sg = max_sq_desc > sq_overhead ? (max_sq_desc - sq_overhead) / kDataSegBytes : 0;
+  a.max_sge = int(std::min(max_sq_sg, max_rq_sg));
+  a.max_sge_rd = int((kMaxSqDescBytes - sq_overhead) / kDataSegBytes);
+  a.max_cq = Pow2(gen.get(prm::cmd_hca_cap::log_max_cq));
+  a.max_cqe = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_cq_sz)) - 1);
+  a.max_qp_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_req_qp));
+  a.max_qp_init_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_res_qp));
+  a.max_res_rd_atom = int(std::min<int64_t>(int64_t{a.max_qp_rd_atom} * a.max_qp, INT_MAX));
+  if (gen.get(prm::cmd_hca_cap::log_max_srq)) {
+    a.max_srq = Pow2(gen.get(prm::cmd_hca_cap::log_max_srq));
+    a.max_srq_wr = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1);
+    a.max_srq_sge = max_rq_sg > 0 ? int(max_rq_sg - 1) : 0;
+  }
+  a.local_ca_ack_delay = uint8_t(gen.get(prm::cmd_hca_cap::local_ca_ack_delay));
+  a.max_mcast_grp = gen.get(prm::cmd_hca_cap::log_max_mcg) ? Pow2(gen.get(prm::cmd_hca_cap::log_max_mcg)) : 0;
+  a.max_mcast_qp_attach = int(gen.get(prm::cmd_hca_cap::max_qp_mcg));
+  a.max_total_mcast_qp_attach =
+      int(std::min<int64_t>(int64_t{a.max_mcast_qp_attach} * a.max_mcast_grp, INT_MAX));
+  a.max_ah = INT_MAX;
+}
+
 }  // namespace
 
 ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity& id) {
@@ -40,50 +81,22 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   a.vendor_part_id = kConnectX6DxPartId;
   a.hw_ver = 0;  // PCI revision id of the function
 
-  a.max_qp = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp));
-  a.max_qp_wr = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp_sz));
-  unsigned flags = IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                   IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
-  if (gen.get(prm::cmd_hca_cap::pkv)) flags |= IBV_DEVICE_BAD_PKEY_CNTR;
-  if (gen.get(prm::cmd_hca_cap::qkv)) flags |= IBV_DEVICE_BAD_QKEY_CNTR;
-  if (gen.get(prm::cmd_hca_cap::apm)) flags |= IBV_DEVICE_AUTO_PATH_MIG;
-  if (gen.get(prm::cmd_hca_cap::xrc)) flags |= IBV_DEVICE_XRC;
+  // Only what onchip can do today: memory windows (alloc/dealloc) and the system image GUID.
+  // Everything that needs a queue (the RNR NAK, path migration, XRC, port change on a QP, port
+  // events delivered on the async fd, the bad P_Key/Q_Key counters) is left out until it exists.
+  unsigned flags = IBV_DEVICE_SYS_IMAGE_GUID;
   if (gen.get(prm::cmd_hca_cap::imaicl)) {
     flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     a.max_mw = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
   }
   a.device_cap_flags = flags;
-
-  const uint32_t max_rq_sg = uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_rq)) / kDataSegBytes;
-  const uint32_t max_sq_desc =
-      std::min<uint32_t>(uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_sq)), kMaxSqDescBytes);
-  const uint32_t sq_overhead = kCtrlSegBytes + kRaddrSegBytes;
-  const uint32_t max_sq_sg = max_sq_desc > sq_overhead ? (max_sq_desc - sq_overhead) / kDataSegBytes : 0;
-  a.max_sge = int(std::min(max_sq_sg, max_rq_sg));
-  a.max_sge_rd = int((kMaxSqDescBytes - sq_overhead) / kDataSegBytes);
-  a.max_cq = Pow2(gen.get(prm::cmd_hca_cap::log_max_cq));
-  a.max_cqe = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_cq_sz)) - 1);
   a.max_mr = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
   a.max_pd = Pow2(gen.get(prm::cmd_hca_cap::log_max_pd));
-  a.max_qp_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_req_qp));
-  a.max_qp_init_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_res_qp));
-  a.max_res_rd_atom = int(std::min<int64_t>(int64_t{a.max_qp_rd_atom} * a.max_qp, INT_MAX));
-  if (gen.get(prm::cmd_hca_cap::log_max_srq)) {
-    a.max_srq = Pow2(gen.get(prm::cmd_hca_cap::log_max_srq));
-    a.max_srq_wr = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1);
-    a.max_srq_sge = max_rq_sg > 0 ? int(max_rq_sg - 1) : 0;
-  }
-  a.local_ca_ack_delay = uint8_t(gen.get(prm::cmd_hca_cap::local_ca_ack_delay));
-  // No atomic capability page was queried: the driver promises no atomics.
+  if constexpr (kQueuesImplemented) QueueLimits(gen, a);
+  // No atomic capability page was queried and there is no QP to carry an atomic: no atomics.
   a.atomic_cap = IBV_ATOMIC_NONE;
   a.max_ee = a.max_rdd = a.max_ee_rd_atom = a.max_ee_init_rd_atom = 0;
-  a.max_mcast_grp = gen.get(prm::cmd_hca_cap::log_max_mcg) ? Pow2(gen.get(prm::cmd_hca_cap::log_max_mcg)) : 0;
-  a.max_mcast_qp_attach = int(gen.get(prm::cmd_hca_cap::max_qp_mcg));
-  a.max_total_mcast_qp_attach =
-      int(std::min<int64_t>(int64_t{a.max_mcast_qp_attach} * a.max_mcast_grp, INT_MAX));
-  a.max_ah = INT_MAX;
-  a.max_fmr = 0;
-  a.max_map_per_fmr = INT_MAX;
+  a.max_fmr = a.max_map_per_fmr = 0;
   // pkey_table_size is encoded: 128 << n entries.
   a.max_pkeys = uint16_t(128u << gen.get(prm::cmd_hca_cap::pkey_table_size));
   a.phys_port_cnt = uint8_t(gen.get(prm::cmd_hca_cap::num_ports));

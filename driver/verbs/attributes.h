@@ -4,8 +4,8 @@
 // (vendor and part id, node GUIDs) comes from the identity below; the sysfs tree that
 // `tools/onchip run` writes is the source of the GUIDs, so sysfs and query_device agree.
 //
-// These describe the device. Verbs onchip does not implement yet (QPs, CQs, SRQs, ...) still
-// fail with EOPNOTSUPP even though the device reports limits for them.
+// These describe what the device can do through onchip: limits of objects onchip cannot create
+// yet (QPs, CQs, SRQs, AHs, multicast) are 0 until it can, whatever the capabilities allow.
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -2,8 +2,10 @@
 // uverbs device whose modalias is onchip's, and the context behind ibv_open_device.
 //
 // Discovery: libibverbs reads the sysfs tree (SYSFS_PATH) and matches device/modalias against
-// "onchip:*", a modalias no stock provider claims. Opening the device starts the software
-// ConnectX in this process and brings the driver up on it (session.h).
+// "onchip:*", a modalias no stock provider claims. Opening the device opens the function its
+// locator names (driver/open.h) and brings the driver up on it (session.h). The locator is the
+// environment's ONCHIP_DEVICE when set, else the device's sysfs entry device/onchip_locator,
+// else "sim" (the software ConnectX in this process, linked into the plugin by its build rule).
 //
 // The context's file descriptors (libibverbs talks to no kernel here):
 //   - cmd_fd: /dev/null opened read-only. ioctl() fails with ENOTTY, so libibverbs reads GIDs
@@ -45,7 +47,16 @@ constexpr uint32_t kAbiVersion = 1;
 struct OnchipDevice {
   verbs_device vdev;  // first: libibverbs hands back &vdev
   Identity id;
+  std::string locator;  // from sysfs at discovery; ONCHIP_DEVICE overrides it at open
 };
+
+// The function a context of `dev` opens (see the header comment for the order).
+Result<driver::Locator> LocatorFor(const OnchipDevice& dev) {
+  if (const char* env = std::getenv("ONCHIP_DEVICE"); env != nullptr && *env != '\0')
+    return driver::Locator::Parse(env);
+  if (!dev.locator.empty()) return driver::Locator::Parse(dev.locator);
+  return driver::Locator::Sim();
+}
 
 struct OnchipContext {
   verbs_context vctx;  // libibverbs' part; its ibv_context is its last member
@@ -205,7 +216,9 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
       reinterpret_cast<verbs_context*>(offsetof(OnchipContext, vctx)), 0));
   if (c == nullptr) return nullptr;  // errno set, fd closed
 
-  auto session = Session::Open();
+  auto locator = LocatorFor(*reinterpret_cast<const OnchipDevice*>(ibdev));
+  auto session = locator ? Session::Open(*locator)
+                         : Result<std::unique_ptr<Session>>(std::unexpected(locator.error()));
   if (!session) {
     std::fprintf(stderr, "onchip: cannot open %s: %s\n", ibdev->name,
                  session.error().describe().c_str());
@@ -232,6 +245,7 @@ verbs_device* AllocDevice(verbs_sysfs_dev* sysfs) {
   d->id.node_guid = ReadGuid(path + "/node_guid");
   d->id.sys_image_guid = ReadGuid(path + "/sys_image_guid");
   d->id.gid_table_len = CountGids(path);
+  ReadSysfs(path + "/device/onchip_locator", &d->locator);
   // The driver accepts the optional access bits (relaxed ordering): let ibv_reg_mr pass them.
   d->vdev.core_support = abi::kCoreSupportOptionalMrAccess;
   return &d->vdev;

@@ -1,31 +1,28 @@
-// What stands behind one opened verbs context: the software ConnectX this process runs (the
-// embedded default device) and the driver Context brought up on it, plus the context's async
-// event pipe.
+// What stands behind one opened verbs context: the driver's Device, opened from the locator the
+// provider chose (driver/open.h: the in-process software ConnectX, a device daemon's, or a
+// ConnectX bound to vfio-pci), plus the context's async event pipe.
 //
-// Process model: one software ConnectX per opened context, inside the opening process. Objects
-// therefore do not cross processes or contexts (a shared device daemon is a later issue).
-//
-// Order: Open() creates the device, then brings the driver up on it; Close() (and the
-// destructor) tears the driver down first, then stops the device.
+// Order: Open() brings the device up; the destructor closes it (every object the application
+// left is released, then the function is torn down) and closes the pipe.
 #pragma once
 
 #include <memory>
 
-#include "driver/context.h"
-#include "tools/sim/device.h"
+#include "driver/device.h"
+#include "driver/open.h"
 #include "uapi/result.h"
 
 namespace onchip::verbs {
 
 class Session {
  public:
-  static Result<std::unique_ptr<Session>> Open();
+  static Result<std::unique_ptr<Session>> Open(const driver::Locator& locator);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  driver::Device& device() const { return ctx_.device(); }
-  const std::shared_ptr<driver::Device>& shared_device() const { return ctx_.shared_device(); }
+  driver::Device& device() const { return *device_; }
+  const std::shared_ptr<driver::Device>& shared_device() const { return device_; }
 
   // The read end becomes ibv_context.async_fd (libibverbs closes it); the write end stays here
   // for the events the device raises (ib_uverbs_async_event_desc records).
@@ -36,11 +33,10 @@ class Session {
   uint64_t fw_ver() const;
 
  private:
-  Session(std::unique_ptr<sim::Device> sim, Context ctx, int read_fd, int write_fd)
-      : sim_(std::move(sim)), ctx_(std::move(ctx)), async_read_fd_(read_fd), async_write_fd_(write_fd) {}
+  Session(std::shared_ptr<driver::Device> device, int read_fd, int write_fd)
+      : device_(std::move(device)), async_read_fd_(read_fd), async_write_fd_(write_fd) {}
 
-  std::unique_ptr<sim::Device> sim_;  // outlives ctx_ (declared first, destroyed last)
-  Context ctx_;
+  std::shared_ptr<driver::Device> device_;
   int async_read_fd_ = -1;
   int async_write_fd_ = -1;
 };

@@ -7,12 +7,24 @@ About 3 minutes by default; --quick is under 30 seconds; --full repeats more for
 
 The device (--device, default auto): a ConnectX bound to vfio-pci when there is one that onchip's
 driver can open (the suites get it in ONCHIP_VFIO_PCI), otherwise the software ConnectX. Every
-ConnectX found is named in the header with why it is or is not used (see devices.py).
+ConnectX found is named in the header with why it is or is not used.
 --suite PATH runs prebuilt benchmark binaries instead of building //bench (no Bazel needed).
+
+--out DIR (default out/bench) receives one JSON per suite (named after the suite) and report.txt,
+report.json, report.svg; bench overwrites those names and touches nothing else in DIR.
+
+Hugepages: as root, bench makes sure the free 2 MiB hugepages the mode needs are reserved (the
+1 GiB hugepage-versus-4k read of the default and --full modes needs about 600, --quick 64) and
+gives back what it added when it ends, also on failure or Ctrl-C; --keep-hugepages keeps them.
+
+Exit status: 0 every suite ran (performance goals a suite missed are listed, not failed: speed
+is measured here, never asserted, and on a shared or virtual machine a miss is often noise);
+1 a build or a suite failed; 2 bad options; 130 interrupted.
 """
-import glob
+import json
 import re
 import os
+import tempfile
 import platform
 import subprocess
 
@@ -31,9 +43,59 @@ MODES = {
 }
 
 
+# What bench writes into --out besides one JSON per suite (suite_json_name); nothing else there
+# is bench's to overwrite or remove.
+REPORT_FILES = ("report.txt", "report.json", "report.svg")
+
+# Hugepages each mode needs: the 1 GiB hugepage read (alloc_bench) needs 516 free 2 MiB pages
+# next to what the allocators keep; --quick leaves that benchmark out.
+HUGEPAGES = {"quick": 64, "default": 600, "full": 600}
+
+
+class UsageError(Exception):
+    pass
+
+
+def mode_of(args):
+    return "quick" if args.quick else "full" if args.full else "default"
+
+
+def suite_json_name(label):
+    """The file name of a suite's JSON under --out: '//bench/mmio:wc_copy_bench' ->
+    'bench_mmio_wc_copy_bench.json'; a --suite binary's label is its file name."""
+    return label.lstrip("/").replace(":", "_").replace("/", "_") + ".json"
+
+
+def check_out_dir(out):
+    """Creates --out if needed and proves it writable, else UsageError saying why."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise UsageError("--out %s: cannot write there (%s)" % (out, e.strerror or e))
+
+
+def validate(args):
+    """Checks every option before anything is installed, reserved or built; returns the device
+    choice. UsageError or devices.DeviceError says what is wrong."""
+    choice = devices.choose(args.device)
+    missing = [p for p in args.suite if not (os.path.isfile(p) and os.access(p, os.X_OK))]
+    if missing:
+        raise UsageError("--suite: not an executable file: %s" % " ".join(missing))
+    names = [suite_json_name(os.path.basename(p)) for p in args.suite]
+    if len(set(names)) != len(names):
+        raise UsageError("--suite: two suites with the same file name would write the same JSON")
+    check_out_dir(args.out)
+    return choice
+
+
 def benchmark_targets():
     out = subprocess.run(["bazel", "query", "attr(tags, 'benchmark', //bench/...)", "--output=label"],
                          capture_output=True, text=True)
+    if out.returncode != 0:
+        progress.fail("bazel query for the benchmark suites failed (exit %d)" % out.returncode)
+        return []
     return sorted(l for l in out.stdout.split() if l.startswith("//"))
 
 
@@ -57,7 +119,8 @@ def hugepage_warning():
         pass
     return ("no 2 MiB hugepages are reserved: host buffers fall back to 4 KiB pages, which adds "
             "TLB misses to the host-memory numbers and skips the hugepage benchmarks. Fix: run as "
-            "root (tools/onchip reserves them), or: echo 640 > /proc/sys/vm/nr_hugepages")
+            "root (tools/onchip bench reserves them for the run), or: echo %d > "
+            "/proc/sys/vm/nr_hugepages" % HUGEPAGES["default"])
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -65,16 +128,21 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 class SuiteProgress:
     """Shows a suite's progress (a count of finished measurements), its own log lines and its
-    closing summary, instead of every measurement: those are in the JSON and the report."""
+    closing summary, instead of every measurement: those are in the JSON and the report. Notes
+    each performance goal the summary says was missed: a verdict line starting with "goal" and
+    ending in "MISSED" (the table rows of variants not in use are information, not verdicts)."""
 
     def __init__(self):
         self.results = 0
         self.in_summary = False
+        self.missed = []
 
     def __call__(self, line):
         line = ANSI.sub("", line)
         if line.startswith("=="):
             self.in_summary = True
+        if re.match(r"^goal.*:\s*MISSED\s*$", line):
+            self.missed.append(line.strip())
         if self.in_summary:
             return "    " + line
         if line.startswith("onchip") or "error" in line.lower():
@@ -97,7 +165,26 @@ def build_suites():
         progress.fail("build failed")
         return None
     bin_dir = bazel.info("bazel-bin")
-    return [(t, os.path.join(bin_dir, t.lstrip("/").replace(":", "/"))) for t in targets]
+    suites = [(t, os.path.join(bin_dir, t.lstrip("/").replace(":", "/"))) for t in targets]
+    absent = [t for t, path in suites if not os.access(path, os.X_OK)]
+    if absent:
+        progress.fail("the build reported success but left no binary for %s" % " ".join(absent))
+        return None
+    return suites
+
+
+def load_suite_json(path):
+    """None when `path` holds a Google Benchmark result with at least one benchmark, else why not."""
+    if not os.path.exists(path):
+        return "produced no benchmark JSON (is it a Google Benchmark binary?)"
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        return "wrote %s, which is not benchmark JSON (%s)" % (path, e)
+    if not isinstance(data, dict) or not data.get("benchmarks"):
+        return "wrote %s with no benchmark in it (a --benchmark_filter that matched nothing?)" % path
+    return None
 
 
 def header_lines(context, choice, mode, warning):
@@ -122,13 +209,8 @@ def header_lines(context, choice, mode, warning):
     return header
 
 
-def run(args):
-    mode = "quick" if args.quick else "full" if args.full else "default"
-    try:
-        choice = devices.choose(args.device)
-    except devices.DeviceError as e:
-        progress.fail(str(e))
-        return 2
+def run(args, choice):
+    mode = mode_of(args)
     progress.step("device: %s" % choice.description())
     for line in choice.notes():
         progress.note(line)
@@ -136,41 +218,58 @@ def run(args):
     if warning:
         progress.note("note: " + warning)
     if args.suite:
-        suites = [(os.path.basename(p), os.path.abspath(p)) for p in args.suite]
-        missing = [p for _, p in suites if not os.access(p, os.X_OK)]
-        if missing:
-            progress.fail("not an executable benchmark suite: %s" % " ".join(missing))
-            return 2
+        suites = [(os.path.basename(p), p) for p in args.suite]
     else:
         suites = build_suites()
         if suites is None:
             return 1
-    os.makedirs(args.out, exist_ok=True)
-    for stale in glob.glob(os.path.join(args.out, "*.json")):
-        os.remove(stale)
+    # A report from an earlier run must not pass for this one's: drop bench's own files only.
+    own = [suite_json_name(label) for label, _ in suites] + list(REPORT_FILES)
+    for name in own:
+        try:
+            os.remove(os.path.join(args.out, name))
+        except FileNotFoundError:
+            pass
     env = choice.suite_env(os.environ)
-    paths, failed = [], 0
+    paths, failed, missed = [], [], []
     for i, (label, binary) in enumerate(suites, 1):
-        json_path = os.path.join(args.out, label.lstrip("/").replace(":", "_").replace("/", "_") + ".json")
+        json_path = os.path.join(args.out, suite_json_name(label))
         progress.step("[%d/%d] %s (%s mode)" % (i, len(suites), label, mode))
+        watch = SuiteProgress()
         code = progress.run_streaming([binary, "--benchmark_out=" + json_path,
                                        "--benchmark_out_format=json", "--benchmark_color=false",
-                                       *MODES[mode]], SuiteProgress(), env=env)
+                                       *MODES[mode]], watch, env=env)
         if code != 0:
-            failed += 1
-        elif os.path.exists(json_path):
-            paths.append(json_path)
-    if not paths:
+            failed.append("%s (exit %d)" % (label, code))
+            continue
+        problem = load_suite_json(json_path)
+        if problem:
+            progress.fail("%s %s" % (binary if args.suite else label, problem))
+            failed.append("%s (%s)" % (label, problem.split(" (")[0]))
+            continue
+        paths.append(json_path)
+        missed += ["%s: %s" % (label, m) for m in watch.missed]
+    if paths:
+        context, _, _ = report.load(paths)
+        header = header_lines(context, choice, mode, warning)
+        text, chart = report.write(paths, args.out, header)
+        print()
+        progress.step("report")
+        print(text)
+        print()
+        progress.note("table: %s" % os.path.join(args.out, "report.txt"))
+        if chart:
+            progress.note("chart: %s" % chart)
+        progress.note("raw JSON: %s" % args.out)
+    print()
+    if failed:
+        progress.step("bench FAILED: %d of %d suites: %s" % (len(failed), len(suites), "; ".join(failed)))
         return 1
-    context, _, _ = report.load(paths)
-    header = header_lines(context, choice, mode, warning)
-    text, chart = report.write(paths, args.out, header)
-    print()
-    progress.step("report")
-    print(text)
-    print()
-    progress.note("table: %s" % os.path.join(args.out, "report.txt"))
-    if chart:
-        progress.note("chart: %s" % chart)
-    progress.note("raw JSON: %s" % args.out)
-    return 1 if failed else 0
+    if missed:
+        progress.step("bench done, but %d performance goal%s missed (rerun with --full before "
+                      "reading much into it):" % (len(missed), "" if len(missed) == 1 else "s"))
+        for m in missed:
+            progress.note(m)
+        return 0
+    progress.step("bench ok: %d suites ran, every performance goal met" % len(suites))
+    return 0

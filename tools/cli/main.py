@@ -1,85 +1,153 @@
-"""tools/onchip: build, test, benchmark and run onchip on the software ConnectX.
+"""tools/onchip: build, test, benchmark and run onchip, on the software ConnectX or a real one.
 
-Subcommands (tools/onchip help <subcommand> for options):
-  test    install what is missing, reserve hugepages, build, run every test, count test cases
-  bench   the same set-up, then the benchmark suites (the device-memory report)
-  run     run a verbs program on the software ConnectX: tools/onchip run -- ibv_devinfo -v
-  help    this text
+  tools/onchip test     build everything and run the tests; ends with `N passed, N failed`
+  tools/onchip bench    benchmark device memory against host memory and print the report
+  tools/onchip run -- CMD ARGS
+                        run a verbs program (ibv_devinfo, pyverbs, your own) on onchip
+  tools/onchip help [SUBCOMMAND]
+                        this text, or a subcommand's options
+
+test and bench install missing Debian packages first (as root) and, as root, reserve the 2 MiB
+hugepages the run needs, giving them back when it ends (--keep-hugepages keeps them).
+Ctrl-C stops the run cleanly (exit status 130).
 """
 import argparse
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench  # noqa: E402
+import devices  # noqa: E402
+import progress  # noqa: E402
 import run  # noqa: E402
 import setup  # noqa: E402
 import testing  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Hugepages `test` reserves when its selection includes the hugepage tier: the tier2 tests need
+# up to 32 free 2 MiB pages each, and Bazel runs two at a time on a 2-core machine.
+TEST_HUGEPAGES = 64
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line and the usual exit status 2, without the usage block argparse repeats.
+        topic = self.prog.split()[-1] if " " in self.prog else ""
+        self.exit(2, "%s: %s (see: tools/onchip help%s)\n"
+                  % (self.prog, message, " " + topic if topic else ""))
+
 
 def parser():
-    p = argparse.ArgumentParser(prog="tools/onchip", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
-    t = sub.add_parser("test", help="build and run every test; ends with 'N passed, N failed'",
-                       description=testing.__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="tools/onchip", usage="tools/onchip {test,bench,run,help} ...",
+               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+               add_help=False)
+    # The subcommands are listed once, in the description; argparse's own list is suppressed.
+    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser,
+                           prog="tools/onchip", help=argparse.SUPPRESS)
+    raw = argparse.RawDescriptionHelpFormatter
+    t = sub.add_parser("test", description=testing.__doc__, formatter_class=raw)
+    t.add_argument("--tiers", default="", metavar="TIER,...",
+                   help="only these tiers: unit, device, hugepages, hardware (or tier0..tier3); "
+                        "a leading '-' leaves one out; default every tier")
     t.add_argument("--sanitize", action="store_true",
-                   help="run the tier0 and tier1 tests under ASan+UBSan instead")
-    t.add_argument("--tiers", default="",
-                   help="comma-separated tiers to run (tier0,tier1,tier2,tier3); default all")
-    t.add_argument("targets", nargs="*", help="Bazel test targets (default //tests/... //tools/... //uapi/...)")
-    b = sub.add_parser("bench", help="run the benchmark suites and print the report",
-                       description=bench.__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                   help="run the unit and device tiers under ASan+UBSan, then the tsan tests")
+    t.add_argument("--keep-hugepages", action="store_true",
+                   help="keep the hugepages reserved for the run instead of giving them back")
+    t.add_argument("targets", nargs="*",
+                   help="Bazel test targets (default //...)")
+    b = sub.add_parser("bench", description=bench.__doc__, formatter_class=raw)
     mode = b.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="short runs, under 30 seconds")
     mode.add_argument("--full", action="store_true", help="long runs with more repetitions")
-    b.add_argument("--out", default=os.path.join(ROOT, "out", "bench"),
-                   help="where the JSON results and the report go")
+    b.add_argument("--out", default=os.path.join(ROOT, "out", "bench"), metavar="DIR",
+                   help="where the JSON results and the report go (default out/bench); only "
+                        "bench's own files there are overwritten")
     b.add_argument("--device", default="auto", metavar="sim|auto|vfio:BDF",
                    help="sim: the software ConnectX; vfio:dddd:bb:dd.f: that ConnectX, bound to "
                         "vfio-pci; auto (default): a usable VFIO-bound ConnectX, else sim")
     b.add_argument("--suite", action="append", default=[], metavar="PATH",
                    help="run this prebuilt benchmark binary (repeatable) instead of building //bench")
-    r = sub.add_parser("run", help="run CMD against the software ConnectX through libibverbs",
-                       description=run.__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("--keep-hugepages", action="store_true",
+                   help="keep the hugepages reserved for the run instead of giving them back")
+    r = sub.add_parser("run", description=run.__doc__, formatter_class=raw)
     r.add_argument("--dev-node", choices=["auto", "host", "namespace"], default="auto",
                    help="how to make /dev/infiniband/uverbsN (default: mknod as root, else a "
                         "private mount namespace)")
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS")
-    h = sub.add_parser("help", help="what each subcommand does")
-    h.add_argument("topic", nargs="?")
+    h = sub.add_parser("help")
+    h.add_argument("topic", nargs="?", choices=["test", "bench", "run", "help"])
     return p
+
+
+def _terminate(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def dispatch(p, args, hugepages):
+    if args.command == "run":
+        return run.run(args)  # in the caller's directory; needs only the plugin, no test set-up
+    if args.command in (None, "help"):
+        topic = getattr(args, "topic", None)
+        if topic and topic != "help":
+            p.parse_args([topic, "--help"])
+        p.print_help()
+        return 0
+    if args.command == "test":
+        try:
+            testing.passes(args)  # an unknown tier stops here, before anything is installed
+        except testing.TierError as e:
+            progress.fail("test: %s" % e)
+            return 2
+        os.chdir(ROOT)
+        tiers = testing.tier_filter(args.tiers)
+        wanted = TEST_HUGEPAGES if not args.sanitize and _selects(tiers, testing.TIERS["hugepages"]) else 0
+        setup.prepare(hugepages, wanted, "the hugepage tests")
+        return testing.run(args)
+    if args.command == "bench":
+        args.out = os.path.abspath(args.out)  # paths given on the command line are the caller's
+        args.suite = [os.path.abspath(s) for s in args.suite]
+        try:
+            choice = bench.validate(args)  # before packages, hugepages or a build
+        except (devices.DeviceError, bench.UsageError) as e:
+            progress.fail("bench: %s" % e)
+            return 2
+        os.chdir(ROOT)
+        if not args.suite:  # prebuilt suites need no packages, build or hugepages
+            mode = bench.mode_of(args)
+            setup.prepare(hugepages, bench.HUGEPAGES[mode], "bench (%s mode)" % mode)
+        return bench.run(args, choice)
+    p.error("unknown subcommand %s" % args.command)
+    return 2
+
+
+def _selects(tag_filter, tag):
+    """Whether a Bazel tag filter (testing.tier_filter's form) lets tests tagged `tag` run."""
+    words = [w for w in tag_filter.split(",") if w]
+    if "-" + tag in words:
+        return False
+    wanted = [w for w in words if not w.startswith("-")]
+    return not wanted or tag in wanted
 
 
 def main(argv):
     p = parser()
     args = p.parse_args(argv)
-    if args.command == "run":
-        return run.run(args)  # in the caller's directory; needs only the plugin, no test set-up
-    if args.command == "bench":  # paths given on the command line are the caller's
-        args.out = os.path.abspath(args.out)
-        args.suite = [os.path.abspath(p) for p in args.suite]
-    os.chdir(ROOT)
-    if args.command in (None, "help"):
-        topic = getattr(args, "topic", None)
-        if topic:
-            p.parse_args([topic, "--help"])
-        p.print_help()
-        return 0
-    if not (args.command == "bench" and args.suite):  # prebuilt suites need no packages or build
-        setup.prepare()
-    if args.command == "test":
-        return testing.run(args)
-    if args.command == "bench":
-        return bench.run(args)
-    p.error("unknown subcommand %s" % args.command)
-    return 2
+    hugepages = setup.Hugepages(keep=getattr(args, "keep_hugepages", False))
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    try:
+        return dispatch(p, args, hugepages)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        progress.fail("interrupted; stopped what was running")
+        return 130
+    finally:
+        # A second Ctrl-C must not cut the give-back short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        hugepages.restore()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """tools/onchip run -- CMD ARGS: run an unmodified verbs program on the software ConnectX.
 
-Builds libonchip-rdmav34.so with Bazel, then runs CMD with what libibverbs needs to find the
-device (tools/verbs_env/launch.py): a temporary sysfs tree (SYSFS_PATH) that lists onchip_0,
+Builds onchip's libibverbs provider with Bazel (its progress on stderr, so CMD's output stays
+clean; the first build takes a few minutes), then runs CMD with what libibverbs needs to find
+the device: a temporary sysfs tree (SYSFS_PATH) that lists onchip_0,
 /dev/infiniband/uverbsN (mknod as root, else a private user and mount namespace), and
 RDMAV_DRIVERS naming the plugin. Everything made is removed afterwards, also on failure.
 The exit status is CMD's.
@@ -16,26 +17,32 @@ import os
 import subprocess
 import sys
 
+import bazel
+import progress
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PLUGIN_TARGET = "//driver/verbs:libonchip-rdmav34.so"
+PLUGIN_TARGET = "//tools/plugin:libonchip-rdmav34.so"
 sys.path.insert(0, os.path.join(ROOT, "tools", "verbs_env"))
 
 import launch  # noqa: E402
 
 
 def build_plugin():
-    """Builds the plugin quietly (Bazel's output only on failure); returns its absolute path."""
-    out = subprocess.run(["bazel", "build", PLUGIN_TARGET], capture_output=True, text=True, cwd=ROOT)
-    if out.returncode != 0:
-        sys.stderr.write(out.stderr)
-        raise SystemExit("onchip run: building %s failed" % PLUGIN_TARGET)
-    info = subprocess.run(["bazel", "info", "bazel-bin"], capture_output=True, text=True, cwd=ROOT,
-                          check=True)
-    return os.path.join(info.stdout.strip(), "driver", "verbs", "libonchip-rdmav34.so")
+    """Builds the plugin, showing Bazel's progress on stderr; returns its absolute path."""
+    progress.step("building the onchip provider (%s)" % PLUGIN_TARGET, file=sys.stderr)
+    if bazel.run(["build", PLUGIN_TARGET], cwd=ROOT, file=sys.stderr, terse=True) != 0:
+        raise SystemExit("onchip run: building %s failed (Bazel's errors are above)" % PLUGIN_TARGET)
+    try:
+        bin_dir = bazel.info("bazel-bin", cwd=ROOT)
+    except subprocess.CalledProcessError as e:
+        raise SystemExit("onchip run: bazel info bazel-bin failed: %s" % (e.stderr or "").strip())
+    return os.path.join(bin_dir, "tools", "plugin", "libonchip-rdmav34.so")
 
 
 def run(args):
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise SystemExit("onchip run: no command (tools/onchip run -- CMD ARGS)")
-    return launch.run(build_plugin(), cmd, args.dev_node)
+    plugin = build_plugin()
+    progress.step("running %s on the software ConnectX" % " ".join(cmd), file=sys.stderr)
+    return launch.run(plugin, cmd, args.dev_node)

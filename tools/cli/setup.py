@@ -18,10 +18,8 @@ PACKAGES = [
     "ibverbs-utils", "python3-pyverbs",  # peers' tools and tests run against onchip
 ]
 
-# Enough 2 MiB pages for the tests and the hugepage benchmark (1 GiB working set).
-HUGEPAGES_WANTED = 640
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
-
+FREE_HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
 
 def missing_packages():
     missing = []
@@ -58,36 +56,87 @@ def install(missing):
         raise SystemExit("onchip: apt-get install failed")
 
 
-def reserve_hugepages():
-    try:
-        with open(NR_HUGEPAGES) as f:
-            have = int(f.read().strip() or 0)
-    except OSError as e:
-        progress.note("hugepages: cannot read %s (%s); hugepage tests will skip" % (NR_HUGEPAGES, e))
-        return
-    if have >= HUGEPAGES_WANTED:
-        progress.note("hugepages: %d x 2 MiB reserved" % have)
-        return
-    if os.geteuid() != 0:
-        progress.note("hugepages: %d x 2 MiB reserved, %d wanted; not root, so tier2 tests skip "
-                      "(as root: echo %d > %s)" % (have, HUGEPAGES_WANTED, HUGEPAGES_WANTED, NR_HUGEPAGES))
-        return
-    try:
-        with open(NR_HUGEPAGES, "w") as f:
-            f.write(str(HUGEPAGES_WANTED))
-        with open(NR_HUGEPAGES) as f:
-            now = int(f.read().strip() or 0)
-    except OSError as e:
-        progress.note("hugepages: could not reserve (%s); tier2 tests will skip" % e)
-        return
-    if now < HUGEPAGES_WANTED:
-        progress.note("hugepages: asked for %d, the kernel gave %d (memory is fragmented); "
-                      "what is missing falls back to 4 KiB pages" % (HUGEPAGES_WANTED, now))
-    else:
-        progress.note("hugepages: reserved %d x 2 MiB" % now)
+def _read_count(path):
+    with open(path) as f:
+        return int(f.read().strip() or 0)
 
 
-def prepare():
+class Hugepages:
+    """A temporary raise of the kernel's 2 MiB hugepage pool for one run: reserve() makes sure
+    the run finds the free pages it needs (pages other processes hold do not count), raising
+    nr_hugepages by what is missing and never lowering it; restore() puts back the value found,
+    unless keep is set. Says on screen what it does either way."""
+
+    def __init__(self, path=NR_HUGEPAGES, keep=False, is_root=None, free_path=FREE_HUGEPAGES):
+        self.path = path
+        self.free_path = free_path
+        self.keep = keep
+        self.is_root = (os.geteuid() == 0) if is_root is None else is_root
+        self.previous = None  # the value to put back; None when nothing was changed
+
+    def reserve(self, wanted, why):
+        if wanted <= 0:
+            return
+        try:
+            have = _read_count(self.path)
+        except (OSError, ValueError) as e:
+            progress.note("hugepages: cannot read %s (%s); what needs them skips or falls back "
+                          "to 4 KiB pages" % (self.path, e))
+            return
+        try:
+            free = min(_read_count(self.free_path), have)
+        except (OSError, ValueError):
+            free = have  # no per-size counters: take every reserved page as free
+        if free >= wanted:
+            progress.note("hugepages: %d x 2 MiB reserved, %d free (%s needs %d); left as they are"
+                          % (have, free, why, wanted))
+            return
+        target = have + wanted - free
+        if not self.is_root:
+            progress.note("hugepages: %d x 2 MiB free, %s needs %d; not root, so what needs them "
+                          "skips (as root: echo %d > %s)" % (free, why, wanted, target, self.path))
+            return
+        try:
+            with open(self.path, "w") as f:
+                f.write(str(target))
+            self.previous = have
+            now = _read_count(self.path)
+        except (OSError, ValueError) as e:
+            progress.note("hugepages: could not reserve %d (%s); what needs them skips" % (wanted, e))
+            return
+        then = ("kept afterwards (--keep-hugepages)" if self.keep
+                else "given back when the run ends (--keep-hugepages keeps them)")
+        if now < target:
+            progress.note("hugepages: asked for %d x 2 MiB for %s, the kernel gave %d (memory is "
+                          "fragmented; the rest falls back to 4 KiB pages); %s"
+                          % (target, why, now, then))
+        else:
+            progress.note("hugepages: reserved %d x 2 MiB (%d MiB) for %s, was %d; %s"
+                          % (now, now * 2, why, have, then))
+
+    def restore(self):
+        if self.previous is None or self.keep:
+            return
+        previous, self.previous = self.previous, None
+        try:
+            with open(self.path, "w") as f:
+                f.write(str(previous))
+            now = _read_count(self.path)
+        except (OSError, ValueError) as e:
+            progress.fail("hugepages: could not give back the reserved pages (%s); as root: "
+                          "echo %d > %s" % (e, previous, self.path))
+            return
+        if now != previous:
+            # Pages still mapped by a process are freed when it lets go of them.
+            progress.note("hugepages: nr_hugepages set back to %d (now %d; pages still in use "
+                          "are freed when released)" % (previous, now))
+        else:
+            progress.note("hugepages: gave back the reserved pages (nr_hugepages %d again)" % now)
+
+
+def prepare(hugepages=None, wanted=0, why="this run"):
+    """Installs missing packages, then, if `hugepages` (a Hugepages) is given, reserves `wanted`
+    pages with it; the caller restores them when the run ends."""
     progress.step("checking Debian packages")
     missing = missing_packages()
     if missing:
@@ -96,5 +145,6 @@ def prepare():
         progress.note("all %d packages present" % len(PACKAGES))
     if not shutil.which("bazel"):
         raise SystemExit("onchip: bazel is not on PATH after installing bazel-bootstrap")
-    progress.step("hugepages")
-    reserve_hugepages()
+    if hugepages is not None and wanted > 0:
+        progress.step("hugepages")
+        hugepages.reserve(wanted, why)

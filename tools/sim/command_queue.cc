@@ -1,5 +1,6 @@
 #include "tools/sim/command_queue.h"
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -30,6 +31,7 @@ int CommandQueue::Poll() {
     parked = parked_;
     if (release) parked_ = 0;
   }
+  uint32_t owned = 0;
   if (cmdq != 0) {
     // Slots the driver handed over even if their doorbell write was overwritten.
     Iommu::Access access(iommu_);
@@ -39,8 +41,15 @@ int CommandQueue::Poll() {
       const auto own = std::atomic_ref<const uint8_t>(
                            *reinterpret_cast<const uint8_t*>(e + cmdq::kEntryBytes - 1))
                            .load(std::memory_order_acquire);
-      if (own & 1) rung |= 1u << slot;
+      if (own & 1) {
+        rung |= 1u << slot;
+        ++owned;
+      }
     }
+  }
+  if (owned > 0) {
+    std::lock_guard lock(mutex_);
+    counters_.max_in_flight = std::max<uint64_t>(counters_.max_in_flight, owned);
   }
   if (release) rung |= parked;
   int done = 0;

@@ -29,6 +29,7 @@ struct QueueCounters {
   uint64_t delivery_errors = 0;   // of which with a non-zero delivery status
   uint64_t unreachable = 0;       // rung slots whose entry was not mapped (left alone)
   uint64_t stalled = 0;           // commands parked by a stall
+  uint64_t max_in_flight = 0;     // most entries the device found handed over at one look
 };
 
 class CommandQueue {

@@ -51,8 +51,12 @@ def _write(root, rel, text):
         f.write(text + "\n")
 
 
-def build(root, uverbs="uverbs0", cdev=(1, 3)):
-    """Writes the tree under `root`; `cdev` is the major:minor of /dev/infiniband/<uverbs>."""
+def build(root, uverbs="uverbs0", cdev=(1, 3), locator="sim"):
+    """Writes the tree under `root`; `cdev` is the major:minor of /dev/infiniband/<uverbs>.
+
+    `locator` names the function the provider opens for this device (driver/open.h: "sim",
+    "simd:<socket>", "vfio:<PCI address>"); it lands in device/onchip_locator, which no kernel
+    writes, and ONCHIP_DEVICE in the environment overrides it."""
     v = "class/infiniband_verbs"
     _write(root, v + "/abi_version", str(UVERBS_ABI))
     _write(root, "%s/%s/ibdev" % (v, uverbs), IBDEV)
@@ -67,6 +71,7 @@ def build(root, uverbs="uverbs0", cdev=(1, 3)):
     _write(root, d + "/board_id", BOARD_ID)
     _write(root, d + "/node_desc", "%s onchip software ConnectX" % IBDEV)
     _write(root, d + "/device/modalias", MODALIAS)
+    _write(root, d + "/device/onchip_locator", locator)
 
     p = d + "/ports/1"
     _write(root, p + "/link_layer", "Ethernet")

@@ -17,6 +17,13 @@ Result<std::unique_ptr<SimBus>> SimBus::Open(vpci::Function& function) {
   return std::unique_ptr<SimBus>(new SimBus(function, static_cast<std::byte*>(p), bar.size));
 }
 
+Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> function) {
+  if (!function) return Fail(EINVAL, "sim bus: no function");
+  ONCHIP_TRY(std::unique_ptr<SimBus> bus, Open(*function));
+  bus->owned_ = std::move(function);
+  return bus;
+}
+
 SimBus::~SimBus() { munmap(bar0_, bar0_size_); }
 
 Result<uint64_t> SimBus::Map(const alloc::Region& r) {

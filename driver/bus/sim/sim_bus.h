@@ -19,6 +19,8 @@ class SimBus final : public Bus {
  public:
   // The function must outlive the bus. ENOMEM/EINVAL (with context) if BAR0 cannot be mapped.
   static Result<std::unique_ptr<SimBus>> Open(vpci::Function& function);
+  // The same over a function the bus owns: it is destroyed after the bus has unmapped BAR0.
+  static Result<std::unique_ptr<SimBus>> Open(std::unique_ptr<vpci::Function> function);
   ~SimBus() override;
 
   std::byte* bar0() const override { return bar0_; }
@@ -36,6 +38,7 @@ class SimBus final : public Bus {
   SimBus(vpci::Function& function, std::byte* bar0, uint64_t size)
       : function_(function), bar0_(bar0), bar0_size_(size) {}
 
+  std::unique_ptr<vpci::Function> owned_;  // destroyed last, after the destructor's munmap
   vpci::Function& function_;
   std::byte* bar0_;
   uint64_t bar0_size_;

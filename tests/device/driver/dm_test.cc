@@ -456,9 +456,9 @@ TEST_F(DmTest, CloseWithLiveObjectsCleansUpAndSaysSo) {
   ASSERT_NE(mr, nullptr);
   const auto report = ctx_->Close();
   EXPECT_FALSE(report.first_error) << report.describe();
-  EXPECT_EQ(report.mrs_destroyed, 1u);
-  EXPECT_EQ(report.dms_freed, 2u);
-  EXPECT_EQ(report.pds_freed, 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kMr), 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kDm), 2u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kPd), 1u);
   EXPECT_NE(report.describe().find("1 MR"), std::string::npos) << report.describe();
   const auto c = sim_->counters();
   EXPECT_EQ(c.mkeys + c.memic_allocations + c.sw_icm_objects + c.pds + c.pages_held, 0u);

@@ -84,7 +84,7 @@ class DmahTest : public ::testing::Test {
     EXPECT_EQ(tags().entries_in_use(), 0u);
     const auto report = ctx_->Close();
     EXPECT_FALSE(report.first_error) << report.describe();
-    EXPECT_EQ(report.dmahs_freed, 0u) << report.describe();
+    EXPECT_EQ(report.of(driver::ObjectKind::kDmah), 0u) << report.describe();
     for (uint16_t i = 0; i < sim_->config().pcie_tph_steering_tags && sim_->config().mkey_pcie_tph;
          ++i)
       EXPECT_EQ(sim_->SteeringTag(i), uint16_t{0}) << "entry " << i;
@@ -369,7 +369,7 @@ TEST_F(DmahTest, CloseReleasesLiveHandlesAndTheyFreeAfterwards) {
   ASSERT_EQ(sim_->SteeringTag(index), uint16_t{0x8000});
   const auto report = ctx_->Close();
   EXPECT_FALSE(report.first_error) << report.describe();
-  EXPECT_EQ(report.dmahs_freed, 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kDmah), 1u);
   EXPECT_EQ(sim_->SteeringTag(index), uint16_t{0});
   // A closed device makes no new handles; the old one frees without touching the device.
   EXPECT_EQ(AllocErrno(Attr(kPh)), EIO);

@@ -363,9 +363,9 @@ TEST_F(DomainsTest, CloseReleasesLiveDomainsInOrder) {
   ASSERT_TRUE(td && pd && pad);
   const auto report = ctx_->Close();
   EXPECT_FALSE(report.first_error) << report.describe();
-  EXPECT_EQ(report.parent_domains_freed, 1u);
-  EXPECT_EQ(report.tds_freed, 1u);
-  EXPECT_EQ(report.pds_freed, 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kParentDomain), 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kTd), 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kPd), 1u);
   EXPECT_EQ(sim_->counters().uars, 0u);
   EXPECT_EQ(sim_->counters().pds, 0u);
   // The handles outlive the device and free without commands.

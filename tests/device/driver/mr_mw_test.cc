@@ -365,9 +365,9 @@ TEST_F(MrMwTest, CloseDestroysLiveWindowsAndMrs) {
   ASSERT_TRUE(mr && mw);
   const auto report = ctx_->Close();
   EXPECT_FALSE(report.first_error) << report.describe();
-  EXPECT_EQ(report.mws_destroyed, 1u);
-  EXPECT_EQ(report.mrs_destroyed, 1u);
-  EXPECT_EQ(report.pds_freed, 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kMw), 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kMr), 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kPd), 1u);
   EXPECT_EQ(sim_->counters().mkeys, 0u);
   EXPECT_EQ(v::dealloc_mw(mw), 0);
   EXPECT_EQ(v::dereg_mr(mr), 0);

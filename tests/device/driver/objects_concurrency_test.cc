@@ -92,5 +92,40 @@ TEST_F(ObjectsConcurrencyTest, EightThreadsAllocateAndFreeEverything) {
   EXPECT_EQ(sim_->firmware().CheckInvariants(), nullptr);
 }
 
+// No device-wide lock: eight threads registering and deregistering MRs keep several commands in
+// the command queue at once (the software ConnectX counts the most entries it found handed over
+// at one look). A driver that serialised object creation would never show more than one.
+TEST_F(ObjectsConcurrencyTest, MrCommandsFromEightThreadsAreInFlightTogether) {
+  constexpr int kThreads = 8;
+  constexpr int kMaxRounds = 400;
+  ibv_pd* pd = v::alloc_pd(verbs_);
+  ASSERT_NE(pd, nullptr);
+  std::atomic<bool> overlapped{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      std::vector<char> buf(2 * 4096);
+      for (int round = 0; round < kMaxRounds && !overlapped.load() && failures.load() == 0;
+           ++round) {
+        ibv_mr* mr = v::reg_mr(pd, buf.data(), buf.size(),
+                               reinterpret_cast<uintptr_t>(buf.data()), IBV_ACCESS_LOCAL_WRITE);
+        if (mr == nullptr || v::dereg_mr(mr) != 0) {
+          failures.fetch_add(1);
+          return;
+        }
+        if (sim_->queue_counters().max_in_flight > 1) overlapped.store(true);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(sim_->queue_counters().max_in_flight, 1u)
+      << "every command ran alone: object creation is serialised somewhere";
+  EXPECT_EQ(v::dealloc_pd(pd), 0);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->firmware().CheckInvariants(), nullptr);
+}
+
 }  // namespace
 }  // namespace onchip::testing_objects

@@ -2,7 +2,7 @@
 
 load("@rdma_core//:defines.bzl", RDMA_CORE_DEFINES = "DEFINES")
 
-_PLUGIN = "//driver/verbs:libonchip-rdmav34.so"
+_PLUGIN = "//tools/plugin:libonchip-rdmav34.so"
 
 # Built with the system compiler, not cc_binary: .bazelrc's per-file warning set for project
 # directories includes the C++-only -Wnon-virtual-dtor, which gcc rejects for C under -Werror.

@@ -41,8 +41,18 @@ static void check_device_queries(struct ibv_context* ctx) {
   CHECK(be64toh(q.attr.node_guid) == kNodeGuid, "node_guid %016llx as sysfs publishes",
         (unsigned long long)be64toh(q.attr.node_guid));
   CHECK(q.attr.phys_port_cnt == 1, "phys_port_cnt %u", q.attr.phys_port_cnt);
-  CHECK(q.attr.max_pd > 0 && q.attr.max_mr > 0 && q.attr.max_qp > 0,
-        "max_pd %d max_mr %d max_qp %d", q.attr.max_pd, q.attr.max_mr, q.attr.max_qp);
+  CHECK(q.attr.max_pd > 0 && q.attr.max_mr > 0 && q.attr.max_mw > 0,
+        "max_pd %d max_mr %d max_mw %d", q.attr.max_pd, q.attr.max_mr, q.attr.max_mw);
+  /* No queues yet (ibv_create_cq fails below): nothing may promise one. */
+  CHECK(q.attr.max_qp == 0 && q.attr.max_qp_wr == 0 && q.attr.max_cq == 0 &&
+            q.attr.max_cqe == 0 && q.attr.max_srq == 0 && q.attr.max_srq_wr == 0 &&
+            q.attr.max_ah == 0 && q.attr.max_sge == 0 && q.attr.max_mcast_grp == 0 &&
+            q.attr.max_qp_rd_atom == 0 && q.attr.atomic_cap == IBV_ATOMIC_NONE,
+        "queue limits all 0 while queues cannot be created (max_qp %d max_cq %d max_cqe %d "
+        "max_srq %d max_ah %d max_sge %d)", q.attr.max_qp, q.attr.max_cq, q.attr.max_cqe,
+        q.attr.max_srq, q.attr.max_ah, q.attr.max_sge);
+  CHECK((q.attr.device_cap_flags & (IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_XRC)) == 0,
+        "no queue feature flags (device_cap_flags 0x%x)", q.attr.device_cap_flags);
 
   struct ibv_device_attr_ex ex;
   memset(&ex, 0, sizeof(ex));

@@ -1,0 +1,230 @@
+// The live objects of one device and the rules of their lives, for every kind of object.
+//
+// No device-wide lock. Creating an object is
+//     Begin()  -> firmware command(s), no lock held -> Publish()
+// and destroying one mirrors it:
+//     Begin() -> Life::Claim() -> firmware command(s) -> Withdraw() -> the object is freed.
+// An Operation (what Begin returns) is a ticket, not a lock: any number run at once, so the
+// command queue's slots fill as far as the callers ask. Close() refuses new tickets (EIO), waits
+// for the ones out, then releases every published object kind by kind, children first.
+//
+// Parents and children: a child pins each parent it uses (Life::Pin) for as long as it lives;
+// a parent with pins answers EBUSY to destroy and stays usable. A pin taken while the parent is
+// being destroyed fails (EBUSY for the child's creation). A kind's place in ObjectKind is its
+// teardown order: every kind comes before the kinds it pins.
+//
+// After Close() an object the application still holds is "released": using it answers EIO,
+// destroying it frees the handle without a command (once its own children are gone: pins still
+// count, so no handle is ever freed under a child that names it).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include "uapi/result.h"
+
+namespace onchip::driver {
+
+// Every kind of object the device holds for the driver, in teardown order.
+enum class ObjectKind : uint8_t {
+  kMw,            // pins its PD; a bound window keeps its MR (the device refuses that MR's destroy)
+  kMr,            // pins its PD, its DM or its DMA handle
+  kDm,
+  kParentDomain,  // pins its PD and its TD
+  kTd,
+  kDmah,
+  kPd,
+  kCount,
+};
+inline constexpr std::size_t kObjectKinds = static_cast<std::size_t>(ObjectKind::kCount);
+
+// "window", "MR", ... for reports.
+const char* KindName(ObjectKind kind);
+
+// One object's state in one word: how many children pin it, whether a destroy is under way, and
+// whether the device has released it (a successful destroy, or Close()).
+class Life {
+ public:
+  // Takes a pin for a child; false (nothing taken) while a destroy is under way or once released.
+  [[nodiscard]] bool Pin() {
+    const uint32_t before = word_.fetch_add(1, std::memory_order_acq_rel);
+    if ((before & (kDestroying | kReleased)) == 0) return true;
+    word_.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  void Unpin() { word_.fetch_sub(1, std::memory_order_acq_rel); }
+  uint32_t pins() const { return word_.load(std::memory_order_acquire) & kPinMask; }
+
+  enum class Claim {
+    kClaimed,   // this caller destroys it now
+    kBusy,      // children pin it, or another destroy is under way: EBUSY
+    kReleased,  // the device already released it (Close): free the handle, no command
+  };
+  // The first step of a destroy. Pins win over everything: an object that children still name
+  // is never freed, released or not.
+  [[nodiscard]] Claim ClaimForDestroy() {
+    uint32_t v = word_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((v & kPinMask) != 0 || (v & kDestroying) != 0) return Claim::kBusy;
+      if (v & kReleased) return Claim::kReleased;
+      if (word_.compare_exchange_weak(v, v | kDestroying, std::memory_order_acq_rel))
+        return Claim::kClaimed;
+    }
+  }
+  // The destroy failed on the device: the object is usable again.
+  void Unclaim() { word_.fetch_and(~kDestroying, std::memory_order_acq_rel); }
+  // The device no longer holds it.
+  void MarkReleased() {
+    word_.fetch_or(kReleased, std::memory_order_acq_rel);
+    word_.fetch_and(~kDestroying, std::memory_order_acq_rel);
+  }
+  // Neither released nor being destroyed. One load: fit for hot paths.
+  bool usable() const {
+    return (word_.load(std::memory_order_acquire) & (kDestroying | kReleased)) == 0;
+  }
+  bool released() const { return (word_.load(std::memory_order_acquire) & kReleased) != 0; }
+
+ private:
+  static constexpr uint32_t kReleased = 1u << 31;
+  static constexpr uint32_t kDestroying = 1u << 30;
+  static constexpr uint32_t kPinMask = kDestroying - 1;
+  std::atomic<uint32_t> word_{0};
+};
+
+// The pins a child takes on its parents while it is being created: dropped again if creation
+// fails, kept (owned by the child, which unpins when released) once Keep() is called.
+class ParentPins {
+ public:
+  ParentPins() = default;
+  ParentPins(const ParentPins&) = delete;
+  ParentPins& operator=(const ParentPins&) = delete;
+  ~ParentPins() {
+    for (std::size_t i = 0; i < count_; ++i) taken_[i]->Unpin();
+  }
+  // False (nothing taken) while the parent is being destroyed or once it is released.
+  [[nodiscard]] bool Take(Life& parent) {
+    if (count_ == taken_.size() || !parent.Pin()) return false;
+    taken_[count_++] = &parent;
+    return true;
+  }
+  void Keep() { count_ = 0; }
+
+ private:
+  std::array<Life*, 3> taken_{};
+  std::size_t count_ = 0;
+};
+
+// What Close() released, per kind, and the first command that failed (teardown goes on past it).
+struct ReleaseCounts {
+  std::array<uint32_t, kObjectKinds> released{};
+  std::optional<Error> first_error;
+  uint32_t of(ObjectKind kind) const { return released[static_cast<std::size_t>(kind)]; }
+};
+
+class Registry {
+ public:
+  // A creation or destruction in progress. Move-only; ends when destroyed.
+  class [[nodiscard]] Operation {
+   public:
+    Operation(Operation&& o) noexcept : registry_(std::exchange(o.registry_, nullptr)) {}
+    Operation& operator=(Operation&&) = delete;
+    Operation(const Operation&) = delete;
+    ~Operation() {
+      if (registry_) registry_->End();
+    }
+
+   private:
+    friend class Registry;
+    explicit Operation(Registry* r) : registry_(r) {}
+    Registry* registry_;
+  };
+
+  // How a published object is released on the device at Close(): its destroy command(s) and the
+  // unpinning of its parents, without freeing the handle.
+  using ReleaseFn = Result<void> (*)(void* object);
+
+  Registry() = default;
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // EIO once Close() has begun. `what` names the caller in the error ("alloc_pd: ...").
+  Result<Operation> Begin(const char* what);
+
+  // Under an Operation: the object is live and Close() will release it (with `release`) unless
+  // it is withdrawn first. `life` is the object's Life, marked released by Close().
+  void Publish(const Operation& op, ObjectKind kind, void* object, Life& life, ReleaseFn release);
+  // Under an Operation: a destroy succeeded; Close() no longer sees the object.
+  void Withdraw(const Operation& op, ObjectKind kind, void* object);
+
+  // Refuses new operations, waits for the ones in flight, then releases every published object,
+  // kind by kind in ObjectKind order. Once only: later calls return nullopt.
+  std::optional<ReleaseCounts> Close();
+  bool closed() const { return (gate_.load(std::memory_order_acquire) & kClosing) != 0; }
+  // Blocks until a Close() that has begun has released every object (for a destroy that lost
+  // the race to Close: the handle may be freed once Close() is done with it).
+  void WaitClosed() const;
+
+  // Live objects of a kind (tests, reports).
+  std::size_t count(ObjectKind kind) const;
+
+ private:
+  struct Entry {
+    Life* life;
+    ReleaseFn release;
+  };
+  struct Table {
+    mutable std::mutex mu;  // held only to insert, erase or take entries: never across a command
+    std::unordered_map<void*, Entry> objects;
+  };
+
+  void End();
+
+  static constexpr uint64_t kClosing = uint64_t{1} << 63;
+  static constexpr uint64_t kReleasedAll = uint64_t{1} << 62;
+  static constexpr uint64_t kInFlightMask = kReleasedAll - 1;
+  // kClosing | kReleasedAll | operations in flight. Begin and End are one atomic add each.
+  std::atomic<uint64_t> gate_{0};
+  std::array<Table, kObjectKinds> tables_;
+};
+
+// The destroy every kind shares: a ticket, the claim, `release` on the device (its commands and
+// the unpinning of its parents), withdrawal, then the handle is freed. EBUSY (`busy`) while
+// children pin the object; a failed release leaves it published and usable; a handle Close()
+// already released is freed without a command.
+template <class T>
+Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life, const char* busy,
+                     Result<void> (*release)(T&)) {
+  auto op = registry.Begin("destroy: device closed");
+  if (!op) {
+    // Close() has begun and releases every published object; the handle is freed after it.
+    registry.WaitClosed();
+    if (life.pins() != 0) return Fail(EBUSY, busy);
+    delete object;
+    return {};
+  }
+  switch (life.ClaimForDestroy()) {
+    case Life::Claim::kBusy:
+      return Fail(EBUSY, busy);
+    case Life::Claim::kReleased:
+      delete object;
+      return {};
+    case Life::Claim::kClaimed:
+      break;
+  }
+  if (auto released = release(*object); !released) {
+    life.Unclaim();
+    return released;
+  }
+  life.MarkReleased();
+  registry.Withdraw(*op, kind, object);
+  delete object;
+  return {};
+}
+
+}  // namespace onchip::driver

@@ -1,0 +1,153 @@
+"""tools/onchip bench through its command line with stand-in suites (small scripts that write
+Google Benchmark JSON), so no build, device or hugepage is needed: what it may write in --out,
+how it reports misuse (one line, no traceback, non-zero), and Ctrl-C."""
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import bench
+import unittest_main
+
+MAIN = os.path.join(os.path.dirname(os.path.abspath(bench.__file__)), "main.py")
+
+# A stand-in suite: writes one iteration result to --benchmark_out, optionally prints a missed
+# performance goal, or sleeps (to be interrupted), leaving a pid file to show it was stopped.
+SUITE = """#!%(python)s
+import json, os, sys, time
+out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--benchmark_out=")][0]
+mode = %(mode)r
+if mode == "sleep":
+    with open(os.environ["PIDFILE"], "w") as f:
+        f.write(str(os.getpid()))
+    print("onchip stand-in: sleeping", flush=True)
+    time.sleep(600)
+if mode == "missed":
+    print("goal  >= 8   >= 1")  # a table header, not a verdict
+    print("movq8   4.1   0.6  MISSED")  # a variant not in use: information, not a verdict
+    print("goals of the active variants (to-device avx2): MISSED")
+with open(out, "w") as f:
+    json.dump({"context": {}, "benchmarks": [{"name": "standin/64", "run_name": "standin/64",
+               "run_type": "iteration", "real_time": 12.5, "cpu_time": 12.5,
+               "time_unit": "ns"}]}, f)
+"""
+
+
+class BenchCommandLineTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.out = os.path.join(self.tmp.name, "out")
+
+    def suite(self, name, mode="ok"):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(SUITE % {"python": sys.executable, "mode": mode})
+        os.chmod(path, stat.S_IRWXU)
+        return path
+
+    def bench(self, *args, **kwargs):
+        env = dict(os.environ, ONCHIP_SYSFS_ROOT=os.path.join(self.tmp.name, "nosys"),
+                   ONCHIP_DEV_ROOT=os.path.join(self.tmp.name, "nodev"),
+                   PIDFILE=os.path.join(self.tmp.name, "pid"))
+        return subprocess.run([sys.executable, MAIN, "bench", "--quick", *args],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env, timeout=120, **kwargs)
+
+    def assertCleanFailure(self, proc, code, message):
+        self.assertEqual(proc.returncode, code, proc.stdout)
+        self.assertNotIn("Traceback", proc.stdout)
+        self.assertIn(message, proc.stdout)
+
+    def test_files_bench_did_not_write_survive_in_out(self):
+        os.makedirs(os.path.join(self.out, "keep"))
+        mine = {"notes.json": '{"mine": 1}', "standin.json.bak": "x", "report.txt.old": "y",
+                os.path.join("keep", "data.json"): "[]"}
+        for name, text in mine.items():
+            with open(os.path.join(self.out, name), "w") as f:
+                f.write(text)
+        proc = self.bench("--out", self.out, "--suite", self.suite("standin"))
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        for name, text in mine.items():
+            with open(os.path.join(self.out, name)) as f:
+                self.assertEqual(f.read(), text, name)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         sorted(["keep", "notes.json", "standin.json.bak", "report.txt.old",
+                                 "standin.json", "report.txt", "report.json"]))
+        self.assertIn("bench ok: 1 suites ran", proc.stdout)
+
+    def test_a_stale_result_of_the_same_suite_is_not_reported_again(self):
+        os.makedirs(self.out)
+        with open(os.path.join(self.out, "true.json"), "w") as f:
+            f.write('{"benchmarks": [{"name": "old"}]}')
+        proc = self.bench("--out", self.out, "--suite", "/bin/true")
+        self.assertCleanFailure(proc, 1, "/bin/true produced no benchmark JSON")
+        self.assertFalse(os.path.exists(os.path.join(self.out, "true.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "report.txt")))
+
+    def test_a_suite_that_writes_no_json_says_so(self):
+        proc = self.bench("--out", self.out, "--suite", "/bin/true")
+        self.assertCleanFailure(proc, 1, "produced no benchmark JSON")
+        self.assertIn("bench FAILED", proc.stdout)
+
+    def test_an_out_dir_that_cannot_be_made_is_one_line(self):
+        proc = self.bench("--out", "/proc/nope", "--suite", self.suite("standin"))
+        self.assertCleanFailure(proc, 2, "--out /proc/nope: cannot write there")
+        self.assertNotIn("==>", proc.stdout)
+
+    def test_an_unknown_device_is_refused_before_anything_runs(self):
+        proc = self.bench("--device", "foo", "--out", self.out)
+        self.assertCleanFailure(proc, 2, "--device foo: want sim, auto or vfio:dddd:bb:dd.f")
+        self.assertNotIn("==>", proc.stdout)  # no packages, hugepages or build step
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_a_suite_that_is_not_executable_is_refused(self):
+        proc = self.bench("--out", self.out, "--suite", os.path.join(self.tmp.name, "absent"))
+        self.assertCleanFailure(proc, 2, "--suite: not an executable file")
+
+    def test_a_missed_performance_goal_is_not_reported_ok(self):
+        proc = self.bench("--out", self.out, "--suite", self.suite("standin", "missed"))
+        self.assertCleanFailure(proc, 3, "1 performance goal missed")
+        self.assertIn("standin: goals of the active variants (to-device avx2): MISSED", proc.stdout)
+        self.assertNotIn("standin: movq8", proc.stdout)
+        self.assertNotIn("bench ok", proc.stdout)
+
+    def test_ctrl_c_stops_the_suite_and_exits_130_without_a_traceback(self):
+        pidfile = os.path.join(self.tmp.name, "pid")
+        proc = subprocess.Popen([sys.executable, MAIN, "bench", "--quick", "--out", self.out,
+                                 "--suite", self.suite("standin", "sleep")],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=dict(os.environ, PIDFILE=pidfile,
+                                         ONCHIP_SYSFS_ROOT=os.path.join(self.tmp.name, "nosys")))
+        deadline = time.monotonic() + 60
+        while not os.path.exists(pidfile) or not os.path.getsize(pidfile):
+            self.assertLess(time.monotonic(), deadline, "the stand-in suite never started")
+            time.sleep(0.05)
+        with open(pidfile) as f:
+            child = int(f.read())
+        proc.send_signal(signal.SIGINT)  # only to tools/onchip, as `timeout -s INT` does
+        output, _ = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, output)
+        self.assertNotIn("Traceback", output)
+        self.assertIn("interrupted", output)
+        deadline = time.monotonic() + 30
+        while os.path.exists("/proc/%d" % child) and not _zombie(child):
+            self.assertLess(time.monotonic(), deadline, "the suite outlived tools/onchip")
+            time.sleep(0.05)
+
+
+def _zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+if __name__ == "__main__":
+    unittest_main.main()
