@@ -81,7 +81,9 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
       ++s.leases;
       return EalLease(true);
     case State::kFailed:
-      return Fail(s.failed_errno, "rte_eal_init (failed earlier in this process)");
+      // The same error as the first attempt (the same identity for fallback_report.h, so a
+      // process whose EAL failed reports the fallback once, not once per provider).
+      return Fail(s.failed_errno, "rte_eal_init");
     case State::kShutDown:
       return Fail(ESHUTDOWN, "EAL: already shut down in this process");
     case State::kDown:

@@ -81,8 +81,11 @@ Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, Devi
 
 Result<void> Device::BringUp(const DeviceOptions& opts) {
   ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
-  ONCHIP_TRY(cmdq_, cmd::Cmdq::Create(*bus_, opts.cmdq));
-  pages_ = std::make_unique<PageSupply>(*bus_);
+  ONCHIP_TRY(alloc::ProviderOptions memory, alloc::ProviderOptions::FromEnvironment());
+  memory.mapper = bus_.get();
+  ONCHIP_TRY(memory_, alloc::MemoryProvider::Create(memory));
+  ONCHIP_TRY(cmdq_, cmd::Cmdq::Create(*bus_, *memory_, opts.cmdq));
+  pages_ = std::make_unique<PageSupply>(*memory_);
   ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
   ONCHIP_CHECK(hca::EnableHca(*cmdq_));
   enabled_ = true;

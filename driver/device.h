@@ -1,14 +1,15 @@
 // The device core: one brought-up HCA function and everything the driver keeps about it.
 //
 // Device::Open runs bring-up (driver/hca.h) over a Bus, unwinding in reverse on any failure so
-// the function is left disabled with every page returned. The Device owns the bus, the command
-// queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM allocators,
-// the UARs (uar.h), the TPH steering-tag table, and the registry of live objects (registry.h:
-// every kind, created and destroyed without a device-wide lock). Objects hold a shared_ptr to
-// it, so the memory stays valid while any object lives; Close() (or the last owner going away)
-// releases every live object on the device first, children before parents, then tears the
-// function down, and reports what it did. Objects found released afterwards answer EIO and free
-// without commands.
+// the function is left disabled with every page returned. The Device owns the bus, the memory
+// provider every driver-allocated DMA buffer comes from (alloc/, mapped through the bus), the
+// command queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM
+// allocators, the UARs (uar.h), the TPH steering-tag table, and the registry of live objects
+// (registry.h: every kind, created and destroyed without a device-wide lock). Objects hold a
+// shared_ptr to it, so the memory stays valid while any object lives; Close() (or the last owner
+// going away) releases every live object on the device first, children before parents, then
+// tears the function down, and reports what it did. Objects found released afterwards answer EIO
+// and free without commands.
 //
 // The embedded ibv_context is what the objects' verbs structs point at (ibv_dm.context,
 // ibv_pd.context); Device::FromVerbs maps it back.
@@ -22,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "alloc/provider.h"
 #include "driver/bus/bus.h"
 #include "driver/caps.h"
 #include "driver/cmd/cmdq.h"
@@ -66,6 +68,9 @@ class Device : public std::enable_shared_from_this<Device> {
   bool closed() const { return registry_.closed(); }
 
   bus::Bus& bus() { return *bus_; }
+  // Where driver-allocated DMA memory comes from: hugepages (EAL, else memfd hugetlb, else memfd
+  // 4 KiB), carved into buffers, each region mapped once through bus().
+  alloc::MemoryProvider& memory() { return *memory_; }
   cmd::Commander& commander() { return *cmdq_; }
   const Caps& caps() const { return caps_; }
   MemicAllocator& memic() { return memic_; }
@@ -101,8 +106,10 @@ class Device : public std::enable_shared_from_this<Device> {
   explicit Device(std::unique_ptr<bus::Bus> bus);
   Result<void> BringUp(const DeviceOptions& opts);
 
-  // Declaration order is destruction order reversed: pages and the queue go before the bus.
+  // Declaration order is destruction order reversed: pages and the queue go before the memory
+  // provider, the provider (which unmaps its regions through the bus) before the bus.
   std::unique_ptr<bus::Bus> bus_;
+  std::unique_ptr<alloc::MemoryProvider> memory_;
   std::unique_ptr<cmd::Cmdq> cmdq_;
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;

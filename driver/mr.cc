@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "alloc/mapping.h"
 #include "driver/cmd/run.h"
 #include "driver/dmah.h"
 #include "driver/mkey.h"
@@ -24,7 +25,21 @@ constexpr unsigned kHostAllowedAccess =
     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
 
-constexpr uint32_t kMttLogPageSize = 12;
+// MTT entry sizes: 4 KiB always works; 2 MiB when the memory is on 2 MiB pages.
+constexpr uint32_t kLogSmallPage = 12;
+constexpr uint32_t kLogLargePage = 21;
+constexpr uint64_t kLargePage = uint64_t{1} << kLogLargePage;
+
+// The largest MTT page the memory allows: 2 MiB when the range is at least one such page, sits on
+// 2 MiB kernel pages (hugetlb) and the mkey's addresses (iova) agree with the host addresses
+// modulo 2 MiB (the bus maps at an IOVA with the host's 2 MiB phase, so device addresses then
+// agree too); else 4 KiB. Smaller ranges skip the smaps walk: one large entry would save little
+// and expose the rest of the hugepage to the device.
+uint32_t LogMttPageSize(uintptr_t start, size_t length, uint64_t iova) {
+  if (length < kLargePage || ((start ^ iova) & (kLargePage - 1)) != 0) return kLogSmallPage;
+  auto page = alloc::KernelPageSize(reinterpret_cast<const void*>(start), length);
+  return page && *page == kLargePage ? kLogLargePage : kLogSmallPage;
+}
 
 using C = prm::create_mkey_in;
 constexpr auto kMkc = C::memory_key_mkey_entry;
@@ -123,9 +138,11 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   Device& device = *pd->device;
 
   // The pages under the range, mapped for the device as one IOVA range.
-  const uintptr_t first = start & ~(bus::kPageSize - 1);
-  const uint64_t span = bus::RoundUpPage(start + length) - first;
-  const uint64_t npages = span / bus::kPageSize;
+  const uint32_t log_page = LogMttPageSize(start, length, iova);
+  const uint64_t page = uint64_t{1} << log_page;
+  const uintptr_t first = start & ~(page - 1);
+  const uint64_t span = ((start + length + page - 1) & ~(page - 1)) - first;
+  const uint64_t npages = span / page;
   ONCHIP_TRY(bus::DmaMapping mapping,
              device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
 
@@ -138,7 +155,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   prm::Message<C> in(octowords * 16);
   SetCommon(in, prm::MKC_ACCESS_MODE_MTT, access, pd->protection().pdn, variant, iova, length);
   in.set(kMkc.umr_en, (access & IBV_ACCESS_MW_BIND) ? 1 : 0)
-      .set(kMkc.log_page_size, kMttLogPageSize)
+      .set(kMkc.log_page_size, log_page)
       .set(kMkc.translations_octword_size, octowords)
       .set(C::translations_octword_actual_size, octowords);
   if (dmah != nullptr) {
@@ -148,7 +165,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   }
   for (uint64_t i = 0; i < npages; ++i) {
     const prm::Element<64> mtt{C::klm_pas_mtt.bit_offset + i * 64, C::klm_pas_mtt.name};
-    in.set(mtt, mapping.iova() + i * bus::kPageSize);
+    in.set(mtt, mapping.iova() + i * page);
   }
   ONCHIP_TRY(Mr* mr, Create(device, in, variant, pd, access));
   mr->device = pd->device;

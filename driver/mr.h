@@ -13,8 +13,9 @@
 //     LOCAL_WRITE -> EINVAL; ON_DEMAND -> EOPNOTSUPP (no ODP); length 0, a wrapping range, or an
 //     iova whose offset inside its 4 KiB page differs from addr's -> EINVAL. The pages under
 //     [addr, addr + length) are DMA-mapped through the bus once for the region (one IOVA range)
-//     and described by an MTT of 4 KiB entries; mkc.start_addr is the iova, so work requests
-//     address the MR by iova. MW_BIND is allowed and sets mkc.umr_en: the software ConnectX binds
+//     and described by an MTT of the largest pages the memory allows (mkc.log_page_size): 2 MiB
+//     entries for a range of 2 MiB or more on hugetlb pages whose iova agrees with addr modulo
+//     2 MiB, else 4 KiB; mkc.start_addr is the iova, so work requests address the MR by iova. MW_BIND is allowed and sets mkc.umr_en: the software ConnectX binds
 //     windows only on an MR whose umr_en is set (onchip's convention, tools/sim/README.md).
 //     A DMA handle (dmah.h) sets the mkey's PCIe TPH fields and is pinned by the MR.
 // lkey = rkey = mkey_index << 8 | variant. Dereg: DESTROY_MKEY, then the mapping goes.

@@ -33,7 +33,9 @@ Result<void> PageSupply::Satisfy(cmd::Commander& commander, prm::QueryPagesOpMod
 Result<void> PageSupply::Give(cmd::Commander& commander, uint32_t count) {
   if (count == 0) return {};
   if (count > (1u << 20)) return Fail(EINVAL, "MANAGE_PAGES: firmware asked for over 4 GiB of pages");
-  ONCHIP_TRY(bus::DmaBuffer memory, bus_.AllocDma(uint64_t{count} * prm::ADAPTER_PAGE_SIZE));
+  ONCHIP_TRY(bus::DmaMemory memory,
+             bus::DmaMemory::Allocate(memory_, uint64_t{count} * prm::ADAPTER_PAGE_SIZE,
+                                      prm::ADAPTER_PAGE_SIZE));
   prm::Message<prm::manage_pages_in> in(uint64_t{count} * 8);
   in.set(prm::manage_pages_in::opcode, prm::MANAGE_PAGES)
       .set(prm::manage_pages_in::op_mod, prm::PAGES_GIVE)

@@ -1,7 +1,8 @@
 // Host pages lent to the firmware (QUERY_PAGES / MANAGE_PAGES).
 //
 // The firmware asks for 4 KiB pages at boot and init (and may later); the driver gives them as
-// DMA memory and must get every one back (MANAGE_PAGES TAKE) before the function is disabled.
+// DMA memory from the device's memory provider (alloc/: carved from hugepages, mapped through
+// the bus) and must get every one back (MANAGE_PAGES TAKE) before the function is disabled.
 // Each GIVE is one DMA buffer; a buffer is freed once the firmware returned all of its pages.
 // Page IOVAs the firmware hands back that this supply never gave are refused (EPROTO): memory
 // is never freed on the firmware's word alone.
@@ -13,7 +14,8 @@
 #include <mutex>
 #include <vector>
 
-#include "driver/bus/bus.h"
+#include "alloc/provider.h"
+#include "driver/bus/dma_memory.h"
 #include "driver/cmd/commander.h"
 #include "uapi/prm/opcodes.h"
 
@@ -21,7 +23,8 @@ namespace onchip::driver {
 
 class PageSupply {
  public:
-  explicit PageSupply(bus::Bus& bus) : bus_(bus) {}
+  // `memory` must outlive the supply.
+  explicit PageSupply(alloc::MemoryProvider& memory) : memory_(memory) {}
   PageSupply(const PageSupply&) = delete;
   PageSupply& operator=(const PageSupply&) = delete;
 
@@ -37,11 +40,11 @@ class PageSupply {
 
  private:
   struct Lent {
-    bus::DmaBuffer memory;
+    bus::DmaMemory memory;
     uint32_t outstanding = 0;
   };
 
-  bus::Bus& bus_;
+  alloc::MemoryProvider& memory_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Lent>> lent_;
   std::map<uint64_t, Lent*> page_owner_;  // page IOVA -> the buffer it came from

@@ -1,40 +1,16 @@
 #include "driver/queue_buffer.h"
 
 #include <infiniband/mlx5dv.h>
-#include <sys/mman.h>
 
-#include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 
 namespace onchip::driver {
 namespace {
 
-constexpr size_t kPage = 4096;
-
 bool KnownResourceType(uint64_t t) {
   return t == MLX5DV_RES_TYPE_QP || t == MLX5DV_RES_TYPE_RWQ || t == MLX5DV_RES_TYPE_DBR ||
          t == MLX5DV_RES_TYPE_SRQ || t == MLX5DV_RES_TYPE_CQ;
-}
-
-// The driver's own allocator: whole zeroed pages, kept out of a forked child (the device writes
-// to them); DefaultFree gives the pages their fork behaviour back before the heap reuses them.
-size_t DefaultBytes(size_t size) { return (size + kPage - 1) & ~(kPage - 1); }
-
-void* DefaultAllocate(size_t size, size_t alignment) {
-  const size_t bytes = DefaultBytes(size);
-  void* p = nullptr;
-  if (posix_memalign(&p, std::max(alignment, kPage), bytes) != 0) return nullptr;
-  std::memset(p, 0, bytes);
-  (void)madvise(p, bytes, MADV_DONTFORK);
-  return p;
-}
-
-void DefaultFree(void* p, size_t size) {
-  (void)madvise(p, DefaultBytes(size), MADV_DOFORK);
-  std::free(p);
 }
 
 }  // namespace
@@ -60,11 +36,22 @@ Result<QueueBuffer> QueueBuffer::Allocate(Pd* pd, size_t size, size_t alignment,
     if (p != IBV_ALLOCATOR_USE_DEFAULT) {
       buffer.data_ = p;
       buffer.custom_ = true;
+      // The application's memory: the whole pages under it, mapped for the device.
+      const auto start = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t first = start & ~(bus::kPageSize - 1);
+      auto mapped = pd->device->bus().MapHost(reinterpret_cast<std::byte*>(first),
+                                              bus::RoundUpPage(start + size) - first);
+      if (!mapped) return std::unexpected(mapped.error());  // Reset gives p back
+      buffer.iova_ = mapped->iova() + (start - first);
+      buffer.mapping_ = std::move(*mapped);
       return buffer;
     }
   }
-  buffer.data_ = DefaultAllocate(size, alignment);
-  if (buffer.data_ == nullptr) return Fail(ENOMEM, "queue buffer: out of memory");
+  auto memory = bus::DmaMemory::Allocate(pd->device->memory(), size, alignment);
+  if (!memory) return std::unexpected(memory.error());
+  buffer.memory_ = std::move(*memory);
+  buffer.data_ = buffer.memory_.host();
+  buffer.iova_ = buffer.memory_.iova();
   return buffer;
 }
 
@@ -76,24 +63,28 @@ QueueBuffer& QueueBuffer::operator=(QueueBuffer&& o) noexcept {
     size_ = std::exchange(o.size_, 0);
     resource_type_ = std::exchange(o.resource_type_, 0);
     custom_ = std::exchange(o.custom_, false);
+    iova_ = std::exchange(o.iova_, 0);
+    mapping_ = std::move(o.mapping_);
+    memory_ = std::move(o.memory_);
   }
   return *this;
 }
 
 void QueueBuffer::Reset() {
   if (pd_ == nullptr) return;
-  if (data_ != nullptr) {
-    if (custom_) {
-      ParentDomain* pad = ParentDomain::From(pd_);
-      pad->free(&pd_->ibv, pad->pd_context, data_, resource_type_);
-    } else {
-      DefaultFree(data_, size_);
-    }
+  if (custom_) {
+    // The device loses its mapping before the application gets the memory back.
+    (void)mapping_.Reset();
+    ParentDomain* pad = ParentDomain::From(pd_);
+    pad->free(&pd_->ibv, pad->pd_context, data_, resource_type_);
+  } else {
+    memory_.Reset();
   }
   pd_->life.Unpin();
   pd_ = nullptr;
   data_ = nullptr;
   custom_ = false;
+  iova_ = 0;
 }
 
 }  // namespace onchip::driver

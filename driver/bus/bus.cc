@@ -7,25 +7,6 @@
 
 namespace onchip::bus {
 
-DmaBuffer& DmaBuffer::operator=(DmaBuffer&& o) noexcept {
-  if (this != &o) {
-    (void)Reset();
-    bus_ = std::exchange(o.bus_, nullptr);
-    host_ = std::exchange(o.host_, nullptr);
-    iova_ = std::exchange(o.iova_, 0);
-    length_ = std::exchange(o.length_, 0);
-    cookie_ = std::exchange(o.cookie_, 0);
-  }
-  return *this;
-}
-
-Result<void> DmaBuffer::Reset() {
-  if (bus_ == nullptr) return {};
-  Bus* bus = std::exchange(bus_, nullptr);
-  return bus->FreeDma(std::exchange(host_, nullptr), std::exchange(iova_, 0),
-                      std::exchange(length_, 0), std::exchange(cookie_, 0));
-}
-
 DmaMapping& DmaMapping::operator=(DmaMapping&& o) noexcept {
   if (this != &o) {
     (void)Reset();
@@ -42,6 +23,19 @@ Result<void> DmaMapping::Reset() {
   Bus* bus = std::exchange(bus_, nullptr);
   host_ = nullptr;
   return bus->UnmapHost(std::exchange(iova_, 0), std::exchange(length_, 0));
+}
+
+uint64_t IovaSpace::Take(uint64_t length, uintptr_t host) {
+  constexpr uint64_t kLarge = alloc::kHugePageBytes;
+  const uint64_t phase = host & (kLarge - 1);
+  uint64_t cur = next_.load(std::memory_order_relaxed);
+  for (;;) {
+    // The first IOVA at or above `cur` with the host address's offset inside a 2 MiB page.
+    uint64_t iova = (cur & ~(kLarge - 1)) + phase;
+    if (iova < cur) iova += kLarge;
+    const uint64_t next = iova + RoundUpPage(length) + kPageSize;
+    if (next_.compare_exchange_weak(cur, next, std::memory_order_relaxed)) return iova;
+  }
 }
 
 Result<std::byte*> Bus::Bar0Window(uint64_t offset, uint64_t length) const {

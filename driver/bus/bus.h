@@ -2,57 +2,37 @@
 //   - BAR0, mapped into the process: 32-bit big-endian register access for the init segment
 //     (Read32/Write32) and raw windows for the regions the CPU writes directly (UAR pages, the
 //     MEMIC window);
-//   - DMA memory: page-aligned host memory mapped at an IOVA the device uses, as a move-only
-//     DmaBuffer that unmaps and frees itself, or the caller's own memory mapped for the device
-//     as a DmaMapping (memory registration) that only unmaps;
+//   - DMA mappings, the one seam through which the device reaches host memory: memory the
+//     driver allocates comes from alloc::MemoryProvider, which calls Map/Unmap (alloc::DmaMapper)
+//     once per backing region; memory the application owns (MRs, queue buffers from a parent
+//     domain's allocator) is mapped with MapHost as a DmaMapping that only unmaps;
 //   - what config space says about TPH: where the steering-tag table is (tph()).
 // plus a doorbell notification (Notify) the driver calls after every doorbell write; a real
 // device sees the store itself, the software ConnectX is told to look.
+//
+// IOVAs: every mapping gets a fresh IOVA range (never reused, a guard page after it) whose
+// offset inside a 2 MiB page equals the host address's, so host memory on 2 MiB pages is also
+// 2 MiB-contiguous for the device and an mkey can describe it with 2 MiB MTT entries.
 //
 // Ordering contract: Write32 is a single 32-bit store to BAR0 in program order with respect to
 // other BAR0 accesses; making DMA memory visible before a doorbell is the caller's barrier
 // (mmio::ToDeviceBarrier), not the bus's.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <utility>
 
+#include "alloc/dma_mapper.h"
+#include "alloc/region.h"
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
 namespace onchip::bus {
 
 class Bus;
-
-// DMA memory owned by the caller: `host` and `iova` name the same `length` bytes (a multiple of
-// 4 KiB, zero-filled at allocation). Destroying it unmaps it from the device first.
-class DmaBuffer {
- public:
-  DmaBuffer() = default;
-  DmaBuffer(Bus* bus, std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie)
-      : bus_(bus), host_(host), iova_(iova), length_(length), cookie_(cookie) {}
-  DmaBuffer(DmaBuffer&& o) noexcept { *this = std::move(o); }
-  DmaBuffer& operator=(DmaBuffer&& o) noexcept;
-  DmaBuffer(const DmaBuffer&) = delete;
-  DmaBuffer& operator=(const DmaBuffer&) = delete;
-  ~DmaBuffer() { (void)Reset(); }
-
-  std::byte* host() const { return host_; }
-  uint64_t iova() const { return iova_; }
-  uint64_t length() const { return length_; }
-  explicit operator bool() const { return bus_ != nullptr; }
-  // Unmaps and frees now. Errors from the unmap are reported, not thrown: the memory is freed.
-  Result<void> Reset();
-
- private:
-  Bus* bus_ = nullptr;
-  std::byte* host_ = nullptr;
-  uint64_t iova_ = 0;
-  uint64_t length_ = 0;
-  uint64_t cookie_ = 0;  // the bus's own handle for the allocation (an fd, an index)
-};
 
 // The caller's host memory [host, host + length) mapped for the device at `iova` (page-aligned,
 // a multiple of 4 KiB). Destroying it unmaps it; the memory itself stays the caller's.
@@ -81,9 +61,9 @@ class DmaMapping {
   uint64_t length_ = 0;
 };
 
-class Bus {
+class Bus : public alloc::DmaMapper {
  public:
-  virtual ~Bus() = default;
+  ~Bus() override = default;
 
   // BAR0 as mapped for uncached register access. Never null once the bus is constructed.
   virtual std::byte* bar0() const = 0;
@@ -98,8 +78,10 @@ class Bus {
   uint32_t Read32(uint64_t offset) const;
   void Write32(uint64_t offset, uint32_t value);
 
-  // `length` rounded up to 4 KiB; zero-filled; mapped for device read and write.
-  virtual Result<DmaBuffer> AllocDma(uint64_t length) = 0;
+  // Map(region) and Unmap(region, iova) (alloc::DmaMapper, implemented by each bus): a provider
+  // region (2 MiB aligned, whole pages) mapped for device read and write at a fresh IOVA, once
+  // per region, and unmapped before the provider releases its memory. The sim bus passes the
+  // region's fd and offset along, so a device in another process can map the same pages.
 
   // Maps the caller's memory [host, host + length) for device access: host and length are 4 KiB
   // aligned (EINVAL otherwise). The pages must stay valid until the mapping is destroyed.
@@ -112,14 +94,23 @@ class Bus {
   virtual void Notify() = 0;
 
  protected:
-  friend class DmaBuffer;
   friend class DmaMapping;
-  virtual Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length,
-                               uint64_t cookie) = 0;
   virtual Result<void> UnmapHost(uint64_t iova, uint64_t length) = 0;
 };
 
 inline constexpr uint64_t kPageSize = 4096;
 constexpr uint64_t RoundUpPage(uint64_t n) { return (n + kPageSize - 1) & ~(kPageSize - 1); }
+
+// The IOVA space of one bus: ranges handed out upwards and never reused (a stale IOVA can never
+// alias newer memory), a guard page after each. Take(length, host) returns an IOVA congruent to
+// `host` modulo 2 MiB (see Bus). Lock-free, any thread.
+class IovaSpace {
+ public:
+  explicit IovaSpace(uint64_t base) : next_(base) {}
+  uint64_t Take(uint64_t length, uintptr_t host);
+
+ private:
+  std::atomic<uint64_t> next_;
+};
 
 }  // namespace onchip::bus

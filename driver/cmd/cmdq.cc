@@ -38,7 +38,8 @@ class Cmdq::CommandBlocks final : public cmdq::BlockAccess {
   const std::vector<Cmdq::MailboxBlock>& b_;
 };
 
-Result<std::unique_ptr<Cmdq>> Cmdq::Create(bus::Bus& bus, CmdqOptions opts) {
+Result<std::unique_ptr<Cmdq>> Cmdq::Create(bus::Bus& bus, alloc::MemoryProvider& memory,
+                                           CmdqOptions opts) {
   if (bus.bar0_size() < prm::init_seg::kDriverBytes)
     return Fail(EINVAL, "cmdq: BAR0 smaller than the init segment");
   if (prm::init_seg::ReadCmdInterfaceRev(bus) != prm::CMD_IF_REV)
@@ -50,17 +51,18 @@ Result<std::unique_ptr<Cmdq>> Cmdq::Create(bus::Bus& bus, CmdqOptions opts) {
     return Fail(EINVAL, "cmdq: device reports an unsupported number of queue entries");
   if (log_size + log_stride > 12 || (1u << log_stride) < cmdq::kEntryBytes)
     return Fail(EINVAL, "cmdq: device's queue does not fit one 4 KiB page");
-  ONCHIP_TRY(bus::DmaBuffer page, bus.AllocDma(bus::kPageSize));
+  ONCHIP_TRY(bus::DmaMemory page, bus::DmaMemory::Allocate(memory, bus::kPageSize, bus::kPageSize));
   if (page.iova() % bus::kPageSize != 0) return Fail(EINVAL, "cmdq: queue page not 4 KiB aligned");
-  std::unique_ptr<Cmdq> q(new Cmdq(bus, opts, std::move(page), log_size, log_stride));
+  std::unique_ptr<Cmdq> q(new Cmdq(bus, memory, opts, std::move(page), log_size, log_stride));
   // High word first, the device-owned low bits written back as read (see WriteCmdqAddress).
   prm::init_seg::WriteCmdqAddress(bus, q->page_.iova());
   return q;
 }
 
-Cmdq::Cmdq(bus::Bus& bus, CmdqOptions opts, bus::DmaBuffer page, uint32_t log_size,
-           uint32_t log_stride)
+Cmdq::Cmdq(bus::Bus& bus, alloc::MemoryProvider& memory, CmdqOptions opts, bus::DmaMemory page,
+           uint32_t log_size, uint32_t log_stride)
     : bus_(bus),
+      memory_(memory),
       opts_(opts),
       page_(std::move(page)),
       num_slots_(1u << log_size),
@@ -107,7 +109,8 @@ Result<std::vector<Cmdq::MailboxBlock>> Cmdq::TakeBlocks(std::size_t n) {
   std::lock_guard lock(block_mu_);
   while (free_blocks_.size() < n) {
     const uint64_t need = (n - free_blocks_.size()) * cmdq::kBlockAlign;
-    ONCHIP_TRY(bus::DmaBuffer chunk, bus_.AllocDma(std::max(kChunkBytes, need)));
+    ONCHIP_TRY(bus::DmaMemory chunk,
+               bus::DmaMemory::Allocate(memory_, std::max(kChunkBytes, need), cmdq::kBlockAlign));
     for (uint64_t off = 0; off + cmdq::kBlockAlign <= chunk.length(); off += cmdq::kBlockAlign)
       free_blocks_.push_back({chunk.iova() + off, chunk.host() + off});
     chunks_.push_back(std::move(chunk));

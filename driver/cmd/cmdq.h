@@ -2,6 +2,7 @@
 //
 // One 4 KiB DMA page holds the queue (entries at slot << log_cmdq_stride); mailbox blocks
 // (576 bytes, 1 KiB aligned) come from a pool of DMA chunks that grows on demand and is reused.
+// Both are carved by the device's memory provider (alloc/) from regions mapped through the bus.
 // Slots 0 .. n-2 serve regular commands from a free-slot pool, so up to n-1 threads have a
 // command in flight at once; slot n-1 is kept for MANAGE_PAGES so page supply is never starved
 // by regular commands (the kernel's "pages queue").
@@ -23,7 +24,9 @@
 #include <mutex>
 #include <vector>
 
+#include "alloc/provider.h"
 #include "driver/bus/bus.h"
+#include "driver/bus/dma_memory.h"
 #include "driver/cmd/commander.h"
 
 namespace onchip::cmd {
@@ -38,7 +41,10 @@ class Cmdq final : public Commander {
   // Reads cmd_interface_rev (must be 5: EPROTONOSUPPORT), log_cmdq_size and log_cmdq_stride
   // (rejected like the kernel: more than 32 entries, fewer than 2, or not fitting one page:
   // EINVAL), allocates the queue page and writes its address (high word, then low word).
-  static Result<std::unique_ptr<Cmdq>> Create(bus::Bus& bus, CmdqOptions opts = {});
+  // `memory` (whose DMA mapper is `bus`) supplies the queue page and mailbox blocks and must
+  // outlive the queue.
+  static Result<std::unique_ptr<Cmdq>> Create(bus::Bus& bus, alloc::MemoryProvider& memory,
+                                              CmdqOptions opts = {});
   ~Cmdq() override;
 
   Result<void> Exec(std::span<const std::byte> in, std::span<std::byte> out) override;
@@ -53,8 +59,8 @@ class Cmdq final : public Commander {
   };
   class CommandBlocks;
 
-  Cmdq(bus::Bus& bus, CmdqOptions opts, bus::DmaBuffer page, uint32_t log_size,
-       uint32_t log_stride);
+  Cmdq(bus::Bus& bus, alloc::MemoryProvider& memory, CmdqOptions opts, bus::DmaMemory page,
+       uint32_t log_size, uint32_t log_stride);
   // Waits for a free slot; EIO once the slots it could get are all retired.
   Result<uint32_t> AcquireSlot(bool page_slot);
   void ReleaseSlot(uint32_t slot);
@@ -63,8 +69,9 @@ class Cmdq final : public Commander {
   Result<void> Post(uint32_t slot, std::span<const std::byte> in, std::span<std::byte> out);
 
   bus::Bus& bus_;
+  alloc::MemoryProvider& memory_;
   const CmdqOptions opts_;
-  bus::DmaBuffer page_;
+  bus::DmaMemory page_;
   const uint32_t num_slots_;
   const uint32_t log_stride_;
   std::atomic<uint8_t> next_token_{0};
@@ -76,7 +83,7 @@ class Cmdq final : public Commander {
   uint32_t retired_slots_ = 0;
 
   std::mutex block_mu_;
-  std::vector<bus::DmaBuffer> chunks_;
+  std::vector<bus::DmaMemory> chunks_;
   std::vector<MailboxBlock> free_blocks_;
 };
 

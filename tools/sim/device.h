@@ -53,6 +53,8 @@ class Device final : public vpci::Function {
   Firmware& firmware() { return firmware_; }
   Bar0& bar() { return bar_; }
   std::size_t dma_mappings() const { return iommu_.mapping_count(); }
+  // The device's view of host memory (what a DMA read or write at an IOVA reaches).
+  const Iommu& iommu() const { return iommu_; }
 
   // ---- fault injection ----
   void InjectFailure(const InjectedFailure& f) { firmware_.InjectFailure(f); }

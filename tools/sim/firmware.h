@@ -101,6 +101,16 @@ class Firmware {
   std::optional<std::span<std::byte>> MkeyDeviceMemory(uint32_t mkey, uint64_t offset,
                                                        uint64_t len);
 
+  // Host memory behind an MTT mkey (a registered host MR) or a window bound on one, as the data
+  // engine reaches it: [va, va + bytes) must lie inside the key's range (start_addr, len); each
+  // page of it is translated through the (parent) key's MTT, whose entries cover
+  // 2^mkc.log_page_size bytes each, and then through the IOMMU. MkeyBusAddress gives the bus address (IOVA) of one byte. nullopt /
+  // false when the key is unknown, free, not MTT, its key byte differs, or a byte is outside the
+  // key or unmapped.
+  std::optional<uint64_t> MkeyBusAddress(uint32_t mkey, uint64_t va) const;
+  bool WriteMkeyHost(uint32_t mkey, uint64_t va, std::span<const std::byte> data);
+  bool ReadMkeyHost(uint32_t mkey, uint64_t va, std::span<std::byte> out) const;
+
   // What the device puts into the TLPs that reach an mkey's memory: the processing hint
   // (mkc.pcie_tph_ph) and the steering tag the ST table entry mkc.pcie_tph_steering_tag_index
   // holds at this moment (nullopt for index 0, "no steering tag"). nullopt when the mkey is
@@ -143,6 +153,13 @@ class Firmware {
     bool window = false;                  // KLMS created free with umr_en: a memory window
     uint32_t klm_refs = 0;                // live KLM mkeys naming this one
   };
+
+  // The bus address of va in an MTT key, checking [va, va + len) lies inside the key (lock held).
+  std::optional<uint64_t> MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
+                                             uint64_t* page_bytes) const;
+  // Calls f(bus_address, offset, bytes) for each page-sized piece of [va, va + len) (lock held).
+  template <typename F>
+  bool ForEachMttPiece(uint32_t mkey, uint64_t va, uint64_t len, F f) const;
 
   Outcome Dispatch(uint16_t opcode, std::span<const std::byte> in, std::span<std::byte> out);
   Outcome CheckState(uint16_t opcode) const;

@@ -255,6 +255,74 @@ std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(uint32_t mkey, 
   return std::nullopt;
 }
 
+std::optional<uint64_t> Firmware::MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
+                                                     uint64_t* page_bytes) const {
+  auto it = mkeys_.find(mkey >> 8);
+  if (it == mkeys_.end()) return std::nullopt;
+  const Mkey& m = it->second;
+  Bytes mkc_bytes(m.mkc);
+  if (prm::Get(mkc_bytes, prm::mkc::mkey_7_0) != (mkey & 0xff) ||
+      prm::Get(mkc_bytes, prm::mkc::free))
+    return std::nullopt;
+  const uint64_t start = prm::Get(mkc_bytes, prm::mkc::start_addr);
+  const uint64_t size = prm::Get(mkc_bytes, prm::mkc::len);
+  if (va < start || va - start > size || len > size - (va - start)) return std::nullopt;
+  if (m.window) {
+    // A bound window: its one KLM names the parent (by the key it carried at bind time) and the
+    // parent address of the window's start; the parent's MTT translates.
+    if (m.klm_targets.size() != 1) return std::nullopt;
+    Bytes klm(m.translations);
+    const uint32_t parent_key = prm::Get(klm, prm::Element<32>{32, "klm.key"});
+    const uint64_t address = prm::Get(klm, prm::Element<64>{64, "klm.address"});
+    if (mkeys_.at(m.klm_targets[0]).window) return std::nullopt;
+    return MttTranslateLocked(parent_key, address + (va - start), len, page_bytes);
+  }
+  const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::access_mode_1_0) |
+                                              (prm::Get(mkc_bytes, prm::mkc::access_mode_4_2) << 2));
+  if (mode != prm::MKC_ACCESS_MODE_MTT) return std::nullopt;
+  const uint32_t log_ps = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::log_page_size));
+  const uint64_t ps = uint64_t{1} << log_ps;
+  // Entry 0 covers the page that holds start_addr; the offset inside a page is kept.
+  const uint64_t index = (va >> log_ps) - (start >> log_ps);
+  if ((index + 1) * 8 > m.translations.size()) return std::nullopt;
+  const uint64_t entry = prm::Get(Bytes(m.translations), prm::Element<64>{index * 64, "mtt"});
+  if (page_bytes != nullptr) *page_bytes = ps;
+  return (entry & ~uint64_t{3}) + (va & (ps - 1));
+}
+
+template <typename F>
+bool Firmware::ForEachMttPiece(uint32_t mkey, uint64_t va, uint64_t len, F f) const {
+  uint64_t done = 0;
+  do {
+    uint64_t ps = 0;
+    auto bus = MttTranslateLocked(mkey, va + done, len - done, &ps);
+    if (!bus) return false;
+    const uint64_t piece = std::min(len - done, ps - ((va + done) & (ps - 1)));
+    if (!f(*bus, done, piece)) return false;
+    done += piece;
+  } while (done < len);
+  return true;
+}
+
+std::optional<uint64_t> Firmware::MkeyBusAddress(uint32_t mkey, uint64_t va) const {
+  std::lock_guard lock(mutex_);
+  return MttTranslateLocked(mkey, va, 1, nullptr);
+}
+
+bool Firmware::WriteMkeyHost(uint32_t mkey, uint64_t va, std::span<const std::byte> data) {
+  std::lock_guard lock(mutex_);
+  return ForEachMttPiece(mkey, va, data.size(), [&](uint64_t bus, uint64_t off, uint64_t n) {
+    return iommu_.Write(bus, data.subspan(off, n));
+  });
+}
+
+bool Firmware::ReadMkeyHost(uint32_t mkey, uint64_t va, std::span<std::byte> out) const {
+  std::lock_guard lock(mutex_);
+  return ForEachMttPiece(mkey, va, out.size(), [&](uint64_t bus, uint64_t off, uint64_t n) {
+    return iommu_.Read(bus, out.subspan(off, n));
+  });
+}
+
 std::optional<Firmware::TphHint> Firmware::MkeyTph(uint32_t mkey) const {
   std::lock_guard lock(mutex_);
   auto it = mkeys_.find(mkey >> 8);

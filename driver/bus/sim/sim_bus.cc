@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 namespace onchip::bus {
 
@@ -25,45 +26,28 @@ Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> fun
 
 SimBus::~SimBus() { munmap(bar0_, bar0_size_); }
 
-Result<DmaBuffer> SimBus::AllocDma(uint64_t length) {
-  if (length == 0) return Fail(EINVAL, "sim bus: zero-length DMA buffer");
-  const uint64_t size = RoundUpPage(length);
-  const int fd = memfd_create("onchip-dma", MFD_CLOEXEC);
-  if (fd < 0) return Fail(errno, "sim bus: memfd_create for DMA");
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    const int e = errno;
-    close(fd);
-    return Fail(e, "sim bus: size DMA memfd");
-  }
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    const int e = errno;
-    close(fd);
-    return Fail(e, "sim bus: mmap DMA memfd");
-  }
-  const uint64_t iova = next_iova_.fetch_add(size + kPageSize);  // a guard page between buffers
-  vpci::DmaRegion region{.iova = iova, .length = size, .host = p, .fd = fd, .fd_offset = 0};
-  if (auto mapped = function_.MapDma(region); !mapped) {
-    munmap(p, size);
-    close(fd);
-    return std::unexpected(mapped.error());
-  }
-  return DmaBuffer(this, static_cast<std::byte*>(p), iova, size, static_cast<uint64_t>(fd));
+Result<uint64_t> SimBus::Map(const alloc::Region& r) {
+  if (r.addr == nullptr || r.length == 0 || r.length % kPageSize != 0)
+    return Fail(EINVAL, "sim bus: region must be whole pages");
+  const uint64_t iova = iova_.Take(r.length, reinterpret_cast<uintptr_t>(r.addr));
+  vpci::DmaRegion region{.iova = iova, .length = r.length, .host = r.addr, .fd = r.fd,
+                         .fd_offset = r.fd_offset};
+  ONCHIP_CHECK(function_.MapDma(region));
+  return iova;
 }
 
-Result<void> SimBus::FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) {
-  // Unmap from the device first: once UnmapDma returns the device no longer touches the pages.
-  auto unmapped = function_.UnmapDma(iova, length);
-  munmap(host, length);
-  close(static_cast<int>(cookie));
-  return unmapped;
+void SimBus::Unmap(const alloc::Region& r, uint64_t iova) {
+  // Once UnmapDma returns the device no longer touches the pages. It fails only for a mapping
+  // the function never had, which Map never returns.
+  if (auto unmapped = function_.UnmapDma(iova, r.length); !unmapped)
+    std::fprintf(stderr, "onchip sim bus: %s\n", unmapped.error().describe().c_str());
 }
 
 Result<DmaMapping> SimBus::MapHost(std::byte* host, uint64_t length) {
   if (host == nullptr || length == 0 || reinterpret_cast<uintptr_t>(host) % kPageSize != 0 ||
       length % kPageSize != 0)
     return Fail(EINVAL, "sim bus: host mapping must be whole 4 KiB pages");
-  const uint64_t iova = next_iova_.fetch_add(length + kPageSize);
+  const uint64_t iova = iova_.Take(length, reinterpret_cast<uintptr_t>(host));
   vpci::DmaRegion region{.iova = iova, .length = length, .host = host, .fd = -1, .fd_offset = 0};
   ONCHIP_CHECK(function_.MapDma(region));
   return DmaMapping(this, host, iova, length);

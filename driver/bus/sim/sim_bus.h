@@ -1,14 +1,13 @@
 // The Bus over a virtual PCI function (uapi/vpci.h): the software ConnectX in this process, or
 // later a device daemon behind the same contract.
 //
-// BAR0 is the function's shared memory, mapped MAP_SHARED; DMA memory is memfd-backed (so a
-// device in another process can map the same pages from the fd) and registered with
-// Function::MapDma at an IOVA this bus hands out; caller memory (MapHost) is registered by its
-// host address without an fd, which only an in-process device can use; Notify is
-// Function::Kick.
+// BAR0 is the function's shared memory, mapped MAP_SHARED; provider regions (alloc/, fd-backed:
+// hugepages or memfd) are registered with Function::MapDma with their fd and offset (so a device
+// in another process can map the same pages) at an IOVA this bus hands out; caller memory
+// (MapHost) is registered by its host address without an fd, which only an in-process device can
+// use; Notify is Function::Kick.
 #pragma once
 
-#include <atomic>
 #include <memory>
 
 #include "driver/bus/bus.h"
@@ -26,13 +25,13 @@ class SimBus final : public Bus {
 
   std::byte* bar0() const override { return bar0_; }
   uint64_t bar0_size() const override { return bar0_size_; }
-  Result<DmaBuffer> AllocDma(uint64_t length) override;
+  Result<uint64_t> Map(const alloc::Region& r) override;
+  void Unmap(const alloc::Region& r, uint64_t iova) override;
   Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;
   std::optional<vpci::TphCapability> tph() const override { return function_.tph(); }
   void Notify() override { function_.Kick(); }
 
  protected:
-  Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) override;
   Result<void> UnmapHost(uint64_t iova, uint64_t length) override;
 
  private:
@@ -43,9 +42,8 @@ class SimBus final : public Bus {
   vpci::Function& function_;
   std::byte* bar0_;
   uint64_t bar0_size_;
-  // IOVAs are handed out upwards and never reused: 2^64 bytes of address space outlast any run,
-  // and a stale IOVA can then never alias a newer buffer.
-  std::atomic<uint64_t> next_iova_{uint64_t{1} << 32};
+  // 2^64 bytes of IOVA space outlast any run.
+  IovaSpace iova_{uint64_t{1} << 32};
 };
 
 }  // namespace onchip::bus

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 
 #include "driver/bus/vfio/vfio_args.h"
@@ -92,40 +93,33 @@ VfioBus::~VfioBus() {
   if (container_ >= 0) close(container_);
 }
 
-Result<DmaBuffer> VfioBus::AllocDma(uint64_t length) {
-  if (length == 0) return Fail(EINVAL, "vfio: zero-length DMA buffer");
-  const uint64_t size = RoundUpPage(length);
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return Fail(errno, "vfio: allocate DMA memory");
-  const uint64_t iova = NextIova(size);
-  auto map = vfio::MakeDmaMap(reinterpret_cast<uint64_t>(p), iova, size);
-  if (!map) {
-    munmap(p, size);
-    return std::unexpected(map.error());
-  }
-  if (ioctl(container_, VFIO_IOMMU_MAP_DMA, &*map) != 0) {
-    const int e = errno;
-    munmap(p, size);
-    return Fail(e, "vfio: VFIO_IOMMU_MAP_DMA");
-  }
-  return DmaBuffer(this, static_cast<std::byte*>(p), iova, size, 0);
+Result<uint64_t> VfioBus::MapRange(void* host, uint64_t length, const char* what) {
+  const uint64_t iova = iova_.Take(length, reinterpret_cast<uintptr_t>(host));
+  ONCHIP_TRY(auto map, vfio::MakeDmaMap(reinterpret_cast<uint64_t>(host), iova, length));
+  if (ioctl(container_, VFIO_IOMMU_MAP_DMA, &map) != 0) return Fail(errno, what);
+  return iova;
 }
 
-uint64_t VfioBus::NextIova(uint64_t size) {
-  std::lock_guard lock(iova_mu_);
-  const uint64_t iova = next_iova_;
-  next_iova_ += size;
-  return iova;
+Result<uint64_t> VfioBus::Map(const alloc::Region& r) {
+  if (r.addr == nullptr || r.length == 0 || r.length % kPageSize != 0)
+    return Fail(EINVAL, "vfio: region must be whole pages");
+  return MapRange(r.addr, r.length, "vfio: VFIO_IOMMU_MAP_DMA of a DMA region");
+}
+
+void VfioBus::Unmap(const alloc::Region& r, uint64_t iova) {
+  if (auto unmapped = UnmapHost(iova, r.length); !unmapped) {
+    // The IOMMU may still point at the pages and the provider is about to release them: nothing
+    // safe is left to do but say so loudly.
+    std::fprintf(stderr, "onchip vfio: %s\n", unmapped.error().describe().c_str());
+  }
 }
 
 Result<DmaMapping> VfioBus::MapHost(std::byte* host, uint64_t length) {
   if (host == nullptr || length == 0 || reinterpret_cast<uintptr_t>(host) % kPageSize != 0 ||
       length % kPageSize != 0)
     return Fail(EINVAL, "vfio: host mapping must be whole 4 KiB pages");
-  const uint64_t iova = NextIova(length);
-  ONCHIP_TRY(auto map, vfio::MakeDmaMap(reinterpret_cast<uint64_t>(host), iova, length));
-  if (ioctl(container_, VFIO_IOMMU_MAP_DMA, &map) != 0)
-    return Fail(errno, "vfio: VFIO_IOMMU_MAP_DMA of registered memory");
+  ONCHIP_TRY(const uint64_t iova,
+             MapRange(host, length, "vfio: VFIO_IOMMU_MAP_DMA of registered memory"));
   return DmaMapping(this, host, iova, length);
 }
 
@@ -133,21 +127,8 @@ Result<void> VfioBus::UnmapHost(uint64_t iova, uint64_t length) {
   vfio_iommu_type1_dma_unmap unmap;
   ONCHIP_CHECK(vfio::MakeDmaUnmap(iova, length, unmap));
   if (ioctl(container_, VFIO_IOMMU_UNMAP_DMA, &unmap) != 0)
-    return Fail(errno, "vfio: VFIO_IOMMU_UNMAP_DMA of registered memory");
+    return Fail(errno, "vfio: VFIO_IOMMU_UNMAP_DMA");
   return {};
-}
-
-Result<void> VfioBus::FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t) {
-  Result<void> result;
-  vfio_iommu_type1_dma_unmap unmap;
-  if (auto made = vfio::MakeDmaUnmap(iova, length, unmap); !made) {
-    result = std::unexpected(made.error());
-  } else if (ioctl(container_, VFIO_IOMMU_UNMAP_DMA, &unmap) != 0) {
-    result = Fail(errno, "vfio: VFIO_IOMMU_UNMAP_DMA");
-  }
-  // Never free memory the IOMMU may still point at: on unmap failure the pages are leaked.
-  if (result) munmap(host, length);
-  return result;
 }
 
 }  // namespace onchip::bus

@@ -2,9 +2,9 @@
 //
 // Open: /dev/vfio/vfio (API version, Type1v2 IOMMU), the device's IOMMU group (viable, joined to
 // the container, VFIO_SET_IOMMU), the device fd (VFIO_GROUP_GET_DEVICE_FD), BAR0 region info and
-// mmap, then memory-space + bus-master in the PCI command register. DMA memory is anonymous,
-// page-aligned, mapped with VFIO_IOMMU_MAP_DMA at IOVAs this bus hands out. Notify is a no-op:
-// the device sees doorbell stores itself.
+// mmap, then memory-space + bus-master in the PCI command register. Provider regions and caller
+// memory are mapped with VFIO_IOMMU_MAP_DMA (which pins them) at IOVAs this bus hands out.
+// Notify is a no-op: the device sees doorbell stores itself.
 //
 // Every failure names its step and keeps the kernel's errno (ENOENT when /dev/vfio or the device
 // is absent, EPERM/EACCES without permission, EINVAL for a non-viable group).
@@ -16,7 +16,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -38,14 +37,14 @@ class VfioBus final : public Bus {
   uint64_t bar0_size() const override { return bar0_size_; }
   Result<std::byte*> Bar0Window(uint64_t offset, uint64_t length) const override;
   bool write_combined() const { return bar0_wc_ != nullptr; }
-  Result<DmaBuffer> AllocDma(uint64_t length) override;
+  Result<uint64_t> Map(const alloc::Region& r) override;
+  void Unmap(const alloc::Region& r, uint64_t iova) override;
   Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;
   // tph(): not read from config space yet (the TPH Requester capability walk is future work),
   // so a real device reports no steering-tag table and DMA handles with a CPU fail EOPNOTSUPP.
   void Notify() override {}
 
  protected:
-  Result<void> FreeDma(std::byte* host, uint64_t iova, uint64_t length, uint64_t cookie) override;
   Result<void> UnmapHost(uint64_t iova, uint64_t length) override;
 
  private:
@@ -57,9 +56,8 @@ class VfioBus final : public Bus {
   std::byte* bar0_ = nullptr;
   std::byte* bar0_wc_ = nullptr;  // the same BAR mapped write-combining, or null
   uint64_t bar0_size_ = 0;
-  std::mutex iova_mu_;
-  uint64_t next_iova_ = 0x100000;  // above the legacy low hole; never reused
-  uint64_t NextIova(uint64_t size);
+  IovaSpace iova_{0x100000};  // above the legacy low hole
+  Result<uint64_t> MapRange(void* host, uint64_t length, const char* what);
 };
 
 }  // namespace onchip::bus

@@ -5,9 +5,12 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
+#include "alloc/provider.h"
+#include "driver/bus/dma_memory.h"
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/cmd/run.h"
 #include "driver/context.h"
@@ -212,25 +215,39 @@ TEST(Cmdq, LostPageSlotFailsPageCommandsInsteadOfHanging) {
   sim->ReleaseStall();
 }
 
-TEST(SimBus, DmaBuffersAreMappedWhileTheyLive) {
+TEST(SimBus, ProviderRegionsAreMappedOnceWithTheirFd) {
   auto sim = MakeDevice();
   auto bus = bus::SimBus::Open(*sim);
   ASSERT_TRUE(bus) << bus.error().describe();
   {
-    auto a = (*bus)->AllocDma(1);
-    auto b = (*bus)->AllocDma(3 * 4096 + 1);
+    alloc::ProviderOptions options;
+    options.first_tier = alloc::Tier::kMemfd4k;
+    options.mapper = bus->get();
+    auto provider = alloc::MemoryProvider::Create(options);
+    ASSERT_TRUE(provider) << provider.error().describe();
+    auto a = bus::DmaMemory::Allocate(**provider, 1, 64);
+    auto b = bus::DmaMemory::Allocate(**provider, 3 * 4096 + 1, 4096);
     ASSERT_TRUE(a && b);
-    EXPECT_EQ(a->length(), 4096u);
+    EXPECT_EQ(a->length(), 64u);
     EXPECT_EQ(b->length(), 4 * 4096u);
-    EXPECT_EQ(a->iova() % 4096, 0u);
+    EXPECT_EQ(b->iova() % 4096, 0u);
     EXPECT_NE(a->iova(), b->iova());
-    EXPECT_EQ(sim->dma_mappings(), 2u);
-    EXPECT_EQ(std::to_integer<int>(b->host()[4 * 4096 - 1]), 0);  // zero-filled
-    ASSERT_TRUE(a->Reset());
+    // Both carved from one region, mapped once, at an IOVA with the host's 2 MiB phase.
     EXPECT_EQ(sim->dma_mappings(), 1u);
+    EXPECT_EQ((a->iova() - reinterpret_cast<uintptr_t>(a->host())) % alloc::kHugePageBytes, 0u);
+    EXPECT_EQ(std::to_integer<int>(b->host()[4 * 4096 - 1]), 0);  // zero-filled
+    // What the device writes at the IOVA is what the driver reads at the host address.
+    const std::byte word[4] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+    ASSERT_TRUE(sim->iommu().Write(b->iova() + 8, word));
+    EXPECT_EQ(std::memcmp(b->host() + 8, word, sizeof word), 0);
+    a->Reset();
+    EXPECT_EQ(sim->dma_mappings(), 1u);
+    b->Reset();
+    EXPECT_EQ(sim->dma_mappings(), 1u);  // the empty region is kept for reuse
   }
-  EXPECT_EQ(sim->dma_mappings(), 0u);
-  EXPECT_EQ((*bus)->AllocDma(0).error().errno_value(), EINVAL);
+  EXPECT_EQ(sim->dma_mappings(), 0u);  // the provider unmapped its region when it went
+  alloc::Region empty;
+  EXPECT_EQ((*bus)->Map(empty).error().errno_value(), EINVAL);
   // BAR0 windows are bounds-checked; the init segment reads as the device wrote it.
   EXPECT_EQ((*bus)->Bar0Window((*bus)->bar0_size(), 1).error().errno_value(), EFAULT);
   EXPECT_TRUE((*bus)->Bar0Window(0, (*bus)->bar0_size()));

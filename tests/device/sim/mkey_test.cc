@@ -1,4 +1,7 @@
 // CREATE/DESTROY/QUERY_MKEY: every access mode, memory windows, TPH, PD and parent checks.
+#include <cstring>
+#include <vector>
+
 #include "tests/device/sim/sim_fixture.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/memic.h"
@@ -88,6 +91,68 @@ TEST_F(MkeyTest, MttMkeyIsKeptAndQueryable) {
   EXPECT_TRUE(Refused(Destroy(idx), CommandStatus::BAD_RES_ERR, Syndrome::MKEY_UNKNOWN));
   EXPECT_TRUE(Refused(Query(idx), CommandStatus::BAD_RES_ERR, Syndrome::MKEY_UNKNOWN));
   EXPECT_EQ(sim_->counters().mkeys, 0u);
+}
+
+// The MTT is read in entries of 2^log_page_size bytes: a key over 3 MiB starting 4 KiB into a
+// 2 MiB page needs two 2 MiB entries, and a byte lands at entry[(va >> 21) - (start >> 21)] plus
+// va's offset inside its 2 MiB page, through the IOMMU.
+TEST_F(MkeyTest, MttTranslationHonoursLogPageSize) {
+  constexpr uint64_t kMiB2 = uint64_t{2} << 20;
+  constexpr uint64_t kIova = 0x40'0000'0000;  // 2 MiB aligned
+  constexpr uint64_t kStart = 0x7f00'0020'1000;
+  constexpr uint64_t kLen = 3 << 20;
+  std::vector<std::byte> host(2 * kMiB2 + 4096);
+  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(host.data()) + 4095) & ~uintptr_t{4095});
+  ASSERT_TRUE(sim_->MapDma({.iova = kIova, .length = 2 * kMiB2, .host = base}));
+
+  auto in = Mkey(prm::MKC_ACCESS_MODE_MTT, pd_, 1);
+  in.set(mkc.start_addr, kStart).set(mkc.len, kLen).set(mkc.log_page_size, 21)
+      .set(mkc.translations_octword_size, 1).set(In::translations_octword_actual_size, 1);
+  prm::Bits list(in.bytes().subspan(prm::size_bytes<In>));
+  list.set(prm::Element<64>{0, "mtt"}, kIova + 3);  // bits 1:0: the entry's rights
+  list.set(prm::Element<64>{64, "mtt"}, kIova + kMiB2 + 3);
+  auto r = Exec(in, 16);
+  ASSERT_TRUE(Ok(r));
+  const uint32_t key = Index(r) << 8 | 0x5c;
+  EXPECT_EQ(Query(Index(r)).get(QMkc::log_page_size), 21u);
+
+  Firmware& fw = sim_->firmware();
+  EXPECT_EQ(fw.MkeyBusAddress(key, kStart), kIova + 0x1000);
+  EXPECT_EQ(fw.MkeyBusAddress(key, kStart + kMiB2), kIova + kMiB2 + 0x1000);
+  EXPECT_EQ(fw.MkeyBusAddress(key, kStart + kLen - 1), kIova + 0x1000 + kLen - 1);
+  EXPECT_FALSE(fw.MkeyBusAddress(key, kStart + kLen));  // past the key
+  EXPECT_FALSE(fw.MkeyBusAddress(key, kStart - 1));
+  EXPECT_FALSE(fw.MkeyBusAddress(key ^ 1, kStart));     // wrong key byte
+  // Eight bytes across the boundary of the two entries land where the host expects them.
+  const uint64_t va = (kStart & ~(kMiB2 - 1)) + kMiB2 - 4;
+  const std::byte bytes[8] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
+                              std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8}};
+  ASSERT_TRUE(fw.WriteMkeyHost(key, va, bytes));
+  EXPECT_EQ(std::memcmp(base + kMiB2 - 4, bytes, sizeof bytes), 0);
+  std::byte back[8] = {};
+  ASSERT_TRUE(fw.ReadMkeyHost(key, va, back));
+  EXPECT_EQ(std::memcmp(back, bytes, sizeof bytes), 0);
+  EXPECT_FALSE(fw.WriteMkeyHost(key, kStart + kLen - 4, bytes));  // runs past the key
+
+  // The same memory as 4 KiB entries: one entry per page, same bytes.
+  ASSERT_TRUE(Ok(Destroy(Index(r))));
+  const uint64_t pages = (kStart + kLen - (kStart & ~uint64_t{4095}) + 4095) / 4096;
+  auto small = Mkey(prm::MKC_ACCESS_MODE_MTT, pd_, (pages + 1) / 2);
+  small.set(mkc.start_addr, kStart).set(mkc.len, kLen).set(mkc.log_page_size, 12)
+      .set(mkc.translations_octword_size, (pages + 1) / 2)
+      .set(In::translations_octword_actual_size, (pages + 1) / 2);
+  prm::Bits small_list(small.bytes().subspan(prm::size_bytes<In>));
+  for (uint64_t i = 0; i < pages; ++i)
+    small_list.set(prm::Element<64>{i * 64, "mtt"}, kIova + 0x1000 + i * 4096);
+  auto s4k = Exec(small, 16);
+  ASSERT_TRUE(Ok(s4k));
+  const uint32_t key4k = Index(s4k) << 8 | 0x5c;
+  EXPECT_EQ(fw.MkeyBusAddress(key4k, va), kIova + kMiB2 - 4);
+  std::byte again[8] = {};
+  ASSERT_TRUE(fw.ReadMkeyHost(key4k, va, again));
+  EXPECT_EQ(std::memcmp(again, bytes, sizeof bytes), 0);
+  ASSERT_TRUE(Ok(Destroy(Index(s4k))));
+  ASSERT_TRUE(sim_->UnmapDma(kIova, 2 * kMiB2));
 }
 
 TEST_F(MkeyTest, MttRules) {

@@ -190,6 +190,11 @@ TEST_F(UmrTest, Type1BindIsReadBackAndZeroLengthRebindUnbinds) {
   ASSERT_TRUE(r.ok()) << UmrCheckName(r.check);
   auto q = Query(k1);
   ASSERT_TRUE(Ok(q));
+  // The window reaches its parent's pages through the parent's MTT; only inside the window.
+  EXPECT_EQ(sim_->firmware().MkeyBusAddress(k1, kMrVa + 4096 + 10), 0x2'0000'0000u + 4096 + 10);
+  EXPECT_EQ(sim_->firmware().MkeyBusAddress(k1, kMrVa + 4096 + 8192 - 1), 0x2'0000'0000u + 3 * 4096 - 1);
+  EXPECT_FALSE(sim_->firmware().MkeyBusAddress(k1, kMrVa + 4096 + 8192));
+  EXPECT_FALSE(sim_->firmware().MkeyBusAddress(k1, kMrVa));
   EXPECT_EQ(q.get(QMkc::free), 0u);
   EXPECT_EQ(q.get(QMkc::mkey_7_0), k1 & 0xff);
   EXPECT_EQ(q.get(QMkc::qpn), 0xffffffu);

@@ -1,20 +1,20 @@
-// tests/unit/alloc/smaps.h: what the kernel says about the mapping that holds an address.
-// Reads /proc/self/smaps: the page size the TLB uses and the VmFlags ("dc" = do not copy on fork, set by MADV_DONTFORK;
-// "sh" = shared).
+// tests/unit/alloc/smaps.h: what the kernel says about the mapping that holds an address
+// (alloc/mapping.h), as the allocator tests ask it: the page size the TLB uses and the VmFlags
+// ("dc" = do not copy on fork, set by MADV_DONTFORK; "sh" = shared).
 #pragma once
 
-#include <cstddef>
 #include <optional>
-#include <string>
+
+#include "alloc/mapping.h"
 
 namespace onchip::alloc::testing {
 
-struct MappingFacts {
-  size_t kernel_page_size = 0;  // bytes
-  std::string vm_flags;         // e.g. "rd wr sh mr mw me ms dd"
-  bool has_flag(const char* f) const { return (" " + vm_flags + " ").find(std::string(" ") + f + " ") != std::string::npos; }
-};
+using MappingFacts = Mapping;
 
-std::optional<MappingFacts> FactsFor(const void* addr);
+inline std::optional<MappingFacts> FactsFor(const void* addr) {
+  auto m = MappingOf(addr);
+  if (!m) return std::nullopt;
+  return *m;
+}
 
 }  // namespace onchip::alloc::testing
