@@ -69,7 +69,7 @@ Result<void> MemoryRegion::Deregister() {
 }
 
 Result<Context> Context::Open(vpci::Function& function, driver::DeviceOptions opts) {
-  ONCHIP_TRY(auto bus, bus::SimBus::Open(function));
+  ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(function));
   return Open(std::move(bus), opts);
 }
 
@@ -83,7 +83,7 @@ Result<Context> Context::OpenLocator(std::string_view locator, driver::DeviceOpt
   return Context(std::move(device));
 }
 
-Result<Context> Context::Open(std::unique_ptr<bus::Bus> bus, driver::DeviceOptions opts) {
+Result<Context> Context::Open(std::unique_ptr<driver::bus::Bus> bus, driver::DeviceOptions opts) {
   ONCHIP_TRY(auto device, driver::Device::Open(std::move(bus), opts));
   return Context(std::move(device));
 }

@@ -89,7 +89,7 @@ class Context {
   static Result<Context> OpenVfio(std::string_view pci_name, driver::DeviceOptions opts = {});
   // Over whatever the locator names: "sim", "simd:<socket>", "vfio:<PCI address>" (open.h).
   static Result<Context> OpenLocator(std::string_view locator, driver::DeviceOptions opts = {});
-  static Result<Context> Open(std::unique_ptr<bus::Bus> bus, driver::DeviceOptions opts = {});
+  static Result<Context> Open(std::unique_ptr<driver::bus::Bus> bus, driver::DeviceOptions opts = {});
 
   Context(Context&&) noexcept = default;
   Context& operator=(Context&& o) noexcept;
@@ -110,7 +110,7 @@ class Context {
 
   driver::Device& device() const { return *device_; }
   const std::shared_ptr<driver::Device>& shared_device() const { return device_; }
-  // The device's embedded ibv_context: what driver/verbs_calls.h's calls take.
+  // The device's embedded ibv_context: what driver/verbs/calls.h's calls take.
   ibv_context* verbs() const { return device_->embedded_verbs(); }
 
  private:

@@ -10,6 +10,6 @@ namespace onchip::driver {
 
 // DESTROY_MKEY of the key whose index is `mkey_index` (mkey >> 8). The firmware refuses a key a
 // bound window still names (RES_BUSY); nothing changes then.
-Result<void> DestroyMkey(cmd::Commander& commander, uint32_t mkey_index);
+Result<void> DestroyMkey(driver::cmd::Commander& commander, uint32_t mkey_index);
 
 }  // namespace onchip::driver

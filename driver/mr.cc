@@ -64,7 +64,7 @@ void SetCommon(prm::Message<C>& in, uint32_t access_mode, unsigned access, uint3
 
 // Runs CREATE_MKEY and builds the Mr around the new key (registry lock held by the caller).
 Result<Mr*> Create(Device& device, prm::Message<C>& in, uint8_t variant, Pd* pd, unsigned access) {
-  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
+  ONCHIP_TRY(auto out, driver::cmd::Run<prm::create_mkey_out>(device.commander(), in));
   auto* mr = new Mr{};
   mr->mr_type = kMrTypeMr;
   mr->access = static_cast<int>(access);
@@ -131,7 +131,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   const auto start = reinterpret_cast<uintptr_t>(addr);
   if (length == 0 || start + length < start || iova + length < iova)
     return Fail(EINVAL, "reg_mr: empty or wrapping range");
-  if ((start ^ iova) & (bus::kPageSize - 1))
+  if ((start ^ iova) & (driver::bus::kPageSize - 1))
     return Fail(EINVAL, "reg_mr: iova and addr differ inside their page");
   if (dmah != nullptr && dmah->device != pd->device)
     return Fail(EINVAL, "reg_mr: DMA handle of another device");
@@ -143,7 +143,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   const uintptr_t first = start & ~(page - 1);
   const uint64_t span = ((start + length + page - 1) & ~(page - 1)) - first;
   const uint64_t npages = span / page;
-  ONCHIP_TRY(bus::DmaMapping mapping,
+  ONCHIP_TRY(driver::bus::DmaMapping mapping,
              device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
 
   ONCHIP_TRY(auto op, device.registry().Begin("reg_mr: device closed"));

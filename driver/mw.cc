@@ -41,7 +41,7 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
       .set(mkc.mkey_7_0, variant)
       .set(mkc.pd, pd->protection().pdn)
       .set(mkc.translations_octword_size, kWindowKlmOctowords);
-  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
+  ONCHIP_TRY(auto out, driver::cmd::Run<prm::create_mkey_out>(device.commander(), in));
 
   auto* mw = new Mw{};
   mw->device = pd->device;

@@ -24,7 +24,7 @@
 
 #include "bench/baselines/vendor_mmio.h"
 #include "driver/context.h"
-#include "driver/verbs_calls.h"
+#include "driver/verbs/calls.h"
 #include "mmio/wc_copy.h"
 #include "tools/sim/device.h"
 #include "uapi/prm/cmd_layout.h"
@@ -235,14 +235,14 @@ void AllocFreeDm(benchmark::State& state) {
 
 // The firmware stand-in for the driver-only measurement: answers ALLOC_MEMIC at the candidate
 // range's start and DEALLOC_MEMIC with OK, in the caller's thread.
-class InstantFirmware final : public cmd::Commander {
+class InstantFirmware final : public driver::cmd::Commander {
  public:
   Result<void> Exec(std::span<const std::byte> in, std::span<std::byte> out) override {
     std::memset(out.data(), 0, out.size());
     if (prm::Get(in, prm::mbox_in::opcode) == prm::ALLOC_MEMIC)
       prm::Bits(out).set(prm::alloc_memic_out::memic_start_addr,
                          prm::Get(in, prm::alloc_memic_in::range_start_addr));
-    return cmd::CheckOutputStatus(in, out);
+    return driver::cmd::CheckOutputStatus(in, out);
   }
 };
 

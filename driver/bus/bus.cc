@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <utility>
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 DmaMapping& DmaMapping::operator=(DmaMapping&& o) noexcept {
   if (this != &o) {
@@ -56,4 +56,4 @@ void Bus::Write32(uint64_t offset, uint32_t value) {
   __atomic_store_n(reg, htobe32(value), __ATOMIC_RELAXED);
 }
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -30,7 +30,7 @@
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 class Bus;
 
@@ -113,4 +113,4 @@ class IovaSpace {
   std::atomic<uint64_t> next_;
 };
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

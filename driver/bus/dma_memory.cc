@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 Result<DmaMemory> DmaMemory::Allocate(alloc::MemoryProvider& provider, size_t length,
                                       size_t alignment) {
@@ -31,4 +31,4 @@ void DmaMemory::Reset() {
   a_ = {};
 }
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -18,7 +18,7 @@
 #include "alloc/provider.h"
 #include "uapi/result.h"
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 class DmaMemory {
  public:
@@ -51,4 +51,4 @@ class DmaMemory {
   alloc::Allocation a_;
 };
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -13,7 +13,7 @@
 #include "uapi/prm/init_seg_access.h"
 #include "uapi/prm/opcodes.h"
 
-namespace onchip::cmd {
+namespace onchip::driver::cmd {
 namespace {
 
 // A chunk of mailbox blocks: 64 KiB = 64 blocks at 1 KiB alignment.
@@ -218,4 +218,4 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
   return result;
 }
 
-}  // namespace onchip::cmd
+}  // namespace onchip::driver::cmd

@@ -29,7 +29,7 @@
 #include "driver/bus/dma_memory.h"
 #include "driver/cmd/commander.h"
 
-namespace onchip::cmd {
+namespace onchip::driver::cmd {
 
 struct CmdqOptions {
   // The kernel's command timeout (60 s) plus its 1 s slack. Tests of timeouts shorten it.
@@ -87,4 +87,4 @@ class Cmdq final : public Commander {
   std::vector<MailboxBlock> free_blocks_;
 };
 
-}  // namespace onchip::cmd
+}  // namespace onchip::driver::cmd

@@ -6,7 +6,7 @@
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/opcodes.h"
 
-namespace onchip::cmd {
+namespace onchip::driver::cmd {
 
 Result<void> CheckOutputStatus(std::span<const std::byte> in, std::span<const std::byte> out) {
   const uint8_t status = prm::Get(out, prm::mbox_out::status);
@@ -78,4 +78,4 @@ const char* OpcodeName(uint16_t opcode) {
   return "UNKNOWN_OPCODE";
 }
 
-}  // namespace onchip::cmd
+}  // namespace onchip::driver::cmd

@@ -17,7 +17,7 @@
 
 #include "uapi/result.h"
 
-namespace onchip::cmd {
+namespace onchip::driver::cmd {
 
 class Commander {
  public:
@@ -32,4 +32,4 @@ Result<void> CheckOutputStatus(std::span<const std::byte> in, std::span<const st
 // "ALLOC_MEMIC" for prm::ALLOC_MEMIC; "UNKNOWN_OPCODE" otherwise. Static strings.
 const char* OpcodeName(uint16_t opcode);
 
-}  // namespace onchip::cmd
+}  // namespace onchip::driver::cmd

@@ -14,7 +14,7 @@
 #include "driver/cmd/commander.h"
 #include "uapi/prm/field.h"
 
-namespace onchip::cmd {
+namespace onchip::driver::cmd {
 
 template <class Out, class In>
 Result<prm::Message<Out>> Run(Commander& commander, const prm::Message<In>& in,
@@ -25,4 +25,4 @@ Result<prm::Message<Out>> Run(Commander& commander, const prm::Message<In>& in,
   return out;
 }
 
-}  // namespace onchip::cmd
+}  // namespace onchip::driver::cmd

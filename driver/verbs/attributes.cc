@@ -10,7 +10,7 @@
 
 #include "uapi/prm/caps.h"
 
-namespace onchip::verbs {
+namespace onchip::driver::verbs {
 namespace {
 
 // WQE building blocks that bound the scatter/gather counts (PRM "Send WQE" / "Receive WQE").
@@ -137,4 +137,4 @@ int PortAttributes(const driver::Device& device, const Identity& id, uint8_t por
   return 0;
 }
 
-}  // namespace onchip::verbs
+}  // namespace onchip::driver::verbs

@@ -14,7 +14,7 @@
 
 #include "driver/device.h"
 
-namespace onchip::verbs {
+namespace onchip::driver::verbs {
 
 // PCI identity of a ConnectX-6 Dx function.
 inline constexpr uint32_t kMellanoxVendorId = 0x02c9;  // IEEE OUI, as mlx5_ib reports vendor_id
@@ -35,4 +35,4 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
 int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
                    ibv_port_attr* out);
 
-}  // namespace onchip::verbs
+}  // namespace onchip::driver::verbs

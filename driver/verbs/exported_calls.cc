@@ -8,7 +8,7 @@
 // object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device),
 // and in a forked child of the opening process the calls that command the device are ENODEV
 // (the device's threads stayed in the parent; see provider.cc).
-// Errors follow verbs_calls.h: NULL with errno, or the errno returned.
+// Errors follow calls.h: NULL with errno, or the errno returned.
 //
 // exports.lds makes these five the library's only dynamic symbols.
 #include <infiniband/mlx5dv.h>
@@ -19,13 +19,13 @@
 
 #include "driver/verbs/abi34.h"
 #include "driver/verbs/provider.h"
-#include "driver/verbs_calls.h"
+#include "driver/verbs/calls.h"
 #include "uapi/verbs/dmah.h"
 
 namespace {
 
-using onchip::verbs::IsOnchipContext;
-using onchip::verbs::OpenedInThisProcess;
+using onchip::driver::verbs::IsOnchipContext;
+using onchip::driver::verbs::OpenedInThisProcess;
 
 // 0 when `context` is onchip's, else the errno the exported call fails with.
 int Refusal(const ibv_context* context) {

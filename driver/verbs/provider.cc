@@ -29,9 +29,9 @@
 #include "driver/verbs/attributes.h"
 #include "driver/verbs/provider.h"
 #include "driver/verbs/session.h"
-#include "driver/verbs_calls.h"
+#include "driver/verbs/calls.h"
 
-namespace onchip::verbs {
+namespace onchip::driver::verbs {
 namespace {
 
 using abi::verbs_context_ops;
@@ -182,7 +182,7 @@ void FreeContext(ibv_context* context) {
 
 const verbs_context_ops kContextOps = [] {
   verbs_context_ops ops{};
-  // The verbs_calls.h entry points have exactly these signatures: the driver's objects are the
+  // The calls.h entry points have exactly these signatures: the driver's objects are the
   // verbs objects libibverbs hands to the application. bind_mw stays libibverbs' EOPNOTSUPP
   // (binding is a send-queue operation: no data path yet).
   ops.alloc_dm = OwnerOnly<driver::verbs::alloc_dm>::Call;
@@ -284,4 +284,4 @@ bool IsOnchipContext(const ibv_context* context) {
          reinterpret_cast<const verbs_device*>(context->device)->ops == &kDeviceOps;
 }
 
-}  // namespace onchip::verbs
+}  // namespace onchip::driver::verbs

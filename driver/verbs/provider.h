@@ -5,7 +5,7 @@
 
 #include <infiniband/verbs.h>
 
-namespace onchip::verbs {
+namespace onchip::driver::verbs {
 
 // True when `context` was opened through onchip's provider (its device carries onchip's
 // verbs_device_ops); false for null and for every other provider's context.
@@ -15,4 +15,4 @@ bool IsOnchipContext(const ibv_context* context);
 // process's threads, so a forked child has no device: calls that command it answer ENODEV there.
 bool OpenedInThisProcess(const ibv_context* context);
 
-}  // namespace onchip::verbs
+}  // namespace onchip::driver::verbs

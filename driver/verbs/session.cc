@@ -8,7 +8,7 @@
 
 #include "driver/hca.h"
 
-namespace onchip::verbs {
+namespace onchip::driver::verbs {
 
 Result<std::unique_ptr<Session>> Session::Open(const driver::Locator& locator) {
   int fds[2];
@@ -30,4 +30,4 @@ Session::~Session() {
 
 uint64_t Session::fw_ver() const { return driver::hca::FirmwareVersion(device_->bus()); }
 
-}  // namespace onchip::verbs
+}  // namespace onchip::driver::verbs

@@ -12,7 +12,7 @@
 #include "driver/open.h"
 #include "uapi/result.h"
 
-namespace onchip::verbs {
+namespace onchip::driver::verbs {
 
 class Session {
  public:
@@ -41,4 +41,4 @@ class Session {
   int async_write_fd_ = -1;
 };
 
-}  // namespace onchip::verbs
+}  // namespace onchip::driver::verbs

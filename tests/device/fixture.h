@@ -12,7 +12,7 @@
 
 #include "driver/cmd/run.h"
 #include "driver/context.h"
-#include "driver/verbs_calls.h"
+#include "driver/verbs/calls.h"
 #include "tools/sim/device.h"
 #include "uapi/prm/mkey.h"
 
@@ -108,7 +108,7 @@ class DriverTest : public SimDeviceTest {
     prm::Message<prm::query_mkey_in> in;
     in.set(prm::query_mkey_in::opcode, prm::QUERY_MKEY)
         .set(prm::query_mkey_in::mkey_index, mkey >> 8);
-    auto out = cmd::Run<prm::query_mkey_out>(device().commander(), in);
+    auto out = driver::cmd::Run<prm::query_mkey_out>(device().commander(), in);
     EXPECT_TRUE(out) << out.error().describe();
     return out ? std::move(*out) : prm::Message<prm::query_mkey_out>();
   }

@@ -9,7 +9,7 @@
 // Registers are read and written one whole 32-bit word at a time, as MMIO is. The accessors take
 // any register file with `uint32_t Read32(uint64_t byte_offset) const` and
 // `void Write32(uint64_t byte_offset, uint32_t host_value)` (the big-endian swap is the register
-// file's): the driver's bus::Bus and the software ConnectX's Bar0 both are one.
+// file's): the driver's driver::bus::Bus and the software ConnectX's Bar0 both are one.
 #pragma once
 
 #include <concepts>

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 Result<std::unique_ptr<SimBus>> SimBus::Open(vpci::Function& function) {
   const vpci::SharedMemory bar = function.bar0();
@@ -57,4 +57,4 @@ Result<void> SimBus::UnmapHost(uint64_t iova, uint64_t length) {
   return function_.UnmapDma(iova, length);
 }
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -13,7 +13,7 @@
 #include "driver/bus/bus.h"
 #include "uapi/vpci.h"
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 class SimBus final : public Bus {
  public:
@@ -46,4 +46,4 @@ class SimBus final : public Bus {
   IovaSpace iova_{uint64_t{1} << 32};
 };
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
-namespace onchip::bus::vfio {
+namespace onchip::driver::bus::vfio {
 namespace {
 
 bool ParseHex(std::string_view s, unsigned& out) {
@@ -101,4 +101,4 @@ Result<void> CheckBar0Region(const vfio_region_info& info) {
   return {};
 }
 
-}  // namespace onchip::bus::vfio
+}  // namespace onchip::driver::bus::vfio

@@ -10,7 +10,7 @@
 
 #include "uapi/result.h"
 
-namespace onchip::bus::vfio {
+namespace onchip::driver::bus::vfio {
 
 // A PCI address in the kernel's canonical form "dddd:bb:dd.f" (lower-case hex); EINVAL otherwise.
 Result<std::string> CanonicalPciName(std::string_view name);
@@ -38,4 +38,4 @@ Result<void> CheckBar0Region(const vfio_region_info& info);
 inline constexpr uint16_t kPciCommandMemoryBusMaster = 0x0006;
 inline constexpr uint64_t kPciCommandOffset = 0x4;
 
-}  // namespace onchip::bus::vfio
+}  // namespace onchip::driver::bus::vfio

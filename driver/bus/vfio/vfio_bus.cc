@@ -11,7 +11,7 @@
 
 #include "driver/bus/vfio/vfio_args.h"
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 Result<std::unique_ptr<VfioBus>> VfioBus::Open(std::string_view pci_name, VfioOptions opts) {
   ONCHIP_TRY(const std::string name, vfio::CanonicalPciName(pci_name));
@@ -131,4 +131,4 @@ Result<void> VfioBus::UnmapHost(uint64_t iova, uint64_t length) {
   return {};
 }
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -21,7 +21,7 @@
 
 #include "driver/bus/bus.h"
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 
 struct VfioOptions {
   std::string sysfs_root = "/sys";
@@ -60,4 +60,4 @@ class VfioBus final : public Bus {
   Result<uint64_t> MapRange(void* host, uint64_t length, const char* what);
 };
 
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

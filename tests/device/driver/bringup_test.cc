@@ -128,7 +128,7 @@ TEST(Cmdq, FirmwareRefusalCarriesOpcodeStatusAndSyndrome) {
   ASSERT_TRUE(ctx) << ctx.error().describe();
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, 0xabcd);
-  auto out = cmd::Run<prm::dealloc_pd_out>(ctx->device().commander(), in);
+  auto out = driver::cmd::Run<prm::dealloc_pd_out>(ctx->device().commander(), in);
   ASSERT_FALSE(out);
   const Error& e = out.error();
   ASSERT_TRUE(e.from_firmware()) << e.describe();
@@ -146,7 +146,7 @@ TEST(Cmdq, RefusesMessageWithOutOfRangeField) {
   const auto before = sim->counters().commands;
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, 1u << 24);
-  auto out = cmd::Run<prm::dealloc_pd_out>(ctx->device().commander(), in);
+  auto out = driver::cmd::Run<prm::dealloc_pd_out>(ctx->device().commander(), in);
   ASSERT_FALSE(out);
   EXPECT_EQ(out.error().errno_value(), EINVAL);
   EXPECT_EQ(sim->counters().commands, before);  // never sent
@@ -203,10 +203,10 @@ TEST(Cmdq, LostPageSlotFailsPageCommandsInsteadOfHanging) {
       .set(prm::manage_pages_in::op_mod, prm::PAGES_TAKE)
       .set(prm::manage_pages_in::input_num_entries, 1);
   sim->StallNext(prm::MANAGE_PAGES);
-  auto first = cmd::Run<prm::manage_pages_out>(c, take, 8);
+  auto first = driver::cmd::Run<prm::manage_pages_out>(c, take, 8);
   ASSERT_FALSE(first);
   EXPECT_EQ(first.error().errno_value(), ETIMEDOUT);
-  auto second = cmd::Run<prm::manage_pages_out>(c, take, 8);
+  auto second = driver::cmd::Run<prm::manage_pages_out>(c, take, 8);
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().errno_value(), EIO);
   EXPECT_EQ(second.error().firmware().opcode, prm::MANAGE_PAGES);
@@ -217,7 +217,7 @@ TEST(Cmdq, LostPageSlotFailsPageCommandsInsteadOfHanging) {
 
 TEST(SimBus, ProviderRegionsAreMappedOnceWithTheirFd) {
   auto sim = MakeDevice();
-  auto bus = bus::SimBus::Open(*sim);
+  auto bus = driver::bus::SimBus::Open(*sim);
   ASSERT_TRUE(bus) << bus.error().describe();
   {
     alloc::ProviderOptions options;
@@ -225,8 +225,8 @@ TEST(SimBus, ProviderRegionsAreMappedOnceWithTheirFd) {
     options.mapper = bus->get();
     auto provider = alloc::MemoryProvider::Create(options);
     ASSERT_TRUE(provider) << provider.error().describe();
-    auto a = bus::DmaMemory::Allocate(**provider, 1, 64);
-    auto b = bus::DmaMemory::Allocate(**provider, 3 * 4096 + 1, 4096);
+    auto a = driver::bus::DmaMemory::Allocate(**provider, 1, 64);
+    auto b = driver::bus::DmaMemory::Allocate(**provider, 3 * 4096 + 1, 4096);
     ASSERT_TRUE(a && b);
     EXPECT_EQ(a->length(), 64u);
     EXPECT_EQ(b->length(), 4 * 4096u);

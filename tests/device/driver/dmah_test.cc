@@ -318,7 +318,7 @@ TEST_F(DmahTest, MrCarriesTheHandlesTphFieldsAndPinsIt) {
     prm::Message<prm::query_mkey_in> in;
     in.set(prm::query_mkey_in::opcode, prm::QUERY_MKEY)
         .set(prm::query_mkey_in::mkey_index, mkey >> 8);
-    auto out = cmd::Run<prm::query_mkey_out>(ctx_->device().commander(), in);
+    auto out = driver::cmd::Run<prm::query_mkey_out>(ctx_->device().commander(), in);
     EXPECT_TRUE(out) << out.error().describe();
     return out ? std::move(*out) : prm::Message<prm::query_mkey_out>();
   };
@@ -402,7 +402,7 @@ TEST(SteeringTagTableTest, IndicesStopAt255WhateverTheTableSize) {
   config.pcie_tph_steering_tags = 300;
   auto sim = sim::Device::Create(config);
   ASSERT_TRUE(sim) << sim.error().describe();
-  auto bus = bus::SimBus::Open(**sim);
+  auto bus = driver::bus::SimBus::Open(**sim);
   ASSERT_TRUE(bus) << bus.error().describe();
   SteeringTagTable table(**bus, (*bus)->tph(), true);
   std::vector<uint8_t> got;
@@ -425,7 +425,7 @@ TEST(SteeringTagTableTest, IndicesStopAt255WhateverTheTableSize) {
 TEST(SteeringTagTableTest, ReleaseOfAnIndexNotHeldChangesNothing) {
   auto sim = sim::Device::Create({});
   ASSERT_TRUE(sim);
-  auto bus = bus::SimBus::Open(**sim);
+  auto bus = driver::bus::SimBus::Open(**sim);
   ASSERT_TRUE(bus);
   SteeringTagTable table(**bus, (*bus)->tph(), true);
   auto index = table.Acquire(0, IBV_TPH_MEM_TYPE_PM);
@@ -443,7 +443,7 @@ TEST(SteeringTagTableTest, ReleaseOfAnIndexNotHeldChangesNothing) {
 TEST(SteeringTagTableTest, NoMkeyTphOrNoTableIsEopnotsupp) {
   auto sim = sim::Device::Create({});
   ASSERT_TRUE(sim);
-  auto bus = bus::SimBus::Open(**sim);
+  auto bus = driver::bus::SimBus::Open(**sim);
   ASSERT_TRUE(bus);
   for (auto [table, mkey_tph] : {std::pair{(*bus)->tph(), false},
                                  std::pair{std::optional<vpci::TphCapability>(), true}}) {

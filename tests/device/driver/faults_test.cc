@@ -27,14 +27,14 @@ TEST_P(BringUpFault, FailsCleanlyAndLeavesTheDeviceEmpty) {
   sim->InjectFailure({.count = 1, .opcode = opcode, .status = CommandStatus::INT_ERR,
                       .syndrome = kSyndrome});
   auto ctx = Context::Open(*sim);
-  ASSERT_FALSE(ctx) << "bring-up survived a failed " << cmd::OpcodeName(opcode);
+  ASSERT_FALSE(ctx) << "bring-up survived a failed " << driver::cmd::OpcodeName(opcode);
   const Error& e = ctx.error();
   EXPECT_EQ(e.errno_value(), EIO) << e.describe();
   ASSERT_TRUE(e.from_firmware()) << e.describe();
   EXPECT_EQ(e.firmware().opcode, opcode);
   EXPECT_EQ(e.firmware().status, static_cast<uint8_t>(CommandStatus::INT_ERR));
   EXPECT_EQ(e.firmware().syndrome, kSyndrome);
-  EXPECT_NE(e.describe().find(cmd::OpcodeName(opcode)), std::string::npos) << e.describe();
+  EXPECT_NE(e.describe().find(driver::cmd::OpcodeName(opcode)), std::string::npos) << e.describe();
   EXPECT_EQ(sim->firmware().state(), sim::HcaState::kDisabled);
   ExpectNothingHeld(*sim);
   EXPECT_EQ(sim->dma_mappings(), 0u);
@@ -48,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(EveryBringUpCommand, BringUpFault,
                                            prm::QUERY_PAGES, prm::MANAGE_PAGES, prm::ACCESS_REG,
                                            prm::QUERY_HCA_CAP, prm::SET_HCA_CAP, prm::INIT_HCA,
                                            prm::SET_DRIVER_VERSION),
-                         [](const auto& p) { return std::string(cmd::OpcodeName(p.param)); });
+                         [](const auto& p) { return std::string(driver::cmd::OpcodeName(p.param)); });
 
 TEST(BringUpFaultAccessReg, DeviceWithoutHostEndiannessRegisterIsFine) {
   auto sim = MakeDevice();

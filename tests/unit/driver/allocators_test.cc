@@ -21,7 +21,7 @@ using prm::CommandStatus;
 
 // Answers each command with the next scripted status (OK when the script is empty) and records
 // the inputs. ALLOC_MEMIC succeeds at range_start_addr; CREATE_GENERAL_OBJECT returns id 7.
-class ScriptedFirmware : public cmd::Commander {
+class ScriptedFirmware : public driver::cmd::Commander {
  public:
   std::deque<CommandStatus> script;
   std::vector<std::vector<std::byte>> seen;
@@ -43,7 +43,7 @@ class ScriptedFirmware : public cmd::Commander {
               prm::Get(in, prm::alloc_memic_in::range_start_addr));
       if (opcode == prm::CREATE_GENERAL_OBJECT) o.set(prm::general_obj_out_cmd_hdr::obj_id, 7);
     }
-    return cmd::CheckOutputStatus(in, out);
+    return driver::cmd::CheckOutputStatus(in, out);
   }
 };
 
@@ -190,9 +190,9 @@ TEST(SwIcm, PowerOfTwoBlocksAlignedAndReleasedOnFailure) {
 TEST(OutputStatus, MapsToTheKernelErrnoWithContext) {
   std::vector<std::byte> in(16), out(16);
   prm::Bits(in).set(prm::mbox_in::opcode, prm::ALLOC_MEMIC).set(prm::mbox_in::op_mod, 3);
-  EXPECT_TRUE(cmd::CheckOutputStatus(in, out));
+  EXPECT_TRUE(driver::cmd::CheckOutputStatus(in, out));
   prm::Bits(out).set(prm::mbox_out::status, 0x0f).set(prm::mbox_out::syndrome, 0xabc);
-  auto r = cmd::CheckOutputStatus(in, out);
+  auto r = driver::cmd::CheckOutputStatus(in, out);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().errno_value(), EAGAIN);
   EXPECT_EQ(r.error().firmware().opcode, prm::ALLOC_MEMIC);

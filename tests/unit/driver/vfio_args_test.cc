@@ -10,7 +10,7 @@
 #include "driver/bus/vfio/vfio_args.h"
 #include "driver/bus/vfio/vfio_bus.h"
 
-namespace onchip::bus {
+namespace onchip::driver::bus {
 namespace {
 
 TEST(VfioArgs, CanonicalPciName) {
@@ -121,4 +121,4 @@ TEST(VfioHost, ThisMachineHasNoVfioOrSaysWhy) {
 }
 
 }  // namespace
-}  // namespace onchip::bus
+}  // namespace onchip::driver::bus

@@ -1,4 +1,4 @@
-#include "driver/verbs_calls.h"
+#include "driver/verbs/calls.h"
 
 #include <cerrno>
 
