@@ -20,11 +20,11 @@ void Caps::Store(prm::CapType type, prm::CapMode mode, std::span<const std::byte
   pages_[prm::QueryCapOpMod(type, mode)] = std::move(bytes);
 }
 
-Result<void> Caps::Query(driver::cmd::Commander& commander, prm::CapType type, prm::CapMode mode) {
+Result<void> Caps::Query(cmd::Commander& commander, prm::CapType type, prm::CapMode mode) {
   prm::Message<prm::query_hca_cap_in> in;
   in.set(prm::query_hca_cap_in::opcode, prm::QUERY_HCA_CAP)
       .set(prm::query_hca_cap_in::op_mod, prm::QueryCapOpMod(type, mode));
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::query_hca_cap_out>(commander, in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::query_hca_cap_out>(commander, in));
   Store(type, mode, out.region(prm::query_hca_cap_out::capability));
   return {};
 }

@@ -32,7 +32,7 @@ class Caps {
   void Store(prm::CapType type, prm::CapMode mode, std::span<const std::byte> page);
 
   // QUERY_HCA_CAP(type, mode) into this store.
-  Result<void> Query(driver::cmd::Commander& commander, prm::CapType type, prm::CapMode mode);
+  Result<void> Query(cmd::Commander& commander, prm::CapType type, prm::CapMode mode);
 
  private:
   prm::Bits View(prm::CapType type, prm::CapMode mode) const;

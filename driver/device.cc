@@ -62,14 +62,14 @@ Device* Device::FromVerbs(ibv_context* ctx) {
   return it == ServedContexts().end() ? nullptr : it->second;
 }
 
-Device::Device(std::unique_ptr<driver::bus::Bus> bus) : bus_(std::move(bus)) {
+Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
   verbs_.cmd_fd = -1;
   verbs_.async_fd = -1;
   std::lock_guard lock(ContextsMu());
   ServedContexts()[&verbs_] = this;
 }
 
-Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<driver::bus::Bus> bus, DeviceOptions opts) {
+Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts) {
   if (!bus) return Fail(EINVAL, "device: no bus");
   std::shared_ptr<Device> device(new Device(std::move(bus)));
   if (auto up = device->BringUp(opts); !up) {
@@ -84,7 +84,7 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   ONCHIP_TRY(alloc::ProviderOptions memory, alloc::ProviderOptions::FromEnvironment());
   memory.mapper = bus_.get();
   ONCHIP_TRY(memory_, alloc::MemoryProvider::Create(memory));
-  ONCHIP_TRY(cmdq_, driver::cmd::Cmdq::Create(*bus_, *memory_, opts.cmdq));
+  ONCHIP_TRY(cmdq_, cmd::Cmdq::Create(*bus_, *memory_, opts.cmdq));
   pages_ = std::make_unique<PageSupply>(*memory_);
   ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
   ONCHIP_CHECK(hca::EnableHca(*cmdq_));

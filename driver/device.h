@@ -39,7 +39,7 @@ class SteeringTagTable;
 
 struct DeviceOptions {
   std::chrono::milliseconds firmware_ready_timeout{120000};
-  driver::cmd::CmdqOptions cmdq;
+  cmd::CmdqOptions cmdq;
 };
 
 // What Close() did. `first_error` is the first command that failed (teardown goes on past it).
@@ -57,7 +57,7 @@ struct TeardownReport {
 
 class Device : public std::enable_shared_from_this<Device> {
  public:
-  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<driver::bus::Bus> bus, DeviceOptions opts = {});
+  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -67,11 +67,11 @@ class Device : public std::enable_shared_from_this<Device> {
   TeardownReport Close();
   bool closed() const { return registry_.closed(); }
 
-  driver::bus::Bus& bus() { return *bus_; }
+  bus::Bus& bus() { return *bus_; }
   // Where driver-allocated DMA memory comes from: hugepages (EAL, else memfd hugetlb, else memfd
   // 4 KiB), carved into buffers, each region mapped once through bus().
   alloc::MemoryProvider& memory() { return *memory_; }
-  driver::cmd::Commander& commander() { return *cmdq_; }
+  cmd::Commander& commander() { return *cmdq_; }
   const Caps& caps() const { return caps_; }
   MemicAllocator& memic() { return memic_; }
   SwIcmAllocator& sw_icm() { return sw_icm_; }
@@ -103,14 +103,14 @@ class Device : public std::enable_shared_from_this<Device> {
   uint8_t NextMkeyVariant() { return mkey_variant_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  explicit Device(std::unique_ptr<driver::bus::Bus> bus);
+  explicit Device(std::unique_ptr<bus::Bus> bus);
   Result<void> BringUp(const DeviceOptions& opts);
 
   // Declaration order is destruction order reversed: pages and the queue go before the memory
   // provider, the provider (which unmaps its regions through the bus) before the bus.
-  std::unique_ptr<driver::bus::Bus> bus_;
+  std::unique_ptr<bus::Bus> bus_;
   std::unique_ptr<alloc::MemoryProvider> memory_;
-  std::unique_ptr<driver::cmd::Cmdq> cmdq_;
+  std::unique_ptr<cmd::Cmdq> cmdq_;
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;
   std::unique_ptr<Uars> uars_;

@@ -34,7 +34,7 @@ uint32_t MemicAllocator::pages_in_use() const {
   return n;
 }
 
-Result<MemicAllocator::Allocation> MemicAllocator::Alloc(driver::cmd::Commander& c, uint64_t length,
+Result<MemicAllocator::Allocation> MemicAllocator::Alloc(cmd::Commander& c, uint64_t length,
                                                          uint32_t log_align_req) {
   if (!memic_) return Fail(EOPNOTSUPP, "alloc_dm: device has no MEMIC");
   if (length == 0) return Fail(EINVAL, "alloc_dm: zero length");
@@ -64,7 +64,7 @@ Result<MemicAllocator::Allocation> MemicAllocator::Alloc(driver::cmd::Commander&
       for (uint64_t i = 0; i < num_pages; ++i) used_[page + i] = true;
     }
     in.set(prm::alloc_memic_in::range_start_addr, bar_start_ + page * kPage);
-    auto out = driver::cmd::Run<prm::alloc_memic_out>(c, in);
+    auto out = cmd::Run<prm::alloc_memic_out>(c, in);
     if (out) {
       const uint64_t addr = out->get(prm::alloc_memic_out::memic_start_addr);
       Allocation a{addr, size, static_cast<uint32_t>(page), static_cast<uint32_t>(num_pages)};
@@ -84,12 +84,12 @@ Result<MemicAllocator::Allocation> MemicAllocator::Alloc(driver::cmd::Commander&
   return Fail(ENOMEM, "alloc_dm: no free MEMIC range");
 }
 
-Result<void> MemicAllocator::Free(driver::cmd::Commander& c, const Allocation& a) {
+Result<void> MemicAllocator::Free(cmd::Commander& c, const Allocation& a) {
   prm::Message<prm::dealloc_memic_in> in;
   in.set(prm::dealloc_memic_in::opcode, prm::DEALLOC_MEMIC)
       .set(prm::dealloc_memic_in::memic_start_addr, a.bar_offset)
       .set(prm::dealloc_memic_in::memic_size, a.size);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::dealloc_memic_out>(c, in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::dealloc_memic_out>(c, in));
   (void)out;
   std::lock_guard lock(mu_);
   for (uint32_t i = 0; i < a.num_pages; ++i) used_[a.first_page + i] = false;

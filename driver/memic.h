@@ -34,9 +34,9 @@ class MemicAllocator {
   // EOPNOTSUPP without MEMIC; EINVAL for length 0 or an alignment above
   // log_max_memic_addr_alignment; ENOMEM when no candidate range is left; any other firmware
   // error as the firmware gave it. Nothing stays allocated on failure.
-  Result<Allocation> Alloc(driver::cmd::Commander& c, uint64_t length, uint32_t log_align_req);
+  Result<Allocation> Alloc(cmd::Commander& c, uint64_t length, uint32_t log_align_req);
   // DEALLOC_MEMIC. On failure the buffer stays allocated and marked.
-  Result<void> Free(driver::cmd::Commander& c, const Allocation& a);
+  Result<void> Free(cmd::Commander& c, const Allocation& a);
 
   uint32_t pages_in_use() const;
 

@@ -47,15 +47,13 @@ constexpr auto kMkc = C::memory_key_mkey_entry;
 // The fields every MR's mkey shares: access bits, PD, key variant, no QP.
 void SetCommon(prm::Message<C>& in, uint32_t access_mode, unsigned access, uint32_t pdn,
                uint8_t variant, uint64_t start, uint64_t length) {
+  SetAccessModeNoQp(in, access_mode);
   in.set(C::opcode, prm::CREATE_MKEY)
-      .set(kMkc.access_mode_1_0, access_mode & 0x3)
-      .set(kMkc.access_mode_4_2, access_mode >> 2)
       .set(kMkc.a, (access & IBV_ACCESS_REMOTE_ATOMIC) ? 1 : 0)
       .set(kMkc.rw, (access & IBV_ACCESS_REMOTE_WRITE) ? 1 : 0)
       .set(kMkc.rr, (access & IBV_ACCESS_REMOTE_READ) ? 1 : 0)
       .set(kMkc.lw, (access & IBV_ACCESS_LOCAL_WRITE) ? 1 : 0)
       .set(kMkc.lr, 1)
-      .set(kMkc.qpn, 0xffffff)
       .set(kMkc.mkey_7_0, variant)
       .set(kMkc.pd, pdn)
       .set(kMkc.start_addr, start)
@@ -64,7 +62,7 @@ void SetCommon(prm::Message<C>& in, uint32_t access_mode, unsigned access, uint3
 
 // Runs CREATE_MKEY and builds the Mr around the new key (registry lock held by the caller).
 Result<Mr*> Create(Device& device, prm::Message<C>& in, uint8_t variant, Pd* pd, unsigned access) {
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::create_mkey_out>(device.commander(), in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
   auto* mr = new Mr{};
   mr->mr_type = kMrTypeMr;
   mr->access = static_cast<int>(access);
@@ -131,7 +129,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   const auto start = reinterpret_cast<uintptr_t>(addr);
   if (length == 0 || start + length < start || iova + length < iova)
     return Fail(EINVAL, "reg_mr: empty or wrapping range");
-  if ((start ^ iova) & (driver::bus::kPageSize - 1))
+  if ((start ^ iova) & (bus::kPageSize - 1))
     return Fail(EINVAL, "reg_mr: iova and addr differ inside their page");
   if (dmah != nullptr && dmah->device != pd->device)
     return Fail(EINVAL, "reg_mr: DMA handle of another device");
@@ -143,7 +141,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
   const uintptr_t first = start & ~(page - 1);
   const uint64_t span = ((start + length + page - 1) & ~(page - 1)) - first;
   const uint64_t npages = span / page;
-  ONCHIP_TRY(driver::bus::DmaMapping mapping,
+  ONCHIP_TRY(bus::DmaMapping mapping,
              device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
 
   ONCHIP_TRY(auto op, device.registry().Begin("reg_mr: device closed"));

@@ -43,7 +43,7 @@ struct Mr {
   Pd* pd = nullptr;
   Dm* dm = nullptr;           // device-memory MR
   Dmah* dmah = nullptr;       // host MR registered with a DMA handle
-  driver::bus::DmaMapping mapping;    // host MR: its pages as the device sees them
+  bus::DmaMapping mapping;    // host MR: its pages as the device sees them
   uint32_t mkey_index = 0;
   Life life;  // nothing pins an MR (a bound window makes the device refuse its destroy)
 

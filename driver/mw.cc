@@ -30,18 +30,16 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
   using C = prm::create_mkey_in;
   constexpr auto mkc = C::memory_key_mkey_entry;
   prm::Message<C> in;
+  SetAccessModeNoQp(in, prm::MKC_ACCESS_MODE_KLMS);
   in.set(C::opcode, prm::CREATE_MKEY)
       .set(mkc.free, 1)
       .set(mkc.umr_en, 1)
       .set(mkc.lr, 1)
-      .set(mkc.access_mode_1_0, prm::MKC_ACCESS_MODE_KLMS & 0x3)
-      .set(mkc.access_mode_4_2, prm::MKC_ACCESS_MODE_KLMS >> 2)
       .set(mkc.en_rinval, type == IBV_MW_TYPE_2 ? 1 : 0)
-      .set(mkc.qpn, 0xffffff)
       .set(mkc.mkey_7_0, variant)
       .set(mkc.pd, pd->protection().pdn)
       .set(mkc.translations_octword_size, kWindowKlmOctowords);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::create_mkey_out>(device.commander(), in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
 
   auto* mw = new Mw{};
   mw->device = pd->device;

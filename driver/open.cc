@@ -24,7 +24,7 @@ Makers& TheMakers() {
   return makers;
 }
 
-Result<std::unique_ptr<driver::bus::Bus>> SoftwareBus(const Locator& locator) {
+Result<std::unique_ptr<bus::Bus>> SoftwareBus(const Locator& locator) {
   FunctionMaker maker;
   {
     Makers& m = TheMakers();
@@ -37,8 +37,8 @@ Result<std::unique_ptr<driver::bus::Bus>> SoftwareBus(const Locator& locator) {
                               "//tools/plugin:embedded_sim)"
                             : "open: no device-daemon client in this program");
   ONCHIP_TRY(std::unique_ptr<vpci::Function> function, maker(locator.address));
-  ONCHIP_TRY(auto sim_bus, driver::bus::SimBus::Open(std::move(function)));
-  return std::unique_ptr<driver::bus::Bus>(std::move(sim_bus));
+  ONCHIP_TRY(auto sim_bus, bus::SimBus::Open(std::move(function)));
+  return std::unique_ptr<bus::Bus>(std::move(sim_bus));
 }
 
 }  // namespace
@@ -73,9 +73,9 @@ void RegisterFunctionMaker(Locator::Scheme scheme, FunctionMaker maker) {
 }
 
 Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts) {
-  std::unique_ptr<driver::bus::Bus> reached;
+  std::unique_ptr<bus::Bus> reached;
   if (locator.scheme == Locator::Scheme::kVfio) {
-    ONCHIP_TRY(reached, driver::bus::VfioBus::Open(locator.address));
+    ONCHIP_TRY(reached, bus::VfioBus::Open(locator.address));
   } else {
     ONCHIP_TRY(reached, SoftwareBus(locator));
   }

@@ -19,10 +19,10 @@ uint64_t PageSupply::held() const {
   return page_owner_.size();
 }
 
-Result<void> PageSupply::Satisfy(driver::cmd::Commander& commander, prm::QueryPagesOpMod op_mod) {
+Result<void> PageSupply::Satisfy(cmd::Commander& commander, prm::QueryPagesOpMod op_mod) {
   prm::Message<prm::query_pages_in> in;
   in.set(prm::query_pages_in::opcode, prm::QUERY_PAGES).set(prm::query_pages_in::op_mod, op_mod);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::query_pages_out>(commander, in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::query_pages_out>(commander, in));
   // num_pages is a signed count; a negative one asks the driver to take pages back, which
   // boot and init never do.
   const auto num_pages = static_cast<int32_t>(out.get(prm::query_pages_out::num_pages));
@@ -30,11 +30,11 @@ Result<void> PageSupply::Satisfy(driver::cmd::Commander& commander, prm::QueryPa
   return Give(commander, static_cast<uint32_t>(num_pages));
 }
 
-Result<void> PageSupply::Give(driver::cmd::Commander& commander, uint32_t count) {
+Result<void> PageSupply::Give(cmd::Commander& commander, uint32_t count) {
   if (count == 0) return {};
   if (count > (1u << 20)) return Fail(EINVAL, "MANAGE_PAGES: firmware asked for over 4 GiB of pages");
-  ONCHIP_TRY(driver::bus::DmaMemory memory,
-             driver::bus::DmaMemory::Allocate(memory_, uint64_t{count} * prm::ADAPTER_PAGE_SIZE,
+  ONCHIP_TRY(bus::DmaMemory memory,
+             bus::DmaMemory::Allocate(memory_, uint64_t{count} * prm::ADAPTER_PAGE_SIZE,
                                       prm::ADAPTER_PAGE_SIZE));
   prm::Message<prm::manage_pages_in> in(uint64_t{count} * 8);
   in.set(prm::manage_pages_in::opcode, prm::MANAGE_PAGES)
@@ -51,7 +51,7 @@ Result<void> PageSupply::Give(driver::cmd::Commander& commander, uint32_t count)
   lent_.push_back(std::move(lent));
   lock.unlock();
 
-  auto given = driver::cmd::Run<prm::manage_pages_out>(commander, in);
+  auto given = cmd::Run<prm::manage_pages_out>(commander, in);
   if (given) return {};
   // The firmware refused the GIVE, so it holds none of them: forget and free the buffer.
   lock.lock();
@@ -61,7 +61,7 @@ Result<void> PageSupply::Give(driver::cmd::Commander& commander, uint32_t count)
   return std::unexpected(given.error());
 }
 
-Result<uint64_t> PageSupply::ReclaimAll(driver::cmd::Commander& commander) {
+Result<uint64_t> PageSupply::ReclaimAll(cmd::Commander& commander) {
   uint64_t reclaimed = 0;
   for (;;) {
     const uint64_t outstanding = held();
@@ -71,7 +71,7 @@ Result<uint64_t> PageSupply::ReclaimAll(driver::cmd::Commander& commander) {
     in.set(prm::manage_pages_in::opcode, prm::MANAGE_PAGES)
         .set(prm::manage_pages_in::op_mod, prm::PAGES_TAKE)
         .set(prm::manage_pages_in::input_num_entries, ask);
-    ONCHIP_TRY(auto out, driver::cmd::Run<prm::manage_pages_out>(commander, in, uint64_t{ask} * 8));
+    ONCHIP_TRY(auto out, cmd::Run<prm::manage_pages_out>(commander, in, uint64_t{ask} * 8));
     const uint32_t got = out.get(prm::manage_pages_out::output_num_entries);
     if (got > ask) return Fail(EPROTO, "MANAGE_PAGES TAKE: firmware returned more pages than asked");
     if (got == 0) return reclaimed;  // the firmware keeps the rest

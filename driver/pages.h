@@ -29,18 +29,18 @@ class PageSupply {
   PageSupply& operator=(const PageSupply&) = delete;
 
   // QUERY_PAGES(op_mod), then GIVE what it asks for (nothing if it asks for none).
-  Result<void> Satisfy(driver::cmd::Commander& commander, prm::QueryPagesOpMod op_mod);
+  Result<void> Satisfy(cmd::Commander& commander, prm::QueryPagesOpMod op_mod);
   // MANAGE_PAGES GIVE of `count` new pages. On failure the firmware holds none of them.
-  Result<void> Give(driver::cmd::Commander& commander, uint32_t count);
+  Result<void> Give(cmd::Commander& commander, uint32_t count);
   // MANAGE_PAGES TAKE until the firmware holds none of our pages or returns none. Returns how
   // many came back; the pages still held (held() > 0 afterwards) stay allocated.
-  Result<uint64_t> ReclaimAll(driver::cmd::Commander& commander);
+  Result<uint64_t> ReclaimAll(cmd::Commander& commander);
 
   uint64_t held() const;  // pages the firmware holds now
 
  private:
   struct Lent {
-    driver::bus::DmaMemory memory;
+    bus::DmaMemory memory;
     uint32_t outstanding = 0;
   };
 

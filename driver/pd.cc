@@ -13,7 +13,7 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
   ONCHIP_TRY(auto op, device->registry().Begin("alloc_pd: device closed"));
   prm::Message<prm::alloc_pd_in> in;
   in.set(prm::alloc_pd_in::opcode, prm::ALLOC_PD);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::alloc_pd_out>(device->commander(), in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::alloc_pd_out>(device->commander(), in));
   auto* pd = new Pd{};
   pd->device = device;
   pd->pdn = out.get(prm::alloc_pd_out::pd);
@@ -28,7 +28,7 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
 Result<void> ReleasePdOnDevice(Pd& pd) {
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, pd.pdn);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::dealloc_pd_out>(pd.device->commander(), in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::dealloc_pd_out>(pd.device->commander(), in));
   (void)out;
   return {};
 }

@@ -38,16 +38,16 @@ Result<QueueBuffer> QueueBuffer::Allocate(Pd* pd, size_t size, size_t alignment,
       buffer.custom_ = true;
       // The application's memory: the whole pages under it, mapped for the device.
       const auto start = reinterpret_cast<uintptr_t>(p);
-      const uintptr_t first = start & ~(driver::bus::kPageSize - 1);
+      const uintptr_t first = start & ~(bus::kPageSize - 1);
       auto mapped = pd->device->bus().MapHost(reinterpret_cast<std::byte*>(first),
-                                              driver::bus::RoundUpPage(start + size) - first);
+                                              bus::RoundUpPage(start + size) - first);
       if (!mapped) return std::unexpected(mapped.error());  // Reset gives p back
       buffer.iova_ = mapped->iova() + (start - first);
       buffer.mapping_ = std::move(*mapped);
       return buffer;
     }
   }
-  auto memory = driver::bus::DmaMemory::Allocate(pd->device->memory(), size, alignment);
+  auto memory = bus::DmaMemory::Allocate(pd->device->memory(), size, alignment);
   if (!memory) return std::unexpected(memory.error());
   buffer.memory_ = std::move(*memory);
   buffer.data_ = buffer.memory_.host();

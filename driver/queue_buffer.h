@@ -63,8 +63,8 @@ class QueueBuffer {
   uint64_t resource_type_ = 0;
   bool custom_ = false;
   uint64_t iova_ = 0;
-  driver::bus::DmaMapping mapping_;  // custom: the pages under data_, mapped for the device
-  driver::bus::DmaMemory memory_;    // default: the provider's buffer
+  bus::DmaMapping mapping_;  // custom: the pages under data_, mapped for the device
+  bus::DmaMemory memory_;    // default: the provider's buffer
 };
 
 }  // namespace onchip::driver

@@ -41,7 +41,7 @@ uint32_t FromLittle(uint32_t v) {
 
 }  // namespace
 
-SteeringTagTable::SteeringTagTable(driver::bus::Bus& bus, std::optional<vpci::TphCapability> table,
+SteeringTagTable::SteeringTagTable(bus::Bus& bus, std::optional<vpci::TphCapability> table,
                                    bool mkey_pcie_tph)
     : bus_(bus), table_(table), mkey_pcie_tph_(mkey_pcie_tph) {
   // Entry 0 is never handed out, so a table needs two entries to be of any use.

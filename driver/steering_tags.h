@@ -27,7 +27,7 @@ class SteeringTagTable {
  public:
   // `table`: the function's ST table, or nullopt (no TPH: Acquire answers EOPNOTSUPP).
   // `mkey_pcie_tph`: the device can put TPH fields in an mkey (cmd_hca_cap.mkey_pcie_tph).
-  SteeringTagTable(driver::bus::Bus& bus, std::optional<vpci::TphCapability> table, bool mkey_pcie_tph);
+  SteeringTagTable(bus::Bus& bus, std::optional<vpci::TphCapability> table, bool mkey_pcie_tph);
 
   // Whether TPH can be used at all (mkey_pcie_tph): DMA handles without a CPU need only this.
   bool mkey_pcie_tph() const { return mkey_pcie_tph_; }
@@ -54,7 +54,7 @@ class SteeringTagTable {
   // Stores `tag` into entry `index` (mu_ held). EFAULT if the entry is outside BAR0.
   Result<void> Program(uint8_t index, uint16_t tag);
 
-  driver::bus::Bus& bus_;
+  bus::Bus& bus_;
   const std::optional<vpci::TphCapability> table_;
   const bool mkey_pcie_tph_;
   mutable std::mutex mu_;

@@ -64,7 +64,7 @@ uint64_t SwIcmAllocator::blocks_in_use() const {
   return n;
 }
 
-Result<SwIcmAllocator::Allocation> SwIcmAllocator::Alloc(driver::cmd::Commander& c, prm::SwIcmType type,
+Result<SwIcmAllocator::Allocation> SwIcmAllocator::Alloc(cmd::Commander& c, prm::SwIcmType type,
                                                          uint64_t length, uint32_t log_align_req) {
   if (type >= areas_.size() || !areas_[type].present)
     return Fail(EOPNOTSUPP, "alloc_dm: device has no SW ICM of this type");
@@ -104,7 +104,7 @@ Result<SwIcmAllocator::Allocation> SwIcmAllocator::Alloc(driver::cmd::Commander&
       .set(prm::create_sw_icm_in::hdr.obj_type, prm::GENERAL_OBJECT_TYPES_SW_ICM)
       .set(prm::create_sw_icm_in::sw_icm.log_sw_icm_size, std::countr_zero(size))
       .set(prm::create_sw_icm_in::sw_icm.sw_icm_start_addr, address);
-  auto out = driver::cmd::Run<prm::general_obj_out_cmd_hdr>(c, in);
+  auto out = cmd::Run<prm::general_obj_out_cmd_hdr>(c, in);
   if (!out) {
     std::lock_guard lock(mu_);
     for (uint64_t i = 0; i < num_blocks; ++i) area.used[first + i] = false;
@@ -113,12 +113,12 @@ Result<SwIcmAllocator::Allocation> SwIcmAllocator::Alloc(driver::cmd::Commander&
   return Allocation{type, address, size, out->get(prm::general_obj_out_cmd_hdr::obj_id)};
 }
 
-Result<void> SwIcmAllocator::Free(driver::cmd::Commander& c, const Allocation& a) {
+Result<void> SwIcmAllocator::Free(cmd::Commander& c, const Allocation& a) {
   prm::Message<prm::general_obj_in_cmd_hdr> in;
   in.set(prm::general_obj_in_cmd_hdr::opcode, prm::DESTROY_GENERAL_OBJECT)
       .set(prm::general_obj_in_cmd_hdr::obj_type, prm::GENERAL_OBJECT_TYPES_SW_ICM)
       .set(prm::general_obj_in_cmd_hdr::obj_id, a.obj_id);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::general_obj_out_cmd_hdr>(c, in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::general_obj_out_cmd_hdr>(c, in));
   (void)out;
   std::lock_guard lock(mu_);
   Area& area = areas_[a.type];

@@ -36,10 +36,10 @@ class SwIcmAllocator {
   // EOPNOTSUPP when the area is absent or software may not own steering; EINVAL for length 0;
   // ENOMEM when no aligned run of blocks is free; a firmware error as given. Nothing stays
   // allocated on failure.
-  Result<Allocation> Alloc(driver::cmd::Commander& c, prm::SwIcmType type, uint64_t length,
+  Result<Allocation> Alloc(cmd::Commander& c, prm::SwIcmType type, uint64_t length,
                            uint32_t log_align_req);
   // DESTROY_GENERAL_OBJECT; on failure the allocation stays (still marked, still owned).
-  Result<void> Free(driver::cmd::Commander& c, const Allocation& a);
+  Result<void> Free(cmd::Commander& c, const Allocation& a);
 
   uint64_t blocks_in_use() const;
 

@@ -19,7 +19,7 @@ uint32_t BfRegSize(const Caps& caps) {
 
 }  // namespace
 
-Uars::Uars(driver::cmd::Commander& commander, driver::bus::Bus& bus, const Caps& caps)
+Uars::Uars(cmd::Commander& commander, bus::Bus& bus, const Caps& caps)
     : commander_(commander), bus_(bus), bf_reg_size_(BfRegSize(caps)) {}
 
 Uars::~Uars() = default;
@@ -27,14 +27,14 @@ Uars::~Uars() = default;
 Result<uint32_t> Uars::AllocUar() {
   prm::Message<prm::alloc_uar_in> in;
   in.set(prm::alloc_uar_in::opcode, prm::ALLOC_UAR);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::alloc_uar_out>(commander_, in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::alloc_uar_out>(commander_, in));
   return static_cast<uint32_t>(out.get(prm::alloc_uar_out::uar));
 }
 
 Result<void> Uars::DeallocUar(uint32_t index) {
   prm::Message<prm::dealloc_uar_in> in;
   in.set(prm::dealloc_uar_in::opcode, prm::DEALLOC_UAR).set(prm::dealloc_uar_in::uar, index);
-  ONCHIP_TRY(auto out, driver::cmd::Run<prm::dealloc_uar_out>(commander_, in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::dealloc_uar_out>(commander_, in));
   (void)out;
   return {};
 }

@@ -44,7 +44,7 @@ struct Bfreg {
 
 class Uars {
  public:
-  Uars(driver::cmd::Commander& commander, driver::bus::Bus& bus, const Caps& caps);
+  Uars(cmd::Commander& commander, bus::Bus& bus, const Caps& caps);
   ~Uars();
 
   // cmd_hca_cap.bf: the device has BlueFlame registers.
@@ -66,8 +66,8 @@ class Uars {
   Result<void> DeallocUar(uint32_t index);
   Result<std::byte*> Page(uint32_t index);
 
-  driver::cmd::Commander& commander_;
-  driver::bus::Bus& bus_;
+  cmd::Commander& commander_;
+  bus::Bus& bus_;
   const uint32_t bf_reg_size_;
   std::mutex shared_mu_;
   std::unique_ptr<Bfreg> shared_;

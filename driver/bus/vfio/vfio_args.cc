@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "uapi/prm/init_seg_access.h"
+
 namespace onchip::driver::bus::vfio {
 namespace {
 
@@ -97,7 +99,8 @@ Result<void> CheckBar0Region(const vfio_region_info& info) {
   constexpr uint32_t kNeed =
       VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE | VFIO_REGION_INFO_FLAG_MMAP;
   if ((info.flags & kNeed) != kNeed) return Fail(ENODEV, "vfio: BAR0 is not a mappable RW region");
-  if (info.size < 0x1000) return Fail(ENODEV, "vfio: BAR0 is smaller than the init segment");
+  if (info.size < prm::init_seg::kDriverBytes)
+    return Fail(ENODEV, "vfio: BAR0 is smaller than the init segment");
   return {};
 }
 
