@@ -156,20 +156,8 @@ static void check_objects(struct ibv_context* ctx) {
   CHECK(rc == -1 && errno == EAGAIN, "no async event pending (rc=%d errno=%d)", rc, errno);
 }
 
-// Opens and closes the device once so that process-wide state the first open creates and keeps
-// until exit (DPDK's EAL, which the driver's DMA memory comes from: its hugepage fds and
-// interrupt thread) is counted in the baseline; every later open must give back all it took.
-static void warm_up(void) {
-  struct ibv_device** list = ibv_get_device_list(NULL);
-  if (list && list[0]) {
-    struct ibv_context* ctx = ibv_open_device(list[0]);
-    if (ctx) ibv_close_device(ctx);
-  }
-  if (list) ibv_free_device_list(list);
-}
-
 int main(void) {
-  warm_up();
+  open_device_once();
   const int fds_before = count_entries("/proc/self/fd");
   const int threads_before = count_entries("/proc/self/task");
 
