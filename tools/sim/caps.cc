@@ -83,10 +83,10 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::hca_cap_2, 1)
         .set(cmd_hca_cap::log_max_qp_sz, 15)
         .set(cmd_hca_cap::log_max_qp, 12)
-        .set(cmd_hca_cap::log_max_cq_sz, 22)
-        .set(cmd_hca_cap::log_max_cq, 12)
-        .set(cmd_hca_cap::log_max_eq_sz, 22)
-        .set(cmd_hca_cap::log_max_eq, 4)
+        .set(cmd_hca_cap::log_max_cq_sz, c.log_max_cq_sz)
+        .set(cmd_hca_cap::log_max_cq, c.log_max_cq)
+        .set(cmd_hca_cap::log_max_eq_sz, c.log_max_eq_sz)
+        .set(cmd_hca_cap::log_max_eq, c.log_max_eq)
         .set(cmd_hca_cap::relaxed_ordering_write, 1)
         .set(cmd_hca_cap::relaxed_ordering_read, 1)
         .set(cmd_hca_cap::log_max_mkey, c.log_max_mkey)
@@ -127,7 +127,10 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::log_max_current_uc_list, 4)
         .set(cmd_hca_cap::general_obj_types,
              has_sw_icm ? (uint64_t{1} << prm::GENERAL_OBJECT_TYPES_SW_ICM) : 0)
-        .set(cmd_hca_cap::max_num_eqs, 16)
+        .set(cmd_hca_cap::max_num_eqs, c.max_num_eqs)
+        // CQ moderation (MODIFY_CQ cq_period / cq_max_count) only: no resize, no overrun
+        // ignore, no EQ remap, no period-mode change, no CQE compression.
+        .set(cmd_hca_cap::cq_moderation, 1)
         // The internal timer counts nanoseconds: a 1 GHz device clock.
         .set(cmd_hca_cap::device_frequency_mhz, 1000)
         .set(cmd_hca_cap::device_frequency_khz, 1000000)

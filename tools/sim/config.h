@@ -41,6 +41,14 @@ struct DeviceConfig {
   uint8_t log_max_klm_list_size = 16;
   uint8_t log_max_mrw_sz = 48;
 
+  // ---- event and completion queues ----
+  uint8_t log_max_eq = 4;       // EQ numbers 0 .. 2^log_max_eq - 1 (8-bit eq_number: at most 8)
+  uint16_t max_num_eqs = 16;    // advertised beside log_max_eq; the smaller bound wins
+  uint8_t log_max_eq_sz = 22;   // EQEs per EQ
+  uint16_t num_interrupt_vectors = 16;  // eqc.intr must be below this (the MSI-X vectors modelled)
+  uint8_t log_max_cq = 12;      // CQ numbers 0 .. 2^log_max_cq - 1
+  uint8_t log_max_cq_sz = 22;   // CQEs per CQ
+
   // ---- MEMIC (device_mem_cap) ----
   bool memic = true;
   uint32_t memic_bar_size = 256 * 1024;  // a multiple of 4 KiB, at most 256 pages (the kernel's bitmap)

@@ -11,6 +11,12 @@ namespace onchip::sim {
 
 using prm::CommandStatus;
 
+uint32_t EqCount(const DeviceConfig& config) {
+  // eq_number is 8 bits wide; both advertised bounds apply.
+  return std::min({uint32_t{1} << std::min<uint32_t>(config.log_max_eq, 8),
+                   uint32_t{config.max_num_eqs}, uint32_t{256}});
+}
+
 Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
                    std::span<std::byte> memic_window, SteeringTagTable steering_tags,
                    Iommu& iommu)
@@ -24,7 +30,9 @@ Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
       pd_ids_(1, (uint32_t{1} << config.log_max_pd) - 1),
       td_ids_(1, (uint32_t{1} << config.log_max_transport_domain) - 1),
       object_ids_(1, 1u << 16),
-      mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1) {}
+      mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1),
+      eq_ids_(0, EqCount(config)),
+      cq_ids_(0, uint32_t{1} << config.log_max_cq) {}
 
 Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
   std::lock_guard lock(mutex_);
@@ -123,6 +131,13 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::CREATE_MKEY: h = &Firmware::CreateMkey; break;
     case prm::DESTROY_MKEY: h = &Firmware::DestroyMkey; break;
     case prm::QUERY_MKEY: h = &Firmware::QueryMkey; break;
+    case prm::CREATE_EQ: h = &Firmware::CreateEq; break;
+    case prm::DESTROY_EQ: h = &Firmware::DestroyEq; break;
+    case prm::QUERY_EQ: h = &Firmware::QueryEq; break;
+    case prm::CREATE_CQ: h = &Firmware::CreateCq; break;
+    case prm::DESTROY_CQ: h = &Firmware::DestroyCq; break;
+    case prm::QUERY_CQ: h = &Firmware::QueryCq; break;
+    case prm::MODIFY_CQ: h = &Firmware::ModifyCq; break;
     default:
       return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
   }
@@ -139,6 +154,8 @@ Counters Firmware::counters() const {
   c.mkeys = static_cast<uint32_t>(mkeys_.size());
   c.memic_allocations = static_cast<uint32_t>(memic_.size());
   c.sw_icm_objects = static_cast<uint32_t>(sw_icm_.size());
+  c.eqs = static_cast<uint32_t>(eqs_.size());
+  c.cqs = static_cast<uint32_t>(cqs_.size());
   c.pages_held = static_cast<uint32_t>(pages_.size());
   return c;
 }
@@ -175,10 +192,12 @@ const char* Firmware::CheckInvariants() const {
   if (td_ids_.in_use() != tds_.size()) return "td pool and table disagree";
   if (mkey_ids_.in_use() != mkeys_.size()) return "mkey pool and table disagree";
   if (object_ids_.in_use() != sw_icm_.size()) return "object pool and table disagree";
+  if (eq_ids_.in_use() != eqs_.size()) return "eq pool and table disagree";
+  if (cq_ids_.in_use() != cqs_.size()) return "cq pool and table disagree";
   if (pages_.size() > config_.max_pages_held) return "more pages than the limit";
   if (state_ != HcaState::kInitialized &&
       !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() && memic_.empty() &&
-        sw_icm_.empty()))
+        sw_icm_.empty() && eqs_.empty() && cqs_.empty()))
     return "objects alive outside kInitialized";
   std::map<uint32_t, uint32_t> pd_refs, icm_refs, klm_refs;
   std::map<uint64_t, uint32_t> memic_refs;
@@ -216,6 +235,16 @@ const char* Firmware::CheckInvariants() const {
     if (o.mkeys != icm_refs[id]) return "sw icm mkey count wrong";
   for (const auto& [idx, m] : mkeys_)
     if (m.klm_refs != klm_refs[idx]) return "klm reference count wrong";
+  std::map<uint32_t, uint32_t> eq_refs;
+  for (const auto& [cqn, cq] : cqs_) {
+    if (!eqs_.contains(cq.eqn)) return "cq on a dead eq";
+    ++eq_refs[cq.eqn];
+    if (cq.pas.empty()) return "cq without pages";
+  }
+  for (const auto& [eqn, eq] : eqs_) {
+    if (eq.cqs != eq_refs[eqn]) return "eq cq count wrong";
+    if (eq.pas.empty()) return "eq without pages";
+  }
   uint64_t prev_end = layout_.memic_start;
   for (const auto& [start, a] : memic_) {
     if (start < prev_end || a.size == 0 || start + a.size > layout_.memic_start + layout_.memic_size)

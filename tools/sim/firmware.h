@@ -58,6 +58,8 @@ struct Counters {
   uint32_t mkeys = 0;
   uint32_t memic_allocations = 0;
   uint32_t sw_icm_objects = 0;
+  uint32_t eqs = 0;
+  uint32_t cqs = 0;
   uint32_t pages_held = 0;
 };
 
@@ -69,6 +71,10 @@ struct InjectedFailure {
   prm::CommandStatus status = prm::CommandStatus::INT_ERR;
   uint32_t syndrome = 0;
 };
+
+// How many EQ numbers the device hands out (from 0): 2^log_max_eq, max_num_eqs and the 8-bit
+// eq_number all bound it.
+uint32_t EqCount(const DeviceConfig& config);
 
 class Firmware {
  public:
@@ -153,6 +159,32 @@ class Firmware {
     bool window = false;                  // KLMS created free with umr_en: a memory window
     uint32_t klm_refs = 0;                // live KLM mkeys naming this one
   };
+  // An event queue as the data engine will use it: the context the driver sent (its st field
+  // holds the state), the queue's page list (bus addresses), its event mask and the index the
+  // device writes next. QUERY_EQ reports the live counters in the context.
+  struct Eq {
+    uint16_t uid;
+    std::array<std::byte, 64> eqc;
+    std::array<uint64_t, 4> event_bitmask;
+    std::vector<uint64_t> pas;
+    uint32_t log_page_bytes;     // 12 + eqc.log_page_size
+    uint32_t consumer_counter = 0;  // what the last EQ doorbell reported
+    uint32_t producer_counter = 0;  // EQEs written
+    uint32_t cqs = 0;               // live CQs reporting to it
+  };
+  // A completion queue: context, page list, doorbell record, its EQ and the counters the data
+  // engine keeps (CQEs produced; the consumer index it last read from the doorbell record).
+  struct Cq {
+    uint16_t uid;
+    std::array<std::byte, 64> cqc;
+    std::vector<uint64_t> pas;
+    uint32_t log_page_bytes;  // 12 + cqc.log_page_size
+    uint32_t eqn;
+    uint64_t dbr_addr;
+    uint32_t consumer_counter = 0;
+    uint32_t producer_counter = 0;
+    uint32_t users = 0;  // live QPs and SRQs naming it: DESTROY_CQ is RES_BUSY while non-zero
+  };
 
   // The bus address of va in an MTT key, checking [va, va + len) lies inside the key (lock held).
   std::optional<uint64_t> MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
@@ -206,6 +238,33 @@ class Firmware {
   Outcome DestroyMkey(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryMkey(std::span<const std::byte> in, std::span<std::byte> out);
   void ForgetMkey(uint32_t index);
+
+  // Queue buffers (firmware_queue.cc): the pas[] list that follows a queue command's fixed
+  // layout (from byte `pas_offset`), checked against the pages a queue of 2^log_queue_bytes
+  // needs at 2^log_page_bytes per page: count, alignment, IOMMU mapping.
+  // The largest queue page the contexts' log_page_size may name (page = 4 KiB << it): 2^39
+  // bytes, as for mkeys.
+  static constexpr uint32_t kMaxQueueLogPageSize = 39 - 12;
+  struct PasSyndromes {
+    Syndrome count, entry, unmapped;
+  };
+  Outcome ReadQueuePages(std::span<const std::byte> in, std::size_t pas_offset,
+                         uint32_t log_queue_bytes, uint32_t log_page_bytes,
+                         const PasSyndromes& syndromes, std::vector<uint64_t>* pas) const;
+  // Writes as many entries of `pas` as fit into `out` from byte `pas_offset`.
+  static void WriteQueuePages(std::span<std::byte> out, std::size_t pas_offset,
+                              const std::vector<uint64_t>& pas);
+
+  // Event queues (firmware_eq.cc).
+  Outcome CreateEq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyEq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryEq(std::span<const std::byte> in, std::span<std::byte> out);
+
+  // Completion queues (firmware_cq.cc).
+  Outcome CreateCq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyCq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryCq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ModifyCq(std::span<const std::byte> in, std::span<std::byte> out);
   std::optional<std::span<std::byte>> DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
                                                          uint64_t len, bool through_window);
 
@@ -235,6 +294,10 @@ class Firmware {
   std::map<uint32_t, SwIcmObject> sw_icm_;  // by obj_id
   IndexPool mkey_ids_;
   std::map<uint32_t, Mkey> mkeys_;  // by mkey index (mkey >> 8)
+  IndexPool eq_ids_;
+  std::map<uint32_t, Eq> eqs_;  // by eq_number
+  IndexPool cq_ids_;
+  std::map<uint32_t, Cq> cqs_;  // by cqn
 
   Counters counters_;
   std::vector<InjectedFailure> injected_;

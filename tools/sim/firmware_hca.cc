@@ -222,7 +222,8 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   const uint32_t profile = prm::Get(in, In::profile);
   const bool objects_alive = !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() &&
-                               memic_.empty() && sw_icm_.empty());
+                               memic_.empty() && sw_icm_.empty() && eqs_.empty() &&
+                               cqs_.empty());
   switch (profile) {
     case prm::TEARDOWN_HCA_GRACEFUL_CLOSE:
       if (objects_alive) return Refuse(CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY);
@@ -239,6 +240,10 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
 }
 
 void Firmware::ReleaseAllObjects() {
+  cqs_.clear();
+  cq_ids_ = IndexPool(0, uint32_t{1} << config_.log_max_cq);
+  eqs_.clear();
+  eq_ids_ = IndexPool(0, EqCount(config_));
   mkeys_.clear();
   mkey_ids_ = IndexPool(1, (uint32_t{1} << config_.log_max_mkey) - 1);
   sw_icm_.clear();

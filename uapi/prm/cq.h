@@ -127,4 +127,75 @@ struct destroy_cq_out_bits {
 
 using destroy_cq_out = destroy_cq_out_bits<>;
 
+template <std::size_t B = 0>
+struct query_cq_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 16, "query_cq_in.opcode"> opcode{};
+  static constexpr Field<B + 0x30, 16, "query_cq_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x48, 24, "query_cq_in.cqn"> cqn{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x10, 16},
+      {B + 0x20, 16},
+      {B + 0x40, 8},
+      {B + 0x60, 32},
+  }};
+};
+
+using query_cq_in = query_cq_in_bits<>;
+
+template <std::size_t B = 0>
+struct query_cq_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x880;
+  static constexpr Field<B + 0x0, 8, "query_cq_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "query_cq_out.syndrome"> syndrome{};
+  static constexpr Region<B + 0x80, 512, "query_cq_out.cq_context"> cq_context{};
+  static constexpr Array<B + 0x880, 64, 0, "query_cq_out.pas"> pas{};
+  static constexpr std::array<ReservedBits, 3> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 64},
+      {B + 0x280, 1536},
+  }};
+};
+
+using query_cq_out = query_cq_out_bits<>;
+
+template <std::size_t B = 0>
+struct modify_cq_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x880;
+  static constexpr Field<B + 0x0, 16, "modify_cq_in.opcode"> opcode{};
+  static constexpr Field<B + 0x10, 16, "modify_cq_in.uid"> uid{};
+  static constexpr Field<B + 0x30, 16, "modify_cq_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x48, 24, "modify_cq_in.cqn"> cqn{};
+  static constexpr Field<B + 0x60, 32, "modify_cq_in.modify_field_select_resize_field_select"> modify_field_select_resize_field_select{};
+  static constexpr Region<B + 0x80, 512, "modify_cq_in.cq_context"> cq_context{};
+  static constexpr Field<B + 0x2e0, 1, "modify_cq_in.cq_umem_valid"> cq_umem_valid{};
+  static constexpr Array<B + 0x880, 64, 0, "modify_cq_in.pas"> pas{};
+  static constexpr std::array<ReservedBits, 5> reserved_ranges{{
+      {B + 0x20, 16},
+      {B + 0x40, 8},
+      {B + 0x280, 96},
+      {B + 0x2e1, 31},
+      {B + 0x300, 1408},
+  }};
+};
+
+using modify_cq_in = modify_cq_in_bits<>;
+
+template <std::size_t B = 0>
+struct modify_cq_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 8, "modify_cq_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "modify_cq_out.syndrome"> syndrome{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 64},
+  }};
+};
+
+using modify_cq_out = modify_cq_out_bits<>;
+
 }  // namespace onchip::prm

@@ -28,6 +28,7 @@ enum Opcode : uint16_t {
   MODIFY_MEMIC = 0x207,
   CREATE_EQ = 0x301,
   DESTROY_EQ = 0x302,
+  QUERY_EQ = 0x303,
   CREATE_CQ = 0x400,
   DESTROY_CQ = 0x401,
   QUERY_CQ = 0x402,
@@ -119,6 +120,24 @@ enum QpState : uint8_t {
   QP_STATE_SQER = 0x4,
   QP_STATE_SQD = 0x5,
   QP_STATE_ERR = 0x6,
+};
+
+// EQ and CQ states (eqc.st, cqc.st).
+enum QueueArmState : uint8_t {
+  CQ_STATE_SOLICITED_ARMED = 0x6,
+  EQ_CQ_STATE_ARMED = 0x9,
+  EQ_CQ_STATE_FIRED = 0xa,
+  EQ_STATE_ALWAYS_ARMED = 0xb,
+};
+
+// MODIFY_CQ: op_mod 0 modifies the fields modify_field_select names, op_mod 1 resizes.
+enum ModifyCqOpMod : uint16_t { CQ_OPMOD_MODIFY = 0, CQ_OPMOD_RESIZE = 1 };
+enum ModifyCqFieldSelect : uint32_t {
+  CQ_MODIFY_PERIOD = 1u << 0,
+  CQ_MODIFY_COUNT = 1u << 1,
+  CQ_MODIFY_OVERRUN = 1u << 2,
+  CQ_MODIFY_EQN = 1u << 3,
+  CQ_MODIFY_PERIOD_MODE = 1u << 4,
 };
 
 // The command queue entry's transport type (cmd_queue_entry.type).

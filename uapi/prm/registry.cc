@@ -10,6 +10,7 @@
 #include "uapi/prm/memic.h"
 #include "uapi/prm/sw_icm.h"
 #include "uapi/prm/mkey.h"
+#include "uapi/prm/eq.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/qp.h"
 #include "uapi/prm/wqe.h"
@@ -983,6 +984,58 @@ const std::vector<FieldInfo>& AllFields() {
     Add(v, "query_mkey_out", "bsf0_klm0_pas_mtt0_1[]", query_mkey_out::bsf0_klm0_pas_mtt0_1);
     AddWholeArray(v, "query_mkey_out", "bsf1_klm1_pas_mtt2_3", query_mkey_out::bsf1_klm1_pas_mtt2_3);
     Add(v, "query_mkey_out", "bsf1_klm1_pas_mtt2_3[]", query_mkey_out::bsf1_klm1_pas_mtt2_3);
+    v.push_back({"eqc", "__size__", 0, eqc::size_bits});
+    Add(v, "eqc", "status", eqc::status);
+    Add(v, "eqc", "ec", eqc::ec);
+    Add(v, "eqc", "oi", eqc::oi);
+    Add(v, "eqc", "st", eqc::st);
+    Add(v, "eqc", "page_offset", eqc::page_offset);
+    Add(v, "eqc", "log_eq_size", eqc::log_eq_size);
+    Add(v, "eqc", "uar_page", eqc::uar_page);
+    Add(v, "eqc", "intr", eqc::intr);
+    Add(v, "eqc", "log_page_size", eqc::log_page_size);
+    Add(v, "eqc", "consumer_counter", eqc::consumer_counter);
+    Add(v, "eqc", "producer_counter", eqc::producer_counter);
+    v.push_back({"create_eq_in", "__size__", 0, create_eq_in::size_bits});
+    Add(v, "create_eq_in", "opcode", create_eq_in::opcode);
+    Add(v, "create_eq_in", "uid", create_eq_in::uid);
+    Add(v, "create_eq_in", "op_mod", create_eq_in::op_mod);
+    Add(v, "create_eq_in", "eq_context_entry", create_eq_in::eq_context_entry);
+    Add(v, "create_eq_in", "eq_context_entry.status", create_eq_in::eq_context_entry.status);
+    Add(v, "create_eq_in", "eq_context_entry.ec", create_eq_in::eq_context_entry.ec);
+    Add(v, "create_eq_in", "eq_context_entry.oi", create_eq_in::eq_context_entry.oi);
+    Add(v, "create_eq_in", "eq_context_entry.st", create_eq_in::eq_context_entry.st);
+    Add(v, "create_eq_in", "eq_context_entry.page_offset", create_eq_in::eq_context_entry.page_offset);
+    Add(v, "create_eq_in", "eq_context_entry.log_eq_size", create_eq_in::eq_context_entry.log_eq_size);
+    Add(v, "create_eq_in", "eq_context_entry.uar_page", create_eq_in::eq_context_entry.uar_page);
+    Add(v, "create_eq_in", "eq_context_entry.intr", create_eq_in::eq_context_entry.intr);
+    Add(v, "create_eq_in", "eq_context_entry.log_page_size", create_eq_in::eq_context_entry.log_page_size);
+    Add(v, "create_eq_in", "eq_context_entry.consumer_counter", create_eq_in::eq_context_entry.consumer_counter);
+    Add(v, "create_eq_in", "eq_context_entry.producer_counter", create_eq_in::eq_context_entry.producer_counter);
+    AddWholeArray(v, "create_eq_in", "event_bitmask", create_eq_in::event_bitmask);
+    Add(v, "create_eq_in", "event_bitmask[]", create_eq_in::event_bitmask);
+    Add(v, "create_eq_in", "pas[]", create_eq_in::pas);
+    v.push_back({"create_eq_out", "__size__", 0, create_eq_out::size_bits});
+    Add(v, "create_eq_out", "status", create_eq_out::status);
+    Add(v, "create_eq_out", "syndrome", create_eq_out::syndrome);
+    Add(v, "create_eq_out", "eq_number", create_eq_out::eq_number);
+    v.push_back({"destroy_eq_in", "__size__", 0, destroy_eq_in::size_bits});
+    Add(v, "destroy_eq_in", "opcode", destroy_eq_in::opcode);
+    Add(v, "destroy_eq_in", "op_mod", destroy_eq_in::op_mod);
+    Add(v, "destroy_eq_in", "eq_number", destroy_eq_in::eq_number);
+    v.push_back({"destroy_eq_out", "__size__", 0, destroy_eq_out::size_bits});
+    Add(v, "destroy_eq_out", "status", destroy_eq_out::status);
+    Add(v, "destroy_eq_out", "syndrome", destroy_eq_out::syndrome);
+    v.push_back({"query_eq_in", "__size__", 0, query_eq_in::size_bits});
+    Add(v, "query_eq_in", "opcode", query_eq_in::opcode);
+    Add(v, "query_eq_in", "op_mod", query_eq_in::op_mod);
+    Add(v, "query_eq_in", "eq_number", query_eq_in::eq_number);
+    v.push_back({"query_eq_out", "__size__", 0, query_eq_out::size_bits});
+    Add(v, "query_eq_out", "status", query_eq_out::status);
+    Add(v, "query_eq_out", "syndrome", query_eq_out::syndrome);
+    Add(v, "query_eq_out", "eq_context_entry", query_eq_out::eq_context_entry);
+    Add(v, "query_eq_out", "event_bitmask", query_eq_out::event_bitmask);
+    Add(v, "query_eq_out", "pas[]", query_eq_out::pas);
     v.push_back({"cqc", "__size__", 0, cqc::size_bits});
     Add(v, "cqc", "status", cqc::status);
     Add(v, "cqc", "dbr_umem_valid", cqc::dbr_umem_valid);
@@ -1051,6 +1104,27 @@ const std::vector<FieldInfo>& AllFields() {
     v.push_back({"destroy_cq_out", "__size__", 0, destroy_cq_out::size_bits});
     Add(v, "destroy_cq_out", "status", destroy_cq_out::status);
     Add(v, "destroy_cq_out", "syndrome", destroy_cq_out::syndrome);
+    v.push_back({"query_cq_in", "__size__", 0, query_cq_in::size_bits});
+    Add(v, "query_cq_in", "opcode", query_cq_in::opcode);
+    Add(v, "query_cq_in", "op_mod", query_cq_in::op_mod);
+    Add(v, "query_cq_in", "cqn", query_cq_in::cqn);
+    v.push_back({"query_cq_out", "__size__", 0, query_cq_out::size_bits});
+    Add(v, "query_cq_out", "status", query_cq_out::status);
+    Add(v, "query_cq_out", "syndrome", query_cq_out::syndrome);
+    Add(v, "query_cq_out", "cq_context", query_cq_out::cq_context);
+    Add(v, "query_cq_out", "pas[]", query_cq_out::pas);
+    v.push_back({"modify_cq_in", "__size__", 0, modify_cq_in::size_bits});
+    Add(v, "modify_cq_in", "opcode", modify_cq_in::opcode);
+    Add(v, "modify_cq_in", "uid", modify_cq_in::uid);
+    Add(v, "modify_cq_in", "op_mod", modify_cq_in::op_mod);
+    Add(v, "modify_cq_in", "cqn", modify_cq_in::cqn);
+    Add(v, "modify_cq_in", "modify_field_select_resize_field_select", modify_cq_in::modify_field_select_resize_field_select);
+    Add(v, "modify_cq_in", "cq_context", modify_cq_in::cq_context);
+    Add(v, "modify_cq_in", "cq_umem_valid", modify_cq_in::cq_umem_valid);
+    Add(v, "modify_cq_in", "pas[]", modify_cq_in::pas);
+    v.push_back({"modify_cq_out", "__size__", 0, modify_cq_out::size_bits});
+    Add(v, "modify_cq_out", "status", modify_cq_out::status);
+    Add(v, "modify_cq_out", "syndrome", modify_cq_out::syndrome);
     v.push_back({"qpc", "__size__", 0, qpc::size_bits});
     Add(v, "qpc", "state", qpc::state);
     Add(v, "qpc", "lag_tx_port_affinity", qpc::lag_tx_port_affinity);

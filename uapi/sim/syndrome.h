@@ -86,6 +86,40 @@ enum class Syndrome : uint32_t {
   MKEY_LENGTH = 0x51000610,        // BAD_PARAM_ERR: len above 2^log_max_mrw_sz, or length64 misuse
   MKEY_PA_NOT_PRIVILEGED = 0x51000611,  // BAD_PARAM_ERR: PA mode with a non-zero uid
   MKEY_PD_UNKNOWN = 0x51000612,    // BAD_RES_ERR: mkc.pd names no live PD
+  // Event queues.
+  EQ_SIZE = 0x51000701,             // BAD_PARAM_ERR: log_eq_size above log_max_eq_sz
+  EQ_UAR_UNKNOWN = 0x51000702,      // BAD_RES_ERR: eqc.uar_page names no allocated UAR
+  EQ_INTR = 0x51000703,             // BAD_PARAM_ERR: eqc.intr not below the interrupt vectors modelled
+  EQ_PAGE_SIZE = 0x51000704,        // BAD_PARAM_ERR: eqc.log_page_size above the largest page
+  EQ_PAGE_OFFSET = 0x51000705,      // BAD_PARAM_ERR: eqc.page_offset not 0
+  EQ_PAS_COUNT = 0x51000706,        // BAD_PARAM_ERR: pas[] entries differ from the pages the EQ needs
+  EQ_PAS_ENTRY = 0x51000707,        // BAD_PARAM_ERR: a pas[] entry not aligned to the page size
+  EQ_PAS_UNMAPPED = 0x51000708,     // BAD_PARAM_ERR: a pas[] page not mapped in the IOMMU
+  EQ_STATE = 0x51000709,            // BAD_PARAM_ERR: eqc.st not 0, ARMED or ALWAYS_ARMED, or status set
+  EQ_UNSUPPORTED = 0x5100070a,      // BAD_PARAM_ERR: eqc.ec (event collapse) set
+  EQ_EXHAUSTED = 0x5100070b,        // NO_RES_ERR: every EQ number in use
+  EQ_UNKNOWN = 0x5100070c,          // BAD_RES_ERR: no such EQ
+  EQ_BUSY = 0x5100070d,             // RES_BUSY: DESTROY_EQ while a CQ reports to it
+  // Completion queues.
+  CQ_CQE_SIZE = 0x51000801,         // BAD_PARAM_ERR: cqc.cqe_sz not 0 (64 B) or 1 (128 B)
+  CQ_SIZE = 0x51000802,             // BAD_PARAM_ERR: log_cq_size above log_max_cq_sz
+  CQ_UAR_UNKNOWN = 0x51000803,      // BAD_RES_ERR: cqc.uar_page names no allocated UAR
+  CQ_EQ_UNKNOWN = 0x51000804,       // BAD_RES_ERR: cqc.c_eqn_or_apu_element names no live EQ
+  CQ_PAGE_SIZE = 0x51000805,        // BAD_PARAM_ERR: cqc.log_page_size above the largest page
+  CQ_PAGE_OFFSET = 0x51000806,      // BAD_PARAM_ERR: cqc.page_offset not 0
+  CQ_DBR_ALIGNMENT = 0x51000807,    // BAD_PARAM_ERR: cqc.dbr_addr not 8-byte aligned
+  CQ_DBR_UNMAPPED = 0x51000808,     // BAD_PARAM_ERR: the doorbell record not mapped in the IOMMU
+  CQ_PAS_COUNT = 0x51000809,        // BAD_PARAM_ERR: pas[] entries differ from the pages the CQ needs
+  CQ_PAS_ENTRY = 0x5100080a,        // BAD_PARAM_ERR: a pas[] entry not aligned to the page size
+  CQ_PAS_UNMAPPED = 0x5100080b,     // BAD_PARAM_ERR: a pas[] page not mapped in the IOMMU
+  CQ_STATE = 0x5100080c,            // BAD_PARAM_ERR: cqc.st or cqc.status set at creation
+  CQ_UNSUPPORTED = 0x5100080d,      // BAD_PARAM_ERR: compression, APU, UMEM, oi, cc, scqe break,
+                                    // cq_period_mode 1 (caps this device does not advertise)
+  CQ_EXHAUSTED = 0x5100080e,        // NO_RES_ERR: every CQ number in use
+  CQ_UNKNOWN = 0x5100080f,          // BAD_RES_ERR: no such CQ
+  CQ_BUSY = 0x51000810,             // RES_BUSY: DESTROY_CQ while a QP or SRQ uses it
+  CQ_RESIZE_UNSUPPORTED = 0x51000811,  // BAD_PARAM_ERR: MODIFY_CQ resize (cq_resize is 0)
+  CQ_MODIFY_FIELD = 0x51000812,     // BAD_PARAM_ERR: modify_field_select names a field not modifiable
 };
 
 constexpr const char* SyndromeName(uint32_t s) {
@@ -158,6 +192,37 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(MKEY_LENGTH)
     ONCHIP_SIM_SYNDROME(MKEY_PA_NOT_PRIVILEGED)
     ONCHIP_SIM_SYNDROME(MKEY_PD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(EQ_SIZE)
+    ONCHIP_SIM_SYNDROME(EQ_UAR_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(EQ_INTR)
+    ONCHIP_SIM_SYNDROME(EQ_PAGE_SIZE)
+    ONCHIP_SIM_SYNDROME(EQ_PAGE_OFFSET)
+    ONCHIP_SIM_SYNDROME(EQ_PAS_COUNT)
+    ONCHIP_SIM_SYNDROME(EQ_PAS_ENTRY)
+    ONCHIP_SIM_SYNDROME(EQ_PAS_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(EQ_STATE)
+    ONCHIP_SIM_SYNDROME(EQ_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(EQ_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(EQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(EQ_BUSY)
+    ONCHIP_SIM_SYNDROME(CQ_CQE_SIZE)
+    ONCHIP_SIM_SYNDROME(CQ_SIZE)
+    ONCHIP_SIM_SYNDROME(CQ_UAR_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(CQ_EQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(CQ_PAGE_SIZE)
+    ONCHIP_SIM_SYNDROME(CQ_PAGE_OFFSET)
+    ONCHIP_SIM_SYNDROME(CQ_DBR_ALIGNMENT)
+    ONCHIP_SIM_SYNDROME(CQ_DBR_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(CQ_PAS_COUNT)
+    ONCHIP_SIM_SYNDROME(CQ_PAS_ENTRY)
+    ONCHIP_SIM_SYNDROME(CQ_PAS_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(CQ_STATE)
+    ONCHIP_SIM_SYNDROME(CQ_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(CQ_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(CQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(CQ_BUSY)
+    ONCHIP_SIM_SYNDROME(CQ_RESIZE_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(CQ_MODIFY_FIELD)
 #undef ONCHIP_SIM_SYNDROME
   }
   return "UNKNOWN";

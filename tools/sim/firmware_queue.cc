@@ -1,0 +1,47 @@
+// Queue buffers: the pas[] page list every queue-creating command (EQ, CQ, later QP and SRQ)
+// carries after its fixed layout.
+//
+// A queue of 2^log_queue_bytes bytes in pages of 2^log_page_bytes needs
+// max(1, queue / page) pages, and the list must hold exactly that many: a driver that sends more
+// or fewer computed the queue differently from the device. Each entry is a bus address (IOVA),
+// aligned to the page size (so its low bits, which other lists use as flags, are zero here), and
+// the whole page must be mapped in the IOMMU now: the data engine later writes EQEs and CQEs
+// there.
+#include <cstring>
+
+#include "tools/sim/firmware.h"
+
+namespace onchip::sim {
+
+using prm::CommandStatus;
+
+Outcome Firmware::ReadQueuePages(std::span<const std::byte> in, std::size_t pas_offset,
+                                 uint32_t log_queue_bytes, uint32_t log_page_bytes,
+                                 const PasSyndromes& syndromes,
+                                 std::vector<uint64_t>* pas) const {
+  const uint64_t page = uint64_t{1} << log_page_bytes;
+  const uint64_t needed =
+      log_queue_bytes <= log_page_bytes ? 1 : uint64_t{1} << (log_queue_bytes - log_page_bytes);
+  const std::size_t given = (in.size() - pas_offset) / 8;
+  if ((in.size() - pas_offset) % 8 != 0 || given != needed)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.count);
+  std::vector<uint64_t> list(given);
+  for (std::size_t i = 0; i < given; ++i) {
+    const uint64_t e = prm::Get(in.subspan(pas_offset), prm::Element<64>{i * 64, "pas"});
+    if (e % page != 0) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.entry);
+    if (!iommu_.IsMapped(e, page)) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.unmapped);
+    list[i] = e;
+  }
+  *pas = std::move(list);
+  return Outcome::Ok();
+}
+
+void Firmware::WriteQueuePages(std::span<std::byte> out, std::size_t pas_offset,
+                               const std::vector<uint64_t>& pas) {
+  if (out.size() <= pas_offset) return;
+  const std::size_t n = std::min(pas.size(), (out.size() - pas_offset) / 8);
+  prm::Bits b(out.subspan(pas_offset));
+  for (std::size_t i = 0; i < n; ++i) b.set(prm::Element<64>{i * 64, "pas"}, pas[i]);
+}
+
+}  // namespace onchip::sim
