@@ -10,6 +10,8 @@
 #include "tools/sim/fuzz/firmware_fuzz.h"
 #include "uapi/cmdq/mailbox.h"
 #include "uapi/prm/caps.h"
+#include "uapi/prm/cq.h"
+#include "uapi/prm/eq.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/memic.h"
 #include "uapi/prm/mkey.h"
@@ -156,6 +158,35 @@ int main(int argc, char** argv) {
     force.set(prm::teardown_hca_in::profile, 1);
     AddRaw(s, force.bytes(), 16);
     Write(dir, "raw_resources", s);
+  }
+  {  // Raw mode: an EQ and a CQ on it in the arena, queried, moderated, destroyed in order.
+    std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
+    constexpr uint32_t kUar = 8;  // the UAR the object set allocates first
+    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)  // 4 KiB: one page
+        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
+        .set(prm::create_eq_in::event_bitmask[0], 1)
+        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
+    AddRaw(s, eq.bytes(), 16);
+    auto qe = Cmd<prm::query_eq_in>(prm::QUERY_EQ);
+    AddRaw(s, qe.bytes(), 280);
+    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
+        .set(prm::create_cq_in::cq_context.uar_page, kUar)
+        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
+        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
+    AddRaw(s, cq.bytes(), 16);
+    auto qc = Cmd<prm::query_cq_in>(prm::QUERY_CQ);
+    AddRaw(s, qc.bytes(), 280);
+    auto mc = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ);
+    mc.set(prm::modify_cq_in::modify_field_select_resize_field_select, prm::CQ_MODIFY_PERIOD)
+        .set(prm::cqc_bits<prm::modify_cq_in::cq_context.bit_offset>::cq_period, 16);
+    AddRaw(s, mc.bytes(), 16);
+    auto de = Cmd<prm::destroy_eq_in>(prm::DESTROY_EQ);
+    AddRaw(s, de.bytes(), 16);  // busy: the CQ reports to it
+    AddRaw(s, Cmd<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);
+    AddRaw(s, de.bytes(), 16);
+    Write(dir, "raw_queues", s);
   }
   {  // Raw mode from cold: bring-up by hand, capabilities set.
     std::vector<uint8_t> s = {kFlagRaw};
