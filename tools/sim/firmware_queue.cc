@@ -5,8 +5,8 @@
 // max(1, queue / page) pages, and the list must hold exactly that many: a driver that sends more
 // or fewer computed the queue differently from the device. Each entry is a bus address (IOVA),
 // aligned to the page size (so its low bits, which other lists use as flags, are zero here), and
-// the whole page must be mapped in the IOMMU now: the data engine later writes EQEs and CQEs
-// there.
+// the bytes of the queue in that page (the whole page, or the whole queue when one page is larger
+// than it) must be mapped in the IOMMU now: the data engine later writes EQEs and CQEs there.
 #include <cstring>
 
 #include "tools/sim/firmware.h"
@@ -25,11 +25,12 @@ Outcome Firmware::ReadQueuePages(std::span<const std::byte> in, std::size_t pas_
   const std::size_t given = (in.size() - pas_offset) / 8;
   if ((in.size() - pas_offset) % 8 != 0 || given != needed)
     return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.count);
+  const uint64_t used = log_queue_bytes < log_page_bytes ? uint64_t{1} << log_queue_bytes : page;
   std::vector<uint64_t> list(given);
   for (std::size_t i = 0; i < given; ++i) {
     const uint64_t e = prm::Get(in.subspan(pas_offset), prm::Element<64>{i * 64, "pas"});
     if (e % page != 0) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.entry);
-    if (!iommu_.IsMapped(e, page)) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.unmapped);
+    if (!iommu_.IsMapped(e, used)) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.unmapped);
     list[i] = e;
   }
   *pas = std::move(list);

@@ -67,6 +67,11 @@ TEST_F(EqTest, OnePageHoldsASmallEqAndLargePagesAreCounted) {
   ASSERT_TRUE(Ok(CreateEq(EqIn(5, 1))));
   // 2^8 * 64 = 16 KiB in 8 KiB pages: two pages, each 8 KiB aligned.
   ASSERT_TRUE(Ok(CreateEq(EqIn(8, 2, 1))));
+  // A 16 MiB page at the arena's start reaches past the 8 MiB mapping, but the 2 KiB queue in it
+  // does not: only the queue's bytes must be mapped.
+  auto huge = EqIn(5, 1, 12);
+  huge.set(In::pas[0], CommandWriter::kArenaIova);
+  ASSERT_TRUE(Ok(CreateEq(huge)));
 }
 
 TEST_F(EqTest, SizeAboveTheCapIsRefused) {
