@@ -41,6 +41,13 @@ uint32_t LogMttPageSize(uintptr_t start, size_t length, uint64_t iova) {
   return page && *page == kLargePage ? kLogLargePage : kLogSmallPage;
 }
 
+// ib_check_mr_access, which the kernel applies to host and device-memory MRs alike: remote write
+// or atomic access needs local write.
+constexpr bool RemoteWithoutLocalWrite(unsigned access) {
+  return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+         !(access & IBV_ACCESS_LOCAL_WRITE);
+}
+
 using C = prm::create_mkey_in;
 constexpr auto kMkc = C::memory_key_mkey_entry;
 
@@ -88,8 +95,7 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
   if (access & ~kDmAllowedAccess) return Fail(EINVAL, "reg_dm_mr: access flag not allowed on DM");
   if (!(access & IBV_ACCESS_ZERO_BASED)) return Fail(EINVAL, "reg_dm_mr: IBV_ACCESS_ZERO_BASED required");
   // The kernel checks DM MRs with the same access rule as host MRs, right after ZERO_BASED.
-  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-      !(access & IBV_ACCESS_LOCAL_WRITE))
+  if (RemoteWithoutLocalWrite(access))
     return Fail(EINVAL, "reg_dm_mr: remote write or atomic needs local write");
   if (offset > dm->length || length > dm->length || length > dm->length - offset)
     return Fail(EINVAL, "reg_dm_mr: range outside the device memory");
@@ -122,8 +128,7 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
                   Dmah* dmah) {
   if (pd == nullptr) return Fail(EINVAL, "reg_mr: null PD");
   if (access & ~kHostAllowedAccess) return Fail(EINVAL, "reg_mr: unknown access flag");
-  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-      !(access & IBV_ACCESS_LOCAL_WRITE))
+  if (RemoteWithoutLocalWrite(access))
     return Fail(EINVAL, "reg_mr: remote write or atomic needs local write");
   if (access & IBV_ACCESS_ON_DEMAND) return Fail(EOPNOTSUPP, "reg_mr: no on-demand paging");
   const auto start = reinterpret_cast<uintptr_t>(addr);
