@@ -51,6 +51,16 @@ inline constexpr uint64_t kMsixEntryBytes = 16;
 inline constexpr uint64_t kMsixVectorControlOffset = 12;
 inline constexpr uint32_t kMsixStShift = 16;  // ST Lower 23:16, ST Upper 31:24
 
+// The data engine's sleep word: a software device polls its doorbells (doorbell records, UAR
+// doorbells, BlueFlame registers) without being told while traffic flows. After an idle period
+// it stores a non-zero value here, looks at its doorbells once more and sleeps until Kick();
+// when it wakes it stores 0. A driver that has just rung a data-path doorbell reads this word
+// (a 32-bit load at BAR0 offset kEngineSleepWordOffset, after the doorbell's store is globally
+// visible) and calls Kick() only when it is non-zero: one wake-up after idleness, no syscall
+// while the engine runs (io_uring's SQPOLL with IORING_SQ_NEED_WAKEUP). It is the page after
+// the init segment, below the first UAR page; real hardware has no such word.
+inline constexpr uint64_t kEngineSleepWordOffset = 0x5000;
+
 class Function {
  public:
   virtual ~Function() = default;

@@ -93,6 +93,12 @@ class Bus : public alloc::DmaMapper {
   // After a doorbell write (cmd_dbell, UAR): tells the device to look. Cheap, any thread.
   virtual void Notify() = 0;
 
+  // After a data-path doorbell (a send doorbell or BlueFlame copy, a receive or SRQ doorbell
+  // record, a CQ arm): the hot-path form of Notify. Hardware sees the store itself, so a real
+  // bus does nothing; a software device that polls its doorbells while traffic flows is told
+  // only when it said it sleeps (uapi/vpci.h), so posting makes no syscall while it is awake.
+  virtual void DoorbellRung() { Notify(); }
+
  protected:
   friend class DmaMapping;
   virtual Result<void> UnmapHost(uint64_t iova, uint64_t length) = 0;

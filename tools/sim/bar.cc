@@ -23,8 +23,9 @@ namespace init_seg = prm::init_seg;
 
 Result<Bar0> Bar0::Create(const DeviceConfig& config) {
   const BarLayout layout = BarLayout::For(config);
-  if (prm::UarPageOffset(config.first_uar_index) < init_seg::kBytes)
-    return Fail(EINVAL, "sim bar0: first_uar_index overlaps the init segment");
+  static_assert(init_seg::kBytes <= vpci::kEngineSleepWordOffset);
+  if (prm::UarPageOffset(config.first_uar_index) < vpci::kEngineSleepWordOffset + prm::kUarPageBytes)
+    return Fail(EINVAL, "sim bar0: first_uar_index overlaps the init segment or the engine's page");
   if (config.memic &&
       (config.memic_bar_size == 0 || config.memic_bar_size % prm::kUarPageBytes != 0))
     return Fail(EINVAL, "sim bar0: memic_bar_size must be a non-zero multiple of 4 KiB");

@@ -36,6 +36,7 @@
 #include "tools/sim/index_pool.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/outcome.h"
+#include "tools/sim/queue_objects.h"
 #include "tools/sim/steering_tags.h"
 #include "tools/sim/umr.h"
 
@@ -159,33 +160,6 @@ class Firmware {
     bool window = false;                  // KLMS created free with umr_en: a memory window
     uint32_t klm_refs = 0;                // live KLM mkeys naming this one
   };
-  // An event queue as the data engine will use it: the context the driver sent (its st field
-  // holds the state), the queue's page list (bus addresses), its event mask and the index the
-  // device writes next. QUERY_EQ reports the live counters in the context.
-  struct Eq {
-    uint16_t uid;
-    std::array<std::byte, 64> eqc;
-    std::array<uint64_t, 4> event_bitmask;
-    std::vector<uint64_t> pas;
-    uint32_t log_page_bytes;     // 12 + eqc.log_page_size
-    uint32_t consumer_counter = 0;  // what the last EQ doorbell reported
-    uint32_t producer_counter = 0;  // EQEs written
-    uint32_t cqs = 0;               // live CQs reporting to it
-  };
-  // A completion queue: context, page list, doorbell record, its EQ and the counters the data
-  // engine keeps (CQEs produced; the consumer index it last read from the doorbell record).
-  struct Cq {
-    uint16_t uid;
-    std::array<std::byte, 64> cqc;
-    std::vector<uint64_t> pas;
-    uint32_t log_page_bytes;  // 12 + cqc.log_page_size
-    uint32_t eqn;
-    uint64_t dbr_addr;
-    uint32_t consumer_counter = 0;
-    uint32_t producer_counter = 0;
-    uint32_t users = 0;  // live QPs and SRQs naming it: DESTROY_CQ is RES_BUSY while non-zero
-  };
-
   // The bus address of va in an MTT key, checking [va, va + len) lies inside the key (lock held).
   std::optional<uint64_t> MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
                                              uint64_t* page_bytes) const;
