@@ -7,6 +7,7 @@
 
 #include "uapi/prm/caps.h"
 
+#include "driver/eq.h"
 #include "driver/hca.h"
 #include "driver/steering_tags.h"
 #include "driver/uar.h"
@@ -65,6 +66,7 @@ Device* Device::FromVerbs(ibv_context* ctx) {
 Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
   verbs_.cmd_fd = -1;
   verbs_.async_fd = -1;
+  verbs_.num_comp_vectors = 1;  // the one completion EQ
   std::lock_guard lock(ContextsMu());
   ServedContexts()[&verbs_] = this;
 }
@@ -101,10 +103,16 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   memic_.Configure(caps_, bus_->bar0_size());
   sw_icm_.Configure(caps_);
   uars_ = std::make_unique<Uars>(*cmdq_, *bus_, caps_);
+  // CQs need an EQ to name: the function's completion EQ, on the shared UAR (as the kernel's
+  // EQs sit on a UAR of the function, not of a process).
+  ONCHIP_TRY(Bfreg* shared, uars_->Shared());
+  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index));
   steering_tags_ = std::make_unique<SteeringTagTable>(
       *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
   return {};
 }
+
+uint32_t Device::comp_eqn() const { return comp_eq_ ? comp_eq_->eqn() : 0; }
 
 Device::~Device() {
   Close();
@@ -124,6 +132,11 @@ TeardownReport Device::Close() {
   report.released = counts->released;
   report.first_error = counts->first_error;
 
+  // Every CQ is gone (the registry released them), so the EQ goes, then the UAR under it.
+  if (comp_eq_) {
+    if (auto destroyed = comp_eq_->Destroy(*cmdq_); destroyed) comp_eq_.reset();
+    else note(destroyed);
+  }
   if (uars_) note(uars_->ReleaseShared());
 
   if (cmdq_ && enabled_) {

@@ -4,7 +4,7 @@
 // the function is left disabled with every page returned. The Device owns the bus, the memory
 // provider every driver-allocated DMA buffer comes from (alloc/, mapped through the bus), the
 // command queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM
-// allocators, the UARs (uar.h), the TPH steering-tag table, and the registry of live objects
+// allocators, the UARs (uar.h), the completion EQ (eq.h), the TPH steering-tag table, and the registry of live objects
 // (registry.h: every kind, created and destroyed without a device-wide lock). Objects hold a
 // shared_ptr to it, so the memory stays valid while any object lives; Close() (or the last owner
 // going away) releases every live object on the device first, children before parents, then
@@ -34,6 +34,7 @@
 
 namespace onchip::driver {
 
+class CompletionEq;
 class Uars;
 class SteeringTagTable;
 
@@ -77,6 +78,8 @@ class Device : public std::enable_shared_from_this<Device> {
   SwIcmAllocator& sw_icm() { return sw_icm_; }
   const PageSupply& pages() const { return *pages_; }
   Uars& uars() { return *uars_; }
+  // The completion EQ every CQ reports to (eq.h), created at bring-up on the shared UAR.
+  uint32_t comp_eqn() const;
   SteeringTagTable& steering_tags() { return *steering_tags_; }
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }
@@ -114,6 +117,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;
   std::unique_ptr<Uars> uars_;
+  std::unique_ptr<CompletionEq> comp_eq_;
   std::unique_ptr<SteeringTagTable> steering_tags_;
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;

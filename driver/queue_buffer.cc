@@ -55,6 +55,23 @@ Result<QueueBuffer> QueueBuffer::Allocate(Pd* pd, size_t size, size_t alignment,
   return buffer;
 }
 
+Result<QueueBuffer> QueueBuffer::Allocate(Device& device, size_t size, size_t alignment,
+                                          uint64_t resource_type) {
+  if (size == 0) return Fail(EINVAL, "queue buffer: size 0");
+  if (alignment == 0 || !std::has_single_bit(alignment))
+    return Fail(EINVAL, "queue buffer: alignment not a power of two");
+  if (!KnownResourceType(resource_type)) return Fail(EINVAL, "queue buffer: unknown resource type");
+  if (device.closed()) return Fail(EIO, "queue buffer: device closed");
+  ONCHIP_TRY(bus::DmaMemory memory, bus::DmaMemory::Allocate(device.memory(), size, alignment));
+  QueueBuffer buffer;
+  buffer.size_ = size;
+  buffer.resource_type_ = resource_type;
+  buffer.memory_ = std::move(memory);
+  buffer.data_ = buffer.memory_.host();
+  buffer.iova_ = buffer.memory_.iova();
+  return buffer;
+}
+
 QueueBuffer& QueueBuffer::operator=(QueueBuffer&& o) noexcept {
   if (this != &o) {
     Reset();
@@ -71,7 +88,7 @@ QueueBuffer& QueueBuffer::operator=(QueueBuffer&& o) noexcept {
 }
 
 void QueueBuffer::Reset() {
-  if (pd_ == nullptr) return;
+  // A buffer that never got memory may still hold its PD's pin.
   if (custom_) {
     // The device loses its mapping before the application gets the memory back.
     (void)mapping_.Reset();
@@ -80,7 +97,7 @@ void QueueBuffer::Reset() {
   } else {
     memory_.Reset();
   }
-  pd_->life.Unpin();
+  if (pd_) pd_->life.Unpin();
   pd_ = nullptr;
   data_ = nullptr;
   custom_ = false;

@@ -38,6 +38,10 @@ class QueueBuffer {
   // bus's error when the memory cannot be mapped for the device.
   static Result<QueueBuffer> Allocate(Pd* pd, size_t size, size_t alignment,
                                       uint64_t resource_type);
+  // A queue no PD names (a CQ made without a parent domain): the device's memory provider, the
+  // same checks; pins nothing.
+  static Result<QueueBuffer> Allocate(Device& device, size_t size, size_t alignment,
+                                      uint64_t resource_type);
 
   QueueBuffer() = default;
   QueueBuffer(QueueBuffer&& o) noexcept { *this = std::move(o); }
@@ -57,7 +61,7 @@ class QueueBuffer {
   void Reset();
 
  private:
-  Pd* pd_ = nullptr;  // the PD or parent domain it was allocated for
+  Pd* pd_ = nullptr;  // the PD or parent domain it was allocated for (pinned); may be null
   void* data_ = nullptr;
   size_t size_ = 0;
   uint64_t resource_type_ = 0;

@@ -7,6 +7,10 @@ namespace onchip::driver {
 
 const char* KindName(ObjectKind kind) {
   switch (kind) {
+    case ObjectKind::kQp: return "QP";
+    case ObjectKind::kSrq: return "SRQ";
+    case ObjectKind::kCq: return "CQ";
+    case ObjectKind::kAh: return "AH";
     case ObjectKind::kMw: return "window";
     case ObjectKind::kMr: return "MR";
     case ObjectKind::kDm: return "DM";

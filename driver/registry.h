@@ -33,6 +33,10 @@ namespace onchip::driver {
 
 // Every kind of object the device holds for the driver, in teardown order.
 enum class ObjectKind : uint8_t {
+  kQp,            // pins its PD, its CQs and its SRQ
+  kSrq,           // pins its PD and, for XRC, its CQ
+  kCq,            // pinned by the QPs and SRQs that name it
+  kAh,            // pins its PD
   kMw,            // pins its PD; a bound window keeps its MR (the device refuses that MR's destroy)
   kMr,            // pins its PD, its DM or its DMA handle
   kDm,
@@ -116,7 +120,7 @@ class ParentPins {
   void Keep() { count_ = 0; }
 
  private:
-  std::array<Life*, 3> taken_{};
+  std::array<Life*, 4> taken_{};  // a QP: PD, send CQ, receive CQ, SRQ
   std::size_t count_ = 0;
 };
 

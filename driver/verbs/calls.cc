@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "driver/cq.h"
 #include "driver/dm.h"
 #include "driver/dmah.h"
 #include "driver/mr.h"
@@ -9,6 +10,7 @@
 #include "driver/parent_domain.h"
 #include "driver/pd.h"
 #include "driver/td.h"
+#include "driver/verbs/abi34.h"
 
 namespace onchip::driver::verbs {
 namespace {
@@ -119,5 +121,37 @@ ibv_dmah* alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
 }
 
 int dealloc_dmah(ibv_dmah* dmah) { return AsErrno(DeallocDmah(dmah ? Dmah::From(dmah) : nullptr)); }
+
+ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* /*channel*/, int comp_vector) {
+  if (cqe <= 0 || comp_vector < 0) return Errno<ibv_cq>(EINVAL);
+  CqAttributes attr;
+  attr.cqe = static_cast<uint32_t>(cqe);
+  attr.comp_vector = static_cast<uint32_t>(comp_vector);
+  auto cq = CreateCq(DeviceOf(context), attr);
+  if (!cq) return Errno<ibv_cq>(cq.error().errno_value());
+  return &(*cq)->verbs.cq;
+}
+
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  if (attr == nullptr || attr->cqe == 0) return Errno<ibv_cq_ex>(EINVAL);
+  if (attr->comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD})
+    return Errno<ibv_cq_ex>(EINVAL);
+  CqAttributes a;
+  a.cqe = attr->cqe;
+  a.comp_vector = attr->comp_vector;
+  a.wc_flags = attr->wc_flags;
+  if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) a.create_flags = attr->flags;
+  if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+    if (attr->parent_domain == nullptr) return Errno<ibv_cq_ex>(EINVAL);
+    a.parent_domain = Pd::From(attr->parent_domain);
+  }
+  auto cq = CreateCq(DeviceOf(context), a);
+  if (!cq) return Errno<ibv_cq_ex>(cq.error().errno_value());
+  ibv_cq_ex* ex = &(*cq)->verbs.cq_ex;
+  verbs_init_cq(&(*cq)->verbs.cq, context, attr->channel, attr->cq_context);
+  return ex;
+}
+
+int destroy_cq(ibv_cq* cq) { return AsErrno(DestroyCq(cq ? Cq::From(cq) : nullptr)); }
 
 }  // namespace onchip::driver::verbs

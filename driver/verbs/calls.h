@@ -1,5 +1,5 @@
 // The verbs with exactly rdma-core's signatures and error conventions, over the driver's objects
-// (dm.h, pd.h, parent_domain.h, td.h, mr.h, mw.h, dmah.h): what the libibverbs provider puts in
+// (dm.h, pd.h, parent_domain.h, td.h, mr.h, mw.h, dmah.h, cq.h, qp.h, srq.h, ah.h): what the libibverbs provider puts in
 // its ops table (or exports), and what tests written against <infiniband/verbs.h> call.
 //   - returning a pointer: NULL with errno set on failure (ibv_alloc_dm, mlx5dv_alloc_dm,
 //     ibv_alloc_pd, ibv_reg_dm_mr, ibv_reg_mr, ibv_alloc_td, ibv_alloc_parent_domain,
@@ -38,5 +38,12 @@ ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
 int dealloc_mw(ibv_mw* mw);
 ibv_dmah* alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr);
 int dealloc_dmah(ibv_dmah* dmah);
+
+// Completion queues (driver/cq.h). create_cq is the provider op: ibv_create_cq then runs
+// verbs_init_cq itself. create_cq_ex is ibv_create_cq_ex whole: comp_mask beyond FLAGS and PD
+// EINVAL, and the CQ initialised as ibv_create_cq would (channel reference, cq_context).
+ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
+int destroy_cq(ibv_cq* cq);
 
 }  // namespace onchip::driver::verbs

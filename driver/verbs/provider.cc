@@ -146,6 +146,7 @@ ibv_context* ContextOf(ibv_dm* dm) { return dm->context; }
 ibv_context* ContextOf(ibv_mw* mw) { return mw->context; }
 ibv_context* ContextOf(ibv_td* td) { return td->context; }
 ibv_context* ContextOf(abi::verbs_mr* vmr) { return vmr->mr.context; }
+ibv_context* ContextOf(ibv_cq* cq) { return cq->context; }
 
 bool InOpeningProcess(const ibv_context* context) {
   return From(const_cast<ibv_context*>(context))->owner == getpid();
@@ -190,9 +191,12 @@ const verbs_context_ops kContextOps = [] {
   ops.alloc_parent_domain = OwnerOnly<driver::verbs::alloc_parent_domain>::Call;
   ops.alloc_pd = OwnerOnly<driver::verbs::alloc_pd>::Call;
   ops.alloc_td = OwnerOnly<driver::verbs::alloc_td>::Call;
+  ops.create_cq = OwnerOnly<driver::verbs::create_cq>::Call;
+  ops.create_cq_ex = OwnerOnly<driver::verbs::create_cq_ex>::Call;
   ops.dealloc_mw = OwnerOnly<driver::verbs::dealloc_mw>::Call;
   ops.dealloc_pd = OwnerOnly<driver::verbs::dealloc_pd>::Call;  // parent domains too
   ops.dealloc_td = OwnerOnly<driver::verbs::dealloc_td>::Call;
+  ops.destroy_cq = OwnerOnly<driver::verbs::destroy_cq>::Call;
   ops.dereg_mr = OwnerOnly<DeregMr>::Call;
   ops.free_context = FreeContext;
   ops.free_dm = OwnerOnly<driver::verbs::free_dm>::Call;
@@ -234,6 +238,7 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   c->owner = getpid();
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
+  c->vctx.context.num_comp_vectors = 1;  // the device's one completion EQ (driver/eq.h)
   verbs_set_ops(&c->vctx, &kContextOps);
   return &c->vctx;
 }

@@ -1,0 +1,124 @@
+#include "driver/cq.h"
+
+#include <infiniband/mlx5dv.h>
+
+#include <bit>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "driver/cmd/run.h"
+#include "uapi/prm/caps.h"
+#include "uapi/prm/cq.h"
+#include "uapi/prm/cqe.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/opcodes.h"
+
+namespace onchip::driver {
+namespace {
+
+constexpr uint32_t kKnownCreateFlags =
+    IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+constexpr uint32_t kCqeSz64 = 0;          // cqc.cqe_sz: 64-byte CQEs
+constexpr std::size_t kOpOwnByte = 63;    // op_own is the last byte of a 64-byte CQE
+constexpr uint32_t kLogMaxCqEntries = 24;  // libmlx5's own bound on a CQ
+
+}  // namespace
+
+Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& attr) {
+  if (!device) return Fail(EINVAL, "create_cq: not a context of this driver");
+  if (attr.cqe == 0 || attr.cqe > INT_MAX) return Fail(EINVAL, "create_cq: cqe out of range");
+  if (attr.create_flags & ~kKnownCreateFlags) return Fail(EINVAL, "create_cq: unknown flags");
+  if (attr.wc_flags & ~kCqSupportedWcFlags)
+    return Fail(EOPNOTSUPP, "create_cq: a wc_flags reader this driver does not serve");
+  if (attr.parent_domain && !attr.parent_domain->is_parent_domain())
+    return Fail(EINVAL, "create_cq: the PD given is not a parent domain");
+  if (attr.parent_domain && attr.parent_domain->device != device)
+    return Fail(EINVAL, "create_cq: the parent domain belongs to another device");
+  // Entries: a power of two above cqe (one slot always stays empty).
+  const uint64_t entries = std::bit_ceil(uint64_t{attr.cqe} + 1);
+  const uint32_t log_entries = static_cast<uint32_t>(std::countr_zero(entries));
+  const prm::Bits gen = device->caps().cur(prm::CAP_GENERAL);
+  if (log_entries > kLogMaxCqEntries || log_entries > gen.get(prm::cmd_hca_cap::log_max_cq_sz))
+    return Fail(EINVAL, "create_cq: more entries than the device's CQs hold");
+  if (attr.comp_vector >= static_cast<uint32_t>(device->verbs()->num_comp_vectors))
+    return Fail(EINVAL, "create_cq: comp_vector not below the context's num_comp_vectors");
+  if ((attr.create_flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) && !gen.get(prm::cmd_hca_cap::cq_oi))
+    return Fail(EOPNOTSUPP, "create_cq: the device cannot ignore CQ overrun (cq_oi)");
+
+  ONCHIP_TRY(auto op, device->registry().Begin("create_cq: device closed"));
+  const uint32_t cqe_bytes = 64;
+  const std::size_t ring_bytes = bus::RoundUpPage(entries * cqe_bytes);
+  // A CQ not made on a parent domain takes its memory from the device's provider.
+  ONCHIP_TRY(QueueBuffer ring, attr.parent_domain
+                                   ? QueueBuffer::Allocate(attr.parent_domain, ring_bytes,
+                                                           prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_CQ)
+                                   : QueueBuffer::Allocate(*device, ring_bytes,
+                                                           prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_CQ));
+  if (ring.iova() % prm::ADAPTER_PAGE_SIZE != 0)
+    return Fail(EINVAL, "create_cq: the allocator's CQ buffer is not page aligned");
+  ONCHIP_TRY(QueueBuffer doorbell,
+             attr.parent_domain
+                 ? QueueBuffer::Allocate(attr.parent_domain, sizeof(prm::CqDoorbellRecord),
+                                         sizeof(prm::CqDoorbellRecord), MLX5DV_RES_TYPE_DBR)
+                 : QueueBuffer::Allocate(*device, sizeof(prm::CqDoorbellRecord),
+                                         sizeof(prm::CqDoorbellRecord), MLX5DV_RES_TYPE_DBR));
+  if (doorbell.iova() % sizeof(prm::CqDoorbellRecord) != 0)
+    return Fail(EINVAL, "create_cq: the allocator's doorbell record is not 8-byte aligned");
+  // Software owns nothing yet: every CQE invalid; both record words zero.
+  auto* base = static_cast<std::byte*>(ring.data());
+  for (uint64_t i = 0; i < entries; ++i)
+    base[i * cqe_bytes + kOpOwnByte] = std::byte{prm::kCqeInitialOpOwn};
+  std::memset(doorbell.data(), 0, sizeof(prm::CqDoorbellRecord));
+  ONCHIP_TRY(Bfreg* uar, device->uars().Shared());
+
+  using In = prm::create_cq_in;
+  constexpr auto cqc = In::cq_context;
+  const std::size_t pages = ring_bytes / prm::ADAPTER_PAGE_SIZE;
+  prm::Message<In> in(pages * 8);
+  in.set(In::opcode, prm::CREATE_CQ)
+      .set(cqc.cqe_sz, kCqeSz64)
+      .set(cqc.log_cq_size, log_entries)
+      .set(cqc.uar_page, uar->uar_index)
+      .set(cqc.c_eqn_or_apu_element, device->comp_eqn())
+      .set(cqc.log_page_size, 0)  // 4 KiB pages
+      .set(cqc.dbr_addr, doorbell.iova());
+  for (std::size_t i = 0; i < pages; ++i)
+    in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_cq_out>(device->commander(), in));
+
+  auto* cq = new Cq{};
+  cq->device = device;
+  cq->parent_domain = attr.parent_domain;
+  cq->ring = std::move(ring);
+  cq->doorbell = std::move(doorbell);
+  cq->arm_register = uar;
+  cq->cqn = out.get(prm::create_cq_out::cqn);
+  cq->log_entries = log_entries;
+  cq->cqe_bytes = cqe_bytes;
+  cq->wc_flags = attr.wc_flags;
+  cq->single_threaded = (attr.create_flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) != 0;
+  cq->verbs.cq.context = device->verbs();
+  cq->verbs.cq.cqe = static_cast<int>(entries - 1);
+  cq->verbs.cq.handle = cq->cqn;
+  device->registry().Publish(op, ObjectKind::kCq, cq, cq->life, [](void* p) {
+    return ReleaseCqOnDevice(*static_cast<Cq*>(p));
+  });
+  return cq;
+}
+
+Result<void> ReleaseCqOnDevice(Cq& cq) {
+  prm::Message<prm::destroy_cq_in> in;
+  in.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, cq.cqn);
+  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_cq_out>(cq.device->commander(), in));
+  (void)out;
+  return {};
+}
+
+Result<void> DestroyCq(Cq* cq) {
+  if (cq == nullptr) return Fail(EINVAL, "destroy_cq: null");
+  return Destroy(cq->device->registry(), ObjectKind::kCq, cq, cq->life,
+                 "destroy_cq: a QP or SRQ still uses it", ReleaseCqOnDevice);
+}
+
+}  // namespace onchip::driver

@@ -1,0 +1,73 @@
+// Completion queues (ibv_create_cq, ibv_create_cq_ex), shaped as rdma-core's verbs_cq: the
+// ibv_cq / ibv_cq_ex union comes first, so the pointers libibverbs hands back convert to Cq.
+//
+// CreateCq follows libmlx5 and mlx5_ib:
+//   - checks, in libmlx5's order: cqe 0 or above INT_MAX EINVAL; unknown create flags EINVAL;
+//     wc_flags outside what the ex-CQ readers serve EOPNOTSUPP; a PD that is not a parent
+//     domain EINVAL (the verbs layer refuses unknown comp_mask bits first); then mlx5_ib's: more entries than
+//     2^log_max_cq_sz EINVAL, comp_vector not below the context's vectors EINVAL,
+//     IGNORE_OVERRUN without the device's cq_oi EOPNOTSUPP;
+//   - entries = roundup_pow2(cqe + 1) 64-byte CQEs (ibv_cq.cqe reports entries - 1); the ring is
+//     whole 4 KiB pages from QueueBuffer with MLX5DV_RES_TYPE_CQ (a parent domain's allocator
+//     when the CQ was created on one), every CQE's op_own MLX5_CQE_INVALID << 4; the doorbell
+//     record (consumer index, arm word) is 8 bytes of MLX5DV_RES_TYPE_DBR memory;
+//   - CREATE_CQ names the device's completion EQ and the shared UAR, whose CQ doorbell carries
+//     arm requests (the same page libmlx5 arms through, the context's non-cached UAR).
+// A CQ is pinned by the QPs and SRQs that use it (DestroyCq: EBUSY).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+
+#include "driver/pd.h"
+#include "driver/queue_buffer.h"
+#include "driver/uar.h"
+
+namespace onchip::driver {
+
+struct CqAttributes {
+  uint32_t cqe = 0;                 // at least this many completions fit
+  uint32_t comp_vector = 0;
+  uint64_t wc_flags = 0;            // IBV_WC_EX_WITH_*: what the ex-CQ readers must serve
+  uint32_t create_flags = 0;        // IBV_CREATE_CQ_ATTR_*
+  Pd* parent_domain = nullptr;      // the buffers' allocator (IBV_CQ_INIT_ATTR_MASK_PD)
+};
+
+struct Cq {
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cq_ex;  // ibv_cq's fields first, then the poll and read callbacks
+  } verbs;            // first: From() converts back
+  std::shared_ptr<Device> device;
+  Pd* parent_domain = nullptr;
+  QueueBuffer ring;
+  QueueBuffer doorbell;  // prm::CqDoorbellRecord
+  Bfreg* arm_register = nullptr;  // the shared UAR: CQ doorbell (arm) writes
+  uint32_t cqn = 0;
+  uint32_t log_entries = 0;
+  uint32_t cqe_bytes = 64;
+  uint64_t wc_flags = 0;
+  bool single_threaded = false;
+  Life life;  // pinned by the QPs and SRQs naming it
+
+  static Cq* From(ibv_cq* cq) { return reinterpret_cast<Cq*>(cq); }
+  static Cq* From(ibv_cq_ex* cq) { return reinterpret_cast<Cq*>(cq); }
+  uint32_t entries() const { return uint32_t{1} << log_entries; }
+  std::byte* cqe(uint32_t index) const {
+    return static_cast<std::byte*>(ring.data()) + std::size_t{index & (entries() - 1)} * cqe_bytes;
+  }
+};
+
+// The wc_flags an extended CQ may ask for: the standard set and the completion timestamp.
+inline constexpr uint64_t kCqSupportedWcFlags =
+    uint64_t{IBV_WC_STANDARD_FLAGS} | uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+
+// `device` serves the CQ; a parent domain in `attr` must belong to it.
+Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& attr);
+// DESTROY_CQ; EBUSY while a QP or SRQ uses it; a firmware failure leaves it usable.
+Result<void> DestroyCq(Cq* cq);
+// DESTROY_CQ without freeing the handle: how Close() releases a CQ.
+Result<void> ReleaseCqOnDevice(Cq& cq);
+
+}  // namespace onchip::driver
