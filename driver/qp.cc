@@ -1,0 +1,540 @@
+#include "driver/qp.h"
+
+#include <infiniband/mlx5dv.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "driver/cmd/run.h"
+#include "driver/parent_domain.h"
+#include "driver/qp_transitions.h"
+#include "uapi/prm/caps.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
+
+namespace onchip::driver {
+namespace {
+
+// WQE building blocks (PRM "Send WQE"; data-path reference 1.1-1.5).
+constexpr uint32_t kSendWqeBb = 64;
+constexpr uint32_t kCtrlSeg = 16;
+constexpr uint32_t kRaddrSeg = 16;
+constexpr uint32_t kAtomicSeg = 16;
+constexpr uint32_t kDatagramSeg = 48;
+constexpr uint32_t kDataSeg = 16;
+constexpr uint32_t kInlineHeader = 4;
+// A bind (UMR) WQE's body: UMR control segment, mkey context and one 64-byte translation block.
+constexpr uint32_t kBindBody = 48 + 64 + 64;
+constexpr uint32_t kMinRqBytes = 64;
+
+// qpc.st, qpc.rq_type, qpc.pm_state (PRM values).
+constexpr uint32_t kStRc = 0x0, kStUc = 0x1, kStUd = 0x2;
+constexpr uint32_t kNonZeroRq = 0x0, kSrqRq = 0x1, kZeroLenRq = 0x3;
+constexpr uint32_t kPmMigrated = 0x3;
+constexpr uint32_t kAtomicModeIbCompatible = 0x1;
+// UD QPs carry at most one 4096-byte MTU: mlx5 programs a fixed MTU and message size for them.
+constexpr uint32_t kUdLogMsgMax = 12;
+constexpr uint32_t kRoceUdpSportMin = 0xc000;
+
+uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+uint32_t CeilLog2(uint32_t v) { return v <= 1 ? 0 : static_cast<uint32_t>(std::bit_width(v - 1)); }
+
+uint32_t PrmSt(ibv_qp_type type) {
+  return type == IBV_QPT_RC ? kStRc : type == IBV_QPT_UC ? kStUc : kStUd;
+}
+
+// The part of a send WQE that is not data: control segment and the largest operation body.
+uint32_t SendOverhead(ibv_qp_type type, bool can_bind) {
+  const uint32_t bind = can_bind ? kBindBody : 0;
+  switch (type) {
+    case IBV_QPT_RC: return kCtrlSeg + std::max(kRaddrSeg + kAtomicSeg, bind);
+    case IBV_QPT_UC: return kCtrlSeg + std::max(kRaddrSeg, bind);
+    default: return kCtrlSeg + kDatagramSeg;
+  }
+}
+
+struct Geometry {
+  uint32_t sq_bytes = 0, rq_bytes = 0;
+  SendRing sq;
+  RecvRing rq;
+};
+
+Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
+  const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
+  const uint32_t max_wqebb = uint32_t{1} << gen.get(prm::cmd_hca_cap::log_max_qp_sz);
+  const uint32_t max_sq_desc = gen.get(prm::cmd_hca_cap::max_wqe_sz_sq);
+  const uint32_t max_rq_desc = gen.get(prm::cmd_hca_cap::max_wqe_sz_rq);
+  const ibv_qp_cap& cap = attr.cap;
+  Geometry g;
+  if (cap.max_send_wr > 0) {
+    // A QP made without send_ops_flags may bind windows (ibv_bind_mw); one made with them
+    // only when it asked for BIND_MW or LOCAL_INV.
+    const bool can_bind = attr.type != IBV_QPT_UD &&
+                          (!attr.ex || (attr.send_ops_flags &
+                                        (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)));
+    const uint64_t overhead = SendOverhead(attr.type, can_bind);
+    const uint64_t inline_size =
+        cap.max_inline_data ? overhead + AlignUp(kInlineHeader + cap.max_inline_data, 16) : 0;
+    const uint64_t gather_size = overhead + uint64_t{cap.max_send_sge} * kDataSeg;
+    const uint64_t wqe = (std::max(inline_size, gather_size) + kSendWqeBb - 1) / kSendWqeBb * kSendWqeBb;
+    if (wqe > max_sq_desc) return Fail(EINVAL, "create_qp: a send WQE of these caps is too large");
+    if (cap.max_send_wr > max_wqebb) return Fail(EINVAL, "create_qp: max_send_wr above the device's");
+    const uint64_t ring = std::bit_ceil(uint64_t{cap.max_send_wr} * wqe);
+    if (ring / kSendWqeBb > max_wqebb) return Fail(EINVAL, "create_qp: send ring above the device's");
+    g.sq_bytes = static_cast<uint32_t>(ring);
+    g.sq.wqe_cnt = static_cast<uint32_t>(ring / kSendWqeBb);
+    g.sq.max_post = static_cast<uint32_t>(ring / wqe);
+    g.sq.max_gs = cap.max_send_sge;
+    g.sq.max_inline = static_cast<uint32_t>(wqe - overhead - kInlineHeader);
+  }
+  if (cap.max_recv_wr > 0 && attr.srq == nullptr) {
+    if (cap.max_recv_wr > max_wqebb) return Fail(EINVAL, "create_qp: max_recv_wr above the device's");
+    const uint64_t wqe = std::bit_ceil(uint64_t{kDataSeg} * std::max<uint32_t>(cap.max_recv_sge, 1));
+    if (wqe > max_rq_desc) return Fail(EINVAL, "create_qp: a receive WQE of these caps is too large");
+    const uint64_t ring = std::max<uint64_t>(std::bit_ceil(uint64_t{cap.max_recv_wr}) * wqe, kMinRqBytes);
+    g.rq_bytes = static_cast<uint32_t>(ring);
+    g.rq.wqe_cnt = static_cast<uint32_t>(ring / wqe);
+    g.rq.wqe_shift = static_cast<uint32_t>(std::countr_zero(wqe));
+    g.rq.max_post = g.rq.wqe_cnt;
+    g.rq.max_gs = static_cast<uint32_t>(wqe / kDataSeg);
+  }
+  return g;
+}
+
+void InitVerbsQp(Qp& qp, const QpAttributes& attr) {
+  ibv_qp& v = qp.verbs.qp;
+  v.context = qp.device->verbs();
+  v.qp_context = attr.qp_context;
+  v.pd = &qp.pd->ibv;
+  v.send_cq = &qp.send_cq->verbs.cq;
+  v.recv_cq = &qp.recv_cq->verbs.cq;
+  v.srq = qp.srq ? &qp.srq->verbs.srq : nullptr;
+  v.handle = qp.qpn;
+  v.qp_num = qp.qpn;
+  v.state = IBV_QPS_RESET;
+  v.qp_type = attr.type;
+  v.events_completed = 0;
+  pthread_mutex_init(&v.mutex, nullptr);
+  pthread_cond_init(&v.cond, nullptr);
+}
+
+// ---- modify ----
+
+// Every context-carrying transition command has rst2init_qp_in's shape.
+using T = prm::rst2init_qp_in;
+static_assert(prm::init2init_qp_in::qpc.bit_offset == T::qpc.bit_offset);
+static_assert(prm::init2rtr_qp_in::qpc.bit_offset == T::qpc.bit_offset);
+static_assert(prm::rtr2rts_qp_in::qpc.bit_offset == T::qpc.bit_offset);
+static_assert(prm::rts2rts_qp_in::qpc.bit_offset == T::qpc.bit_offset);
+static_assert(prm::sqerr2rts_qp_in::qpc.bit_offset == T::qpc.bit_offset);
+static_assert(prm::sqd2rts_qp_in::qpc.bit_offset == T::qpc.bit_offset);
+static_assert(prm::init2rtr_qp_in::size_bits == T::size_bits);
+static_assert(prm::rtr2rts_qp_in::size_bits == T::size_bits);
+static_assert(prm::rts2rts_qp_in::size_bits == T::size_bits);
+static_assert(prm::init2init_qp_in::size_bits == T::size_bits);
+static_assert(prm::sqerr2rts_qp_in::size_bits == T::size_bits);
+static_assert(prm::sqd2rts_qp_in::size_bits == T::size_bits);
+static_assert(prm::sqd2rts_qp_in::opt_param_mask.bit_offset == T::opt_param_mask.bit_offset);
+constexpr auto kQpc = T::qpc;
+constexpr auto kPath = T::qpc.primary_address_path;
+
+// ibv_flow_label_to_udp_sport: 14 low bits folded with the 6 high ones, in the RoCE range.
+uint16_t FlowLabelToUdpSport(uint32_t fl) {
+  uint32_t low = fl & 0x03fff;
+  const uint32_t high = fl & 0xfc000;
+  low ^= high >> 14;
+  return static_cast<uint16_t>(low | kRoceUdpSportMin);
+}
+
+// The destination MAC a link-local GID carries (its modified EUI-64 interface id); zero for
+// other GIDs, which the device routes by address.
+void MacOf(const ibv_gid& gid, uint8_t mac[6]) {
+  std::memset(mac, 0, 6);
+  const uint8_t* g = gid.raw;
+  if (g[0] != 0xfe || (g[1] & 0xc0) != 0x80 || g[11] != 0xff || g[12] != 0xfe) return;
+  mac[0] = g[8] ^ 2;
+  mac[1] = g[9];
+  mac[2] = g[10];
+  mac[3] = g[13];
+  mac[4] = g[14];
+  mac[5] = g[15];
+}
+
+void SetPath(prm::Message<T>& in, const ibv_ah_attr& ah, uint8_t port, uint16_t pkey_index) {
+  const ibv_global_route& grh = ah.grh;
+  uint8_t mac[6];
+  MacOf(grh.dgid, mac);
+  in.set(kPath.grh, 1)
+      .set(kPath.src_addr_index, grh.sgid_index)
+      .set(kPath.hop_limit, grh.hop_limit)
+      .set(kPath.tclass, grh.traffic_class)
+      .set(kPath.dscp, grh.traffic_class >> 2)
+      .set(kPath.flow_label, grh.flow_label & 0xfffff)
+      .set(kPath.udp_sport, grh.flow_label ? FlowLabelToUdpSport(grh.flow_label) : kRoceUdpSportMin)
+      .set(kPath.eth_prio, ah.sl & 7)
+      .set(kPath.sl, ah.sl & 0xf)
+      .set(kPath.vhca_port_num, ah.port_num ? ah.port_num : port)
+      .set(kPath.pkey_index, pkey_index)
+      .set(kPath.rmac_47_32, uint32_t{mac[0]} << 8 | mac[1])
+      .set(kPath.rmac_31_0, uint32_t{mac[2]} << 24 | uint32_t{mac[3]} << 16 | uint32_t{mac[4]} << 8 | mac[5]);
+  for (std::size_t i = 0; i < 16; ++i) in.set(kPath.rgid_rip[i], grh.dgid.raw[i]);
+}
+
+// rre/rwe/rae as mlx5_ib derives them: a responder with no RDMA read resources answers
+// writes only.
+void SetAccess(prm::Message<T>& in, ibv_qp_type type, unsigned access, uint8_t dest_rd_atomic) {
+  if (dest_rd_atomic == 0) access &= IBV_ACCESS_REMOTE_WRITE;
+  in.set(kQpc.rwe, (access & IBV_ACCESS_REMOTE_WRITE) ? 1 : 0);
+  if (type != IBV_QPT_RC) return;
+  in.set(kQpc.rre, (access & IBV_ACCESS_REMOTE_READ) ? 1 : 0);
+  const bool atomic = (access & IBV_ACCESS_REMOTE_ATOMIC) != 0;
+  in.set(kQpc.rae, atomic ? 1 : 0).set(kQpc.atomic_mode, atomic ? kAtomicModeIbCompatible : 0);
+}
+
+// What the device and mlx5_ib check on the attribute values, before any command.
+Result<void> CheckValues(const Qp& qp, const ibv_qp_attr& attr, int mask) {
+  const prm::Bits gen = qp.device->caps().cur(prm::CAP_GENERAL);
+  const uint32_t ports = gen.get(prm::cmd_hca_cap::num_ports);
+  if ((mask & IBV_QP_PORT) && (attr.port_num < 1 || attr.port_num > ports))
+    return Fail(EINVAL, "modify_qp: no such port");
+  // RoCE ports hold one P_Key (the default): index 0 only.
+  if ((mask & IBV_QP_PKEY_INDEX) && attr.pkey_index != 0)
+    return Fail(EINVAL, "modify_qp: pkey_index beyond the port's P_Key table");
+  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+      attr.max_rd_atomic > (1u << gen.get(prm::cmd_hca_cap::log_max_ra_req_qp)))
+    return Fail(EINVAL, "modify_qp: max_rd_atomic above the device's");
+  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+      attr.max_dest_rd_atomic > (1u << gen.get(prm::cmd_hca_cap::log_max_ra_res_qp)))
+    return Fail(EINVAL, "modify_qp: max_dest_rd_atomic above the device's");
+  if ((mask & IBV_QP_PATH_MTU) && qp.type != IBV_QPT_UD &&
+      (attr.path_mtu < IBV_MTU_256 || attr.path_mtu > IBV_MTU_4096))
+    return Fail(EINVAL, "modify_qp: path_mtu outside 256..4096");
+  if (mask & IBV_QP_AV) {
+    // RoCE: every address is a global one.
+    if (!attr.ah_attr.is_global) return Fail(EINVAL, "modify_qp: a RoCE address needs a GRH");
+    if (attr.ah_attr.port_num > ports) return Fail(EINVAL, "modify_qp: the address's port");
+    const uint32_t gids = qp.device->caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
+    if (attr.ah_attr.grh.sgid_index >= gids) return Fail(EINVAL, "modify_qp: sgid_index beyond the GID table");
+  }
+  if (mask & IBV_QP_ALT_PATH)
+    return Fail(EOPNOTSUPP, "modify_qp: no path migration (the device has no alternate path)");
+  if ((mask & IBV_QP_PATH_MIG_STATE) && attr.path_mig_state != IBV_MIG_MIGRATED)
+    return Fail(EOPNOTSUPP, "modify_qp: no path migration (only MIGRATED)");
+  if ((mask & IBV_QP_TIMEOUT) && attr.timeout > 31) return Fail(EINVAL, "modify_qp: timeout above 31");
+  if ((mask & IBV_QP_RETRY_CNT) && attr.retry_cnt > 7) return Fail(EINVAL, "modify_qp: retry_cnt above 7");
+  if ((mask & IBV_QP_RNR_RETRY) && attr.rnr_retry > 7) return Fail(EINVAL, "modify_qp: rnr_retry above 7");
+  if ((mask & IBV_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
+    return Fail(EINVAL, "modify_qp: min_rnr_timer above 31");
+  return {};
+}
+
+Result<void> RunSimple(Qp& qp, uint16_t opcode) {
+  // QP_2ERR and QP_2RST share a header (opcode, uid, op_mod, qpn).
+  static_assert(prm::qp_2err_in::qpn.bit_offset == prm::qp_2rst_in::qpn.bit_offset);
+  static_assert(prm::qp_2err_in::size_bits == prm::qp_2rst_in::size_bits);
+  prm::Message<prm::qp_2rst_in> in;
+  in.set(prm::qp_2rst_in::opcode, opcode).set(prm::qp_2rst_in::qpn, qp.qpn);
+  ONCHIP_TRY(auto out, cmd::Run<prm::qp_2rst_out>(qp.device->commander(), in));
+  (void)out;
+  return {};
+}
+
+}  // namespace
+
+uint64_t SupportedSendOps(ibv_qp_type type) {
+  switch (type) {
+    case IBV_QPT_RC:
+      return IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+             IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+             IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+             IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+    case IBV_QPT_UC:
+      return IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+             IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+             IBV_QP_EX_WITH_SEND_WITH_INV;
+    case IBV_QPT_UD:
+      return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    default:
+      return 0;
+  }
+}
+
+Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
+  if (pd == nullptr) return Fail(EINVAL, "create_qp: null PD");
+  switch (attr.type) {
+    case IBV_QPT_RC:
+    case IBV_QPT_UC:
+    case IBV_QPT_UD:
+      break;
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV:
+    case IBV_QPT_RAW_PACKET:
+    case IBV_QPT_DRIVER:
+      return Fail(EOPNOTSUPP, "create_qp: only RC, UC and UD QPs");
+    default:
+      return Fail(EINVAL, "create_qp: unknown QP type");
+  }
+  if (attr.ex && (attr.send_ops_flags & ~SupportedSendOps(attr.type)))
+    return Fail(EOPNOTSUPP, "create_qp: a send op this QP type cannot post");
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
+    return Fail(EINVAL, "create_qp: a QP needs a send and a receive CQ");
+  const std::shared_ptr<Device>& device = pd->device;
+  if (attr.send_cq->device != device || attr.recv_cq->device != device ||
+      (attr.srq && attr.srq->device != device))
+    return Fail(EINVAL, "create_qp: a CQ or the SRQ belongs to another device");
+  ONCHIP_TRY(Geometry g, Size(*device, attr));
+  if (g.sq_bytes == 0 && g.rq_bytes == 0 && attr.srq == nullptr)
+    return Fail(EINVAL, "create_qp: neither a send nor a receive queue");
+
+  ONCHIP_TRY(auto op, device->registry().Begin("create_qp: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life)) return Fail(EBUSY, "create_qp: its PD is being freed");
+  if (!pins.Take(attr.send_cq->life)) return Fail(EBUSY, "create_qp: its send CQ is being destroyed");
+  if (!pins.Take(attr.recv_cq->life)) return Fail(EBUSY, "create_qp: its receive CQ is being destroyed");
+  if (attr.srq && !pins.Take(attr.srq->life)) return Fail(EBUSY, "create_qp: its SRQ is being destroyed");
+
+  const uint32_t bytes = g.rq_bytes + g.sq_bytes;
+  const std::size_t pages = bytes == 0 ? 1 : (bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
+  ONCHIP_TRY(QueueBuffer buffer, QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE,
+                                                       prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
+  if (buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0)
+    return Fail(EINVAL, "create_qp: the allocator's QP buffer is not page aligned");
+  ONCHIP_TRY(QueueBuffer doorbell, QueueBuffer::Allocate(pd, sizeof(prm::QpDoorbellRecord),
+                                                         sizeof(prm::QpDoorbellRecord),
+                                                         MLX5DV_RES_TYPE_DBR));
+  if (doorbell.iova() % sizeof(prm::QpDoorbellRecord) != 0)
+    return Fail(EINVAL, "create_qp: the allocator's doorbell record is not 8-byte aligned");
+  std::memset(doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
+  if (buffer.custom()) std::memset(buffer.data(), 0, buffer.size());
+  ONCHIP_TRY(Bfreg* bf, SendBfregFor(pd));
+
+  using In = prm::create_qp_in;
+  constexpr auto qpc = In::qpc;
+  prm::Message<In> in(pages * 8);
+  const uint32_t rq_type = attr.srq ? kSrqRq : g.rq.wqe_cnt ? kNonZeroRq : kZeroLenRq;
+  in.set(In::opcode, prm::CREATE_QP)
+      .set(qpc.st, PrmSt(attr.type))
+      .set(qpc.pm_state, kPmMigrated)
+      .set(qpc.pd, pd->protection().pdn)
+      .set(qpc.uar_page, bf->uar_index)
+      .set(qpc.log_page_size, 0)  // 4 KiB pages
+      .set(qpc.cqn_snd, attr.send_cq->cqn)
+      .set(qpc.cqn_rcv, attr.recv_cq->cqn)
+      .set(qpc.dbr_addr, doorbell.iova())
+      .set(qpc.rq_type, rq_type);
+  if (attr.srq) in.set(qpc.srqn_rmpn_xrqn, attr.srq->srqn);
+  if (g.rq.wqe_cnt) {
+    in.set(qpc.log_rq_size, std::countr_zero(g.rq.wqe_cnt)).set(qpc.log_rq_stride, g.rq.wqe_shift - 4);
+  }
+  if (g.sq.wqe_cnt) in.set(qpc.log_sq_size, std::countr_zero(g.sq.wqe_cnt));
+  else in.set(qpc.no_sq, 1);
+  for (std::size_t i = 0; i < pages; ++i)
+    in.set(In::pas[i], buffer.iova() + i * prm::ADAPTER_PAGE_SIZE);
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_qp_out>(device->commander(), in));
+
+  auto* qp = new Qp{};
+  qp->device = device;
+  qp->pd = pd;
+  qp->send_cq = attr.send_cq;
+  qp->recv_cq = attr.recv_cq;
+  qp->srq = attr.srq;
+  qp->type = attr.type;
+  qp->qpn = out.get(prm::create_qp_out::qpn);
+  qp->bf = bf;
+  qp->sq = g.sq;
+  qp->rq = g.rq;
+  auto* base = static_cast<std::byte*>(buffer.data());
+  if (qp->rq.wqe_cnt) qp->rq.start = base;
+  if (qp->sq.wqe_cnt) qp->sq.start = base + g.rq_bytes;
+  qp->buffer = std::move(buffer);
+  qp->doorbell = std::move(doorbell);
+  qp->sq_sig_all = attr.sq_sig_all;
+  qp->send_ops_flags = attr.send_ops_flags;
+  // Reported back as libmlx5 does: what fits, not what was asked.
+  attr.cap.max_send_wr = g.sq.max_post;
+  attr.cap.max_inline_data = g.sq.max_inline;
+  attr.cap.max_recv_wr = g.rq.max_post;
+  attr.cap.max_recv_sge = g.rq.max_gs;
+  if (attr.srq) attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
+  qp->init_cap = attr.cap;
+  InitVerbsQp(*qp, attr);
+  pins.Keep();
+  device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
+    return ReleaseQpOnDevice(*static_cast<Qp*>(p));
+  });
+  return qp;
+}
+
+Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
+  if (qp == nullptr) return Fail(EINVAL, "modify_qp: null");
+  const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp->verbs.qp.state;
+  const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr.qp_state : cur;
+  if (!ModifyQpIsOk(cur, next, qp->type, mask))
+    return Fail(EINVAL, "modify_qp: the attribute mask does not fit the transition");
+  ONCHIP_CHECK(CheckValues(*qp, attr, mask));
+  // RESET to RESET changes nothing (mlx5_ib returns before any command).
+  if (cur == IBV_QPS_RESET && next == IBV_QPS_RESET) return {};
+  const std::optional<uint16_t> opcode = TransitionOpcode(cur, next);
+  if (!opcode) return Fail(EINVAL, "modify_qp: mlx5 has no command for this transition");
+  Device& device = *qp->device;
+  ONCHIP_TRY(auto op, device.registry().Begin("modify_qp: device closed"));
+  if (!qp->life.usable()) return Fail(EIO, "modify_qp: device closed");
+
+  const uint8_t port = (mask & IBV_QP_PORT) ? attr.port_num : qp->port;
+  const uint16_t pkey_index = (mask & IBV_QP_PKEY_INDEX) ? attr.pkey_index : qp->pkey_index;
+  const unsigned access = (mask & IBV_QP_ACCESS_FLAGS) ? attr.qp_access_flags : qp->access_flags;
+  const uint8_t dest_rd_atomic =
+      (mask & IBV_QP_MAX_DEST_RD_ATOMIC) ? attr.max_dest_rd_atomic : qp->max_dest_rd_atomic;
+
+  if (*opcode == prm::QP_2ERR || *opcode == prm::QP_2RST) {
+    ONCHIP_CHECK(RunSimple(*qp, *opcode));
+  } else {
+    prm::Message<T> in;
+    uint32_t opt = OptParamsOf(mask) & TransitionOptParams(*opcode, qp->type);
+    in.set(T::opcode, *opcode)
+        .set(T::qpn, qp->qpn)
+        .set(kQpc.st, PrmSt(qp->type))
+        .set(kQpc.pm_state, kPmMigrated)
+        .set(kQpc.pd, qp->pd->protection().pdn)
+        .set(kQpc.cqn_snd, qp->send_cq->cqn)
+        .set(kQpc.cqn_rcv, qp->recv_cq->cqn)
+        .set(kPath.pkey_index, pkey_index)
+        .set(kPath.vhca_port_num, port);
+    SetAccess(in, qp->type, access, dest_rd_atomic);
+    if (mask & IBV_QP_QKEY) in.set(kQpc.q_key, attr.qkey);
+    if (mask & IBV_QP_MIN_RNR_TIMER) in.set(kQpc.min_rnr_nak, attr.min_rnr_timer);
+    switch (*opcode) {
+      case prm::INIT2RTR_QP:
+        if (qp->type == IBV_QPT_UD) {
+          in.set(kQpc.mtu, IBV_MTU_4096).set(kQpc.log_msg_max, kUdLogMsgMax);
+          break;
+        }
+        in.set(kQpc.mtu, attr.path_mtu)
+            .set(kQpc.log_msg_max,
+                 device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::log_max_msg))
+            .set(kQpc.remote_qpn, attr.dest_qp_num)
+            .set(kQpc.next_rcv_psn, attr.rq_psn & 0xffffff);
+        SetPath(in, attr.ah_attr, port, pkey_index);
+        if (qp->type == IBV_QPT_RC && dest_rd_atomic)
+          in.set(kQpc.log_rra_max, CeilLog2(dest_rd_atomic));
+        // The responder's rights follow its read resources, which this transition sets:
+        // send the access bits whether or not the mask named them.
+        opt |= qp->type == IBV_QPT_RC
+                   ? (MLX5_QP_OPTPAR_RRE | MLX5_QP_OPTPAR_RAE | MLX5_QP_OPTPAR_RWE)
+                   : MLX5_QP_OPTPAR_RWE;
+        break;
+      case prm::RTR2RTS_QP:
+        in.set(kQpc.next_send_psn, attr.sq_psn & 0xffffff);
+        if (qp->type == IBV_QPT_RC) {
+          in.set(kQpc.retry_count, attr.retry_cnt)
+              .set(kQpc.rnr_retry, attr.rnr_retry)
+              .set(kPath.ack_timeout, attr.timeout);
+          if (attr.max_rd_atomic) in.set(kQpc.log_sra_max, CeilLog2(attr.max_rd_atomic));
+        }
+        break;
+      default:
+        break;
+    }
+    in.set(T::opt_param_mask, opt);
+    ONCHIP_TRY(auto out, cmd::Run<prm::rst2init_qp_out>(device.commander(), in));
+    (void)out;
+  }
+
+  // The device took it: remember what later transitions need.
+  if (mask & IBV_QP_PORT) qp->port = attr.port_num;
+  if (mask & IBV_QP_PKEY_INDEX) qp->pkey_index = attr.pkey_index;
+  if (mask & IBV_QP_ACCESS_FLAGS) qp->access_flags = attr.qp_access_flags;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = attr.max_dest_rd_atomic;
+  if (next == IBV_QPS_RESET) {
+    // Back to empty rings: the device forgot its progress, the record starts over.
+    std::memset(qp->doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
+    qp->port = 1;
+    qp->pkey_index = 0;
+    qp->access_flags = 0;
+    qp->max_dest_rd_atomic = 0;
+  }
+  qp->verbs.qp.state = next;
+  return {};
+}
+
+Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* init) {
+  if (qp == nullptr || attr == nullptr || init == nullptr) return Fail(EINVAL, "query_qp: null");
+  Device& device = *qp->device;
+  ONCHIP_TRY(auto op, device.registry().Begin("query_qp: device closed"));
+  if (!qp->life.usable()) return Fail(EIO, "query_qp: device closed");
+  using O = prm::query_qp_out;
+  prm::Message<prm::query_qp_in> in;
+  in.set(prm::query_qp_in::opcode, prm::QUERY_QP).set(prm::query_qp_in::qpn, qp->qpn);
+  const std::size_t pages = (qp->buffer.size() + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
+  ONCHIP_TRY(auto out, cmd::Run<O>(device.commander(), in, pages * 8));
+  constexpr auto c = O::qpc;
+  constexpr auto p = O::qpc.primary_address_path;
+
+  std::memset(attr, 0, sizeof(*attr));
+  attr->qp_state = VerbsQpState(static_cast<uint8_t>(out.get(c.state)));
+  attr->cur_qp_state = attr->qp_state;
+  attr->path_mtu = static_cast<ibv_mtu>(out.get(c.mtu));
+  // pm_state: ARMED 0, REARM 1, MIGRATED 3 (PRM) -> IBV_MIG_ARMED 2, REARM 1, MIGRATED 0.
+  const uint32_t pm = out.get(c.pm_state);
+  attr->path_mig_state = pm == 0 ? IBV_MIG_ARMED : pm == 1 ? IBV_MIG_REARM : IBV_MIG_MIGRATED;
+  attr->qkey = out.get(c.q_key);
+  attr->rq_psn = out.get(c.next_rcv_psn);
+  attr->sq_psn = out.get(c.next_send_psn);
+  attr->dest_qp_num = out.get(c.remote_qpn);
+  attr->qp_access_flags = qp->access_flags;
+  attr->pkey_index = static_cast<uint16_t>(out.get(p.pkey_index));
+  attr->port_num = static_cast<uint8_t>(out.get(p.vhca_port_num));
+  attr->max_rd_atomic = static_cast<uint8_t>(1u << out.get(c.log_sra_max));
+  attr->max_dest_rd_atomic = static_cast<uint8_t>(1u << out.get(c.log_rra_max));
+  attr->min_rnr_timer = static_cast<uint8_t>(out.get(c.min_rnr_nak));
+  attr->timeout = static_cast<uint8_t>(out.get(p.ack_timeout));
+  attr->retry_cnt = static_cast<uint8_t>(out.get(c.retry_count));
+  attr->rnr_retry = static_cast<uint8_t>(out.get(c.rnr_retry));
+  if (qp->type != IBV_QPT_UD) {
+    ibv_ah_attr& ah = attr->ah_attr;
+    ah.is_global = out.get(p.grh) ? 1 : 0;
+    ah.port_num = attr->port_num;
+    ah.sl = static_cast<uint8_t>(out.get(p.eth_prio));
+    ah.grh.sgid_index = static_cast<uint8_t>(out.get(p.src_addr_index));
+    ah.grh.hop_limit = static_cast<uint8_t>(out.get(p.hop_limit));
+    ah.grh.traffic_class = static_cast<uint8_t>(out.get(p.tclass));
+    ah.grh.flow_label = out.get(p.flow_label);
+    for (std::size_t i = 0; i < 16; ++i)
+      ah.grh.dgid.raw[i] = static_cast<uint8_t>(out.get(p.rgid_rip[i]));
+  }
+  attr->cap = qp->init_cap;
+
+  std::memset(init, 0, sizeof(*init));
+  init->qp_context = qp->verbs.qp.qp_context;
+  init->send_cq = qp->verbs.qp.send_cq;
+  init->recv_cq = qp->verbs.qp.recv_cq;
+  init->srq = qp->verbs.qp.srq;
+  init->cap = qp->init_cap;
+  init->qp_type = qp->type;
+  init->sq_sig_all = qp->sq_sig_all ? 1 : 0;
+  return {};
+}
+
+Result<void> ReleaseQpOnDevice(Qp& qp) {
+  prm::Message<prm::destroy_qp_in> in;
+  in.set(prm::destroy_qp_in::opcode, prm::DESTROY_QP).set(prm::destroy_qp_in::qpn, qp.qpn);
+  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_qp_out>(qp.device->commander(), in));
+  (void)out;
+  if (qp.srq) qp.srq->life.Unpin();
+  qp.recv_cq->life.Unpin();
+  qp.send_cq->life.Unpin();
+  qp.pd->life.Unpin();
+  return {};
+}
+
+Result<void> DestroyQp(Qp* qp) {
+  if (qp == nullptr) return Fail(EINVAL, "destroy_qp: null");
+  return Destroy(qp->device->registry(), ObjectKind::kQp, qp, qp->life, "destroy_qp: in use",
+                 ReleaseQpOnDevice);
+}
+
+}  // namespace onchip::driver

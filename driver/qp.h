@@ -1,0 +1,114 @@
+// Queue pairs (ibv_create_qp, ibv_create_qp_ex) for RC, UC and UD, shaped as rdma-core's
+// verbs_qp: the ibv_qp / ibv_qp_ex union, then comp_mask (libibverbs' ibv_qp_to_qp_ex reads it
+// behind every ibv_qp), so the pointers libibverbs hands back convert to Qp.
+//
+// CreateQp sizes the rings as libmlx5 does (data-path reference 1.5 and 2.1):
+//   - send WQE = ctrl + the largest operation the type can post (RC: max(raddr + atomic,
+//     UMR ctrl + mkey + one KLM block for a bind); UC: max(raddr, bind); UD: datagram) +
+//     max(max_send_sge data segments, an inline segment of max_inline_data), rounded up to 64;
+//     above max_wqe_sz_sq: EINVAL. Ring = roundup_pow2(max_send_wr * WQE) bytes of 64-byte
+//     basic blocks (above 2^log_max_qp_sz blocks: EINVAL); reported max_send_wr = ring / WQE,
+//     max_inline_data = WQE - overhead - 4;
+//   - receive stride = roundup_pow2(16 * max(max_recv_sge, 1)), ring = roundup_pow2(max_recv_wr)
+//     strides, at least 64 bytes; none with an SRQ;
+//   - one buffer, receive ring first, from QueueBuffer with MLX5DV_RES_TYPE_QP; the doorbell
+//     record (receive and send counters) with MLX5DV_RES_TYPE_DBR;
+//   - the send doorbell is SendBfregFor(pd): a thread domain's own lock-free BlueFlame register
+//     on a parent domain with a TD, else the shared register (posting locks it).
+// A QP pins its PD (the one its parent domain wraps for the device, the parent domain for its
+// memory), its CQs and its SRQ.
+//
+// ModifyQp checks the attribute mask as the kernel does (qp_transitions.h) and the values as
+// mlx5_ib does (port, P_Key index, path MTU, RDMA read depths, a global address on RoCE),
+// before any command; then runs the transition's command with the fields it takes. QueryQp
+// answers from QUERY_QP and what the driver keeps (capabilities, the init attributes).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+
+#include "driver/cq.h"
+#include "driver/pd.h"
+#include "driver/queue_buffer.h"
+#include "driver/srq.h"
+#include "driver/uar.h"
+
+namespace onchip::driver {
+
+// rdma-core's struct verbs_qp.
+struct VerbsQp {
+  union {
+    ibv_qp qp;
+    ibv_qp_ex qp_ex;
+  };
+  uint32_t comp_mask;  // kVerbsQpEx once qp_ex's callbacks are filled
+  void* xrcd;
+};
+inline constexpr uint32_t kVerbsQpEx = 1u << 1;  // VERBS_QP_EX
+
+// The rings' geometry, as the data path needs it.
+struct SendRing {
+  std::byte* start = nullptr;  // basic block 0
+  uint32_t wqe_cnt = 0;        // 64-byte basic blocks (a power of two); 0: no send queue
+  uint32_t max_post = 0;       // WRs that fit (reported max_send_wr)
+  uint32_t max_gs = 0;         // data segments per WR (max_send_sge)
+  uint32_t max_inline = 0;     // max_inline_data
+};
+struct RecvRing {
+  std::byte* start = nullptr;
+  uint32_t wqe_cnt = 0;    // WQEs (a power of two); 0: none (an SRQ, or max_recv_wr 0)
+  uint32_t wqe_shift = 0;  // log2 of the stride
+  uint32_t max_post = 0;
+  uint32_t max_gs = 0;
+};
+
+struct QpAttributes {
+  ibv_qp_type type = IBV_QPT_RC;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;
+  ibv_qp_cap cap{};          // in: what was asked; out (CreateQp): what the QP has
+  bool sq_sig_all = false;
+  uint64_t send_ops_flags = 0;  // IBV_QP_EX_WITH_*; 0 when not given
+  bool ex = false;              // created with send_ops_flags: ibv_qp_ex callbacks are filled
+  void* qp_context = nullptr;
+};
+
+struct Qp {
+  VerbsQp verbs;  // first: From() converts back
+  std::shared_ptr<Device> device;
+  Pd* pd = nullptr;           // as given
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;
+  ibv_qp_type type = IBV_QPT_RC;
+  QueueBuffer buffer;         // receive ring, then send ring
+  QueueBuffer doorbell;       // prm::QpDoorbellRecord
+  Bfreg* bf = nullptr;
+  SendRing sq;
+  RecvRing rq;
+  uint32_t qpn = 0;
+  bool sq_sig_all = false;
+  uint64_t send_ops_flags = 0;
+  // What the driver keeps between modifies (mlx5_ib's trans_qp fields).
+  uint8_t port = 1;
+  uint16_t pkey_index = 0;
+  unsigned access_flags = 0;      // qp_access_flags last set
+  uint8_t max_dest_rd_atomic = 0; // responder depth last set
+  ibv_qp_cap init_cap{};          // as reported at creation
+  Life life;
+
+  static Qp* From(ibv_qp* qp) { return reinterpret_cast<Qp*>(qp); }
+};
+
+Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr);
+Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask);
+Result<void> QueryQp(Qp* qp, int mask, ibv_qp_attr* attr, ibv_qp_init_attr* init);
+Result<void> DestroyQp(Qp* qp);
+Result<void> ReleaseQpOnDevice(Qp& qp);
+
+// IBV_QP_EX_WITH_* a QP of `type` can post.
+uint64_t SupportedSendOps(ibv_qp_type type);
+
+}  // namespace onchip::driver

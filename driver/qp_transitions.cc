@@ -1,0 +1,222 @@
+#include "driver/qp_transitions.h"
+
+#include <array>
+
+#include "uapi/prm/opcodes.h"
+
+namespace onchip::driver {
+namespace {
+
+constexpr int kStates = IBV_QPS_ERR + 1;  // RESET INIT RTR RTS SQD SQE ERR
+
+// Attribute sets per transport: [0] UD, [1] UC, [2] RC.
+struct Entry {
+  bool valid = false;
+  std::array<int, 3> required{};
+  std::array<int, 3> optional{};
+};
+
+constexpr int Ud = 0, Uc = 1, Rc = 2;
+
+constexpr int kRestOfPath = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
+
+// The kernel's qp_state_table, for the transports onchip creates.
+constexpr std::array<std::array<Entry, kStates>, kStates> kTable = [] {
+  std::array<std::array<Entry, kStates>, kStates> t{};
+  auto all = [](int ud, int uc, int rc) { return std::array<int, 3>{ud, uc, rc}; };
+  // Every state may go to RESET and to ERR with no attribute.
+  for (int s = 0; s < kStates; ++s) {
+    t[s][IBV_QPS_RESET].valid = true;
+    t[s][IBV_QPS_ERR].valid = true;
+  }
+  t[IBV_QPS_RESET][IBV_QPS_INIT] = {
+      true,
+      all(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+      {}};
+  t[IBV_QPS_INIT][IBV_QPS_INIT] = {
+      true,
+      {},
+      all(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)};
+  t[IBV_QPS_INIT][IBV_QPS_RTR] = {
+      true,
+      all(0, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+          IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+      all(IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+          IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+          IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX)};
+  t[IBV_QPS_RTR][IBV_QPS_RTS] = {
+      true,
+      all(IBV_QP_SQ_PSN, IBV_QP_SQ_PSN,
+          IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+              IBV_QP_MAX_QP_RD_ATOMIC),
+      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | kRestOfPath,
+          IBV_QP_CUR_STATE | kRestOfPath | IBV_QP_MIN_RNR_TIMER)};
+  t[IBV_QPS_RTS][IBV_QPS_RTS] = {
+      true,
+      {},
+      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | kRestOfPath,
+          IBV_QP_CUR_STATE | kRestOfPath | IBV_QP_MIN_RNR_TIMER)};
+  t[IBV_QPS_RTS][IBV_QPS_SQD] = {
+      true, {}, all(IBV_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY)};
+  t[IBV_QPS_SQD][IBV_QPS_RTS] = t[IBV_QPS_RTS][IBV_QPS_RTS];
+  t[IBV_QPS_SQD][IBV_QPS_SQD] = {
+      true,
+      {},
+      all(IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+          IBV_QP_AV | kRestOfPath | IBV_QP_PKEY_INDEX,
+          IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+              IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | kRestOfPath |
+              IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER)};
+  t[IBV_QPS_SQE][IBV_QPS_RTS] = {
+      true,
+      {},
+      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS, 0)};
+  return t;
+}();
+
+int TransportIndex(ibv_qp_type type) {
+  switch (type) {
+    case IBV_QPT_UD: return Ud;
+    case IBV_QPT_UC: return Uc;
+    case IBV_QPT_RC: return Rc;
+    default: return -1;
+  }
+}
+
+bool KnownState(int s) { return s >= IBV_QPS_RESET && s <= IBV_QPS_ERR; }
+
+}  // namespace
+
+bool ModifyQpIsOk(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type, int mask) {
+  const int transport = TransportIndex(type);
+  if (transport < 0 || !KnownState(cur) || !KnownState(next)) return false;
+  if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
+      cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
+    return false;
+  const Entry& e = kTable[cur][next];
+  if (!e.valid) return false;
+  const int required = e.required[transport];
+  const int optional = e.optional[transport];
+  if ((mask & required) != required) return false;
+  return (mask & ~(required | optional | IBV_QP_STATE)) == 0;
+}
+
+std::optional<uint16_t> TransitionOpcode(ibv_qp_state cur, ibv_qp_state next) {
+  if (!KnownState(cur) || !KnownState(next)) return std::nullopt;
+  if (next == IBV_QPS_RESET) return prm::QP_2RST;
+  if (next == IBV_QPS_ERR) return prm::QP_2ERR;
+  switch (cur) {
+    case IBV_QPS_RESET:
+      if (next == IBV_QPS_INIT) return prm::RST2INIT_QP;
+      break;
+    case IBV_QPS_INIT:
+      if (next == IBV_QPS_INIT) return prm::INIT2INIT_QP;
+      if (next == IBV_QPS_RTR) return prm::INIT2RTR_QP;
+      break;
+    case IBV_QPS_RTR:
+      if (next == IBV_QPS_RTS) return prm::RTR2RTS_QP;
+      break;
+    case IBV_QPS_RTS:
+      if (next == IBV_QPS_RTS) return prm::RTS2RTS_QP;
+      break;
+    case IBV_QPS_SQD:
+      if (next == IBV_QPS_RTS) return prm::SQD_RTS_QP;
+      break;
+    case IBV_QPS_SQE:
+      if (next == IBV_QPS_RTS) return prm::SQERR2RTS_QP;
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+uint8_t PrmQpState(ibv_qp_state s) {
+  switch (s) {
+    case IBV_QPS_RESET: return prm::QP_STATE_RST;
+    case IBV_QPS_INIT: return prm::QP_STATE_INIT;
+    case IBV_QPS_RTR: return prm::QP_STATE_RTR;
+    case IBV_QPS_RTS: return prm::QP_STATE_RTS;
+    case IBV_QPS_SQD: return prm::QP_STATE_SQD;
+    case IBV_QPS_SQE: return prm::QP_STATE_SQER;
+    default: return prm::QP_STATE_ERR;
+  }
+}
+
+ibv_qp_state VerbsQpState(uint8_t prm_state) {
+  switch (prm_state) {
+    case prm::QP_STATE_RST: return IBV_QPS_RESET;
+    case prm::QP_STATE_INIT: return IBV_QPS_INIT;
+    case prm::QP_STATE_RTR: return IBV_QPS_RTR;
+    case prm::QP_STATE_RTS: return IBV_QPS_RTS;
+    case prm::QP_STATE_SQD: return IBV_QPS_SQD;
+    case prm::QP_STATE_SQER: return IBV_QPS_SQE;
+    case prm::QP_STATE_ERR: return IBV_QPS_ERR;
+    default: return IBV_QPS_UNKNOWN;
+  }
+}
+
+uint32_t OptParamsOf(int mask) {
+  uint32_t r = 0;
+  if (mask & IBV_QP_ACCESS_FLAGS) r |= MLX5_QP_OPTPAR_RAE | MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_RRE;
+  if (mask & IBV_QP_PKEY_INDEX) r |= MLX5_QP_OPTPAR_PKEY_INDEX;
+  if (mask & IBV_QP_PORT) r |= MLX5_QP_OPTPAR_PRI_PORT;
+  if (mask & IBV_QP_QKEY) r |= MLX5_QP_OPTPAR_Q_KEY;
+  if (mask & IBV_QP_AV) r |= MLX5_QP_OPTPAR_PRIMARY_ADDR_PATH;
+  if (mask & IBV_QP_TIMEOUT) r |= MLX5_QP_OPTPAR_ACK_TIMEOUT;
+  if (mask & IBV_QP_RETRY_CNT) r |= MLX5_QP_OPTPAR_RETRY_COUNT;
+  if (mask & IBV_QP_RNR_RETRY) r |= MLX5_QP_OPTPAR_RNR_RETRY;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) r |= MLX5_QP_OPTPAR_SRA_MAX;
+  if (mask & IBV_QP_ALT_PATH) r |= MLX5_QP_OPTPAR_ALT_ADDR_PATH;
+  if (mask & IBV_QP_MIN_RNR_TIMER) r |= MLX5_QP_OPTPAR_RNR_TIMEOUT;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) r |= MLX5_QP_OPTPAR_RRA_MAX;
+  if (mask & IBV_QP_PATH_MIG_STATE) r |= MLX5_QP_OPTPAR_PM_STATE;
+  return r;
+}
+
+uint32_t TransitionOptParams(uint16_t opcode, ibv_qp_type type) {
+  const bool rc = type == IBV_QPT_RC, uc = type == IBV_QPT_UC;
+  constexpr uint32_t kAccess = MLX5_QP_OPTPAR_RRE | MLX5_QP_OPTPAR_RAE | MLX5_QP_OPTPAR_RWE;
+  switch (opcode) {
+    case prm::INIT2INIT_QP:
+      if (rc) return kAccess | MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_PRI_PORT | MLX5_QP_OPTPAR_LAG_TX_AFF;
+      if (uc)
+        return MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_PRI_PORT |
+               MLX5_QP_OPTPAR_LAG_TX_AFF;
+      return MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_Q_KEY | MLX5_QP_OPTPAR_PRI_PORT;
+    case prm::INIT2RTR_QP:
+      if (rc)
+        return MLX5_QP_OPTPAR_ALT_ADDR_PATH | kAccess | MLX5_QP_OPTPAR_PKEY_INDEX |
+               MLX5_QP_OPTPAR_LAG_TX_AFF;
+      if (uc)
+        return MLX5_QP_OPTPAR_ALT_ADDR_PATH | MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PKEY_INDEX |
+               MLX5_QP_OPTPAR_LAG_TX_AFF;
+      return MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_Q_KEY;
+    case prm::RTR2RTS_QP:
+      if (rc)
+        return MLX5_QP_OPTPAR_ALT_ADDR_PATH | kAccess | MLX5_QP_OPTPAR_PM_STATE |
+               MLX5_QP_OPTPAR_RNR_TIMEOUT;
+      if (uc) return MLX5_QP_OPTPAR_ALT_ADDR_PATH | MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PM_STATE;
+      return MLX5_QP_OPTPAR_Q_KEY;
+    case prm::RTS2RTS_QP:
+      if (rc)
+        return kAccess | MLX5_QP_OPTPAR_RNR_TIMEOUT | MLX5_QP_OPTPAR_PM_STATE |
+               MLX5_QP_OPTPAR_ALT_ADDR_PATH;
+      if (uc) return MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PM_STATE | MLX5_QP_OPTPAR_ALT_ADDR_PATH;
+      return MLX5_QP_OPTPAR_Q_KEY;
+    case prm::SQERR2RTS_QP:
+    case prm::SQD_RTS_QP:
+      if (rc) return MLX5_QP_OPTPAR_RNR_TIMEOUT | kAccess;
+      if (uc) return MLX5_QP_OPTPAR_RWE;
+      return MLX5_QP_OPTPAR_Q_KEY;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace onchip::driver

@@ -1,0 +1,67 @@
+// Shared receive queues (ibv_create_srq, ibv_create_srq_ex), shaped as rdma-core's verbs_srq.
+//
+// CreateSrq follows libmlx5 (srq.c) and mlx5_ib:
+//   - max_wr above the device's 2^log_max_srq_sz - 1 or max_sge above what a receive WQE holds
+//     (max_wqe_sz_rq / 16 - 1, the next segment taking one slot): EINVAL; srq_limit must be 0
+//     at creation (EINVAL otherwise, as ibv_create_srq documents for mlx5);
+//   - stride = roundup_pow2(max(32, 16 + 16 * max_sge)); WQEs = roundup_pow2(max_wr + 1) (one
+//     WQE always stays unused); every WQE's next-segment links to the next one, the last back
+//     to the first; the buffer comes from QueueBuffer with MLX5DV_RES_TYPE_SRQ, the doorbell
+//     record (one 32-bit receive counter) with MLX5DV_RES_TYPE_DBR;
+//   - reported max_wr = WQEs - 1, max_sge = (stride - 16) / 16.
+// ModifySrq takes IBV_SRQ_LIMIT only (ARM_RQ with the limit as lwm); IBV_SRQ_MAX_WR asks for
+// a resize, which mlx5 does not do: EINVAL. QuerySrq reads QUERY_SRQ for the limit.
+// An SRQ pins its PD and is pinned by the QPs receiving from it (DestroySrq: EBUSY).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+
+#include "driver/pd.h"
+#include "driver/queue_buffer.h"
+
+namespace onchip::driver {
+
+// rdma-core's struct verbs_srq: libibverbs reads the fields after ibv_srq (ibv_get_srq_num).
+struct VerbsSrq {
+  ibv_srq srq;
+  uint32_t comp_mask;  // enum verbs_srq_mask
+  ibv_srq_type srq_type;
+  void* xrcd;
+  ibv_cq* cq;
+  uint32_t srq_num;
+};
+
+struct SrqAttributes {
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  uint32_t srq_limit = 0;
+};
+
+struct Srq {
+  VerbsSrq verbs;  // first: From() converts back
+  std::shared_ptr<Device> device;
+  Pd* pd = nullptr;  // as given (a parent domain's memory comes through it)
+  QueueBuffer ring;
+  QueueBuffer doorbell;  // one big-endian 32-bit receive counter
+  uint32_t srqn = 0;
+  uint32_t wqe_count = 0;  // WQEs in the ring (a power of two)
+  uint32_t wqe_shift = 0;  // log2 of the stride
+  uint32_t max_gs = 0;     // data segments per WQE
+  uint32_t max_wr = 0;     // what the application may have posted: wqe_count - 1
+  Life life;               // pinned by the QPs receiving from it
+
+  static Srq* From(ibv_srq* srq) { return reinterpret_cast<Srq*>(srq); }
+  std::byte* wqe(uint32_t index) const {
+    return static_cast<std::byte*>(ring.data()) + (std::size_t{index & (wqe_count - 1)} << wqe_shift);
+  }
+};
+
+Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr);
+Result<void> ModifySrq(Srq* srq, const ibv_srq_attr& attr, int mask);
+Result<ibv_srq_attr> QuerySrq(Srq* srq);
+Result<void> DestroySrq(Srq* srq);
+Result<void> ReleaseSrqOnDevice(Srq& srq);
+
+}  // namespace onchip::driver
