@@ -1,0 +1,562 @@
+#include "driver/rings/send_queue.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <span>
+
+#include "driver/rings/data_path_ah.h"
+#include "driver/rings/umr_wqe.h"
+#include "mmio/barriers.h"
+#include "mmio/wc_copy.h"
+
+namespace onchip::driver::rings {
+namespace {
+
+using prm::Be32;
+using prm::Be64;
+namespace pod = prm::pod;
+
+constexpr uint32_t kBb = prm::MLX5_SEND_WQE_BB;
+constexpr uint32_t kDs = prm::MLX5_SEND_WQE_DS;
+constexpr uint32_t kAtomicBytes = 8;
+
+constexpr uint32_t AlignUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
+
+bool IsAtomic(uint8_t opcode) {
+  return opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
+}
+
+// The verbs opcodes libmlx5 posts, with the mlx5 opcode and the requester completion's opcode.
+struct OpcodeMap {
+  uint8_t mlx5;
+  ibv_wc_opcode wc;
+};
+bool MapOpcode(ibv_wr_opcode op, OpcodeMap* out) {
+  switch (op) {
+    case IBV_WR_SEND: *out = {prm::MLX5_OPCODE_SEND, IBV_WC_SEND}; return true;
+    case IBV_WR_SEND_WITH_IMM: *out = {prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND}; return true;
+    case IBV_WR_SEND_WITH_INV: *out = {prm::MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND}; return true;
+    case IBV_WR_RDMA_WRITE: *out = {prm::MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE}; return true;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      *out = {prm::MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE};
+      return true;
+    case IBV_WR_RDMA_READ: *out = {prm::MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ}; return true;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: *out = {prm::MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP}; return true;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      *out = {prm::MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD};
+      return true;
+    case IBV_WR_BIND_MW: *out = {prm::MLX5_OPCODE_UMR, IBV_WC_BIND_MW}; return true;
+    case IBV_WR_LOCAL_INV: *out = {prm::MLX5_OPCODE_UMR, IBV_WC_LOCAL_INV}; return true;
+    default: return false;  // TSO (raw packet QPs only), DRIVER1, ATOMIC_WRITE and beyond
+  }
+}
+
+}  // namespace
+
+Result<void> SendQueue::Init(const SendQueueDesc& d) {
+  if (d.ring == nullptr || d.db_counter == nullptr || d.bf == nullptr || d.bus == nullptr)
+    return Fail(EINVAL, "send queue: ring, doorbell record, bfreg and bus are required");
+  if (d.wqe_cnt == 0 || !std::has_single_bit(d.wqe_cnt))
+    return Fail(EINVAL, "send queue: WQE basic blocks must be a power of two");
+  if (d.max_post == 0 || d.max_post > d.wqe_cnt)
+    return Fail(EINVAL, "send queue: max_post must be 1..wqe_cnt");
+
+  // The largest WQE this queue can build (libmlx5's worst case: ctrl, the transport's largest
+  // remote segments, the address vector, the larger of the gather list and the inline data; a
+  // UMR on RC and UC).
+  const uint32_t data = std::max(d.max_send_sge * kDs,
+                                 d.max_inline_data ? AlignUp(d.max_inline_data + 4, kDs) : 0);
+  const uint32_t remote = d.transport == QpTransport::kRc   ? 2 * kDs
+                          : d.transport == QpTransport::kUc ? kDs
+                                                            : 0;
+  const uint32_t av = d.transport == QpTransport::kUd ? sizeof(pod::mlx5_wqe_av) : 0;
+  uint32_t worst = kDs + remote + av + data;
+  if (d.transport != QpTransport::kUd) worst = std::max<uint32_t>(worst, kUmrBindBytes);
+  if (worst / kDs > prm::kWqeDsMask)
+    return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
+  worst_bbs_ = AlignUp(worst, kBb) / kBb;
+  if (worst_bbs_ > d.wqe_cnt) return Fail(EINVAL, "send queue: the ring holds no largest WQE");
+
+  slots_.reset(new (std::nothrow) SendSlot[d.wqe_cnt]);
+  if (!slots_) return Fail(ENOMEM, "send queue: slot bookkeeping");
+
+  ring_ = d.ring;
+  qend_ = d.ring + std::size_t{d.wqe_cnt} * kBb;
+  wqe_cnt_ = d.wqe_cnt;
+  max_post_ = d.max_post;
+  db_counter_ = d.db_counter;
+  bf_ = d.bf;
+  bus_ = d.bus;
+  qpn_ = d.qpn;
+  transport_ = d.transport;
+  max_inline_ = d.max_inline_data;
+  max_sge_ = d.max_send_sge;
+  state_max_gs_ = static_cast<int>(d.max_send_sge);
+  sig_bits_ = d.sq_sig_all ? prm::MLX5_WQE_CTRL_CQ_UPDATE : 0;
+  atomics_ = d.atomics;
+  lock_.set_locked(d.locked);
+  return {};
+}
+
+int SendQueue::CheckRoom() const {
+  if (head_ - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
+  if (cur_post_ + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
+  return 0;
+}
+
+int SendQueue::CheckOpcode(uint8_t opcode) const {
+  switch (transport_) {
+    case QpTransport::kUd:
+      if (opcode != prm::MLX5_OPCODE_SEND && opcode != prm::MLX5_OPCODE_SEND_IMM) return EINVAL;
+      return 0;
+    case QpTransport::kUc:
+      if (opcode == prm::MLX5_OPCODE_RDMA_READ || IsAtomic(opcode)) return EINVAL;
+      return 0;
+    case QpTransport::kRc:
+      if (IsAtomic(opcode) && !atomics_) return EOPNOTSUPP;
+      return 0;
+  }
+  return EINVAL;
+}
+
+void SendQueue::BeginWqe(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
+                         ibv_wc_opcode wc_opcode, bool umr) {
+  slot_ = cur_post_ & (wqe_cnt_ - 1);
+  ctrl_ = reinterpret_cast<pod::mlx5_wqe_ctrl_seg*>(ring_ + std::size_t{slot_} * kBb);
+  const uint8_t fence =
+      (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence_;
+  uint8_t fm_ce_se = sig_bits_ | fence;
+  if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
+  if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
+  ctrl_->opmod_idx_opcode =
+      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post_), opcode));
+  ctrl_->qpn_ds = Be32::FromHost(0);
+  ctrl_->signature = 0;
+  ctrl_->rsvd[0] = 0;
+  ctrl_->rsvd[1] = 0;
+  ctrl_->fm_ce_se = fm_ce_se;
+  ctrl_->imm = Be32::FromRaw(imm_raw);
+  // The ctrl segment starts a basic block, so the next segment is inside the ring.
+  seg_ = reinterpret_cast<std::byte*>(ctrl_) + kDs;
+  ds_ = 1;
+  next_fence_ = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
+  SendSlot& s = slots_[slot_];
+  s.wr_id = wr_id;
+  s.wr_count = head_;
+  s.wc_opcode = wc_opcode;
+}
+
+std::byte* SendQueue::TakeSegment() {
+  std::byte* at = seg_;
+  seg_ += kDs;
+  if (seg_ == qend_) seg_ = ring_;
+  ++ds_;
+  return at;
+}
+
+void SendQueue::PutRaddr(uint32_t rkey, uint64_t raddr) {
+  auto* seg = reinterpret_cast<pod::mlx5_wqe_raddr_seg*>(TakeSegment());
+  seg->raddr = Be64::FromHost(raddr);
+  seg->rkey = Be32::FromHost(rkey);
+  seg->reserved = Be32::FromHost(0);
+}
+
+void SendQueue::PutAtomic(uint8_t opcode, uint64_t swap_add, uint64_t compare) {
+  auto* seg = reinterpret_cast<pod::mlx5_wqe_atomic_seg*>(TakeSegment());
+  seg->swap_add = Be64::FromHost(swap_add);
+  seg->compare = Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0);
+}
+
+std::byte* SendQueue::ReserveDatagram() {
+  // ctrl (16) + av (48) fill the first basic block: the three segments never wrap apart.
+  std::byte* at = TakeSegment();
+  (void)TakeSegment();
+  (void)TakeSegment();
+  return at;
+}
+
+void SendQueue::PutDatagram(std::byte* at, const ibv_ah* ah, uint32_t remote_qpn,
+                            uint32_t remote_qkey) {
+  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(at);
+  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
+  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
+  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
+}
+
+void SendQueue::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
+  auto* seg = reinterpret_cast<pod::mlx5_wqe_data_seg*>(TakeSegment());
+  seg->byte_count = Be32::FromHost(length);
+  seg->lkey = Be32::FromHost(lkey);
+  seg->addr = Be64::FromHost(addr);
+}
+
+int SendQueue::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += sges ? sges[i].length : bufs[i].length;
+  if (total > max_inline_) return ENOMEM;
+  if (total == 0) return 0;
+  // The 4-byte header, then the bytes back to back; only here can a WQE's bytes split at the
+  // ring's end.
+  auto* header = reinterpret_cast<pod::mlx5_wqe_inline_seg*>(seg_);
+  header->byte_count = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
+  std::byte* p = seg_ + sizeof(*header);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto* src = static_cast<const std::byte*>(
+        sges ? reinterpret_cast<const void*>(sges[i].addr) : bufs[i].addr);
+    std::size_t len = sges ? sges[i].length : bufs[i].length;
+    while (len != 0) {
+      if (p == qend_) p = ring_;
+      const std::size_t chunk = std::min<std::size_t>(len, static_cast<std::size_t>(qend_ - p));
+      std::memcpy(p, src, chunk);
+      p += chunk;
+      src += chunk;
+      len -= chunk;
+    }
+  }
+  const uint32_t units = AlignUp(static_cast<uint32_t>(total) + 4, kDs) / kDs;
+  const std::size_t ring_bytes = std::size_t{wqe_cnt_} * kBb;
+  seg_ = ring_ + ((seg_ - ring_) + std::size_t{units} * kDs) % ring_bytes;
+  ds_ += units;
+  return 0;
+}
+
+int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
+                      const ibv_mw_bind_info& info) {
+  if (info.length > prm::MLX5_MAX_KLM_BYTE_COUNT) return EOPNOTSUPP;
+  if (info.length != 0 && info.mr == nullptr) return EINVAL;
+  alignas(16) std::array<std::byte, kUmrBindBytes> wqe;
+  const UmrRequest request{
+      .type2 = type2,
+      .target_key = target_key,
+      .new_rkey = new_rkey,
+      .mr_lkey = info.length != 0 ? info.mr->lkey : 0,
+      .addr = info.addr,
+      .length = info.length,
+      .access = info.mw_access_flags,
+      .qpn = qpn_,
+  };
+  auto size = BuildUmrWqe(request, wqe);
+  if (!size) return size.error().errno_value();
+  // The ctrl segment is ours (index, fence, completion); the UMR segments follow it 16 bytes at
+  // a time, wrapping at the ring's end as any segment does.
+  for (std::size_t off = kDs; off < *size; off += kDs) std::memcpy(TakeSegment(), &wqe[off], kDs);
+  return 0;
+}
+
+void SendQueue::FinishWqe() {
+  ctrl_->qpn_ds = Be32::FromHost(prm::QpnDs(qpn_, ds_));
+  cur_post_ += AlignUp(ds_ * kDs, kBb) / kBb;
+  ++head_;
+  slots_[slot_].next_post = cur_post_;
+  wr_last_ctrl_ = ctrl_;
+  wr_last_ds_ = ds_;
+}
+
+void SendQueue::RingDoorbell(uint32_t nreq) {
+  // The WQEs are in host memory before the record says they exist ...
+  mmio::ToDeviceBarrier();
+  *db_counter_ = Be32::FromHost(cur_post_ & prm::kWqCounterMask);
+  // ... and the record before the doorbell (WcStart orders it against the write-combined
+  // stores; this keeps the compiler from sinking it).
+  mmio::ToDeviceBarrier();
+
+  const auto* last = reinterpret_cast<const std::byte*>(wr_last_ctrl_);
+  const bool blueflame = nreq == 1 && bf_->blueflame && wr_last_ds_ > 1 &&
+                         wr_last_ds_ * kDs <= bf_->buf_size;
+  auto write = [&] {
+    std::byte* dst = bf_->NextHalf();
+    if (blueflame) {
+      const uint32_t bytes = AlignUp(wr_last_ds_ * kDs, kBb);
+      const std::byte* src = last;
+      for (uint32_t off = 0; off < bytes; off += kBb) {
+        mmio::BlueFlameCopy64(dst + off, src);
+        src += kBb;
+        if (src == qend_) src = ring_;
+      }
+    } else {
+      uint64_t word;
+      std::memcpy(&word, last, sizeof(word));
+      *reinterpret_cast<volatile uint64_t*>(dst) = word;
+    }
+  };
+  if (bf_->need_lock) {
+    mmio::WcLockGuard guard(bf_->lock);
+    write();
+  } else {
+    mmio::WcStart();
+    write();
+    mmio::WcFlush();
+  }
+  bus_->DoorbellRung();
+}
+
+int SendQueue::PostOne(ibv_send_wr* wr) {
+  OpcodeMap op;
+  if (!MapOpcode(wr->opcode, &op)) return EINVAL;
+  if (const int err = CheckRoom()) return err;
+  if (wr->num_sge > state_max_gs_) return ENOMEM;
+  if (const int err = CheckOpcode(op.mlx5)) return err;
+
+  uint32_t imm = 0;
+  switch (wr->opcode) {
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: imm = wr->imm_data; break;  // already big-endian
+    case IBV_WR_SEND_WITH_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
+    case IBV_WR_LOCAL_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
+    case IBV_WR_BIND_MW: imm = Be32::FromHost(wr->bind_mw.mw->rkey).raw(); break;
+    default: break;
+  }
+  const bool umr = op.mlx5 == prm::MLX5_OPCODE_UMR;
+  const uint8_t fence_before = next_fence_;
+  BeginWqe(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
+
+  int err = 0;
+  switch (op.mlx5) {
+    case prm::MLX5_OPCODE_RDMA_WRITE:
+    case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
+    case prm::MLX5_OPCODE_RDMA_READ: PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
+    case prm::MLX5_OPCODE_ATOMIC_CS:
+      PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      PutAtomic(op.mlx5, wr->wr.atomic.swap, wr->wr.atomic.compare_add);
+      break;
+    case prm::MLX5_OPCODE_ATOMIC_FA:
+      PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
+      break;
+    case prm::MLX5_OPCODE_UMR:
+      if (wr->opcode == IBV_WR_BIND_MW)
+        err = PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
+                     wr->bind_mw.rkey, wr->bind_mw.bind_info);
+      else
+        err = PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
+      break;
+    default:
+      if (transport_ == QpTransport::kUd)
+        PutDatagram(ReserveDatagram(), wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+      break;
+  }
+  if (err == 0 && !umr) {
+    if (IsAtomic(op.mlx5)) {
+      // The 8-byte result lands in the first SGE.
+      if (wr->num_sge > 0) PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
+    } else if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge > 0) {
+      err = PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge));
+    } else {
+      for (int i = 0; i < wr->num_sge; ++i)
+        if (wr->sg_list[i].length != 0)
+          PutData(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length);
+    }
+  }
+  if (err != 0) {
+    next_fence_ = fence_before;  // nothing was posted
+    return err;
+  }
+  FinishWqe();
+  return 0;
+}
+
+int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  lock_.lock();
+  next_fence_ = fm_cache_;
+  uint32_t nreq = 0;
+  int err = 0;
+  for (; wr != nullptr; wr = wr->next, ++nreq) {
+    err = PostOne(wr);
+    if (err != 0) {
+      *bad_wr = wr;
+      break;
+    }
+  }
+  fm_cache_ = next_fence_;
+  if (nreq != 0) RingDoorbell(nreq);
+  lock_.unlock();
+  return err;
+}
+
+const SendSlot& SendQueue::Retire(uint16_t wqe_counter) {
+  const SendSlot& s = slots_[wqe_counter & (wqe_cnt_ - 1)];
+  tail_.store(s.wr_count + 1, std::memory_order_release);
+  bb_tail_.store(s.next_post, std::memory_order_release);
+  return s;
+}
+
+// ---- the extended API ----
+
+void SendQueue::WrStart() {
+  lock_.lock();
+  wr_nreq_ = 0;
+  wr_err_ = 0;
+  wr_open_ = false;
+  rb_cur_post_ = cur_post_;
+  rb_head_ = head_;
+  rb_fm_cache_ = fm_cache_;
+  next_fence_ = fm_cache_;
+}
+
+namespace {
+// Keeps the first error of a batch.
+inline void Keep(int& slot, int err) {
+  if (slot == 0) slot = err;
+}
+}  // namespace
+
+void SendQueue::WrSend(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t imm_raw) {
+  if (wr_err_ != 0) return;
+  if (wr_open_) return Keep(wr_err_, EINVAL);  // the previous request never got its data
+  if (const int err = CheckRoom()) return Keep(wr_err_, err);
+  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  BeginWqe(wr_id, flags, opcode, imm_raw, IBV_WC_SEND, false);
+  wr_open_ = true;
+  wr_atomic_ = false;
+  wr_setters_ = 1;
+  wr_av_ = nullptr;
+  if (transport_ == QpTransport::kUd) {
+    wr_av_ = ReserveDatagram();
+    wr_setters_ = 2;
+  }
+}
+
+void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
+                       uint64_t raddr, uint32_t imm_raw) {
+  if (wr_err_ != 0) return;
+  if (wr_open_) return Keep(wr_err_, EINVAL);
+  if (const int err = CheckRoom()) return Keep(wr_err_, err);
+  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  const ibv_wc_opcode wc =
+      opcode == prm::MLX5_OPCODE_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
+  BeginWqe(wr_id, flags, opcode, imm_raw, wc, false);
+  PutRaddr(rkey, raddr);
+  wr_open_ = true;
+  wr_atomic_ = false;
+  wr_setters_ = 1;
+  wr_av_ = nullptr;
+}
+
+void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
+                         uint64_t raddr, uint64_t swap_add, uint64_t compare) {
+  if (wr_err_ != 0) return;
+  if (wr_open_) return Keep(wr_err_, EINVAL);
+  if (const int err = CheckRoom()) return Keep(wr_err_, err);
+  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  const ibv_wc_opcode wc =
+      opcode == prm::MLX5_OPCODE_ATOMIC_CS ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
+  BeginWqe(wr_id, flags, opcode, 0, wc, false);
+  PutRaddr(rkey, raddr);
+  PutAtomic(opcode, swap_add, compare);
+  wr_open_ = true;
+  wr_atomic_ = true;
+  wr_setters_ = 1;
+  wr_av_ = nullptr;
+}
+
+void SendQueue::WrBindMw(uint64_t wr_id, unsigned flags, ibv_mw* mw, uint32_t new_rkey,
+                         const ibv_mw_bind_info& info) {
+  if (wr_err_ != 0) return;
+  if (wr_open_) return Keep(wr_err_, EINVAL);
+  if (const int err = CheckRoom()) return Keep(wr_err_, err);
+  if (const int err = CheckOpcode(prm::MLX5_OPCODE_UMR)) return Keep(wr_err_, err);
+  const uint8_t fence_before = next_fence_;
+  BeginWqe(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(mw->rkey).raw(), IBV_WC_BIND_MW,
+           true);
+  // The extended API binds with type-2 semantics, as libmlx5's does.
+  if (const int err = PutUmr(true, mw->rkey, new_rkey, info)) {
+    next_fence_ = fence_before;
+    return Keep(wr_err_, err);
+  }
+  FinishWqe();
+  ++wr_nreq_;
+}
+
+void SendQueue::WrLocalInv(uint64_t wr_id, unsigned flags, uint32_t invalidate_rkey) {
+  if (wr_err_ != 0) return;
+  if (wr_open_) return Keep(wr_err_, EINVAL);
+  if (const int err = CheckRoom()) return Keep(wr_err_, err);
+  if (const int err = CheckOpcode(prm::MLX5_OPCODE_UMR)) return Keep(wr_err_, err);
+  BeginWqe(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
+           IBV_WC_LOCAL_INV, true);
+  (void)PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
+  FinishWqe();
+  ++wr_nreq_;
+}
+
+void SendQueue::WrFinishSetter() {
+  if (--wr_setters_ > 0) return;
+  FinishWqe();
+  ++wr_nreq_;
+  wr_open_ = false;
+}
+
+void SendQueue::WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_ || wr_av_ == nullptr) return Keep(wr_err_, EINVAL);
+  PutDatagram(wr_av_, ah, remote_qpn, remote_qkey);
+  wr_av_ = nullptr;
+  WrFinishSetter();
+}
+
+void SendQueue::WrSetSge(uint32_t lkey, uint64_t addr, uint32_t length) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_) return Keep(wr_err_, EINVAL);
+  if (state_max_gs_ < 1) return Keep(wr_err_, ENOMEM);
+  if (wr_atomic_)
+    PutData(lkey, addr, kAtomicBytes);
+  else if (length != 0)
+    PutData(lkey, addr, length);
+  WrFinishSetter();
+}
+
+void SendQueue::WrSetSgeList(std::size_t num_sge, const ibv_sge* sg_list) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_) return Keep(wr_err_, EINVAL);
+  if (num_sge > max_sge_ || static_cast<long>(num_sge) > state_max_gs_)
+    return Keep(wr_err_, ENOMEM);
+  if (wr_atomic_) {
+    if (num_sge > 0) PutData(sg_list[0].lkey, sg_list[0].addr, kAtomicBytes);
+  } else {
+    for (std::size_t i = 0; i < num_sge; ++i)
+      if (sg_list[i].length != 0) PutData(sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
+  }
+  WrFinishSetter();
+}
+
+void SendQueue::WrSetInline(const void* addr, std::size_t length) {
+  const ibv_data_buf buf{const_cast<void*>(addr), length};
+  WrSetInlineList(1, &buf);
+}
+
+void SendQueue::WrSetInlineList(std::size_t num_buf, const ibv_data_buf* buf_list) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_ || wr_atomic_) return Keep(wr_err_, EINVAL);
+  if (const int err = PutInline(nullptr, buf_list, num_buf)) return Keep(wr_err_, err);
+  WrFinishSetter();
+}
+
+int SendQueue::WrComplete() {
+  int err = wr_err_;
+  if (err == 0 && wr_open_) err = EINVAL;  // a request still waits for its data
+  if (err != 0) {
+    cur_post_ = rb_cur_post_;
+    head_ = rb_head_;
+    fm_cache_ = rb_fm_cache_;
+  } else {
+    fm_cache_ = next_fence_;
+    if (wr_nreq_ != 0) RingDoorbell(wr_nreq_);
+  }
+  wr_open_ = false;
+  lock_.unlock();
+  return err;
+}
+
+void SendQueue::WrAbort() {
+  cur_post_ = rb_cur_post_;
+  head_ = rb_head_;
+  fm_cache_ = rb_fm_cache_;
+  wr_open_ = false;
+  lock_.unlock();
+}
+
+}  // namespace onchip::driver::rings
