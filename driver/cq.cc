@@ -13,6 +13,7 @@
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::driver {
 namespace {
@@ -20,7 +21,6 @@ namespace {
 constexpr uint32_t kKnownCreateFlags =
     IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
 constexpr uint32_t kCqeSz64 = 0;          // cqc.cqe_sz: 64-byte CQEs
-constexpr std::size_t kOpOwnByte = 63;    // op_own is the last byte of a 64-byte CQE
 constexpr uint32_t kLogMaxCqEntries = 24;  // libmlx5's own bound on a CQ
 
 }  // namespace
@@ -65,12 +65,12 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
                                          sizeof(prm::CqDoorbellRecord), MLX5DV_RES_TYPE_DBR));
   if (doorbell.iova() % sizeof(prm::CqDoorbellRecord) != 0)
     return Fail(EINVAL, "create_cq: the allocator's doorbell record is not 8-byte aligned");
-  // Software owns nothing yet: every CQE invalid; both record words zero.
-  auto* base = static_cast<std::byte*>(ring.data());
-  for (uint64_t i = 0; i < entries; ++i)
-    base[i * cqe_bytes + kOpOwnByte] = std::byte{prm::kCqeInitialOpOwn};
+  // Both record words zero; the ring's Init marks every CQE invalid.
   std::memset(doorbell.data(), 0, sizeof(prm::CqDoorbellRecord));
   ONCHIP_TRY(Bfreg* uar, device->uars().Shared());
+  ONCHIP_TRY(std::byte* arm_doorbell,
+             device->bus().Bar0Window(prm::UarPageOffset(uar->uar_index) + prm::MLX5_CQ_DOORBELL,
+                                      sizeof(uint64_t)));
 
   using In = prm::create_cq_in;
   constexpr auto cqc = In::cq_context;
@@ -88,6 +88,27 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   ONCHIP_TRY(auto out, cmd::Run<prm::create_cq_out>(device->commander(), in));
 
   auto* cq = new Cq{};
+  const rings::CqRingDesc desc{
+      .buf = static_cast<std::byte*>(ring.data()),
+      .cqe_cnt = static_cast<uint32_t>(entries),
+      .cqe_size = cqe_bytes,
+      .dbr = static_cast<prm::CqDoorbellRecord*>(doorbell.data()),
+      .cqn = out.get(prm::create_cq_out::cqn),
+      .uar_cq_doorbell = arm_doorbell,
+      .bus = &device->bus(),
+      .qpns = &device->qpns(),
+      .locked = (attr.create_flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) == 0,
+  };
+  Result<void> ready = cq->dp.ring.Init(desc);
+  if (ready && attr.extended) ready = rings::InstallCqExOps(&cq->dp.verbs.cq_ex, attr.wc_flags);
+  if (!ready) {
+    // The device has the CQ; give it back before failing.
+    prm::Message<prm::destroy_cq_in> destroy;
+    destroy.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, desc.cqn);
+    (void)cmd::Run<prm::destroy_cq_out>(device->commander(), destroy);
+    delete cq;
+    return std::unexpected(ready.error());
+  }
   cq->device = device;
   cq->parent_domain = attr.parent_domain;
   cq->ring = std::move(ring);
@@ -98,9 +119,9 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   cq->cqe_bytes = cqe_bytes;
   cq->wc_flags = attr.wc_flags;
   cq->single_threaded = (attr.create_flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) != 0;
-  cq->verbs.cq.context = device->verbs();
-  cq->verbs.cq.cqe = static_cast<int>(entries - 1);
-  cq->verbs.cq.handle = cq->cqn;
+  cq->dp.verbs.cq.context = device->verbs();
+  cq->dp.verbs.cq.cqe = static_cast<int>(entries - 1);
+  cq->dp.verbs.cq.handle = cq->cqn;
   device->registry().Publish(op, ObjectKind::kCq, cq, cq->life, [](void* p) {
     return ReleaseCqOnDevice(*static_cast<Cq*>(p));
   });

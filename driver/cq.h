@@ -1,5 +1,7 @@
-// Completion queues (ibv_create_cq, ibv_create_cq_ex), shaped as rdma-core's verbs_cq: the
-// ibv_cq / ibv_cq_ex union comes first, so the pointers libibverbs hands back convert to Cq.
+// Completion queues (ibv_create_cq, ibv_create_cq_ex). A Cq begins with the data path's
+// DataPathCq (rdma-core's verbs_cq, then the CQ ring), so the ibv_cq* / ibv_cq_ex* libibverbs
+// hands back convert to Cq, and poll_cq / req_notify_cq / the ex-CQ readers (driver/rings) run
+// on the ring this file describes.
 //
 // CreateCq follows libmlx5 and mlx5_ib:
 //   - checks, in libmlx5's order: cqe 0 or above INT_MAX EINVAL; unknown create flags EINVAL;
@@ -12,7 +14,9 @@
 //     when the CQ was created on one), every CQE's op_own MLX5_CQE_INVALID << 4; the doorbell
 //     record (consumer index, arm word) is 8 bytes of MLX5DV_RES_TYPE_DBR memory;
 //   - CREATE_CQ names the device's completion EQ and the shared UAR, whose CQ doorbell carries
-//     arm requests (the same page libmlx5 arms through, the context's non-cached UAR).
+//     arm requests (the same page libmlx5 arms through, the context's non-cached UAR);
+//   - the ring polls with a lock unless IBV_CREATE_CQ_ATTR_SINGLE_THREADED; an extended CQ gets
+//     start_poll / next_poll / end_poll and the readers of its wc_flags.
 // A CQ is pinned by the QPs and SRQs that use it (DestroyCq: EBUSY).
 #pragma once
 
@@ -22,6 +26,7 @@
 
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
+#include "driver/rings/data_path.h"
 #include "driver/uar.h"
 
 namespace onchip::driver {
@@ -32,13 +37,11 @@ struct CqAttributes {
   uint64_t wc_flags = 0;            // IBV_WC_EX_WITH_*: what the ex-CQ readers must serve
   uint32_t create_flags = 0;        // IBV_CREATE_CQ_ATTR_*
   Pd* parent_domain = nullptr;      // the buffers' allocator (IBV_CQ_INIT_ATTR_MASK_PD)
+  bool extended = false;            // ibv_create_cq_ex: install the ibv_cq_ex poll functions
 };
 
 struct Cq {
-  union {
-    ibv_cq cq;
-    ibv_cq_ex cq_ex;  // ibv_cq's fields first, then the poll and read callbacks
-  } verbs;            // first: From() converts back
+  rings::DataPathCq dp;  // first: From() converts back; dp.verbs.cq is the ibv_cq
   std::shared_ptr<Device> device;
   Pd* parent_domain = nullptr;
   QueueBuffer ring;
@@ -59,9 +62,8 @@ struct Cq {
   }
 };
 
-// The wc_flags an extended CQ may ask for: the standard set and the completion timestamp.
-inline constexpr uint64_t kCqSupportedWcFlags =
-    uint64_t{IBV_WC_STANDARD_FLAGS} | uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+// The wc_flags an extended CQ may ask for: what the ring's readers serve.
+inline constexpr uint64_t kCqSupportedWcFlags = rings::kSupportedWcFlags;
 
 // `device` serves the CQ; a parent domain in `attr` must belong to it.
 Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& attr);

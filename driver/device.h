@@ -30,6 +30,7 @@
 #include "driver/memic.h"
 #include "driver/pages.h"
 #include "driver/registry.h"
+#include "driver/rings/qpn_table.h"
 #include "driver/sw_icm.h"
 
 namespace onchip::driver {
@@ -96,6 +97,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // context, so a foreign one is refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
 
+  // QP number -> the QP's work queues, for every CQ's poller (a CQE names its QP by number).
+  rings::QpnTable& qpns() { return *qpns_; }
+
   // Every live object, and the ticket any creation or destruction takes (registry.h).
   Registry& registry() { return registry_; }
 
@@ -125,6 +129,7 @@ class Device : public std::enable_shared_from_this<Device> {
   ibv_context* verbs_override_ = nullptr;
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded
+  std::unique_ptr<rings::QpnTable> qpns_ = std::make_unique<rings::QpnTable>();
   std::atomic<uint8_t> mkey_variant_{0};
   std::atomic<uint32_t> next_dm_handle_{1};
   Registry registry_;

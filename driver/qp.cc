@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <memory>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -39,6 +40,7 @@ constexpr uint32_t kAtomicModeIbCompatible = 0x1;
 // UD QPs carry at most one 4096-byte MTU: mlx5 programs a fixed MTU and message size for them.
 constexpr uint32_t kUdLogMsgMax = 12;
 constexpr uint32_t kRoceUdpSportMin = 0xc000;
+constexpr uint32_t kVerbsQpEx = 1u << 1;  // verbs_qp.comp_mask VERBS_QP_EX: qp_ex is filled
 
 uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 uint32_t CeilLog2(uint32_t v) { return v <= 1 ? 0 : static_cast<uint32_t>(std::bit_width(v - 1)); }
@@ -105,14 +107,88 @@ Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
   return g;
 }
 
+rings::QpTransport Transport(ibv_qp_type type) {
+  return type == IBV_QPT_RC   ? rings::QpTransport::kRc
+         : type == IBV_QPT_UC ? rings::QpTransport::kUc
+                              : rings::QpTransport::kUd;
+}
+
+// (Re)builds the rings over the QP's memory, empty: at creation and when the QP returns to
+// RESET (the device forgets its progress, so the driver's counters start over too).
+Result<void> InitRings(Qp& qp) {
+  auto* record = static_cast<prm::QpDoorbellRecord*>(qp.doorbell.data());
+  const bool locked = qp.bf->need_lock;
+  std::destroy_at(&qp.dp.sq);
+  std::construct_at(&qp.dp.sq);
+  std::destroy_at(&qp.dp.rq);
+  std::construct_at(&qp.dp.rq);
+  qp.dp.queues = {};
+  if (qp.sq.wqe_cnt) {
+    ONCHIP_CHECK(qp.dp.sq.Init({.ring = qp.sq.start,
+                                .wqe_cnt = qp.sq.wqe_cnt,
+                                .max_post = qp.sq.max_post,
+                                .db_counter = &record->snd_counter,
+                                .bf = qp.bf,
+                                .bus = &qp.device->bus(),
+                                .qpn = qp.qpn,
+                                .transport = Transport(qp.type),
+                                .max_inline_data = qp.sq.max_inline,
+                                .max_send_sge = qp.sq.max_gs,
+                                .sq_sig_all = qp.sq_sig_all,
+                                .atomics = qp.atomics,
+                                .locked = locked}));
+    qp.dp.queues.sq = &qp.dp.sq;
+  }
+  if (qp.rq.wqe_cnt) {
+    ONCHIP_CHECK(qp.dp.rq.Init({.ring = qp.rq.start,
+                                .wqe_cnt = qp.rq.wqe_cnt,
+                                .wqe_shift = qp.rq.wqe_shift,
+                                .max_recv_sge = qp.rq.max_gs,
+                                .db_counter = &record->rcv_counter,
+                                .bus = &qp.device->bus(),
+                                .locked = locked}));
+    qp.dp.queues.rq = &qp.dp.rq;
+  }
+  if (qp.srq) qp.dp.queues.srq = &qp.srq->dp.ring;
+  return {};
+}
+
+// libmlx5's operational gate on posting: nothing after RESET, receives from INIT, sends (with
+// SGEs) from RTS; the other states keep what they had.
+void GatePosting(Qp& qp, ibv_qp_state state) {
+  switch (state) {
+    case IBV_QPS_RESET:
+      qp.dp.sq.SetStateMaxGs(-1);
+      qp.dp.rq.SetStateMaxGs(-1);
+      break;
+    case IBV_QPS_INIT:
+      qp.dp.rq.SetStateMaxGs(static_cast<int>(qp.rq.max_gs));
+      break;
+    case IBV_QPS_RTS:
+      qp.dp.sq.SetStateMaxGs(static_cast<int>(qp.sq.max_gs));
+      qp.dp.rq.SetStateMaxGs(static_cast<int>(qp.rq.max_gs));
+      break;
+    default:
+      break;
+  }
+}
+
+Result<void> DestroyOnDevice(Device& device, uint32_t qpn) {
+  prm::Message<prm::destroy_qp_in> in;
+  in.set(prm::destroy_qp_in::opcode, prm::DESTROY_QP).set(prm::destroy_qp_in::qpn, qpn);
+  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_qp_out>(device.commander(), in));
+  (void)out;
+  return {};
+}
+
 void InitVerbsQp(Qp& qp, const QpAttributes& attr) {
-  ibv_qp& v = qp.verbs.qp;
+  ibv_qp& v = qp.ibv();
   v.context = qp.device->verbs();
   v.qp_context = attr.qp_context;
   v.pd = &qp.pd->ibv;
-  v.send_cq = &qp.send_cq->verbs.cq;
-  v.recv_cq = &qp.recv_cq->verbs.cq;
-  v.srq = qp.srq ? &qp.srq->verbs.srq : nullptr;
+  v.send_cq = &qp.send_cq->dp.verbs.cq;
+  v.recv_cq = &qp.recv_cq->dp.verbs.cq;
+  v.srq = qp.srq ? &qp.srq->dp.verbs.srq : nullptr;
   v.handle = qp.qpn;
   v.qp_num = qp.qpn;
   v.state = IBV_QPS_RESET;
@@ -245,24 +321,6 @@ Result<void> RunSimple(Qp& qp, uint16_t opcode) {
 
 }  // namespace
 
-uint64_t SupportedSendOps(ibv_qp_type type) {
-  switch (type) {
-    case IBV_QPT_RC:
-      return IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-             IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
-             IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-             IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
-    case IBV_QPT_UC:
-      return IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-             IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
-             IBV_QP_EX_WITH_SEND_WITH_INV;
-    case IBV_QPT_UD:
-      return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-    default:
-      return 0;
-  }
-}
-
 Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   if (pd == nullptr) return Fail(EINVAL, "create_qp: null PD");
   switch (attr.type) {
@@ -278,7 +336,7 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     default:
       return Fail(EINVAL, "create_qp: unknown QP type");
   }
-  if (attr.ex && (attr.send_ops_flags & ~SupportedSendOps(attr.type)))
+  if (attr.ex && (attr.send_ops_flags & ~rings::SupportedSendOps(Transport(attr.type))))
     return Fail(EOPNOTSUPP, "create_qp: a send op this QP type cannot post");
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
     return Fail(EINVAL, "create_qp: a QP needs a send and a receive CQ");
@@ -361,7 +419,25 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   attr.cap.max_recv_sge = g.rq.max_gs;
   if (attr.srq) attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
   qp->init_cap = attr.cap;
+  qp->atomics = attr.type == IBV_QPT_RC &&
+                (!attr.ex || (attr.send_ops_flags & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                                     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)));
   InitVerbsQp(*qp, attr);
+  Result<void> ready = InitRings(*qp);
+  // Until RTS only SGE-less sends pass; receives wait for INIT.
+  qp->dp.sq.SetStateMaxGs(0);
+  qp->dp.rq.SetStateMaxGs(0);
+  if (ready && attr.ex) {
+    ready = rings::InstallWrOps(&qp->dp.verbs.qp_ex, attr.send_ops_flags, Transport(attr.type));
+    qp->dp.verbs.comp_mask |= kVerbsQpEx;
+  }
+  if (ready) ready = device->qpns().Insert(qp->qpn, &qp->dp.queues);
+  if (!ready) {
+    (void)DestroyOnDevice(*device, qp->qpn);
+    delete qp;  // its buffers go back; the pins drop with `pins`
+    return std::unexpected(ready.error());
+  }
+  qp->in_qpn_table = true;
   pins.Keep();
   device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
     return ReleaseQpOnDevice(*static_cast<Qp*>(p));
@@ -371,7 +447,7 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
 
 Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
   if (qp == nullptr) return Fail(EINVAL, "modify_qp: null");
-  const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp->verbs.qp.state;
+  const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp->ibv().state;
   const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr.qp_state : cur;
   if (!ModifyQpIsOk(cur, next, qp->type, mask))
     return Fail(EINVAL, "modify_qp: the attribute mask does not fit the transition");
@@ -456,8 +532,10 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
     qp->pkey_index = 0;
     qp->access_flags = 0;
     qp->max_dest_rd_atomic = 0;
+    ONCHIP_CHECK(InitRings(*qp));
   }
-  qp->verbs.qp.state = next;
+  GatePosting(*qp, next);
+  qp->ibv().state = next;
   return {};
 }
 
@@ -509,10 +587,10 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
   attr->cap = qp->init_cap;
 
   std::memset(init, 0, sizeof(*init));
-  init->qp_context = qp->verbs.qp.qp_context;
-  init->send_cq = qp->verbs.qp.send_cq;
-  init->recv_cq = qp->verbs.qp.recv_cq;
-  init->srq = qp->verbs.qp.srq;
+  init->qp_context = qp->ibv().qp_context;
+  init->send_cq = qp->ibv().send_cq;
+  init->recv_cq = qp->ibv().recv_cq;
+  init->srq = qp->ibv().srq;
   init->cap = qp->init_cap;
   init->qp_type = qp->type;
   init->sq_sig_all = qp->sq_sig_all ? 1 : 0;
@@ -520,10 +598,10 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
 }
 
 Result<void> ReleaseQpOnDevice(Qp& qp) {
-  prm::Message<prm::destroy_qp_in> in;
-  in.set(prm::destroy_qp_in::opcode, prm::DESTROY_QP).set(prm::destroy_qp_in::qpn, qp.qpn);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_qp_out>(qp.device->commander(), in));
-  (void)out;
+  ONCHIP_CHECK(DestroyOnDevice(*qp.device, qp.qpn));
+  // The number may be reused by the next QP: the pollers stop finding this one.
+  if (qp.in_qpn_table) qp.device->qpns().Erase(qp.qpn);
+  qp.in_qpn_table = false;
   if (qp.srq) qp.srq->life.Unpin();
   qp.recv_cq->life.Unpin();
   qp.send_cq->life.Unpin();

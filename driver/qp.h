@@ -1,6 +1,9 @@
-// Queue pairs (ibv_create_qp, ibv_create_qp_ex) for RC, UC and UD, shaped as rdma-core's
-// verbs_qp: the ibv_qp / ibv_qp_ex union, then comp_mask (libibverbs' ibv_qp_to_qp_ex reads it
-// behind every ibv_qp), so the pointers libibverbs hands back convert to Qp.
+// Queue pairs (ibv_create_qp, ibv_create_qp_ex) for RC, UC and UD. A Qp begins with the data
+// path's DataPathQp (rdma-core's verbs_qp, whose comp_mask libibverbs' ibv_qp_to_qp_ex reads,
+// then the send and receive rings), so the ibv_qp* / ibv_qp_ex* libibverbs hands back convert
+// to Qp and post_send / post_recv / ibv_wr_* (driver/rings) run on the rings described here.
+// The QP's number maps to its work queues in the device's qpn table while it lives, so a CQ's
+// poller finds the queue a completion retires.
 //
 // CreateQp sizes the rings as libmlx5 does (data-path reference 1.5 and 2.1):
 //   - send WQE = ctrl + the largest operation the type can post (RC: max(raddr + atomic,
@@ -31,21 +34,11 @@
 #include "driver/cq.h"
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
+#include "driver/rings/data_path.h"
 #include "driver/srq.h"
 #include "driver/uar.h"
 
 namespace onchip::driver {
-
-// rdma-core's struct verbs_qp.
-struct VerbsQp {
-  union {
-    ibv_qp qp;
-    ibv_qp_ex qp_ex;
-  };
-  uint32_t comp_mask;  // kVerbsQpEx once qp_ex's callbacks are filled
-  void* xrcd;
-};
-inline constexpr uint32_t kVerbsQpEx = 1u << 1;  // VERBS_QP_EX
 
 // The rings' geometry, as the data path needs it.
 struct SendRing {
@@ -76,7 +69,7 @@ struct QpAttributes {
 };
 
 struct Qp {
-  VerbsQp verbs;  // first: From() converts back
+  rings::DataPathQp dp;  // first: From() converts back; dp.verbs.qp is the ibv_qp
   std::shared_ptr<Device> device;
   Pd* pd = nullptr;           // as given
   Cq* send_cq = nullptr;
@@ -91,6 +84,8 @@ struct Qp {
   uint32_t qpn = 0;
   bool sq_sig_all = false;
   uint64_t send_ops_flags = 0;
+  bool atomics = false;           // may post atomics (SendQueueDesc::atomics)
+  bool in_qpn_table = false;
   // What the driver keeps between modifies (mlx5_ib's trans_qp fields).
   uint8_t port = 1;
   uint16_t pkey_index = 0;
@@ -100,6 +95,7 @@ struct Qp {
   Life life;
 
   static Qp* From(ibv_qp* qp) { return reinterpret_cast<Qp*>(qp); }
+  ibv_qp& ibv() { return dp.verbs.qp; }
 };
 
 Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr);
@@ -107,8 +103,5 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask);
 Result<void> QueryQp(Qp* qp, int mask, ibv_qp_attr* attr, ibv_qp_init_attr* init);
 Result<void> DestroyQp(Qp* qp);
 Result<void> ReleaseQpOnDevice(Qp& qp);
-
-// IBV_QP_EX_WITH_* a QP of `type` can post.
-uint64_t SupportedSendOps(ibv_qp_type type);
 
 }  // namespace onchip::driver

@@ -1,4 +1,5 @@
-// Shared receive queues (ibv_create_srq, ibv_create_srq_ex), shaped as rdma-core's verbs_srq.
+// Shared receive queues (ibv_create_srq, ibv_create_srq_ex). An Srq begins with the data path's
+// DataPathSrq (rdma-core's verbs_srq, then the SRQ ring post_srq_recv runs on).
 //
 // CreateSrq follows libmlx5 (srq.c) and mlx5_ib:
 //   - max_wr above the device's 2^log_max_srq_sz - 1 or max_sge above what a receive WQE holds
@@ -20,18 +21,9 @@
 
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
+#include "driver/rings/data_path.h"
 
 namespace onchip::driver {
-
-// rdma-core's struct verbs_srq: libibverbs reads the fields after ibv_srq (ibv_get_srq_num).
-struct VerbsSrq {
-  ibv_srq srq;
-  uint32_t comp_mask;  // enum verbs_srq_mask
-  ibv_srq_type srq_type;
-  void* xrcd;
-  ibv_cq* cq;
-  uint32_t srq_num;
-};
 
 struct SrqAttributes {
   uint32_t max_wr = 0;
@@ -40,7 +32,7 @@ struct SrqAttributes {
 };
 
 struct Srq {
-  VerbsSrq verbs;  // first: From() converts back
+  rings::DataPathSrq dp;  // first: From() converts back; dp.verbs.srq is the ibv_srq
   std::shared_ptr<Device> device;
   Pd* pd = nullptr;  // as given (a parent domain's memory comes through it)
   QueueBuffer ring;

@@ -129,7 +129,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* /*channel*/, 
   attr.comp_vector = static_cast<uint32_t>(comp_vector);
   auto cq = CreateCq(DeviceOf(context), attr);
   if (!cq) return Errno<ibv_cq>(cq.error().errno_value());
-  return &(*cq)->verbs.cq;
+  return &(*cq)->dp.verbs.cq;
 }
 
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
@@ -137,6 +137,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   if (attr->comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD})
     return Errno<ibv_cq_ex>(EINVAL);
   CqAttributes a;
+  a.extended = true;
   a.cqe = attr->cqe;
   a.comp_vector = attr->comp_vector;
   a.wc_flags = attr->wc_flags;
@@ -147,8 +148,8 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   }
   auto cq = CreateCq(DeviceOf(context), a);
   if (!cq) return Errno<ibv_cq_ex>(cq.error().errno_value());
-  ibv_cq_ex* ex = &(*cq)->verbs.cq_ex;
-  verbs_init_cq(&(*cq)->verbs.cq, context, attr->channel, attr->cq_context);
+  ibv_cq_ex* ex = &(*cq)->dp.verbs.cq_ex;
+  verbs_init_cq(&(*cq)->dp.verbs.cq, context, attr->channel, attr->cq_context);
   return ex;
 }
 
