@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <bit>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include "driver/cmd/run.h"
 #include "driver/parent_domain.h"
 #include "driver/qp_transitions.h"
+#include "driver/roce_address.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/opcodes.h"
@@ -32,21 +34,16 @@ constexpr uint32_t kInlineHeader = 4;
 constexpr uint32_t kBindBody = 48 + 64 + 64;
 constexpr uint32_t kMinRqBytes = 64;
 
-// qpc.st, qpc.rq_type, qpc.pm_state (PRM values).
-constexpr uint32_t kStRc = 0x0, kStUc = 0x1, kStUd = 0x2;
-constexpr uint32_t kNonZeroRq = 0x0, kSrqRq = 0x1, kZeroLenRq = 0x3;
-constexpr uint32_t kPmMigrated = 0x3;
 constexpr uint32_t kAtomicModeIbCompatible = 0x1;
 // UD QPs carry at most one 4096-byte MTU: mlx5 programs a fixed MTU and message size for them.
 constexpr uint32_t kUdLogMsgMax = 12;
-constexpr uint32_t kRoceUdpSportMin = 0xc000;
 constexpr uint32_t kVerbsQpEx = 1u << 1;  // verbs_qp.comp_mask VERBS_QP_EX: qp_ex is filled
 
 uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 uint32_t CeilLog2(uint32_t v) { return v <= 1 ? 0 : static_cast<uint32_t>(std::bit_width(v - 1)); }
 
 uint32_t PrmSt(ibv_qp_type type) {
-  return type == IBV_QPT_RC ? kStRc : type == IBV_QPT_UC ? kStUc : kStUd;
+  return type == IBV_QPT_RC ? prm::QP_ST_RC : type == IBV_QPT_UC ? prm::QP_ST_UC : prm::QP_ST_UD;
 }
 
 // The part of a send WQE that is not data: control segment and the largest operation body.
@@ -218,39 +215,16 @@ static_assert(prm::sqd2rts_qp_in::opt_param_mask.bit_offset == T::opt_param_mask
 constexpr auto kQpc = T::qpc;
 constexpr auto kPath = T::qpc.primary_address_path;
 
-// ibv_flow_label_to_udp_sport: 14 low bits folded with the 6 high ones, in the RoCE range.
-uint16_t FlowLabelToUdpSport(uint32_t fl) {
-  uint32_t low = fl & 0x03fff;
-  const uint32_t high = fl & 0xfc000;
-  low ^= high >> 14;
-  return static_cast<uint16_t>(low | kRoceUdpSportMin);
-}
-
-// The destination MAC a link-local GID carries (its modified EUI-64 interface id); zero for
-// other GIDs, which the device routes by address.
-void MacOf(const ibv_gid& gid, uint8_t mac[6]) {
-  std::memset(mac, 0, 6);
-  const uint8_t* g = gid.raw;
-  if (g[0] != 0xfe || (g[1] & 0xc0) != 0x80 || g[11] != 0xff || g[12] != 0xfe) return;
-  mac[0] = g[8] ^ 2;
-  mac[1] = g[9];
-  mac[2] = g[10];
-  mac[3] = g[13];
-  mac[4] = g[14];
-  mac[5] = g[15];
-}
-
 void SetPath(prm::Message<T>& in, const ibv_ah_attr& ah, uint8_t port, uint16_t pkey_index) {
   const ibv_global_route& grh = ah.grh;
-  uint8_t mac[6];
-  MacOf(grh.dgid, mac);
+  const std::array<uint8_t, 6> mac = MacOfGid(grh.dgid);
   in.set(kPath.grh, 1)
       .set(kPath.src_addr_index, grh.sgid_index)
       .set(kPath.hop_limit, grh.hop_limit)
       .set(kPath.tclass, grh.traffic_class)
       .set(kPath.dscp, grh.traffic_class >> 2)
       .set(kPath.flow_label, grh.flow_label & 0xfffff)
-      .set(kPath.udp_sport, grh.flow_label ? FlowLabelToUdpSport(grh.flow_label) : kRoceUdpSportMin)
+      .set(kPath.udp_sport, RoceUdpSport(grh.flow_label))
       .set(kPath.eth_prio, ah.sl & 7)
       .set(kPath.sl, ah.sl & 0xf)
       .set(kPath.vhca_port_num, ah.port_num ? ah.port_num : port)
@@ -373,10 +347,10 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   using In = prm::create_qp_in;
   constexpr auto qpc = In::qpc;
   prm::Message<In> in(pages * 8);
-  const uint32_t rq_type = attr.srq ? kSrqRq : g.rq.wqe_cnt ? kNonZeroRq : kZeroLenRq;
+  const uint32_t rq_type = attr.srq ? prm::SRQ_RQ : g.rq.wqe_cnt ? prm::NON_ZERO_RQ : prm::ZERO_LEN_RQ;
   in.set(In::opcode, prm::CREATE_QP)
       .set(qpc.st, PrmSt(attr.type))
-      .set(qpc.pm_state, kPmMigrated)
+      .set(qpc.pm_state, prm::QP_PM_MIGRATED)
       .set(qpc.pd, pd->protection().pdn)
       .set(qpc.uar_page, bf->uar_index)
       .set(qpc.log_page_size, 0)  // 4 KiB pages
@@ -474,7 +448,7 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
     in.set(T::opcode, *opcode)
         .set(T::qpn, qp->qpn)
         .set(kQpc.st, PrmSt(qp->type))
-        .set(kQpc.pm_state, kPmMigrated)
+        .set(kQpc.pm_state, prm::QP_PM_MIGRATED)
         .set(kQpc.pd, qp->pd->protection().pdn)
         .set(kQpc.cqn_snd, qp->send_cq->cqn)
         .set(kQpc.cqn_rcv, qp->recv_cq->cqn)
@@ -500,8 +474,8 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
         // The responder's rights follow its read resources, which this transition sets:
         // send the access bits whether or not the mask named them.
         opt |= qp->type == IBV_QPT_RC
-                   ? (MLX5_QP_OPTPAR_RRE | MLX5_QP_OPTPAR_RAE | MLX5_QP_OPTPAR_RWE)
-                   : MLX5_QP_OPTPAR_RWE;
+                   ? (prm::QP_OPTPAR_RRE | prm::QP_OPTPAR_RAE | prm::QP_OPTPAR_RWE)
+                   : prm::QP_OPTPAR_RWE;
         break;
       case prm::RTR2RTS_QP:
         in.set(kQpc.next_send_psn, attr.sq_psn & 0xffffff);

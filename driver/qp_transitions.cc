@@ -163,57 +163,57 @@ ibv_qp_state VerbsQpState(uint8_t prm_state) {
 
 uint32_t OptParamsOf(int mask) {
   uint32_t r = 0;
-  if (mask & IBV_QP_ACCESS_FLAGS) r |= MLX5_QP_OPTPAR_RAE | MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_RRE;
-  if (mask & IBV_QP_PKEY_INDEX) r |= MLX5_QP_OPTPAR_PKEY_INDEX;
-  if (mask & IBV_QP_PORT) r |= MLX5_QP_OPTPAR_PRI_PORT;
-  if (mask & IBV_QP_QKEY) r |= MLX5_QP_OPTPAR_Q_KEY;
-  if (mask & IBV_QP_AV) r |= MLX5_QP_OPTPAR_PRIMARY_ADDR_PATH;
-  if (mask & IBV_QP_TIMEOUT) r |= MLX5_QP_OPTPAR_ACK_TIMEOUT;
-  if (mask & IBV_QP_RETRY_CNT) r |= MLX5_QP_OPTPAR_RETRY_COUNT;
-  if (mask & IBV_QP_RNR_RETRY) r |= MLX5_QP_OPTPAR_RNR_RETRY;
-  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) r |= MLX5_QP_OPTPAR_SRA_MAX;
-  if (mask & IBV_QP_ALT_PATH) r |= MLX5_QP_OPTPAR_ALT_ADDR_PATH;
-  if (mask & IBV_QP_MIN_RNR_TIMER) r |= MLX5_QP_OPTPAR_RNR_TIMEOUT;
-  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) r |= MLX5_QP_OPTPAR_RRA_MAX;
-  if (mask & IBV_QP_PATH_MIG_STATE) r |= MLX5_QP_OPTPAR_PM_STATE;
+  if (mask & IBV_QP_ACCESS_FLAGS) r |= prm::QP_OPTPAR_RAE | prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_RRE;
+  if (mask & IBV_QP_PKEY_INDEX) r |= prm::QP_OPTPAR_PKEY_INDEX;
+  if (mask & IBV_QP_PORT) r |= prm::QP_OPTPAR_PRI_PORT;
+  if (mask & IBV_QP_QKEY) r |= prm::QP_OPTPAR_Q_KEY;
+  if (mask & IBV_QP_AV) r |= prm::QP_OPTPAR_PRIMARY_ADDR_PATH;
+  if (mask & IBV_QP_TIMEOUT) r |= prm::QP_OPTPAR_ACK_TIMEOUT;
+  if (mask & IBV_QP_RETRY_CNT) r |= prm::QP_OPTPAR_RETRY_COUNT;
+  if (mask & IBV_QP_RNR_RETRY) r |= prm::QP_OPTPAR_RNR_RETRY;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) r |= prm::QP_OPTPAR_SRA_MAX;
+  if (mask & IBV_QP_ALT_PATH) r |= prm::QP_OPTPAR_ALT_ADDR_PATH;
+  if (mask & IBV_QP_MIN_RNR_TIMER) r |= prm::QP_OPTPAR_RNR_TIMEOUT;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) r |= prm::QP_OPTPAR_RRA_MAX;
+  if (mask & IBV_QP_PATH_MIG_STATE) r |= prm::QP_OPTPAR_PM_STATE;
   return r;
 }
 
 uint32_t TransitionOptParams(uint16_t opcode, ibv_qp_type type) {
   const bool rc = type == IBV_QPT_RC, uc = type == IBV_QPT_UC;
-  constexpr uint32_t kAccess = MLX5_QP_OPTPAR_RRE | MLX5_QP_OPTPAR_RAE | MLX5_QP_OPTPAR_RWE;
+  constexpr uint32_t kAccess = prm::QP_OPTPAR_RRE | prm::QP_OPTPAR_RAE | prm::QP_OPTPAR_RWE;
   switch (opcode) {
     case prm::INIT2INIT_QP:
-      if (rc) return kAccess | MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_PRI_PORT | MLX5_QP_OPTPAR_LAG_TX_AFF;
+      if (rc) return kAccess | prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_PRI_PORT | prm::QP_OPTPAR_LAG_TX_AFF;
       if (uc)
-        return MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_PRI_PORT |
-               MLX5_QP_OPTPAR_LAG_TX_AFF;
-      return MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_Q_KEY | MLX5_QP_OPTPAR_PRI_PORT;
+        return prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_PRI_PORT |
+               prm::QP_OPTPAR_LAG_TX_AFF;
+      return prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_Q_KEY | prm::QP_OPTPAR_PRI_PORT;
     case prm::INIT2RTR_QP:
       if (rc)
-        return MLX5_QP_OPTPAR_ALT_ADDR_PATH | kAccess | MLX5_QP_OPTPAR_PKEY_INDEX |
-               MLX5_QP_OPTPAR_LAG_TX_AFF;
+        return prm::QP_OPTPAR_ALT_ADDR_PATH | kAccess | prm::QP_OPTPAR_PKEY_INDEX |
+               prm::QP_OPTPAR_LAG_TX_AFF;
       if (uc)
-        return MLX5_QP_OPTPAR_ALT_ADDR_PATH | MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PKEY_INDEX |
-               MLX5_QP_OPTPAR_LAG_TX_AFF;
-      return MLX5_QP_OPTPAR_PKEY_INDEX | MLX5_QP_OPTPAR_Q_KEY;
+        return prm::QP_OPTPAR_ALT_ADDR_PATH | prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PKEY_INDEX |
+               prm::QP_OPTPAR_LAG_TX_AFF;
+      return prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_Q_KEY;
     case prm::RTR2RTS_QP:
       if (rc)
-        return MLX5_QP_OPTPAR_ALT_ADDR_PATH | kAccess | MLX5_QP_OPTPAR_PM_STATE |
-               MLX5_QP_OPTPAR_RNR_TIMEOUT;
-      if (uc) return MLX5_QP_OPTPAR_ALT_ADDR_PATH | MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PM_STATE;
-      return MLX5_QP_OPTPAR_Q_KEY;
+        return prm::QP_OPTPAR_ALT_ADDR_PATH | kAccess | prm::QP_OPTPAR_PM_STATE |
+               prm::QP_OPTPAR_RNR_TIMEOUT;
+      if (uc) return prm::QP_OPTPAR_ALT_ADDR_PATH | prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PM_STATE;
+      return prm::QP_OPTPAR_Q_KEY;
     case prm::RTS2RTS_QP:
       if (rc)
-        return kAccess | MLX5_QP_OPTPAR_RNR_TIMEOUT | MLX5_QP_OPTPAR_PM_STATE |
-               MLX5_QP_OPTPAR_ALT_ADDR_PATH;
-      if (uc) return MLX5_QP_OPTPAR_RWE | MLX5_QP_OPTPAR_PM_STATE | MLX5_QP_OPTPAR_ALT_ADDR_PATH;
-      return MLX5_QP_OPTPAR_Q_KEY;
+        return kAccess | prm::QP_OPTPAR_RNR_TIMEOUT | prm::QP_OPTPAR_PM_STATE |
+               prm::QP_OPTPAR_ALT_ADDR_PATH;
+      if (uc) return prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PM_STATE | prm::QP_OPTPAR_ALT_ADDR_PATH;
+      return prm::QP_OPTPAR_Q_KEY;
     case prm::SQERR2RTS_QP:
     case prm::SQD_RTS_QP:
-      if (rc) return MLX5_QP_OPTPAR_RNR_TIMEOUT | kAccess;
-      if (uc) return MLX5_QP_OPTPAR_RWE;
-      return MLX5_QP_OPTPAR_Q_KEY;
+      if (rc) return prm::QP_OPTPAR_RNR_TIMEOUT | kAccess;
+      if (uc) return prm::QP_OPTPAR_RWE;
+      return prm::QP_OPTPAR_Q_KEY;
     default:
       return 0;
   }

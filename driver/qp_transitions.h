@@ -28,30 +28,10 @@ std::optional<uint16_t> TransitionOpcode(ibv_qp_state cur, ibv_qp_state next);
 uint8_t PrmQpState(ibv_qp_state s);
 ibv_qp_state VerbsQpState(uint8_t prm_state);
 
-// MLX5_QP_OPTPAR_* bits an attribute mask means (ib_mask_to_mlx5_opt).
+// prm::QP_OPTPAR_* bits an attribute mask means (ib_mask_to_mlx5_opt).
 uint32_t OptParamsOf(int mask);
-// The MLX5_QP_OPTPAR_* bits the transition `opcode` takes for `type` (the kernel's opt_mask
+// The prm::QP_OPTPAR_* bits the transition `opcode` takes for `type` (the kernel's opt_mask
 // table); 0 for RST2INIT (it takes its context whole) and for 2ERR / 2RST (no context).
 uint32_t TransitionOptParams(uint16_t opcode, ibv_qp_type type);
-
-// MLX5_QP_OPTPAR_* (mlx5_ifc names; bit positions from the PRM).
-enum QpOptParam : uint32_t {
-  MLX5_QP_OPTPAR_ALT_ADDR_PATH = 1u << 0,
-  MLX5_QP_OPTPAR_RRE = 1u << 1,
-  MLX5_QP_OPTPAR_RAE = 1u << 2,
-  MLX5_QP_OPTPAR_RWE = 1u << 3,
-  MLX5_QP_OPTPAR_PKEY_INDEX = 1u << 4,
-  MLX5_QP_OPTPAR_Q_KEY = 1u << 5,
-  MLX5_QP_OPTPAR_RNR_TIMEOUT = 1u << 6,
-  MLX5_QP_OPTPAR_PRIMARY_ADDR_PATH = 1u << 7,
-  MLX5_QP_OPTPAR_SRA_MAX = 1u << 8,
-  MLX5_QP_OPTPAR_RRA_MAX = 1u << 9,
-  MLX5_QP_OPTPAR_PM_STATE = 1u << 10,
-  MLX5_QP_OPTPAR_RETRY_COUNT = 1u << 12,
-  MLX5_QP_OPTPAR_RNR_RETRY = 1u << 13,
-  MLX5_QP_OPTPAR_ACK_TIMEOUT = 1u << 14,
-  MLX5_QP_OPTPAR_LAG_TX_AFF = 1u << 15,
-  MLX5_QP_OPTPAR_PRI_PORT = 1u << 16,
-};
 
 }  // namespace onchip::driver

@@ -2,13 +2,13 @@
 // DataPathSrq (rdma-core's verbs_srq, then the SRQ ring post_srq_recv runs on).
 //
 // CreateSrq follows libmlx5 (srq.c) and mlx5_ib:
-//   - max_wr above the device's 2^log_max_srq_sz - 1 or max_sge above what a receive WQE holds
-//     (max_wqe_sz_rq / 16 - 1, the next segment taking one slot): EINVAL; srq_limit must be 0
-//     at creation (EINVAL otherwise, as ibv_create_srq documents for mlx5);
+//   - max_wr 0 or above the device's 2^log_max_srq_sz - 1, or a WQE of max_sge entries larger
+//     than max_wqe_sz_rq: EINVAL; srq_limit becomes the limit watermark (the device refuses one
+//     not below the ring's size: EINVAL);
 //   - stride = roundup_pow2(max(32, 16 + 16 * max_sge)); WQEs = roundup_pow2(max_wr + 1) (one
-//     WQE always stays unused); every WQE's next-segment links to the next one, the last back
-//     to the first; the buffer comes from QueueBuffer with MLX5DV_RES_TYPE_SRQ, the doorbell
-//     record (one 32-bit receive counter) with MLX5DV_RES_TYPE_DBR;
+//     WQE always stays unused; the SRQ ring links the free list); the buffer comes from
+//     QueueBuffer with MLX5DV_RES_TYPE_SRQ, the doorbell record (one 32-bit receive counter)
+//     with MLX5DV_RES_TYPE_DBR;
 //   - reported max_wr = WQEs - 1, max_sge = (stride - 16) / 16.
 // ModifySrq takes IBV_SRQ_LIMIT only (ARM_RQ with the limit as lwm); IBV_SRQ_MAX_WR asks for
 // a resize, which mlx5 does not do: EINVAL. QuerySrq reads QUERY_SRQ for the limit.
@@ -45,9 +45,6 @@ struct Srq {
   Life life;               // pinned by the QPs receiving from it
 
   static Srq* From(ibv_srq* srq) { return reinterpret_cast<Srq*>(srq); }
-  std::byte* wqe(uint32_t index) const {
-    return static_cast<std::byte*>(ring.data()) + (std::size_t{index & (wqe_count - 1)} << wqe_shift);
-  }
 };
 
 Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr);

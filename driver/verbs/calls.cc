@@ -2,13 +2,17 @@
 
 #include <cerrno>
 
+#include "driver/ah.h"
 #include "driver/cq.h"
 #include "driver/dm.h"
 #include "driver/dmah.h"
 #include "driver/mr.h"
 #include "driver/mw.h"
+#include "driver/mw_bind.h"
 #include "driver/parent_domain.h"
 #include "driver/pd.h"
+#include "driver/qp.h"
+#include "driver/srq.h"
 #include "driver/td.h"
 #include "driver/verbs/abi34.h"
 
@@ -154,5 +158,152 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
 }
 
 int destroy_cq(ibv_cq* cq) { return AsErrno(DestroyCq(cq ? Cq::From(cq) : nullptr)); }
+
+namespace {
+
+ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
+  QpAttributes a;
+  a.type = attr->qp_type;
+  a.send_cq = attr->send_cq ? Cq::From(attr->send_cq) : nullptr;
+  a.recv_cq = attr->recv_cq ? Cq::From(attr->recv_cq) : nullptr;
+  a.srq = attr->srq ? Srq::From(attr->srq) : nullptr;
+  a.cap = attr->cap;
+  a.sq_sig_all = attr->sq_sig_all != 0;
+  a.qp_context = attr->qp_context;
+  if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+    a.ex = true;
+    a.send_ops_flags = attr->send_ops_flags;
+  }
+  auto qp = CreateQp(pd, a);
+  if (!qp) return Errno<ibv_qp>(qp.error().errno_value());
+  attr->cap = a.cap;
+  return &(*qp)->ibv();
+}
+
+}  // namespace
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  if (pd == nullptr || attr == nullptr) return Errno<ibv_qp>(EINVAL);
+  ibv_qp_init_attr_ex ex{};
+  ex.qp_context = attr->qp_context;
+  ex.send_cq = attr->send_cq;
+  ex.recv_cq = attr->recv_cq;
+  ex.srq = attr->srq;
+  ex.cap = attr->cap;
+  ex.qp_type = attr->qp_type;
+  ex.sq_sig_all = attr->sq_sig_all;
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  ibv_qp* qp = CreateQpFrom(Pd::From(pd), &ex);
+  if (qp) attr->cap = ex.cap;
+  return qp;
+}
+
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if (attr == nullptr) return Errno<ibv_qp>(EINVAL);
+  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                              IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+                              IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (attr->comp_mask & ~kKnown) return Errno<ibv_qp>(EINVAL);
+  if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+                         IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+    return Errno<ibv_qp>(EOPNOTSUPP);
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0)
+    return Errno<ibv_qp>(EOPNOTSUPP);
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) return Errno<ibv_qp>(EINVAL);
+  if (attr->pd->context != context) return Errno<ibv_qp>(EINVAL);
+  return CreateQpFrom(Pd::From(attr->pd), attr);
+}
+
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
+  if (qp == nullptr || attr == nullptr) return EINVAL;
+  return AsErrno(ModifyQp(Qp::From(qp), *attr, attr_mask));
+}
+
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
+  if (qp == nullptr) return EINVAL;
+  return AsErrno(QueryQp(Qp::From(qp), attr_mask, attr, init_attr));
+}
+
+int destroy_qp(ibv_qp* qp) { return AsErrno(DestroyQp(qp ? Qp::From(qp) : nullptr)); }
+
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
+  if (qp == nullptr || mw == nullptr || mw_bind == nullptr) return EINVAL;
+  if (auto checked = CheckBind(*Mw::From(mw), mw_bind->bind_info, /*type_1_verb=*/true); !checked)
+    return checked.error().errno_value();
+  ibv_send_wr wr{};
+  wr.wr_id = mw_bind->wr_id;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = mw_bind->send_flags;
+  wr.bind_mw.mw = mw;
+  wr.bind_mw.rkey = NextRkey(mw->rkey);
+  wr.bind_mw.bind_info = mw_bind->bind_info;
+  ibv_send_wr* bad = nullptr;
+  if (int e = rings::PostSend(qp, &wr, &bad)) return e;
+  mw->rkey = wr.bind_mw.rkey;
+  return 0;
+}
+
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+  if (pd == nullptr || attr == nullptr) return Errno<ibv_srq>(EINVAL);
+  SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  auto srq = CreateSrq(Pd::From(pd), a);
+  if (!srq) return Errno<ibv_srq>(srq.error().errno_value());
+  attr->attr.max_wr = a.max_wr;
+  attr->attr.max_sge = a.max_sge;
+  return &(*srq)->dp.verbs.srq;
+}
+
+ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
+  if (attr == nullptr) return Errno<ibv_srq>(EINVAL);
+  constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+                              IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+                              IBV_SRQ_INIT_ATTR_TM;
+  if (attr->comp_mask & ~kKnown) return Errno<ibv_srq>(EINVAL);
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
+    return Errno<ibv_srq>(EOPNOTSUPP);
+  if (attr->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM))
+    return Errno<ibv_srq>(EOPNOTSUPP);
+  if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr ||
+      attr->pd->context != context)
+    return Errno<ibv_srq>(EINVAL);
+  SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  auto srq = CreateSrq(Pd::From(attr->pd), a);
+  if (!srq) return Errno<ibv_srq>(srq.error().errno_value());
+  attr->attr.max_wr = a.max_wr;
+  attr->attr.max_sge = a.max_sge;
+  // ibv_create_srq_ex is inline in verbs.h: nothing fills these after the provider.
+  ibv_srq& v = (*srq)->dp.verbs.srq;
+  v.context = context;
+  v.srq_context = attr->srq_context;
+  return &v;
+}
+
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {
+  if (srq == nullptr || attr == nullptr) return EINVAL;
+  return AsErrno(ModifySrq(Srq::From(srq), *attr, attr_mask));
+}
+
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+  if (srq == nullptr || attr == nullptr) return EINVAL;
+  auto r = QuerySrq(Srq::From(srq));
+  if (!r) return r.error().errno_value();
+  *attr = *r;
+  return 0;
+}
+
+int destroy_srq(ibv_srq* srq) { return AsErrno(DestroySrq(srq ? Srq::From(srq) : nullptr)); }
+
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  if (pd == nullptr || attr == nullptr) return Errno<ibv_ah>(EINVAL);
+  auto ah = CreateAh(Pd::From(pd), *attr);
+  if (ah) return &(*ah)->dp.verbs;
+  // libmlx5 refuses a bad port with NULL and errno as it was.
+  if (ah.error().errno_value() != kPortOutOfRange) errno = ah.error().errno_value();
+  return nullptr;
+}
+
+int destroy_ah(ibv_ah* ah) { return AsErrno(DestroyAh(ah ? Ah::From(ah) : nullptr)); }
 
 }  // namespace onchip::driver::verbs

@@ -46,4 +46,30 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int 
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 int destroy_cq(ibv_cq* cq);
 
+// Queue pairs (driver/qp.h). create_qp is ibv_create_qp's provider op (libibverbs fills nothing
+// after it); create_qp_ex is ibv_create_qp_ex whole: comp_mask beyond PD, CREATE_FLAGS and
+// SEND_OPS_FLAGS EINVAL, XRC domains, TSO headers, RSS and create flags EOPNOTSUPP, no PD EINVAL.
+// Both write back the capabilities the QP has (max_send_wr, max_recv_wr, max_inline_data, ...).
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+int destroy_qp(ibv_qp* qp);
+// ibv_bind_mw: a type 1 window bound through a UMR WQE on `qp`'s send queue (mw_bind.h's
+// checks first); on success mw->rkey is the new key.
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
+
+// Shared receive queues (driver/srq.h): create_srq is the provider op (libibverbs then fills
+// context, srq_context, pd and the event fields); create_srq_ex: comp_mask beyond TYPE and PD
+// EINVAL, XRC and tag-matching SRQs EOPNOTSUPP.
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+int destroy_srq(ibv_srq* srq);
+
+// Address handles (driver/ah.h). A port outside the device's: NULL with errno untouched.
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
+
 }  // namespace onchip::driver::verbs

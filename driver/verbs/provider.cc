@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "driver/mr.h"
+#include "driver/rings/data_path.h"
 #include "driver/verbs/abi34.h"
 #include "driver/verbs/attributes.h"
 #include "driver/verbs/provider.h"
@@ -147,6 +148,9 @@ ibv_context* ContextOf(ibv_mw* mw) { return mw->context; }
 ibv_context* ContextOf(ibv_td* td) { return td->context; }
 ibv_context* ContextOf(abi::verbs_mr* vmr) { return vmr->mr.context; }
 ibv_context* ContextOf(ibv_cq* cq) { return cq->context; }
+ibv_context* ContextOf(ibv_qp* qp) { return qp->context; }
+ibv_context* ContextOf(ibv_srq* srq) { return srq->context; }
+ibv_context* ContextOf(ibv_ah* ah) { return ah->context; }
 
 bool InOpeningProcess(const ibv_context* context) {
   return From(const_cast<ibv_context*>(context))->owner == getpid();
@@ -184,26 +188,45 @@ void FreeContext(ibv_context* context) {
 const verbs_context_ops kContextOps = [] {
   verbs_context_ops ops{};
   // The calls.h entry points have exactly these signatures: the driver's objects are the
-  // verbs objects libibverbs hands to the application. bind_mw stays libibverbs' EOPNOTSUPP
-  // (binding is a send-queue operation: no data path yet).
+  // verbs objects libibverbs hands to the application. The hot paths (post, poll, arm) go
+  // straight to the rings: no check of the opening process there, which would cost a syscall.
   ops.alloc_dm = OwnerOnly<driver::verbs::alloc_dm>::Call;
   ops.alloc_mw = OwnerOnly<driver::verbs::alloc_mw>::Call;
   ops.alloc_parent_domain = OwnerOnly<driver::verbs::alloc_parent_domain>::Call;
   ops.alloc_pd = OwnerOnly<driver::verbs::alloc_pd>::Call;
   ops.alloc_td = OwnerOnly<driver::verbs::alloc_td>::Call;
+  ops.bind_mw = OwnerOnly<driver::verbs::bind_mw>::Call;
+  ops.cq_event = driver::rings::CqEvent;
+  ops.create_ah = OwnerOnly<driver::verbs::create_ah>::Call;
   ops.create_cq = OwnerOnly<driver::verbs::create_cq>::Call;
   ops.create_cq_ex = OwnerOnly<driver::verbs::create_cq_ex>::Call;
+  ops.create_qp = OwnerOnly<driver::verbs::create_qp>::Call;
+  ops.create_qp_ex = OwnerOnly<driver::verbs::create_qp_ex>::Call;
+  ops.create_srq = OwnerOnly<driver::verbs::create_srq>::Call;
+  ops.create_srq_ex = OwnerOnly<driver::verbs::create_srq_ex>::Call;
   ops.dealloc_mw = OwnerOnly<driver::verbs::dealloc_mw>::Call;
   ops.dealloc_pd = OwnerOnly<driver::verbs::dealloc_pd>::Call;  // parent domains too
   ops.dealloc_td = OwnerOnly<driver::verbs::dealloc_td>::Call;
+  ops.destroy_ah = OwnerOnly<driver::verbs::destroy_ah>::Call;
   ops.destroy_cq = OwnerOnly<driver::verbs::destroy_cq>::Call;
+  ops.destroy_qp = OwnerOnly<driver::verbs::destroy_qp>::Call;
+  ops.destroy_srq = OwnerOnly<driver::verbs::destroy_srq>::Call;
   ops.dereg_mr = OwnerOnly<DeregMr>::Call;
   ops.free_context = FreeContext;
   ops.free_dm = OwnerOnly<driver::verbs::free_dm>::Call;
+  ops.modify_qp = OwnerOnly<driver::verbs::modify_qp>::Call;
+  ops.modify_srq = OwnerOnly<driver::verbs::modify_srq>::Call;
+  ops.poll_cq = driver::rings::PollCq;
+  ops.post_recv = driver::rings::PostRecv;
+  ops.post_send = driver::rings::PostSend;
+  ops.post_srq_recv = driver::rings::PostSrqRecv;
   ops.query_device_ex = QueryDeviceEx;
   ops.query_port = QueryPort;
+  ops.query_qp = OwnerOnly<driver::verbs::query_qp>::Call;
+  ops.query_srq = OwnerOnly<driver::verbs::query_srq>::Call;
   ops.reg_dm_mr = OwnerOnly<driver::verbs::reg_dm_mr>::Call;
   ops.reg_mr = OwnerOnly<RegMr>::Call;
+  ops.req_notify_cq = driver::rings::ReqNotifyCq;
   return ops;
 }();
 

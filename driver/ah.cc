@@ -1,0 +1,57 @@
+#include "driver/ah.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "driver/roce_address.h"
+#include "uapi/prm/caps.h"
+
+namespace onchip::driver {
+
+Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
+  if (pd == nullptr) return Fail(EINVAL, "create_ah: null PD");
+  Device& device = *pd->device;
+  const uint32_t ports = device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::num_ports);
+  if (attr.port_num < 1 || attr.port_num > ports)
+    return Fail(kPortOutOfRange, "create_ah: no such port");
+  if (!attr.is_global) return Fail(EINVAL, "create_ah: a RoCE address needs a GRH");
+  const uint32_t gids =
+      device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
+  if (attr.grh.sgid_index >= gids) return Fail(EINVAL, "create_ah: sgid_index beyond the GID table");
+
+  ONCHIP_TRY(auto op, device.registry().Begin("create_ah: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life)) return Fail(EBUSY, "create_ah: its PD is being freed");
+  auto* ah = new Ah{};
+  ah->device = pd->device;
+  ah->pd = pd;
+  ah->dp.verbs.context = device.verbs();
+  ah->dp.verbs.pd = &pd->ibv;
+  prm::pod::mlx5_wqe_av& av = ah->dp.av;
+  av.stat_rate_sl = static_cast<uint8_t>(Mlx5RateCode(attr.static_rate) << 4 | (attr.sl & 7) << 1);
+  av.udp_sport = prm::Be16::FromHost(RoceUdpSport(attr.grh.flow_label));
+  const std::array<uint8_t, 6> mac = MacOfGid(attr.grh.dgid);
+  std::memcpy(av.rmac, mac.data(), sizeof(av.rmac));
+  av.tclass = attr.grh.traffic_class;
+  av.hop_limit = attr.grh.hop_limit;
+  av.grh_gid_fl = prm::Be32::FromHost(uint32_t{attr.grh.sgid_index} << 20 |
+                                      (attr.grh.flow_label & 0xfffff));
+  std::memcpy(av.rgid, attr.grh.dgid.raw, sizeof(av.rgid));
+  pins.Keep();
+  device.registry().Publish(op, ObjectKind::kAh, ah, ah->life,
+                            [](void* p) { return ReleaseAh(*static_cast<Ah*>(p)); });
+  return ah;
+}
+
+Result<void> ReleaseAh(Ah& ah) {
+  ah.pd->life.Unpin();
+  return {};
+}
+
+Result<void> DestroyAh(Ah* ah) {
+  if (ah == nullptr) return Fail(EINVAL, "destroy_ah: null");
+  return Destroy(ah->device->registry(), ObjectKind::kAh, ah, ah->life, "destroy_ah: in use",
+                 ReleaseAh);
+}
+
+}  // namespace onchip::driver

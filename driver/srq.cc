@@ -1,0 +1,169 @@
+#include "driver/srq.h"
+
+#include <infiniband/mlx5dv.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "driver/cmd/run.h"
+#include "driver/parent_domain.h"
+#include "uapi/prm/caps.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/srq.h"
+
+namespace onchip::driver {
+namespace {
+
+constexpr uint32_t kNextSeg = 16;  // mlx5_wqe_srq_next_seg
+constexpr uint32_t kDataSeg = 16;
+constexpr uint32_t kMinStride = 32;
+
+Result<void> ArmRq(Srq& srq, uint32_t lwm) {
+  prm::Message<prm::arm_rq_in> in;
+  in.set(prm::arm_rq_in::opcode, prm::ARM_RQ)
+      .set(prm::arm_rq_in::op_mod, prm::ARM_RQ_IN_OP_MOD_SRQ)
+      .set(prm::arm_rq_in::srq_number, srq.srqn)
+      .set(prm::arm_rq_in::lwm, lwm);
+  ONCHIP_TRY(auto out, cmd::Run<prm::arm_rq_out>(srq.device->commander(), in));
+  (void)out;
+  return {};
+}
+
+Result<void> DestroyOnDevice(Device& device, uint32_t srqn) {
+  prm::Message<prm::destroy_srq_in> in;
+  in.set(prm::destroy_srq_in::opcode, prm::DESTROY_SRQ).set(prm::destroy_srq_in::srqn, srqn);
+  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_srq_out>(device.commander(), in));
+  (void)out;
+  return {};
+}
+
+}  // namespace
+
+Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
+  if (pd == nullptr) return Fail(EINVAL, "create_srq: null PD");
+  const std::shared_ptr<Device>& device = pd->device;
+  const prm::Bits gen = device->caps().cur(prm::CAP_GENERAL);
+  const uint32_t max_wr = (uint32_t{1} << gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1;
+  if (attr.max_wr == 0 || attr.max_wr > max_wr) return Fail(EINVAL, "create_srq: max_wr out of range");
+  const uint64_t stride = std::bit_ceil(std::max<uint64_t>(kMinStride, kNextSeg + uint64_t{kDataSeg} * attr.max_sge));
+  if (stride > gen.get(prm::cmd_hca_cap::max_wqe_sz_rq))
+    return Fail(EINVAL, "create_srq: a WQE of max_sge entries is too large");
+  const uint32_t wqes = std::bit_ceil(attr.max_wr + 1);
+  const uint64_t bytes = stride * wqes;
+  const std::size_t pages = std::max<uint64_t>(1, bytes / prm::ADAPTER_PAGE_SIZE);
+
+  ONCHIP_TRY(auto op, device->registry().Begin("create_srq: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life)) return Fail(EBUSY, "create_srq: its PD is being freed");
+  ONCHIP_TRY(QueueBuffer ring,
+             QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE, prm::ADAPTER_PAGE_SIZE,
+                                   MLX5DV_RES_TYPE_SRQ));
+  if (ring.iova() % prm::ADAPTER_PAGE_SIZE != 0)
+    return Fail(EINVAL, "create_srq: the allocator's SRQ buffer is not page aligned");
+  ONCHIP_TRY(QueueBuffer doorbell,
+             QueueBuffer::Allocate(pd, sizeof(prm::SrqDoorbellRecord),
+                                   sizeof(prm::SrqDoorbellRecord), MLX5DV_RES_TYPE_DBR));
+  if (doorbell.iova() % sizeof(prm::SrqDoorbellRecord) != 0)
+    return Fail(EINVAL, "create_srq: the allocator's doorbell record is not aligned");
+  std::memset(doorbell.data(), 0, sizeof(prm::SrqDoorbellRecord));
+  if (ring.custom()) std::memset(ring.data(), 0, ring.size());
+
+  using In = prm::create_srq_in;
+  using Ctx = prm::srqc_bits<In::srq_context_entry.bit_offset>;
+  prm::Message<In> in(pages * 8);
+  in.set(In::opcode, prm::CREATE_SRQ)
+      .set(Ctx::log_srq_size, std::countr_zero(wqes))
+      .set(Ctx::log_rq_stride, std::countr_zero(stride) - 4)
+      .set(Ctx::log_page_size, 0)  // 4 KiB pages
+      .set(Ctx::pd, pd->protection().pdn)
+      .set(Ctx::lwm, attr.srq_limit)
+      .set(Ctx::dbr_addr, doorbell.iova());
+  for (std::size_t i = 0; i < pages; ++i)
+    in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_srq_out>(device->commander(), in));
+
+  auto* srq = new Srq{};
+  srq->device = device;
+  srq->pd = pd;
+  srq->srqn = out.get(prm::create_srq_out::srqn);
+  srq->wqe_count = wqes;
+  srq->wqe_shift = static_cast<uint32_t>(std::countr_zero(stride));
+  srq->max_gs = static_cast<uint32_t>((stride - kNextSeg) / kDataSeg);
+  srq->max_wr = wqes - 1;
+  const bool locked = !(ParentDomain::From(pd) && ParentDomain::From(pd)->td);
+  Result<void> ready = srq->dp.ring.Init({.ring = static_cast<std::byte*>(ring.data()),
+                                          .wqe_cnt = wqes,
+                                          .wqe_shift = srq->wqe_shift,
+                                          .max_sge = srq->max_gs,
+                                          .dbr = static_cast<prm::SrqDoorbellRecord*>(doorbell.data()),
+                                          .bus = &device->bus(),
+                                          .locked = locked});
+  if (!ready) {
+    (void)DestroyOnDevice(*device, srq->srqn);
+    delete srq;
+    return std::unexpected(ready.error());
+  }
+  srq->ring = std::move(ring);
+  srq->doorbell = std::move(doorbell);
+  ibv_srq& v = srq->dp.verbs.srq;
+  v.context = device->verbs();
+  v.pd = &pd->ibv;
+  v.handle = srq->srqn;
+  v.events_completed = 0;
+  pthread_mutex_init(&v.mutex, nullptr);
+  pthread_cond_init(&v.cond, nullptr);
+  srq->dp.verbs.srq_type = IBV_SRQT_BASIC;
+  srq->dp.verbs.srq_num = srq->srqn;
+  attr.max_wr = srq->max_wr;
+  attr.max_sge = srq->max_gs;
+  pins.Keep();
+  device->registry().Publish(op, ObjectKind::kSrq, srq, srq->life, [](void* p) {
+    return ReleaseSrqOnDevice(*static_cast<Srq*>(p));
+  });
+  return srq;
+}
+
+Result<void> ModifySrq(Srq* srq, const ibv_srq_attr& attr, int mask) {
+  if (srq == nullptr) return Fail(EINVAL, "modify_srq: null");
+  if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) return Fail(EINVAL, "modify_srq: unknown attribute");
+  // mlx5 cannot resize an SRQ.
+  if (mask & IBV_SRQ_MAX_WR) return Fail(EINVAL, "modify_srq: SRQs are not resizable");
+  if (!(mask & IBV_SRQ_LIMIT)) return {};
+  if (attr.srq_limit >= srq->wqe_count) return Fail(EINVAL, "modify_srq: srq_limit not below the ring size");
+  ONCHIP_TRY(auto op, srq->device->registry().Begin("modify_srq: device closed"));
+  if (!srq->life.usable()) return Fail(EIO, "modify_srq: device closed");
+  return ArmRq(*srq, attr.srq_limit);
+}
+
+Result<ibv_srq_attr> QuerySrq(Srq* srq) {
+  if (srq == nullptr) return Fail(EINVAL, "query_srq: null");
+  ONCHIP_TRY(auto op, srq->device->registry().Begin("query_srq: device closed"));
+  if (!srq->life.usable()) return Fail(EIO, "query_srq: device closed");
+  prm::Message<prm::query_srq_in> in;
+  in.set(prm::query_srq_in::opcode, prm::QUERY_SRQ).set(prm::query_srq_in::srqn, srq->srqn);
+  const std::size_t pages = srq->ring.size() / prm::ADAPTER_PAGE_SIZE;
+  ONCHIP_TRY(auto out, cmd::Run<prm::query_srq_out>(srq->device->commander(), in, pages * 8));
+  using Ctx = prm::srqc_bits<prm::query_srq_out::srq_context_entry.bit_offset>;
+  ibv_srq_attr attr{};
+  attr.max_wr = srq->max_wr;
+  attr.max_sge = srq->max_gs;
+  attr.srq_limit = out.get(Ctx::lwm);
+  return attr;
+}
+
+Result<void> ReleaseSrqOnDevice(Srq& srq) {
+  ONCHIP_CHECK(DestroyOnDevice(*srq.device, srq.srqn));
+  srq.pd->life.Unpin();
+  return {};
+}
+
+Result<void> DestroySrq(Srq* srq) {
+  if (srq == nullptr) return Fail(EINVAL, "destroy_srq: null");
+  return Destroy(srq->device->registry(), ObjectKind::kSrq, srq, srq->life,
+                 "destroy_srq: a QP still receives from it", ReleaseSrqOnDevice);
+}
+
+}  // namespace onchip::driver
