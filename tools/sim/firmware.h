@@ -134,6 +134,10 @@ class Firmware {
   UmrResult PostUmr(const UmrRequest& request);
 
  private:
+  // The data engine (tools/sim/engine.h) runs the queues these tables hold, under mutex_.
+  friend class Engine;
+  UmrResult PostUmrLocked(const UmrRequest& request);
+
   struct Pd {
     uint16_t uid;
     uint32_t mkeys = 0;
@@ -272,6 +276,8 @@ class Firmware {
   std::map<uint32_t, Eq> eqs_;  // by eq_number
   IndexPool cq_ids_;
   std::map<uint32_t, Cq> cqs_;  // by cqn
+  std::map<uint32_t, Qp> qps_;    // by qpn
+  std::map<uint32_t, Srq> srqs_;  // by srqn
 
   Counters counters_;
   std::vector<InjectedFailure> injected_;
