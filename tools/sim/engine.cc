@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
 #include "uapi/prm/uar_page.h"
 
 namespace onchip::sim {
@@ -127,6 +128,13 @@ Engine::PassResult Engine::Pass() {
     result.next_deadline_ns = deadline;
     if (!moved) break;
     result.progressed = true;
+  }
+  if (result.progressed) {
+    // What QUERY_QP reports as the hardware's counters.
+    for (auto& [qpn, qp] : fw_.qps_)
+      prm::Bits(qp.qpc)
+          .set(prm::qpc::hw_sq_wqebb_counter, qp.progress.sq_wqe_counter & 0xffff)
+          .set(prm::qpc::hw_rq_counter, qp.progress.rq_counter);
   }
   return result;
 }
