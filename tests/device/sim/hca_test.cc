@@ -338,8 +338,8 @@ TEST_F(HcaTest, UnknownOpcodeIsBadOp) {
   BringUp();
   auto r = Exec(Cmd<prm::nop_in>(0x7ff), 16);
   EXPECT_TRUE(Refused(r, CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::CREATE_QP), 16), CommandStatus::BAD_OP_ERR,
-                      Syndrome::BAD_OPCODE));
+  EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::QUERY_SPECIAL_CONTEXTS), 16),
+                      CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE));
 }
 
 TEST_F(HcaTest, DisableHcaOnlyAfterTeardown) {
