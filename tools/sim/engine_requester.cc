@@ -52,17 +52,17 @@ bool OpcodeAllowed(uint8_t st, uint8_t opcode) {
     case prm::MLX5_OPCODE_NOP:
     case prm::MLX5_OPCODE_SEND:
     case prm::MLX5_OPCODE_SEND_IMM:
-      return st == kServiceRc || st == kServiceUc || st == kServiceUd;
+      return st == prm::QP_ST_RC || st == prm::QP_ST_UC || st == prm::QP_ST_UD;
     case prm::MLX5_OPCODE_SEND_INVAL:
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
     case prm::MLX5_OPCODE_UMR:
     case prm::MLX5_OPCODE_LOCAL_INVAL:
-      return st == kServiceRc || st == kServiceUc;
+      return st == prm::QP_ST_RC || st == prm::QP_ST_UC;
     case prm::MLX5_OPCODE_RDMA_READ:
     case prm::MLX5_OPCODE_ATOMIC_CS:
     case prm::MLX5_OPCODE_ATOMIC_FA:
-      return st == kServiceRc;
+      return st == prm::QP_ST_RC;
     default:
       return false;
   }
@@ -219,7 +219,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   p.solicited = (ctrl.fm_ce_se & prm::MLX5_WQE_CTRL_SOLICITED) != 0;
   p.imm = ctrl.imm.raw();
   std::size_t offset = sizeof ctrl;
-  if (qp.st == kServiceUd) {
+  if (qp.st == prm::QP_ST_UD) {
     if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_av))
       return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
     const auto av = Load<prm::pod::mlx5_wqe_av>(wqe, offset);
@@ -298,7 +298,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
 
   Transmit(std::move(p));
   ++pr.requests_sent;
-  if (qp.st != kServiceRc) {
+  if (qp.st != prm::QP_ST_RC) {
     CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(total));
     return true;
   }
@@ -333,7 +333,7 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
   const Bytes qpc(qp.qpc);
   const uint32_t psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
   // Only the answer to the message in flight counts; a late answer to a resent one does not.
-  if (qp.st != kServiceRc || qp.state != prm::QP_STATE_RTS || !pr.awaiting || pr.rnr_wait ||
+  if (qp.st != prm::QP_ST_RC || qp.state != prm::QP_STATE_RTS || !pr.awaiting || pr.rnr_wait ||
       p.psn != psn || p.src_qpn != prm::Get(qpc, prm::qpc::remote_qpn))
     return;
   switch (p.kind) {

@@ -129,7 +129,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       qp.state != prm::QP_STATE_SQD && qp.state != prm::QP_STATE_SQER)
     return;
   const Bytes qpc(qp.qpc);
-  const bool rc = qp.st == kServiceRc;
+  const bool rc = qp.st == prm::QP_ST_RC;
   const uint32_t user_index = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::user_index));
 
   auto answer = [&](PacketKind kind) {
@@ -177,7 +177,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       repeat = true;
     }
   }
-  if (qp.st == kServiceUd && p.qkey != prm::Get(qpc, prm::qpc::q_key)) return;
+  if (qp.st == prm::QP_ST_UD && p.qkey != prm::Get(qpc, prm::qpc::q_key)) return;
 
   const uint8_t op = p.opcode;
   if (repeat) {
@@ -271,7 +271,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     f.byte_cnt = byte_cnt;
     f.user_index = user_index;
     f.imm = p.imm;
-    f.flags_rqpn = (p.src_qpn & 0xffffff) | (qp.st == kServiceUd ? kCqeGrhPresent : 0);
+    f.flags_rqpn = (p.src_qpn & 0xffffff) | (qp.st == prm::QP_ST_UD ? kCqeGrhPresent : 0);
     f.solicited = p.solicited;
     WriteCqe(qp.cqn_rcv, f);
   };
@@ -284,7 +284,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     case prm::MLX5_OPCODE_SEND:
     case prm::MLX5_OPCODE_SEND_IMM:
     case prm::MLX5_OPCODE_SEND_INVAL: {
-      if (qp.st == kServiceUd && p.payload.size() > kUdMtu) return;
+      if (qp.st == prm::QP_ST_UD && p.payload.size() > kUdMtu) return;
       auto recv = take_receive();
       if (!recv) {
         nak(NakCode::kRnr);  // UC and UD: the message is dropped
@@ -297,7 +297,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       }
       std::array<std::byte, kGrhBytes> grh;
       std::vector<Bytes> parts;
-      if (qp.st == kServiceUd) {
+      if (qp.st == prm::QP_ST_UD) {
         grh = Grh(p);
         parts.push_back(grh);
       }
@@ -313,7 +313,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
                                     : op == prm::MLX5_OPCODE_SEND_IMM ? prm::MLX5_CQE_RESP_SEND_IMM
                                                                       : prm::MLX5_CQE_RESP_SEND_INV;
       complete(*recv, opcode,
-               static_cast<uint32_t>(p.payload.size() + (qp.st == kServiceUd ? kGrhBytes : 0)));
+               static_cast<uint32_t>(p.payload.size() + (qp.st == prm::QP_ST_UD ? kGrhBytes : 0)));
       if (rc) Transmit(answer(PacketKind::kAck));
       return;
     }

@@ -1,5 +1,5 @@
-// Transport constants the engine's requester and responder share: service types, the RNR timer
-// table, and how the engine reads a ring.
+// Transport constants the engine's requester and responder share: the RNR timer table, the GRH
+// size, and how the engine reads a ring.
 #pragma once
 
 #include <cstddef>
@@ -8,11 +8,6 @@
 #include <span>
 
 namespace onchip::sim {
-
-// qpc.st: the transport service of a QP.
-inline constexpr uint8_t kServiceRc = 0x0;
-inline constexpr uint8_t kServiceUc = 0x1;
-inline constexpr uint8_t kServiceUd = 0x2;
 
 // qpc.rnr_retry 7: retry after RNR NAKs without limit.
 inline constexpr uint8_t kRnrRetryForever = 7;
