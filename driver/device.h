@@ -107,7 +107,14 @@ class Device : public std::enable_shared_from_this<Device> {
   uint32_t NextDmHandle() { return next_dm_handle_.fetch_add(1, std::memory_order_relaxed); }
 
   // A fresh 8-bit mkey variant (mkc.mkey_7_0), so a reused mkey index yields a different key.
-  uint8_t NextMkeyVariant() { return mkey_variant_.fetch_add(1, std::memory_order_relaxed); }
+  // Never 0: mkey index 1 with variant 0 is 0x100, MLX5_INVALID_LKEY, the key that ends a
+  // receive WQE's scatter list, so an MR with that lkey could not receive.
+  uint8_t NextMkeyVariant() {
+    for (;;) {
+      const uint8_t v = mkey_variant_.fetch_add(1, std::memory_order_relaxed);
+      if (v != 0) return v;
+    }
+  }
 
  private:
   explicit Device(std::unique_ptr<bus::Bus> bus);

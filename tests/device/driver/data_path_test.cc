@@ -1,0 +1,291 @@
+// The driver's objects carrying data on the software ConnectX: two RC QPs on one device
+// connected by the device's own RoCE v2 GID, a send into a posted receive, an RDMA write, a
+// window of type 1 bound with ibv_bind_mw and written through, a UD send through an AH into an
+// SRQ. Everything through the verbs calls and the ops the provider installs. The MR is the
+// device's first mkey (index 1): its key must not be 0x100, the invalid lkey that ends a receive
+// scatter list.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "driver/mw.h"
+#include "driver/qp.h"
+#include "driver/rings/data_path.h"
+#include "tests/device/fixture.h"
+#include "tools/sim/wire.h"
+
+namespace onchip::testing {
+namespace {
+
+namespace rings = driver::rings;
+
+class DataPathTest : public DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    pd_ = v::alloc_pd(verbs_);
+    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
+    ASSERT_TRUE(pd_ && cq_);
+    const auto gids = sim::DeviceGids(sim_->config());
+    std::memcpy(gid_.raw, gids[2].data(), 16);  // ::ffff:a.b.c.d, RoCE v2
+    buf_.assign(8192, 0);
+    mr_ = v::reg_mr(pd_, buf_.data(), buf_.size(), reinterpret_cast<uintptr_t>(buf_.data()),
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                        IBV_ACCESS_MW_BIND);
+    ASSERT_NE(mr_, nullptr) << strerror(errno);
+  }
+  void TearDown() override {
+    if (ctx_) {
+      for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
+      EXPECT_EQ(v::dereg_mr(mr_), 0);
+      EXPECT_EQ(v::destroy_cq(cq_), 0);
+      EXPECT_EQ(v::dealloc_pd(pd_), 0);
+    }
+    DriverTest::TearDown();
+  }
+
+  ibv_qp* Rc() {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq_;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    ibv_qp* qp = v::create_qp(pd_, &a);
+    EXPECT_NE(qp, nullptr) << strerror(errno);
+    if (qp) qps_.push_back(qp);
+    return qp;
+  }
+  void Connect(ibv_qp* qp, uint32_t dest) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = dest;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.dgid = gid_;
+    a.ah_attr.grh.sgid_index = 2;
+    a.ah_attr.grh.hop_limit = 64;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+              0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+              0);
+  }
+  // Polls until `n` completions arrived (or 5 s passed).
+  std::vector<ibv_wc> Poll(ibv_cq* cq, int n) {
+    std::vector<ibv_wc> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
+      ibv_wc wc[4];
+      const int got = rings::PollCq(cq, 4, wc);
+      EXPECT_GE(got, 0);
+      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
+      if (got == 0) std::this_thread::yield();
+    }
+    return out;
+  }
+
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  ibv_gid gid_{};
+  std::vector<uint8_t> buf_;
+  std::vector<ibv_qp*> qps_;
+};
+
+TEST_F(DataPathTest, SendIntoAPostedReceiveAndRdmaWrite) {
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+
+  // b receives into buf_[4096..], a sends buf_[0..64).
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[4096]), 64, mr_->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 7;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(rings::PostRecv(b, &rwr, &rbad), 0);
+  for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(i + 1);
+  ibv_sge ssge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
+  ibv_send_wr swr{};
+  swr.wr_id = 9;
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* sbad = nullptr;
+  ASSERT_EQ(rings::PostSend(a, &swr, &sbad), 0);
+  auto wcs = Poll(cq_, 2);
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) {
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status) << " wr_id " << wc.wr_id;
+    if (wc.wr_id == 7) {
+      EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+      EXPECT_EQ(wc.byte_len, 64u);
+      EXPECT_EQ(wc.qp_num, b->qp_num);
+    } else {
+      EXPECT_EQ(wc.wr_id, 9u);
+      EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+      EXPECT_EQ(wc.qp_num, a->qp_num);
+    }
+  }
+  EXPECT_EQ(0, std::memcmp(&buf_[0], &buf_[4096], 64));
+
+  // An RDMA write from a into buf_[6000..] through the MR's rkey.
+  swr.opcode = IBV_WR_RDMA_WRITE;
+  swr.wr_id = 10;
+  swr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[6000]);
+  swr.wr.rdma.rkey = mr_->rkey;
+  ASSERT_EQ(rings::PostSend(a, &swr, &sbad), 0);
+  wcs = Poll(cq_, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(0, std::memcmp(&buf_[0], &buf_[6000], 64));
+}
+
+TEST_F(DataPathTest, BindMwType1AndWriteThroughIt) {
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  ibv_mw* mw = v::alloc_mw(pd_, IBV_MW_TYPE_1);
+  ASSERT_NE(mw, nullptr);
+  const uint32_t old_rkey = mw->rkey;
+  ibv_mw_bind bind{};
+  bind.wr_id = 3;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_info.mr = mr_;
+  bind.bind_info.addr = reinterpret_cast<uintptr_t>(&buf_[1024]);
+  bind.bind_info.length = 256;
+  bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  ASSERT_EQ(v::bind_mw(b, mw, &bind), 0);
+  EXPECT_EQ(mw->rkey, driver::NextRkey(old_rkey));
+  auto wcs = Poll(cq_, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_BIND_MW);
+
+  for (int i = 0; i < 32; ++i) buf_[i] = uint8_t(0xa0 + i);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 32, mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 4;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[1024 + 16]);
+  wr.wr.rdma.rkey = mw->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  wcs = Poll(cq_, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(0, std::memcmp(&buf_[0], &buf_[1024 + 16], 32));
+  // A window on another PD's MR: EPERM before any WQE.
+  ibv_pd* other = v::alloc_pd(verbs_);
+  ibv_mw* foreign = v::alloc_mw(other, IBV_MW_TYPE_1);
+  ASSERT_NE(foreign, nullptr);
+  EXPECT_EQ(v::bind_mw(b, foreign, &bind), EPERM);
+  EXPECT_EQ(v::dealloc_mw(foreign), 0);
+  EXPECT_EQ(v::dealloc_pd(other), 0);
+  EXPECT_EQ(v::dealloc_mw(mw), 0);
+}
+
+TEST_F(DataPathTest, UdSendThroughAnAhIntoAnSrq) {
+  ibv_srq_init_attr sattr{};
+  sattr.attr.max_wr = 8;
+  sattr.attr.max_sge = 1;
+  ibv_srq* srq = v::create_srq(pd_, &sattr);
+  ASSERT_NE(srq, nullptr) << strerror(errno);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = cq_;
+  qa.qp_type = IBV_QPT_UD;
+  qa.cap.max_send_wr = 4;
+  qa.cap.max_send_sge = 1;
+  ibv_qp* tx = v::create_qp(pd_, &qa);
+  qa.srq = srq;
+  ibv_qp* rx = v::create_qp(pd_, &qa);
+  ASSERT_TRUE(tx && rx) << strerror(errno);
+  qps_.push_back(tx);
+  qps_.push_back(rx);
+  EXPECT_EQ(v::destroy_srq(srq), EBUSY);  // rx receives from it
+  for (ibv_qp* qp : {tx, rx}) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qkey = 0x1234;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+    a.qp_state = IBV_QPS_RTR;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE), 0);
+    a.qp_state = IBV_QPS_RTS;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  }
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[2048]), 40 + 64, mr_->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 21;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(rings::PostSrqRecv(srq, &rwr, &rbad), 0);
+
+  ibv_ah_attr ah_attr{};
+  ah_attr.is_global = 1;
+  ah_attr.port_num = 1;
+  ah_attr.grh.dgid = gid_;
+  ah_attr.grh.sgid_index = 2;
+  ah_attr.grh.hop_limit = 64;
+  ibv_ah* ah = v::create_ah(pd_, &ah_attr);
+  ASSERT_NE(ah, nullptr) << strerror(errno);
+  for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(0x30 + i);
+  ibv_sge ssge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
+  ibv_send_wr swr{};
+  swr.wr_id = 22;
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.wr.ud.ah = ah;
+  swr.wr.ud.remote_qpn = rx->qp_num;
+  swr.wr.ud.remote_qkey = 0x1234;
+  ibv_send_wr* sbad = nullptr;
+  ASSERT_EQ(rings::PostSend(tx, &swr, &sbad), 0);
+  auto wcs = Poll(cq_, 2);
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) {
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status) << " wr_id " << wc.wr_id;
+    if (wc.wr_id == 21) {
+      EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+      EXPECT_EQ(wc.src_qp, tx->qp_num);
+      EXPECT_TRUE(wc.wc_flags & IBV_WC_GRH);
+    }
+  }
+  EXPECT_EQ(0, std::memcmp(&buf_[0], &buf_[2048 + 40], 64));
+  EXPECT_EQ(v::destroy_ah(ah), 0);
+  for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
+  qps_.clear();
+  EXPECT_EQ(v::destroy_srq(srq), 0);
+}
+
+}  // namespace
+}  // namespace onchip::testing
