@@ -104,6 +104,24 @@ Result<void> SetCaps(cmd::Commander& c, Caps& caps) {
       (void)out;
     }
   }
+  // 8-byte atomics answered in host byte order when the device can (mlx5_core does the same);
+  // without it the device reports no atomic capability to verbs.
+  if (caps.max(prm::CAP_GENERAL).get(prm::cmd_hca_cap::atomic)) {
+    ONCHIP_CHECK(caps.Query(c, prm::CAP_ATOMIC, prm::HCA_CAP_OPMOD_GET_MAX));
+    ONCHIP_CHECK(caps.Query(c, prm::CAP_ATOMIC, prm::HCA_CAP_OPMOD_GET_CUR));
+    if (caps.max(prm::CAP_ATOMIC).get(prm::atomic_caps::supported_atomic_req_8B_endianness_mode_1) &&
+        !caps.cur(prm::CAP_ATOMIC).get(prm::atomic_caps::atomic_req_8B_endianness_mode)) {
+      prm::Message<prm::set_hca_cap_in> in;
+      in.set(prm::set_hca_cap_in::opcode, prm::SET_HCA_CAP)
+          .set(prm::set_hca_cap_in::op_mod, prm::SetCapOpMod(prm::CAP_ATOMIC));
+      auto page = in.region(prm::set_hca_cap_in::capability);
+      const auto cur = caps.cur(prm::CAP_ATOMIC).bytes();
+      std::memcpy(page.data(), cur.data(), page.size());
+      prm::Bits(page).set(prm::atomic_caps::atomic_req_8B_endianness_mode, 1);
+      ONCHIP_TRY(auto out, cmd::Run<prm::set_hca_cap_out>(c, in));
+      (void)out;
+    }
+  }
   return {};
 }
 
@@ -135,6 +153,7 @@ Result<void> QueryCaps(cmd::Commander& c, Caps& caps) {
       {prm::CAP_FLOW_TABLE, general.get(prm::cmd_hca_cap::nic_flow_table) != 0},
       {prm::CAP_ROCE, general.get(prm::cmd_hca_cap::roce) != 0},
       {prm::CAP_GENERAL_2, general.get(prm::cmd_hca_cap::hca_cap_2) != 0},
+      {prm::CAP_ATOMIC, general.get(prm::cmd_hca_cap::atomic) != 0},
   };
   for (const auto& t : types) {
     if (!t.present) continue;

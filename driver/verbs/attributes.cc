@@ -21,22 +21,13 @@ constexpr uint32_t kMaxSqDescBytes = 512;  // mlx5_ib caps the send descriptor i
 
 uint32_t Pow2(uint64_t log) { return log >= 31 ? INT_MAX : uint32_t{1} << log; }
 
-// Whether the driver creates CQs, QPs, SRQs and AHs. Until it does, every limit that only a queue
-// can use (QP, CQ, SRQ, AH, multicast, scatter/gather, RDMA read/atomic depth) is reported as
-// 0, so ibv_devinfo and applications see what onchip can do, not what the silicon could.
-constexpr bool kQueuesImplemented = false;
-
-// The queue limits the capabilities allow, as mlx5_ib derives them: what DeviceAttributes
-// reports once kQueuesImplemented is true.
+// The queue limits the capabilities allow, as mlx5_ib derives them, minus what onchip does not
+// do: no path migration, no XRC, no port events on the async fd, no P_Key/Q_Key violation
+// counters, no port change on a live QP.
 void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
   a.max_qp = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp));
   a.max_qp_wr = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp_sz));
-  a.device_cap_flags |= IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                        IBV_DEVICE_RC_RNR_NAK_GEN;
-  if (gen.get(prm::cmd_hca_cap::pkv)) a.device_cap_flags |= IBV_DEVICE_BAD_PKEY_CNTR;
-  if (gen.get(prm::cmd_hca_cap::qkv)) a.device_cap_flags |= IBV_DEVICE_BAD_QKEY_CNTR;
-  if (gen.get(prm::cmd_hca_cap::apm)) a.device_cap_flags |= IBV_DEVICE_AUTO_PATH_MIG;
-  if (gen.get(prm::cmd_hca_cap::xrc)) a.device_cap_flags |= IBV_DEVICE_XRC;
+  a.device_cap_flags |= IBV_DEVICE_RC_RNR_NAK_GEN;
   const uint32_t max_rq_sg = uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_rq)) / kDataSegBytes;
   const uint32_t max_sq_desc =
       std::min<uint32_t>(uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_sq)), kMaxSqDescBytes);
@@ -46,8 +37,10 @@ void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
   a.max_sge_rd = int((kMaxSqDescBytes - sq_overhead) / kDataSegBytes);
   a.max_cq = Pow2(gen.get(prm::cmd_hca_cap::log_max_cq));
   a.max_cqe = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_cq_sz)) - 1);
-  a.max_qp_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_req_qp));
-  a.max_qp_init_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_res_qp));
+  // Responder resources (max_dest_rd_atomic) and initiator depth (max_rd_atomic), as the
+  // device bounds qpc.log_rra_max and qpc.log_sra_max.
+  a.max_qp_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_res_qp));
+  a.max_qp_init_rd_atom = Pow2(gen.get(prm::cmd_hca_cap::log_max_ra_req_qp));
   a.max_res_rd_atom = int(std::min<int64_t>(int64_t{a.max_qp_rd_atom} * a.max_qp, INT_MAX));
   if (gen.get(prm::cmd_hca_cap::log_max_srq)) {
     a.max_srq = Pow2(gen.get(prm::cmd_hca_cap::log_max_srq));
@@ -55,11 +48,22 @@ void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
     a.max_srq_sge = max_rq_sg > 0 ? int(max_rq_sg - 1) : 0;
   }
   a.local_ca_ack_delay = uint8_t(gen.get(prm::cmd_hca_cap::local_ca_ack_delay));
-  a.max_mcast_grp = gen.get(prm::cmd_hca_cap::log_max_mcg) ? Pow2(gen.get(prm::cmd_hca_cap::log_max_mcg)) : 0;
-  a.max_mcast_qp_attach = int(gen.get(prm::cmd_hca_cap::max_qp_mcg));
-  a.max_total_mcast_qp_attach =
-      int(std::min<int64_t>(int64_t{a.max_mcast_qp_attach} * a.max_mcast_grp, INT_MAX));
+  // No multicast attach (attach_mcast is not an op): no groups.
   a.max_ah = INT_MAX;
+}
+
+// mlx5_ib's rule: 8-byte compare-and-swap and fetch-and-add on QPs, answered in host byte order
+// (atomic_req_8B_endianness_mode, which bring-up sets), is IBV_ATOMIC_HCA; anything less, none.
+ibv_atomic_cap AtomicCap(const Caps& caps) {
+  if (!caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::atomic) || !caps.has(prm::CAP_ATOMIC))
+    return IBV_ATOMIC_NONE;
+  const prm::Bits atomic = caps.cur(prm::CAP_ATOMIC);
+  constexpr uint32_t kBoth = prm::ATOMIC_OPS_CMP_SWAP | prm::ATOMIC_OPS_FETCH_ADD;
+  if ((atomic.get(prm::atomic_caps::atomic_operations) & kBoth) == kBoth &&
+      (atomic.get(prm::atomic_caps::atomic_size_qp) & prm::ATOMIC_SIZE_QP_8BYTES) &&
+      atomic.get(prm::atomic_caps::atomic_req_8B_endianness_mode))
+    return IBV_ATOMIC_HCA;
+  return IBV_ATOMIC_NONE;
 }
 
 }  // namespace
@@ -81,9 +85,7 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   a.vendor_part_id = kConnectX6DxPartId;
   a.hw_ver = 0;  // PCI revision id of the function
 
-  // Only what onchip can do today: memory windows (alloc/dealloc) and the system image GUID.
-  // Everything that needs a queue (the RNR NAK, path migration, XRC, port change on a QP, port
-  // events delivered on the async fd, the bad P_Key/Q_Key counters) is left out until it exists.
+  // What onchip does: windows, the system image GUID, and the queue features QueueLimits adds.
   unsigned flags = IBV_DEVICE_SYS_IMAGE_GUID;
   if (gen.get(prm::cmd_hca_cap::imaicl)) {
     flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
@@ -92,9 +94,8 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   a.device_cap_flags = flags;
   a.max_mr = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
   a.max_pd = Pow2(gen.get(prm::cmd_hca_cap::log_max_pd));
-  if constexpr (kQueuesImplemented) QueueLimits(gen, a);
-  // No atomic capability page was queried and there is no QP to carry an atomic: no atomics.
-  a.atomic_cap = IBV_ATOMIC_NONE;
+  QueueLimits(gen, a);
+  a.atomic_cap = AtomicCap(device.caps());
   a.max_ee = a.max_rdd = a.max_ee_rd_atom = a.max_ee_init_rd_atom = 0;
   a.max_fmr = a.max_map_per_fmr = 0;
   // pkey_table_size is encoded: 128 << n entries.

@@ -67,6 +67,7 @@ class DataPathTest : public DriverTest {
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = IBV_MTU_1024;
     a.dest_qp_num = dest;
+    a.rq_psn = 0xabc000 + qp->qp_num;  // what the peer's sq_psn says
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 1;
     a.ah_attr.is_global = 1;
@@ -82,6 +83,7 @@ class DataPathTest : public DriverTest {
     a.timeout = 14;
     a.retry_cnt = 7;
     a.rnr_retry = 7;
+    a.sq_psn = 0xabc000 + dest;
     a.max_rd_atomic = 1;
     ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),

@@ -43,16 +43,17 @@ static void check_device_queries(struct ibv_context* ctx) {
   CHECK(q.attr.phys_port_cnt == 1, "phys_port_cnt %u", q.attr.phys_port_cnt);
   CHECK(q.attr.max_pd > 0 && q.attr.max_mr > 0 && q.attr.max_mw > 0,
         "max_pd %d max_mr %d max_mw %d", q.attr.max_pd, q.attr.max_mr, q.attr.max_mw);
-  /* No queues yet (ibv_create_cq fails below): nothing may promise one. */
-  CHECK(q.attr.max_qp == 0 && q.attr.max_qp_wr == 0 && q.attr.max_cq == 0 &&
-            q.attr.max_cqe == 0 && q.attr.max_srq == 0 && q.attr.max_srq_wr == 0 &&
-            q.attr.max_ah == 0 && q.attr.max_sge == 0 && q.attr.max_mcast_grp == 0 &&
-            q.attr.max_qp_rd_atom == 0 && q.attr.atomic_cap == IBV_ATOMIC_NONE,
-        "queue limits all 0 while queues cannot be created (max_qp %d max_cq %d max_cqe %d "
-        "max_srq %d max_ah %d max_sge %d)", q.attr.max_qp, q.attr.max_cq, q.attr.max_cqe,
-        q.attr.max_srq, q.attr.max_ah, q.attr.max_sge);
-  CHECK((q.attr.device_cap_flags & (IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_XRC)) == 0,
-        "no queue feature flags (device_cap_flags 0x%x)", q.attr.device_cap_flags);
+  /* Queue limits from the capabilities, and only what the driver does. */
+  CHECK(q.attr.max_qp > 0 && q.attr.max_qp_wr > 0 && q.attr.max_cq > 0 && q.attr.max_cqe > 0 &&
+            q.attr.max_srq > 0 && q.attr.max_srq_wr > 0 && q.attr.max_ah > 0 &&
+            q.attr.max_sge > 0 && q.attr.max_qp_rd_atom > 0 && q.attr.max_mcast_grp == 0 &&
+            q.attr.atomic_cap == IBV_ATOMIC_HCA,
+        "queue limits from the capabilities (max_qp %d max_cq %d max_cqe %d max_srq %d "
+        "max_ah %d max_sge %d atomic_cap %d)", q.attr.max_qp, q.attr.max_cq, q.attr.max_cqe,
+        q.attr.max_srq, q.attr.max_ah, q.attr.max_sge, q.attr.atomic_cap);
+  CHECK((q.attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN) &&
+            !(q.attr.device_cap_flags & (IBV_DEVICE_XRC | IBV_DEVICE_AUTO_PATH_MIG)),
+        "RNR NAKs, no XRC, no path migration (device_cap_flags 0x%x)", q.attr.device_cap_flags);
 
   struct ibv_device_attr_ex ex;
   memset(&ex, 0, sizeof(ex));
@@ -126,17 +127,19 @@ static void check_objects(struct ibv_context* ctx) {
     CHECK(rc == 0, "ibv_free_dm rc=%d", rc);
   }
 
-  /* Verbs onchip does not implement yet: libibverbs' defaults, EOPNOTSUPP. */
+  /* Queues through libibverbs: a CQ and an SRQ come and go. */
   errno = 0;
   struct ibv_cq* cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-  CHECK(cq == NULL && errno == EOPNOTSUPP, "ibv_create_cq: NULL, errno %d (EOPNOTSUPP)", errno);
+  CHECK(cq != NULL && cq->cqe >= 16 && cq->context == ctx, "ibv_create_cq (errno %d)", errno);
+  if (cq) CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
   struct ibv_pd* pd2 = ibv_alloc_pd(ctx);
   if (pd2) {
     struct ibv_srq_init_attr srq_attr = {.attr = {.max_wr = 16, .max_sge = 1}};
     errno = 0;
     struct ibv_srq* srq = ibv_create_srq(pd2, &srq_attr);
-    CHECK(srq == NULL && errno == EOPNOTSUPP, "ibv_create_srq: NULL, errno %d (EOPNOTSUPP)",
-          errno);
+    CHECK(srq != NULL && srq_attr.attr.max_wr >= 16 && srq->pd == pd2,
+          "ibv_create_srq (errno %d)", errno);
+    if (srq) CHECK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq");
     ibv_dealloc_pd(pd2);
   }
 
