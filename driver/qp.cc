@@ -310,6 +310,8 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     default:
       return Fail(EINVAL, "create_qp: unknown QP type");
   }
+  if (attr.create_flags & ~uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB})
+    return Fail(EOPNOTSUPP, "create_qp: create flags other than BLOCK_SELF_MCAST_LB");
   if (attr.ex && (attr.send_ops_flags & ~rings::SupportedSendOps(Transport(attr.type))))
     return Fail(EOPNOTSUPP, "create_qp: a send op this QP type cannot post");
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
@@ -359,6 +361,8 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
       .set(qpc.dbr_addr, doorbell.iova())
       .set(qpc.rq_type, rq_type);
   if (attr.srq) in.set(qpc.srqn_rmpn_xrqn, attr.srq->srqn);
+  // This device never loops multicast back; the bit says so to the firmware all the same.
+  if (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) in.set(qpc.block_lb_mc, 1);
   if (g.rq.wqe_cnt) {
     in.set(qpc.log_rq_size, std::countr_zero(g.rq.wqe_cnt)).set(qpc.log_rq_stride, g.rq.wqe_shift - 4);
   }

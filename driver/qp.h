@@ -65,6 +65,7 @@ struct QpAttributes {
   bool sq_sig_all = false;
   uint64_t send_ops_flags = 0;  // IBV_QP_EX_WITH_*; 0 when not given
   bool ex = false;              // created with send_ops_flags: ibv_qp_ex callbacks are filled
+  uint32_t create_flags = 0;    // IBV_QP_CREATE_*: only BLOCK_SELF_MCAST_LB (qpc.block_lb_mc)
   void* qp_context = nullptr;
 };
 

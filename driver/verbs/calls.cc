@@ -170,6 +170,7 @@ ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
   a.cap = attr->cap;
   a.sq_sig_all = attr->sq_sig_all != 0;
   a.qp_context = attr->qp_context;
+  if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) a.create_flags = attr->create_flags;
   if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
     a.ex = true;
     a.send_ops_flags = attr->send_ops_flags;
@@ -208,8 +209,6 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   if (attr->comp_mask & ~kKnown) return Errno<ibv_qp>(EINVAL);
   if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
                          IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
-    return Errno<ibv_qp>(EOPNOTSUPP);
-  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0)
     return Errno<ibv_qp>(EOPNOTSUPP);
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) return Errno<ibv_qp>(EINVAL);
   if (attr->pd->context != context) return Errno<ibv_qp>(EINVAL);

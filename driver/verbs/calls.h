@@ -48,7 +48,8 @@ int destroy_cq(ibv_cq* cq);
 
 // Queue pairs (driver/qp.h). create_qp is ibv_create_qp's provider op (libibverbs fills nothing
 // after it); create_qp_ex is ibv_create_qp_ex whole: comp_mask beyond PD, CREATE_FLAGS and
-// SEND_OPS_FLAGS EINVAL, XRC domains, TSO headers, RSS and create flags EOPNOTSUPP, no PD EINVAL.
+// SEND_OPS_FLAGS EINVAL, XRC domains, TSO headers, RSS and create flags other than
+// BLOCK_SELF_MCAST_LB EOPNOTSUPP, no PD EINVAL.
 // Both write back the capabilities the QP has (max_send_wr, max_recv_wr, max_inline_data, ...).
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
