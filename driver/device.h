@@ -81,6 +81,8 @@ class Device : public std::enable_shared_from_this<Device> {
   Uars& uars() { return *uars_; }
   // The completion EQ every CQ reports to (eq.h), created at bring-up on the shared UAR.
   uint32_t comp_eqn() const;
+  // The EQ itself (its ring: tests read the EQEs the device wrote); null before bring-up.
+  const CompletionEq* comp_eq() const { return comp_eq_.get(); }
   SteeringTagTable& steering_tags() { return *steering_tags_; }
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }

@@ -1,7 +1,7 @@
 // The driver's objects carrying data on the software ConnectX: two RC QPs on one device
 // connected by the device's own RoCE v2 GID, a send into a posted receive, an RDMA write, a
 // window of type 1 bound with ibv_bind_mw and written through, a UD send through an AH into an
-// SRQ. Everything through the verbs calls and the ops the provider installs. The MR is the
+// SRQ, and an armed CQ's completion event in the device's EQ. Everything through the verbs calls and the ops the provider installs. The MR is the
 // device's first mkey (index 1): its key must not be 0x100, the invalid lkey that ends a receive
 // scatter list.
 #include <cerrno>
@@ -10,11 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "driver/eq.h"
 #include "driver/mw.h"
 #include "driver/qp.h"
 #include "driver/rings/data_path.h"
 #include "tests/device/fixture.h"
 #include "tools/sim/wire.h"
+#include "uapi/prm/eqe.h"
 
 namespace onchip::testing {
 namespace {
@@ -163,6 +165,38 @@ TEST_F(DataPathTest, SendIntoAPostedReceiveAndRdmaWrite) {
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
   EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_WRITE);
   EXPECT_EQ(0, std::memcmp(&buf_[0], &buf_[6000], 64));
+}
+
+TEST_F(DataPathTest, AnArmedCqReportsItsNextCompletionOnTheEq) {
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  ASSERT_EQ(rings::ReqNotifyCq(cq_, 0), 0);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
+  wr.wr.rdma.rkey = mr_->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  ASSERT_EQ(Poll(cq_, 1).size(), 1u);
+  // EQE 0 of the completion EQ, written in the device's first pass (owner 0), names the CQ.
+  const driver::CompletionEq* eq = device().comp_eq();
+  ASSERT_NE(eq, nullptr);
+  prm::pod::mlx5_eqe eqe;
+  std::memcpy(&eqe, eq->ring(), sizeof eqe);
+  EXPECT_EQ(eqe.type, prm::MLX5_EVENT_TYPE_COMP);
+  EXPECT_EQ(eqe.owner & 1, 0);
+  uint8_t cqn_bytes[4];
+  std::memcpy(cqn_bytes, eqe.data + prm::kEqeCompletionCqnOffset, 4);
+  const uint32_t cqn = uint32_t{cqn_bytes[1]} << 16 | uint32_t{cqn_bytes[2]} << 8 | cqn_bytes[3];
+  EXPECT_EQ(cqn, driver::Cq::From(cq_)->cqn);
 }
 
 TEST_F(DataPathTest, BindMwType1AndWriteThroughIt) {
