@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "uapi/prm/caps.h"
+#include "uapi/prm/opcodes.h"
 
 namespace onchip::sim {
 namespace {
@@ -42,12 +43,16 @@ const std::vector<Writable>& WritableFields(uint16_t type) {
   };
   static const std::vector<Writable> roce = {W(roce_cap::sw_r_roce_src_udp_port),
                                              W(roce_cap::qp_ooo_transmit_default)};
+  static const std::vector<Writable> atomic = {
+      W(prm::atomic_caps::atomic_req_8B_endianness_mode)};
   static const std::vector<Writable> none;
   switch (type) {
     case prm::CAP_GENERAL:
       return general;
     case prm::CAP_ROCE:
       return roce;
+    case prm::CAP_ATOMIC:
+      return atomic;
     default:
       return none;
   }
@@ -81,8 +86,10 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
     Pages& p = pages_[prm::CAP_GENERAL];
     PageWriter(p.max)
         .set(cmd_hca_cap::hca_cap_2, 1)
-        .set(cmd_hca_cap::log_max_qp_sz, 15)
-        .set(cmd_hca_cap::log_max_qp, 12)
+        .set(cmd_hca_cap::log_max_srq_sz, c.log_max_srq_sz)
+        .set(cmd_hca_cap::log_max_qp_sz, c.log_max_qp_sz)
+        .set(cmd_hca_cap::log_max_qp, c.log_max_qp)
+        .set(cmd_hca_cap::log_max_srq, c.log_max_srq)
         .set(cmd_hca_cap::log_max_cq_sz, c.log_max_cq_sz)
         .set(cmd_hca_cap::log_max_cq, c.log_max_cq)
         .set(cmd_hca_cap::log_max_eq_sz, c.log_max_eq_sz)
@@ -101,14 +108,17 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::device_memory, (c.memic || has_sw_icm) ? 1 : 0)
         .set(cmd_hca_cap::nic_flow_table, 1)
         .set(cmd_hca_cap::port_type, 1)  // Ethernet (RoCE)
-        .set(cmd_hca_cap::num_ports, 1)
-        .set(cmd_hca_cap::log_max_msg, 30)
+        .set(cmd_hca_cap::log_max_ra_req_qp, c.log_max_ra_req_qp)
+        .set(cmd_hca_cap::log_max_ra_res_qp, c.log_max_ra_res_qp)
+        .set(cmd_hca_cap::num_ports, c.num_ports)
+        .set(cmd_hca_cap::log_max_msg, c.log_max_msg)
         .set(cmd_hca_cap::cqe_version, 1)
         .set(cmd_hca_cap::drain_sigerr, 1)
         .set(cmd_hca_cap::roce, 1)
         .set(cmd_hca_cap::atomic, 1)
         .set(cmd_hca_cap::imaicl, c.imaicl ? 1 : 0)
-        .set(cmd_hca_cap::xrc, 1)
+        // RC, UC and UD queue pairs; no XRC (neither XRC SRQs nor XRC QPs are modelled).
+        .set(cmd_hca_cap::xrc, 0)
         .set(cmd_hca_cap::ud, 1)
         .set(cmd_hca_cap::uc, 1)
         .set(cmd_hca_cap::rc, 1)
@@ -118,9 +128,9 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::bf, c.bf ? 1 : 0)
         .set(cmd_hca_cap::driver_version, 1)
         .set(cmd_hca_cap::log_bf_reg_size, c.log_bf_reg_size)
-        .set(cmd_hca_cap::max_wqe_sz_sq, 1024)
+        .set(cmd_hca_cap::max_wqe_sz_sq, c.max_wqe_sz_sq)
         .set(cmd_hca_cap::mkey_pcie_tph, c.mkey_pcie_tph ? 1 : 0)
-        .set(cmd_hca_cap::max_wqe_sz_rq, 1024)
+        .set(cmd_hca_cap::max_wqe_sz_rq, c.max_wqe_sz_rq)
         .set(cmd_hca_cap::log_max_transport_domain, c.log_max_transport_domain)
         .set(cmd_hca_cap::log_max_pd, c.log_max_pd)
         .set(cmd_hca_cap::roce_rw_supported, 1)
@@ -160,9 +170,23 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(roce_cap::r_roce_dest_udp_port, 4791)
         .set(roce_cap::r_roce_max_src_udp_port, 0xffff)
         .set(roce_cap::r_roce_min_src_udp_port, 0xc000)
-        .set(roce_cap::roce_address_table_size, 256);
+        .set(roce_cap::roce_address_table_size, c.roce_address_table_size);
     p.cur = p.max;
     PageWriter(p.cur).set(roce_cap::sw_r_roce_src_udp_port, 0);
+  }
+  {
+    // 8-byte compare-and-swap and fetch-and-add on RC QPs. The responder's byte order for 8-byte
+    // atomics is the driver's choice (atomic_req_8B_endianness_mode, settable to 1 = host order,
+    // as mlx5_core sets it when supported_atomic_req_8B_endianness_mode_1 says it may).
+    Pages& p = pages_[prm::CAP_ATOMIC];
+    PageWriter(p.max)
+        .set(prm::atomic_caps::supported_atomic_req_8B_endianness_mode_1, 1)
+        .set(prm::atomic_caps::atomic_req_8B_endianness_mode, 1)
+        .set(prm::atomic_caps::atomic_operations,
+             prm::ATOMIC_OPS_CMP_SWAP | prm::ATOMIC_OPS_FETCH_ADD)
+        .set(prm::atomic_caps::atomic_size_qp, prm::ATOMIC_SIZE_QP_8BYTES);
+    p.cur = p.max;
+    PageWriter(p.cur).set(prm::atomic_caps::atomic_req_8B_endianness_mode, 0);
   }
   {
     Pages& p = pages_[prm::CAP_FLOW_TABLE];

@@ -49,6 +49,22 @@ struct DeviceConfig {
   uint8_t log_max_cq = 12;      // CQ numbers 0 .. 2^log_max_cq - 1
   uint8_t log_max_cq_sz = 22;   // CQEs per CQ
 
+  // ---- queue pairs and shared receive queues ----
+  uint8_t log_max_qp = 12;        // QP numbers: 2^log_max_qp - 2, from 2 (0 and 1 are the special QPs)
+  uint8_t log_max_qp_sz = 15;     // WQEs (send: 64-byte basic blocks) per QP ring
+  uint8_t log_max_srq = 10;       // SRQ numbers 0 .. 2^log_max_srq - 1
+  uint8_t log_max_srq_sz = 15;    // WQEs per SRQ
+  uint16_t max_wqe_sz_sq = 1024;  // bytes in one send WQE (16 basic blocks)
+  uint16_t max_wqe_sz_rq = 512;   // bytes in one receive WQE (stride)
+  uint8_t log_max_msg = 30;       // message size limit (qpc.log_msg_max)
+  uint8_t log_max_ra_req_qp = 4;  // outstanding RDMA reads and atomics a QP initiates (log_sra_max)
+  uint8_t log_max_ra_res_qp = 4;  // ... and answers (log_rra_max)
+  uint8_t num_ports = 1;          // vhca_port_num 1..num_ports
+  uint8_t max_mtu = 5;            // largest qpc.mtu: 5 = 4096 bytes
+  // GIDs port 1 has (roce_address_table_size; src_addr_index must be below it): the RoCE v1 and
+  // v2 GIDs of the port's link-local and IPv4-mapped addresses, as the data engine's table holds.
+  uint16_t roce_address_table_size = 4;
+
   // ---- MEMIC (device_mem_cap) ----
   bool memic = true;
   uint32_t memic_bar_size = 256 * 1024;  // a multiple of 4 KiB, at most 256 pages (the kernel's bitmap)

@@ -17,6 +17,12 @@ uint32_t EqCount(const DeviceConfig& config) {
                    uint32_t{config.max_num_eqs}, uint32_t{256}});
 }
 
+uint32_t QpCount(const DeviceConfig& config) {
+  // qpn is 24 bits wide.
+  const uint32_t log = std::min<uint32_t>(config.log_max_qp, 24);
+  return (uint32_t{1} << log) > kFirstQpn ? (uint32_t{1} << log) - kFirstQpn : 0;
+}
+
 Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
                    std::span<std::byte> memic_window, SteeringTagTable steering_tags,
                    Iommu& iommu)
@@ -32,7 +38,9 @@ Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
       object_ids_(1, 1u << 16),
       mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1),
       eq_ids_(0, EqCount(config)),
-      cq_ids_(0, uint32_t{1} << config.log_max_cq) {}
+      cq_ids_(0, uint32_t{1} << config.log_max_cq),
+      qp_ids_(kFirstQpn, QpCount(config)),
+      srq_ids_(0, uint32_t{1} << std::min<uint32_t>(config.log_max_srq, 24)) {}
 
 Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
   std::lock_guard lock(mutex_);
@@ -138,6 +146,22 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::DESTROY_CQ: h = &Firmware::DestroyCq; break;
     case prm::QUERY_CQ: h = &Firmware::QueryCq; break;
     case prm::MODIFY_CQ: h = &Firmware::ModifyCq; break;
+    case prm::CREATE_QP: h = &Firmware::CreateQp; break;
+    case prm::DESTROY_QP: h = &Firmware::DestroyQp; break;
+    case prm::QUERY_QP: h = &Firmware::QueryQp; break;
+    case prm::RST2INIT_QP: h = &Firmware::Rst2InitQp; break;
+    case prm::INIT2INIT_QP: h = &Firmware::Init2InitQp; break;
+    case prm::INIT2RTR_QP: h = &Firmware::Init2RtrQp; break;
+    case prm::RTR2RTS_QP: h = &Firmware::Rtr2RtsQp; break;
+    case prm::RTS2RTS_QP: h = &Firmware::Rts2RtsQp; break;
+    case prm::SQERR2RTS_QP: h = &Firmware::SqErr2RtsQp; break;
+    case prm::SQD_RTS_QP: h = &Firmware::Sqd2RtsQp; break;
+    case prm::QP_2ERR: h = &Firmware::Qp2ErrQp; break;
+    case prm::QP_2RST: h = &Firmware::Qp2RstQp; break;
+    case prm::CREATE_SRQ: h = &Firmware::CreateSrq; break;
+    case prm::DESTROY_SRQ: h = &Firmware::DestroySrq; break;
+    case prm::QUERY_SRQ: h = &Firmware::QuerySrq; break;
+    case prm::ARM_RQ: h = &Firmware::ArmRq; break;
     default:
       return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
   }
@@ -156,6 +180,8 @@ Counters Firmware::counters() const {
   c.sw_icm_objects = static_cast<uint32_t>(sw_icm_.size());
   c.eqs = static_cast<uint32_t>(eqs_.size());
   c.cqs = static_cast<uint32_t>(cqs_.size());
+  c.qps = static_cast<uint32_t>(qps_.size());
+  c.srqs = static_cast<uint32_t>(srqs_.size());
   c.pages_held = static_cast<uint32_t>(pages_.size());
   return c;
 }
@@ -194,10 +220,12 @@ const char* Firmware::CheckInvariants() const {
   if (object_ids_.in_use() != sw_icm_.size()) return "object pool and table disagree";
   if (eq_ids_.in_use() != eqs_.size()) return "eq pool and table disagree";
   if (cq_ids_.in_use() != cqs_.size()) return "cq pool and table disagree";
+  if (qp_ids_.in_use() != qps_.size()) return "qp pool and table disagree";
+  if (srq_ids_.in_use() != srqs_.size()) return "srq pool and table disagree";
   if (pages_.size() > config_.max_pages_held) return "more pages than the limit";
   if (state_ != HcaState::kInitialized &&
       !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() && memic_.empty() &&
-        sw_icm_.empty() && eqs_.empty() && cqs_.empty()))
+        sw_icm_.empty() && eqs_.empty() && cqs_.empty() && qps_.empty() && srqs_.empty()))
     return "objects alive outside kInitialized";
   std::map<uint32_t, uint32_t> pd_refs, icm_refs, klm_refs;
   std::map<uint64_t, uint32_t> memic_refs;
@@ -227,8 +255,35 @@ const char* Firmware::CheckInvariants() const {
       }
     }
   }
-  for (const auto& [idx, pd] : pds_)
+  std::map<uint32_t, uint32_t> pd_queue_refs, cq_refs, srq_refs;
+  for (const auto& [qpn, qp] : qps_) {
+    if (!pds_.contains(qp.pd)) return "qp on a dead pd";
+    ++pd_queue_refs[qp.pd];
+    if (!cqs_.contains(qp.cqn_snd) || !cqs_.contains(qp.cqn_rcv)) return "qp on a dead cq";
+    ++cq_refs[qp.cqn_snd];
+    ++cq_refs[qp.cqn_rcv];
+    if (qp.srqn) {
+      if (!srqs_.contains(*qp.srqn)) return "qp on a dead srq";
+      ++srq_refs[*qp.srqn];
+    }
+    if (qp.state > prm::QP_STATE_ERR) return "qp in an undefined state";
+    if (prm::Get(std::span<const std::byte>(qp.qpc), prm::qpc::state) != qp.state)
+      return "qp context state and table disagree";
+    if (qp.pas.empty()) return "qp without pages";
+    if (qp.rq_wqe_count == 0 && qp.sq_wqebb_count == 0) return "qp without a ring";
+  }
+  for (const auto& [srqn, srq] : srqs_) {
+    if (!pds_.contains(srq.pd)) return "srq on a dead pd";
+    ++pd_queue_refs[srq.pd];
+    if (srq.users != srq_refs[srqn]) return "srq user count wrong";
+    if (srq.pas.empty()) return "srq without pages";
+  }
+  for (const auto& [cqn, cq] : cqs_)
+    if (cq.users != cq_refs[cqn]) return "cq user count wrong";
+  for (const auto& [idx, pd] : pds_) {
     if (pd.mkeys != pd_refs[idx]) return "pd mkey count wrong";
+    if (pd.queues != pd_queue_refs[idx]) return "pd queue count wrong";
+  }
   for (const auto& [start, a] : memic_)
     if (a.mkeys != memic_refs[start]) return "memic mkey count wrong";
   for (const auto& [id, o] : sw_icm_)

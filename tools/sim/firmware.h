@@ -61,6 +61,8 @@ struct Counters {
   uint32_t sw_icm_objects = 0;
   uint32_t eqs = 0;
   uint32_t cqs = 0;
+  uint32_t qps = 0;
+  uint32_t srqs = 0;
   uint32_t pages_held = 0;
 };
 
@@ -76,6 +78,24 @@ struct InjectedFailure {
 // How many EQ numbers the device hands out (from 0): 2^log_max_eq, max_num_eqs and the 8-bit
 // eq_number all bound it.
 uint32_t EqCount(const DeviceConfig& config);
+
+// QP numbers the device hands out: from kFirstQpn (0 and 1 name the special QPs, which this
+// device does not create), 2^log_max_qp - kFirstQpn of them.
+inline constexpr uint32_t kFirstQpn = 2;
+uint32_t QpCount(const DeviceConfig& config);
+
+// The QP state-transition commands, which share one handler (firmware_qp_transitions.cc).
+enum class QpTransition : uint8_t {
+  kRst2Init,
+  kInit2Init,
+  kInit2Rtr,
+  kRtr2Rts,
+  kRts2Rts,
+  kSqErr2Rts,
+  kSqd2Rts,
+  k2Err,
+  k2Rst,
+};
 
 class Firmware {
  public:
@@ -137,6 +157,7 @@ class Firmware {
   struct Pd {
     uint16_t uid;
     uint32_t mkeys = 0;
+    uint32_t queues = 0;  // live QPs and SRQs on it: DEALLOC_PD is RES_BUSY while non-zero
   };
   struct MemicAlloc {
     uint64_t size;
@@ -225,6 +246,11 @@ class Firmware {
   Outcome ReadQueuePages(std::span<const std::byte> in, std::size_t pas_offset,
                          uint32_t log_queue_bytes, uint32_t log_page_bytes,
                          const PasSyndromes& syndromes, std::vector<uint64_t>* pas) const;
+  // The same for a buffer of any size (a QP's receive ring followed by its send ring):
+  // ceil(bytes / page) pages, at least one, the last one mapped as far as the buffer reaches.
+  Outcome ReadBufferPages(std::span<const std::byte> in, std::size_t pas_offset,
+                          uint64_t buffer_bytes, uint32_t log_page_bytes,
+                          const PasSyndromes& syndromes, std::vector<uint64_t>* pas) const;
   // Writes as many entries of `pas` as fit into `out` from byte `pas_offset`.
   static void WriteQueuePages(std::span<std::byte> out, std::size_t pas_offset,
                               const std::vector<uint64_t>& pas);
@@ -239,6 +265,30 @@ class Firmware {
   Outcome DestroyCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ModifyCq(std::span<const std::byte> in, std::span<std::byte> out);
+
+  // Queue pairs (firmware_qp.cc) and their state transitions (firmware_qp_transitions.cc).
+  Outcome CreateQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Rst2InitQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Init2InitQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Init2RtrQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Rtr2RtsQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Rts2RtsQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome SqErr2RtsQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Sqd2RtsQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Qp2ErrQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome Qp2RstQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ModifyQp(QpTransition t, std::span<const std::byte> in, std::span<std::byte> out);
+  // Drops a QP and the references it holds (CQs, SRQ, PD).
+  void ForgetQp(std::map<uint32_t, Qp>::iterator it);
+
+  // Shared receive queues (firmware_srq.cc).
+  Outcome CreateSrq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroySrq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QuerySrq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ArmRq(std::span<const std::byte> in, std::span<std::byte> out);
+
   std::optional<std::span<std::byte>> DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
                                                          uint64_t len, bool through_window);
 
@@ -272,6 +322,10 @@ class Firmware {
   std::map<uint32_t, Eq> eqs_;  // by eq_number
   IndexPool cq_ids_;
   std::map<uint32_t, Cq> cqs_;  // by cqn
+  IndexPool qp_ids_;
+  std::map<uint32_t, Qp> qps_;  // by qpn
+  IndexPool srq_ids_;
+  std::map<uint32_t, Srq> srqs_;  // by srqn
 
   Counters counters_;
   std::vector<InjectedFailure> injected_;

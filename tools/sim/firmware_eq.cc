@@ -30,19 +30,6 @@ constexpr std::size_t kEqeBytesLog = 6;  // 64-byte EQEs
 
 Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
-// The shape check of a command whose own layout leaves the header's uid reserved: the uid is
-// read from the header and left out of the reserved-bit check.
-template <class In, class O>
-Outcome CheckShapeWithHeaderUid(Bytes in, Out out, uint16_t* uid) {
-  if (in.size() < prm::size_bytes<In>)
-    return Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
-  std::array<std::byte, prm::size_bytes<In>> copy;
-  std::memcpy(copy.data(), in.data(), copy.size());
-  *uid = static_cast<uint16_t>(prm::Get(Bytes(copy), prm::mbox_in::uid));
-  prm::Bits(std::span<std::byte>(copy)).set(prm::mbox_in::uid, 0);
-  return CheckShape<In, O>(Bytes(copy), out);
-}
-
 }  // namespace
 
 Outcome Firmware::CreateEq(Bytes in, Out out) {

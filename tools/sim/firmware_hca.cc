@@ -223,7 +223,7 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
   const uint32_t profile = prm::Get(in, In::profile);
   const bool objects_alive = !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() &&
                                memic_.empty() && sw_icm_.empty() && eqs_.empty() &&
-                               cqs_.empty());
+                               cqs_.empty() && qps_.empty() && srqs_.empty());
   switch (profile) {
     case prm::TEARDOWN_HCA_GRACEFUL_CLOSE:
       if (objects_alive) return Refuse(CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY);
@@ -240,6 +240,11 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
 }
 
 void Firmware::ReleaseAllObjects() {
+  // Users before what they use: QPs hold SRQs, CQs and PDs; SRQs hold PDs; CQs hold EQs.
+  qps_.clear();
+  qp_ids_ = IndexPool(kFirstQpn, QpCount(config_));
+  srqs_.clear();
+  srq_ids_ = IndexPool(0, uint32_t{1} << std::min<uint32_t>(config_.log_max_srq, 24));
   cqs_.clear();
   cq_ids_ = IndexPool(0, uint32_t{1} << config_.log_max_cq);
   eqs_.clear();

@@ -7,6 +7,7 @@
 // aligned to the page size (so its low bits, which other lists use as flags, are zero here), and
 // the bytes of the queue in that page (the whole page, or the whole queue when one page is larger
 // than it) must be mapped in the IOMMU now: the data engine later writes EQEs and CQEs there.
+#include <algorithm>
 #include <cstring>
 
 #include "tools/sim/firmware.h"
@@ -19,17 +20,26 @@ Outcome Firmware::ReadQueuePages(std::span<const std::byte> in, std::size_t pas_
                                  uint32_t log_queue_bytes, uint32_t log_page_bytes,
                                  const PasSyndromes& syndromes,
                                  std::vector<uint64_t>* pas) const {
+  if (log_queue_bytes >= 64) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.count);
+  return ReadBufferPages(in, pas_offset, uint64_t{1} << log_queue_bytes, log_page_bytes,
+                         syndromes, pas);
+}
+
+Outcome Firmware::ReadBufferPages(std::span<const std::byte> in, std::size_t pas_offset,
+                                  uint64_t buffer_bytes, uint32_t log_page_bytes,
+                                  const PasSyndromes& syndromes,
+                                  std::vector<uint64_t>* pas) const {
   const uint64_t page = uint64_t{1} << log_page_bytes;
-  const uint64_t needed =
-      log_queue_bytes <= log_page_bytes ? 1 : uint64_t{1} << (log_queue_bytes - log_page_bytes);
+  const uint64_t needed = std::max<uint64_t>(1, (buffer_bytes + page - 1) >> log_page_bytes);
   const std::size_t given = (in.size() - pas_offset) / 8;
   if ((in.size() - pas_offset) % 8 != 0 || given != needed)
     return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.count);
-  const uint64_t used = log_queue_bytes < log_page_bytes ? uint64_t{1} << log_queue_bytes : page;
   std::vector<uint64_t> list(given);
   for (std::size_t i = 0; i < given; ++i) {
     const uint64_t e = prm::Get(in.subspan(pas_offset), prm::Element<64>{i * 64, "pas"});
     if (e % page != 0) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.entry);
+    // The bytes of the buffer this page holds: the whole page, or what is left of the buffer.
+    const uint64_t used = std::min(page, buffer_bytes - i * page);
     if (!iommu_.IsMapped(e, used)) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.unmapped);
     list[i] = e;
   }

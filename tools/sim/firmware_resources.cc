@@ -57,7 +57,8 @@ Outcome Firmware::DeallocPd(Bytes in, Out out) {
   if (it == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::PD_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
     return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (it->second.mkeys != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::PD_BUSY);
+  if (it->second.mkeys != 0 || it->second.queues != 0)
+    return Refuse(CommandStatus::RES_BUSY, Syndrome::PD_BUSY);
   pd_ids_.Free(it->first);
   pds_.erase(it);
   return Outcome::Ok();

@@ -2,11 +2,14 @@
 // failed check (uapi/sim/syndrome.h), plus the checks every handler starts with.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "uapi/cmd_status.h"
+#include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/field.h"
 #include "uapi/sim/syndrome.h"
 
@@ -46,6 +49,21 @@ Outcome CheckShape(std::span<const std::byte> in, std::span<std::byte> out) {
   if (!ReservedClear(in, In{}))
     return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO);
   return Outcome::Ok();
+}
+
+// CheckShape for a command whose own layout leaves the header's uid reserved (the destroy and
+// query commands of some objects): the uid is read from the header (bytes 2-3, where a user
+// context's commands carry it) and left out of the reserved-bit check.
+template <class In, class Out>
+Outcome CheckShapeWithHeaderUid(std::span<const std::byte> in, std::span<std::byte> out,
+                                uint16_t* uid) {
+  if (in.size() < prm::size_bytes<In>)
+    return Refuse(prm::CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+  std::array<std::byte, prm::size_bytes<In>> copy;
+  std::memcpy(copy.data(), in.data(), copy.size());
+  *uid = static_cast<uint16_t>(prm::Get(std::span<const std::byte>(copy), prm::mbox_in::uid));
+  prm::Bits(std::span<std::byte>(copy)).set(prm::mbox_in::uid, 0);
+  return CheckShape<In, Out>(std::span<const std::byte>(copy), out);
 }
 
 }  // namespace onchip::sim

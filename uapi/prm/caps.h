@@ -816,4 +816,27 @@ struct roce_cap_bits {
 
 using roce_cap = roce_cap_bits<>;
 
+template <std::size_t B = 0>
+struct atomic_caps_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x800;
+  static constexpr Field<B + 0x40, 2, "atomic_caps.atomic_req_8B_endianness_mode"> atomic_req_8B_endianness_mode{};
+  static constexpr Field<B + 0x46, 1, "atomic_caps.supported_atomic_req_8B_endianness_mode_1"> supported_atomic_req_8B_endianness_mode_1{};
+  static constexpr Field<B + 0x90, 16, "atomic_caps.atomic_operations"> atomic_operations{};
+  static constexpr Field<B + 0xb0, 16, "atomic_caps.atomic_size_qp"> atomic_size_qp{};
+  static constexpr Field<B + 0xd0, 16, "atomic_caps.atomic_size_dc"> atomic_size_dc{};
+  static constexpr std::array<ReservedBits, 8> reserved_ranges{{
+      {B + 0x0, 64},
+      {B + 0x42, 4},
+      {B + 0x47, 25},
+      {B + 0x60, 32},
+      {B + 0x80, 16},
+      {B + 0xa0, 16},
+      {B + 0xc0, 16},
+      {B + 0xe0, 1824},
+  }};
+};
+
+using atomic_caps = atomic_caps_bits<>;
+
 }  // namespace onchip::prm

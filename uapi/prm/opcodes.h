@@ -45,6 +45,10 @@ enum Opcode : uint16_t {
   QUERY_QP = 0x50b,
   SQD_RTS_QP = 0x50c,
   INIT2INIT_QP = 0x50e,
+  CREATE_SRQ = 0x700,
+  DESTROY_SRQ = 0x701,
+  QUERY_SRQ = 0x702,
+  ARM_RQ = 0x703,
   ALLOC_PD = 0x800,
   DEALLOC_PD = 0x801,
   ALLOC_UAR = 0x802,
@@ -121,6 +125,73 @@ enum QpState : uint8_t {
   QP_STATE_SQD = 0x5,
   QP_STATE_ERR = 0x6,
 };
+
+// QP transport service types (qpc.st).
+enum QpServiceType : uint8_t {
+  QP_ST_RC = 0x0,
+  QP_ST_UC = 0x1,
+  QP_ST_UD = 0x2,
+  QP_ST_XRC = 0x3,
+  QP_ST_MLX = 0x4,
+  QP_ST_DCI = 0x5,
+  QP_ST_QP0 = 0x7,
+  QP_ST_QP1 = 0x8,
+  QP_ST_RAW_ETHERTYPE = 0x9,
+  QP_ST_RAW_IPV6 = 0xa,
+  QP_ST_SNIFFER = 0xb,
+  QP_ST_REG_UMR = 0xc,
+};
+
+// Where a QP's receives come from (qpc.rq_type).
+enum QpRqType : uint8_t {
+  NON_ZERO_RQ = 0x0,
+  SRQ_RQ = 0x1,
+  CRQ_RQ = 0x2,
+  ZERO_LEN_RQ = 0x3,
+};
+
+// qpc.pm_state (path migration).
+enum QpPmState : uint8_t { QP_PM_ARMED = 0x0, QP_PM_REARM = 0x1, QP_PM_MIGRATED = 0x3 };
+
+// The optional fields a QP transition takes (*_qp_in.opt_param_mask).
+enum QpOptParam : uint32_t {
+  QP_OPTPAR_ALT_ADDR_PATH = 1u << 0,
+  QP_OPTPAR_RRE = 1u << 1,
+  QP_OPTPAR_RAE = 1u << 2,
+  QP_OPTPAR_RWE = 1u << 3,
+  QP_OPTPAR_PKEY_INDEX = 1u << 4,
+  QP_OPTPAR_Q_KEY = 1u << 5,
+  QP_OPTPAR_RNR_TIMEOUT = 1u << 6,
+  QP_OPTPAR_PRIMARY_ADDR_PATH = 1u << 7,
+  QP_OPTPAR_SRA_MAX = 1u << 8,
+  QP_OPTPAR_RRA_MAX = 1u << 9,
+  QP_OPTPAR_PM_STATE = 1u << 10,
+  QP_OPTPAR_RETRY_COUNT = 1u << 12,
+  QP_OPTPAR_RNR_RETRY = 1u << 13,
+  QP_OPTPAR_ACK_TIMEOUT = 1u << 14,
+  QP_OPTPAR_LAG_TX_AFF = 1u << 15,
+  QP_OPTPAR_PRI_PORT = 1u << 16,
+  QP_OPTPAR_RMPN_XRQN = 1u << 18,
+  QP_OPTPAR_CQN_RCV = 1u << 19,
+  QP_OPTPAR_DC_HS = 1u << 20,
+  QP_OPTPAR_DC_KEY = 1u << 21,
+  QP_OPTPAR_COUNTER_SET_ID = 1u << 25,
+};
+
+// SRQ states (srqc.state).
+enum SrqState : uint8_t { SRQ_STATE_GOOD = 0x0, SRQ_STATE_ERROR = 0x1 };
+
+// ARM_RQ op_mod: which kind of receive queue srq_number names.
+enum ArmRqOpMod : uint16_t { ARM_RQ_IN_OP_MOD_SRQ = 0x1 };
+
+// Atomic capability bits (atomic_caps.atomic_operations, atomic_size_qp).
+enum AtomicOperations : uint16_t {
+  ATOMIC_OPS_CMP_SWAP = 1u << 0,
+  ATOMIC_OPS_FETCH_ADD = 1u << 1,
+  ATOMIC_OPS_EXTENDED_CMP_SWAP = 1u << 2,
+  ATOMIC_OPS_EXTENDED_FETCH_ADD = 1u << 3,
+};
+enum AtomicSizeQp : uint16_t { ATOMIC_SIZE_QP_8BYTES = 1u << 3 };
 
 // EQ and CQ states (eqc.st, cqc.st).
 enum QueueArmState : uint8_t {

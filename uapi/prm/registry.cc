@@ -13,6 +13,7 @@
 #include "uapi/prm/eq.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/qp.h"
+#include "uapi/prm/srq.h"
 #include "uapi/prm/wqe.h"
 
 namespace onchip::prm {
@@ -759,6 +760,12 @@ const std::vector<FieldInfo>& AllFields() {
     Add(v, "roce_cap", "r_roce_max_src_udp_port", roce_cap::r_roce_max_src_udp_port);
     Add(v, "roce_cap", "r_roce_min_src_udp_port", roce_cap::r_roce_min_src_udp_port);
     Add(v, "roce_cap", "roce_address_table_size", roce_cap::roce_address_table_size);
+    v.push_back({"atomic_caps", "__size__", 0, atomic_caps::size_bits});
+    Add(v, "atomic_caps", "atomic_req_8B_endianness_mode", atomic_caps::atomic_req_8B_endianness_mode);
+    Add(v, "atomic_caps", "supported_atomic_req_8B_endianness_mode_1", atomic_caps::supported_atomic_req_8B_endianness_mode_1);
+    Add(v, "atomic_caps", "atomic_operations", atomic_caps::atomic_operations);
+    Add(v, "atomic_caps", "atomic_size_qp", atomic_caps::atomic_size_qp);
+    Add(v, "atomic_caps", "atomic_size_dc", atomic_caps::atomic_size_dc);
     v.push_back({"alloc_uar_in", "__size__", 0, alloc_uar_in::size_bits});
     Add(v, "alloc_uar_in", "opcode", alloc_uar_in::opcode);
     Add(v, "alloc_uar_in", "uid", alloc_uar_in::uid);
@@ -2201,6 +2208,57 @@ const std::vector<FieldInfo>& AllFields() {
     Add(v, "cqe_error_syndrome", "hw_syndrome_type", cqe_error_syndrome::hw_syndrome_type);
     Add(v, "cqe_error_syndrome", "vendor_error_syndrome", cqe_error_syndrome::vendor_error_syndrome);
     Add(v, "cqe_error_syndrome", "syndrome", cqe_error_syndrome::syndrome);
+    v.push_back({"srqc", "__size__", 0, srqc::size_bits});
+    Add(v, "srqc", "state", srqc::state);
+    Add(v, "srqc", "log_srq_size", srqc::log_srq_size);
+    Add(v, "srqc", "wq_signature", srqc::wq_signature);
+    Add(v, "srqc", "cont_srq", srqc::cont_srq);
+    Add(v, "srqc", "rlky", srqc::rlky);
+    Add(v, "srqc", "log_rq_stride", srqc::log_rq_stride);
+    Add(v, "srqc", "xrcd", srqc::xrcd);
+    Add(v, "srqc", "page_offset", srqc::page_offset);
+    Add(v, "srqc", "cqn", srqc::cqn);
+    Add(v, "srqc", "log_page_size", srqc::log_page_size);
+    Add(v, "srqc", "pd", srqc::pd);
+    Add(v, "srqc", "lwm", srqc::lwm);
+    Add(v, "srqc", "wqe_cnt", srqc::wqe_cnt);
+    Add(v, "srqc", "dbr_addr", srqc::dbr_addr);
+    v.push_back({"create_srq_in", "__size__", 0, create_srq_in::size_bits});
+    Add(v, "create_srq_in", "opcode", create_srq_in::opcode);
+    Add(v, "create_srq_in", "uid", create_srq_in::uid);
+    Add(v, "create_srq_in", "op_mod", create_srq_in::op_mod);
+    Add(v, "create_srq_in", "srq_context_entry", create_srq_in::srq_context_entry);
+    Add(v, "create_srq_in", "pas[]", create_srq_in::pas);
+    v.push_back({"create_srq_out", "__size__", 0, create_srq_out::size_bits});
+    Add(v, "create_srq_out", "status", create_srq_out::status);
+    Add(v, "create_srq_out", "syndrome", create_srq_out::syndrome);
+    Add(v, "create_srq_out", "srqn", create_srq_out::srqn);
+    v.push_back({"destroy_srq_in", "__size__", 0, destroy_srq_in::size_bits});
+    Add(v, "destroy_srq_in", "opcode", destroy_srq_in::opcode);
+    Add(v, "destroy_srq_in", "uid", destroy_srq_in::uid);
+    Add(v, "destroy_srq_in", "op_mod", destroy_srq_in::op_mod);
+    Add(v, "destroy_srq_in", "srqn", destroy_srq_in::srqn);
+    v.push_back({"destroy_srq_out", "__size__", 0, destroy_srq_out::size_bits});
+    Add(v, "destroy_srq_out", "status", destroy_srq_out::status);
+    Add(v, "destroy_srq_out", "syndrome", destroy_srq_out::syndrome);
+    v.push_back({"query_srq_in", "__size__", 0, query_srq_in::size_bits});
+    Add(v, "query_srq_in", "opcode", query_srq_in::opcode);
+    Add(v, "query_srq_in", "op_mod", query_srq_in::op_mod);
+    Add(v, "query_srq_in", "srqn", query_srq_in::srqn);
+    v.push_back({"query_srq_out", "__size__", 0, query_srq_out::size_bits});
+    Add(v, "query_srq_out", "status", query_srq_out::status);
+    Add(v, "query_srq_out", "syndrome", query_srq_out::syndrome);
+    Add(v, "query_srq_out", "srq_context_entry", query_srq_out::srq_context_entry);
+    Add(v, "query_srq_out", "pas[]", query_srq_out::pas);
+    v.push_back({"arm_rq_in", "__size__", 0, arm_rq_in::size_bits});
+    Add(v, "arm_rq_in", "opcode", arm_rq_in::opcode);
+    Add(v, "arm_rq_in", "uid", arm_rq_in::uid);
+    Add(v, "arm_rq_in", "op_mod", arm_rq_in::op_mod);
+    Add(v, "arm_rq_in", "srq_number", arm_rq_in::srq_number);
+    Add(v, "arm_rq_in", "lwm", arm_rq_in::lwm);
+    v.push_back({"arm_rq_out", "__size__", 0, arm_rq_out::size_bits});
+    Add(v, "arm_rq_out", "status", arm_rq_out::status);
+    Add(v, "arm_rq_out", "syndrome", arm_rq_out::syndrome);
     v.push_back({"mlx5_wqe_ctrl_seg", "__size__", 0, mlx5_wqe_ctrl_seg::size_bits});
     Add(v, "mlx5_wqe_ctrl_seg", "opmod_idx_opcode", mlx5_wqe_ctrl_seg::opmod_idx_opcode);
     Add(v, "mlx5_wqe_ctrl_seg", "qpn_ds", mlx5_wqe_ctrl_seg::qpn_ds);

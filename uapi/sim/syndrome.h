@@ -45,7 +45,7 @@ enum class Syndrome : uint32_t {
   NOT_OWNER = 0x51000303,      // BAD_RES_ERR: object exists but belongs to another uid
   PD_EXHAUSTED = 0x51000304,   // NO_RES_ERR
   PD_UNKNOWN = 0x51000305,     // BAD_RES_ERR: no such PD
-  PD_BUSY = 0x51000306,        // RES_BUSY: DEALLOC_PD with mkeys alive on it
+  PD_BUSY = 0x51000306,        // RES_BUSY: DEALLOC_PD with mkeys, QPs or SRQs alive on it
   TD_EXHAUSTED = 0x51000307,   // NO_RES_ERR
   TD_UNKNOWN = 0x51000308,     // BAD_RES_ERR: no such transport domain
   // MEMIC.
@@ -120,6 +120,57 @@ enum class Syndrome : uint32_t {
   CQ_BUSY = 0x51000810,             // RES_BUSY: DESTROY_CQ while a QP or SRQ uses it
   CQ_RESIZE_UNSUPPORTED = 0x51000811,  // BAD_PARAM_ERR: MODIFY_CQ resize (cq_resize is 0)
   CQ_MODIFY_FIELD = 0x51000812,     // BAD_PARAM_ERR: modify_field_select names a field not modifiable
+  // Queue pairs.
+  QP_ST_UNSUPPORTED = 0x51000901,   // BAD_PARAM_ERR: qpc.st not RC, UC or UD
+  QP_UNSUPPORTED = 0x51000902,      // BAD_PARAM_ERR: a feature not advertised (qpc_ext, input_qpn,
+                                    // UMEM, ECE, offloads, signatures, counter sets,
+                                    // alternate path, ...)
+  QP_STATE = 0x51000903,            // BAD_PARAM_ERR: qpc.state or a device counter set at creation
+  QP_SQ_SIZE = 0x51000904,          // BAD_PARAM_ERR: log_sq_size above log_max_qp_sz
+  QP_RQ_SIZE = 0x51000905,          // BAD_PARAM_ERR: log_rq_size above log_max_qp_sz
+  QP_RQ_STRIDE = 0x51000906,        // BAD_PARAM_ERR: receive WQE larger than max_wqe_sz_rq
+  QP_RQ_TYPE = 0x51000907,          // BAD_PARAM_ERR: rq_type not regular, SRQ or zero-length, or no ring at all
+  QP_PAGE_SIZE = 0x51000908,        // BAD_PARAM_ERR: qpc.log_page_size above the largest page
+  QP_PAGE_OFFSET = 0x51000909,      // BAD_PARAM_ERR: qpc.page_offset not 0
+  QP_DBR_ALIGNMENT = 0x5100090a,    // BAD_PARAM_ERR: qpc.dbr_addr not 8-byte aligned
+  QP_DBR_UNMAPPED = 0x5100090b,     // BAD_PARAM_ERR: the doorbell record not mapped in the IOMMU
+  QP_PAS_COUNT = 0x5100090c,        // BAD_PARAM_ERR: pas[] entries differ from the pages the buffer needs
+  QP_PAS_ENTRY = 0x5100090d,        // BAD_PARAM_ERR: a pas[] entry not aligned to the page size
+  QP_PAS_UNMAPPED = 0x5100090e,     // BAD_PARAM_ERR: a pas[] page not mapped in the IOMMU
+  QP_PD_UNKNOWN = 0x5100090f,       // BAD_RES_ERR: qpc.pd names no live PD
+  QP_CQ_UNKNOWN = 0x51000910,       // BAD_RES_ERR: cqn_snd or cqn_rcv names no live CQ
+  QP_UAR_UNKNOWN = 0x51000911,      // BAD_RES_ERR: qpc.uar_page names no allocated UAR
+  QP_SRQ_UNKNOWN = 0x51000912,      // BAD_RES_ERR: rq_type SRQ and srqn_rmpn_xrqn names no live SRQ
+  QP_EXHAUSTED = 0x51000913,        // NO_RES_ERR: every QP number in use
+  QP_UNKNOWN = 0x51000914,          // BAD_RES_ERR: no such QP
+  QP_BAD_STATE = 0x51000915,        // BAD_QP_STATE_ERR: the QP is not in the state the transition starts from
+  QP_OPT_PARAM = 0x51000916,        // BAD_PARAM_ERR: opt_param_mask names a field this transition does not
+                                    // take for this transport
+  QP_PKEY_INDEX = 0x51000917,       // BAD_PARAM_ERR: pkey_index not below the P_Key table size
+  QP_PORT = 0x51000918,             // BAD_PARAM_ERR: vhca_port_num not 1..num_ports
+  QP_MTU = 0x51000919,              // BAD_PARAM_ERR: mtu not 256..4096 (1..5)
+  QP_MSG_SIZE = 0x5100091a,         // BAD_PARAM_ERR: log_msg_max above log_max_msg
+  QP_GID_INDEX = 0x5100091b,        // BAD_PARAM_ERR: src_addr_index not below the GID table size
+  QP_RRA_MAX = 0x5100091c,          // BAD_PARAM_ERR: log_rra_max above log_max_ra_res_qp
+  QP_SRA_MAX = 0x5100091d,          // BAD_PARAM_ERR: log_sra_max above log_max_ra_req_qp
+  // Shared receive queues.
+  SRQ_SIZE = 0x51000a01,            // BAD_PARAM_ERR: log_srq_size above log_max_srq_sz
+  SRQ_STRIDE = 0x51000a02,          // BAD_PARAM_ERR: WQE stride above max_wqe_sz_rq
+  SRQ_PAGE_SIZE = 0x51000a03,       // BAD_PARAM_ERR: srqc.log_page_size above the largest page
+  SRQ_PAGE_OFFSET = 0x51000a04,     // BAD_PARAM_ERR: srqc.page_offset not 0
+  SRQ_DBR_ALIGNMENT = 0x51000a05,   // BAD_PARAM_ERR: srqc.dbr_addr not 4-byte aligned
+  SRQ_DBR_UNMAPPED = 0x51000a06,    // BAD_PARAM_ERR: the doorbell record not mapped in the IOMMU
+  SRQ_PAS_COUNT = 0x51000a07,       // BAD_PARAM_ERR: pas[] entries differ from the pages the SRQ needs
+  SRQ_PAS_ENTRY = 0x51000a08,       // BAD_PARAM_ERR: a pas[] entry not aligned to the page size
+  SRQ_PAS_UNMAPPED = 0x51000a09,    // BAD_PARAM_ERR: a pas[] page not mapped in the IOMMU
+  SRQ_STATE = 0x51000a0a,           // BAD_PARAM_ERR: srqc.state or wqe_cnt set at creation
+  SRQ_UNSUPPORTED = 0x51000a0b,     // BAD_PARAM_ERR: wq_signature, cont_srq or rlky (not advertised)
+  SRQ_XRC = 0x51000a0c,             // BAD_PARAM_ERR: srqc.xrcd or srqc.cqn set: XRC SRQs are not supported
+  SRQ_PD_UNKNOWN = 0x51000a0d,      // BAD_RES_ERR: srqc.pd names no live PD
+  SRQ_EXHAUSTED = 0x51000a0e,       // NO_RES_ERR: every SRQ number in use
+  SRQ_UNKNOWN = 0x51000a0f,         // BAD_RES_ERR: no such SRQ
+  SRQ_BUSY = 0x51000a10,            // RES_BUSY: DESTROY_SRQ while a QP receives from it
+  SRQ_LWM = 0x51000a11,             // BAD_PARAM_ERR: ARM_RQ limit not below the SRQ's WQE count
 };
 
 constexpr const char* SyndromeName(uint32_t s) {
@@ -223,6 +274,52 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(CQ_BUSY)
     ONCHIP_SIM_SYNDROME(CQ_RESIZE_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(CQ_MODIFY_FIELD)
+    ONCHIP_SIM_SYNDROME(QP_ST_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(QP_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(QP_STATE)
+    ONCHIP_SIM_SYNDROME(QP_SQ_SIZE)
+    ONCHIP_SIM_SYNDROME(QP_RQ_SIZE)
+    ONCHIP_SIM_SYNDROME(QP_RQ_STRIDE)
+    ONCHIP_SIM_SYNDROME(QP_RQ_TYPE)
+    ONCHIP_SIM_SYNDROME(QP_PAGE_SIZE)
+    ONCHIP_SIM_SYNDROME(QP_PAGE_OFFSET)
+    ONCHIP_SIM_SYNDROME(QP_DBR_ALIGNMENT)
+    ONCHIP_SIM_SYNDROME(QP_DBR_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(QP_PAS_COUNT)
+    ONCHIP_SIM_SYNDROME(QP_PAS_ENTRY)
+    ONCHIP_SIM_SYNDROME(QP_PAS_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(QP_PD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(QP_CQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(QP_UAR_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(QP_SRQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(QP_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(QP_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(QP_BAD_STATE)
+    ONCHIP_SIM_SYNDROME(QP_OPT_PARAM)
+    ONCHIP_SIM_SYNDROME(QP_PKEY_INDEX)
+    ONCHIP_SIM_SYNDROME(QP_PORT)
+    ONCHIP_SIM_SYNDROME(QP_MTU)
+    ONCHIP_SIM_SYNDROME(QP_MSG_SIZE)
+    ONCHIP_SIM_SYNDROME(QP_GID_INDEX)
+    ONCHIP_SIM_SYNDROME(QP_RRA_MAX)
+    ONCHIP_SIM_SYNDROME(QP_SRA_MAX)
+    ONCHIP_SIM_SYNDROME(SRQ_SIZE)
+    ONCHIP_SIM_SYNDROME(SRQ_STRIDE)
+    ONCHIP_SIM_SYNDROME(SRQ_PAGE_SIZE)
+    ONCHIP_SIM_SYNDROME(SRQ_PAGE_OFFSET)
+    ONCHIP_SIM_SYNDROME(SRQ_DBR_ALIGNMENT)
+    ONCHIP_SIM_SYNDROME(SRQ_DBR_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(SRQ_PAS_COUNT)
+    ONCHIP_SIM_SYNDROME(SRQ_PAS_ENTRY)
+    ONCHIP_SIM_SYNDROME(SRQ_PAS_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(SRQ_STATE)
+    ONCHIP_SIM_SYNDROME(SRQ_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(SRQ_XRC)
+    ONCHIP_SIM_SYNDROME(SRQ_PD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(SRQ_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(SRQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(SRQ_BUSY)
+    ONCHIP_SIM_SYNDROME(SRQ_LWM)
 #undef ONCHIP_SIM_SYNDROME
   }
   return "UNKNOWN";

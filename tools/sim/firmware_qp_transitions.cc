@@ -1,0 +1,366 @@
+// Queue-pair state transitions: RST2INIT, INIT2INIT, INIT2RTR, RTR2RTS, RTS2RTS, SQERR2RTS,
+// SQD_RTS, 2ERR, 2RST.
+//
+// Each command starts from exactly one state (2ERR and 2RST from any); from another the answer
+// is BAD_QP_STATE_ERR and nothing changes. A transition takes from the context it carries only
+// the fields it accepts: the ones it always sets (below) and the optional ones its
+// opt_param_mask selects. A mask bit the transition does not take for the QP's transport is
+// BAD_PARAM_ERR (QP_OPT_PARAM); the other fields of the context are ignored, as firmware ignores
+// them (the kernel writes st, pd and the CQ numbers into every modify). The accepted values are
+// checked against what the device advertises before anything is kept.
+//
+//   RST2INIT   all: pkey_index, vhca_port_num, counter_set_id; RC: rre, rwe, rae, atomic_mode;
+//              UC: rwe; UD: q_key
+//   INIT2RTR   all: mtu, log_msg_max; RC, UC: remote_qpn, next_rcv_psn, the primary address
+//              path (RoCE: rmac, rgid_rip, src_addr_index, hop_limit, tclass, flow_label,
+//              udp_sport, dscp, ecn, eth_prio, ...); RC: log_rra_max, min_rnr_nak
+//   RTR2RTS    all: next_send_psn; RC: retry_count, rnr_retry, log_sra_max, ack_timeout
+//   others     optional fields only
+//
+// Optional fields per transition and transport are the ones mlx5 drivers may send (the kernel's
+// table of MLX5_QP_OPTPAR_* per transition): access flags (RRE, RAE with atomic_mode, RWE; UC
+// only RWE), PKEY_INDEX, PRI_PORT, Q_KEY (UD), RNR_TIMEOUT (min_rnr_nak, RC), PM_STATE (only
+// MIGRATED: no alternate path), LAG_TX_AFF, COUNTER_SET_ID (only 0: no counter sets), CQN_RCV
+// (UD, RTS2RTS: the receive CQ moves). ALT_ADDR_PATH is refused: path migration is not modelled.
+//
+// 2ERR moves the QP to ERR (the data engine then flushes its work); 2RST returns it to RST and
+// clears the engine's progress, so a QP taken back through RST2INIT starts from empty rings.
+// Nothing makes a QP enter SQD here (mlx5 has no RTS2SQD command); SQD_RTS is implemented for a
+// QP the engine drained, and SQERR2RTS for a UC or UD QP whose send queue the engine stopped.
+#include <cstring>
+
+#include "tools/sim/firmware.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
+
+namespace onchip::sim {
+
+using prm::CommandStatus;
+using Bytes = std::span<const std::byte>;
+using Out = std::span<std::byte>;
+
+namespace {
+
+using T = QpTransition;
+// Every transition command shares the header of rst2init_qp_in; those that carry a context carry
+// it at the same place.
+using H = prm::rst2init_qp_in;
+static_assert(prm::init2init_qp_in::qpc.bit_offset == H::qpc.bit_offset);
+static_assert(prm::init2rtr_qp_in::qpc.bit_offset == H::qpc.bit_offset);
+static_assert(prm::rtr2rts_qp_in::qpc.bit_offset == H::qpc.bit_offset);
+static_assert(prm::rts2rts_qp_in::qpc.bit_offset == H::qpc.bit_offset);
+static_assert(prm::sqerr2rts_qp_in::qpc.bit_offset == H::qpc.bit_offset);
+static_assert(prm::sqd2rts_qp_in::qpc.bit_offset == H::qpc.bit_offset);
+static_assert(prm::qp_2err_in::qpn.bit_offset == H::qpn.bit_offset);
+static_assert(prm::qp_2rst_in::qpn.bit_offset == H::qpn.bit_offset);
+static_assert(prm::sqd2rts_qp_in::opt_param_mask.bit_offset == H::opt_param_mask.bit_offset);
+using InCtx = prm::qpc_bits<H::qpc.bit_offset>;
+using prm::qpc;
+constexpr auto kPath = qpc::primary_address_path;
+
+// P_Keys the device's table holds (cmd_hca_cap.pkey_table_size 0: 128 entries).
+constexpr uint32_t kPkeyTableSize = 128;
+
+Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
+
+// The optional fields (opt_param_mask bits) a transition takes for a transport service.
+uint32_t OptionalFields(T t, uint8_t st) {
+  using namespace prm;
+  const bool rc = st == QP_ST_RC, uc = st == QP_ST_UC;
+  switch (t) {
+    case T::kInit2Init:
+      if (rc)
+        return QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE | QP_OPTPAR_PKEY_INDEX |
+               QP_OPTPAR_PRI_PORT | QP_OPTPAR_LAG_TX_AFF;
+      if (uc)
+        return QP_OPTPAR_RWE | QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_PRI_PORT | QP_OPTPAR_LAG_TX_AFF;
+      return QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_Q_KEY | QP_OPTPAR_PRI_PORT;
+    case T::kInit2Rtr:
+      if (rc)
+        return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE |
+               QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_LAG_TX_AFF;
+      if (uc)
+        return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RWE | QP_OPTPAR_PKEY_INDEX |
+               QP_OPTPAR_LAG_TX_AFF;
+      return QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_Q_KEY;
+    case T::kRtr2Rts:
+      if (rc)
+        return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE |
+               QP_OPTPAR_PM_STATE | QP_OPTPAR_RNR_TIMEOUT;
+      if (uc) return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RWE | QP_OPTPAR_PM_STATE;
+      return QP_OPTPAR_Q_KEY;
+    case T::kRts2Rts:
+      if (rc)
+        return QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE | QP_OPTPAR_RNR_TIMEOUT |
+               QP_OPTPAR_PM_STATE | QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_COUNTER_SET_ID;
+      if (uc)
+        return QP_OPTPAR_RWE | QP_OPTPAR_PM_STATE | QP_OPTPAR_ALT_ADDR_PATH |
+               QP_OPTPAR_COUNTER_SET_ID;
+      return QP_OPTPAR_Q_KEY | QP_OPTPAR_CQN_RCV | QP_OPTPAR_COUNTER_SET_ID;
+    case T::kSqErr2Rts:
+    case T::kSqd2Rts:
+      if (rc) return QP_OPTPAR_RNR_TIMEOUT | QP_OPTPAR_RWE | QP_OPTPAR_RAE | QP_OPTPAR_RRE;
+      if (uc) return QP_OPTPAR_RWE;
+      return QP_OPTPAR_Q_KEY;
+    default:  // RST2INIT takes its fields unconditionally; 2ERR and 2RST carry no context
+      return 0;
+  }
+}
+
+bool StartsFrom(T t, prm::QpState s) {
+  switch (t) {
+    case T::kRst2Init: return s == prm::QP_STATE_RST;
+    case T::kInit2Init:
+    case T::kInit2Rtr: return s == prm::QP_STATE_INIT;
+    case T::kRtr2Rts: return s == prm::QP_STATE_RTR;
+    case T::kRts2Rts: return s == prm::QP_STATE_RTS;
+    case T::kSqErr2Rts: return s == prm::QP_STATE_SQER;
+    case T::kSqd2Rts: return s == prm::QP_STATE_SQD;
+    case T::k2Err:
+    case T::k2Rst: return true;
+  }
+  return false;
+}
+
+prm::QpState EndsIn(T t) {
+  switch (t) {
+    case T::kRst2Init:
+    case T::kInit2Init: return prm::QP_STATE_INIT;
+    case T::kInit2Rtr: return prm::QP_STATE_RTR;
+    case T::k2Err: return prm::QP_STATE_ERR;
+    case T::k2Rst: return prm::QP_STATE_RST;
+    default: return prm::QP_STATE_RTS;
+  }
+}
+
+// The QP's context with the fields a transition takes copied in from the command, and which of
+// the checked fields it took.
+class Staging {
+ public:
+  Staging(Bytes in, std::array<std::byte, prm::size_bytes<qpc>> ctx) : in_(in), next_(ctx) {}
+
+  template <class F>
+  void Take(F) {
+    prm::detail::SetBits(next_.data(), F::bit_offset, F::bit_width,
+                         prm::detail::GetBits(in_.data(), InCtx::bit_offset + F::bit_offset,
+                                              F::bit_width));
+  }
+  // A whole address path.
+  template <std::size_t B>
+  void TakePath(prm::ads_bits<B>) {
+    std::memcpy(next_.data() + B / 8, in_.data() + (InCtx::bit_offset + B) / 8,
+                prm::ads_bits<B>::size_bits / 8);
+  }
+  template <class F>
+  uint64_t Get(F) const {
+    return prm::detail::GetBits(next_.data(), F::bit_offset, F::bit_width);
+  }
+  template <class F>
+  void Set(F, uint64_t v) {
+    prm::detail::SetBits(next_.data(), F::bit_offset, F::bit_width, v);
+  }
+  const std::array<std::byte, prm::size_bytes<qpc>>& next() const { return next_; }
+  void SetState(prm::QpState s) {
+    prm::detail::SetBits(next_.data(), qpc::state.bit_offset, qpc::state.bit_width, s);
+  }
+
+  bool port = false, pkey = false, mtu = false, path = false, rra = false, sra = false,
+       pm_state = false, lag = false, counter_set = false;
+
+ private:
+  Bytes in_;
+  std::array<std::byte, prm::size_bytes<qpc>> next_;
+};
+
+// The fields a transition takes unconditionally for a transport service.
+void TakeMandatory(T t, uint8_t st, Staging& s) {
+  const bool rc = st == prm::QP_ST_RC, uc = st == prm::QP_ST_UC, ud = st == prm::QP_ST_UD;
+  switch (t) {
+    case T::kRst2Init:
+      s.Take(kPath.pkey_index);
+      s.Take(kPath.vhca_port_num);
+      s.Take(qpc::counter_set_id);
+      s.pkey = s.port = s.counter_set = true;
+      if (rc) {
+        s.Take(qpc::rre);
+        s.Take(qpc::rwe);
+        s.Take(qpc::rae);
+        s.Take(qpc::atomic_mode);
+      }
+      if (uc) s.Take(qpc::rwe);
+      if (ud) s.Take(qpc::q_key);
+      break;
+    case T::kInit2Rtr:
+      s.Take(qpc::mtu);
+      s.Take(qpc::log_msg_max);
+      s.mtu = true;
+      if (rc || uc) {
+        // The path's ack_timeout belongs to RTR2RTS: keep what the QP has.
+        const uint64_t ack_timeout = s.Get(kPath.ack_timeout);
+        s.TakePath(kPath);
+        s.Set(kPath.ack_timeout, ack_timeout);
+        s.Take(qpc::remote_qpn);
+        s.Take(qpc::next_rcv_psn);
+        s.path = s.port = s.pkey = true;
+      }
+      if (rc) {
+        s.Take(qpc::log_rra_max);
+        s.Take(qpc::min_rnr_nak);
+        s.rra = true;
+      }
+      break;
+    case T::kRtr2Rts:
+      s.Take(qpc::next_send_psn);
+      if (rc) {
+        s.Take(qpc::retry_count);
+        s.Take(qpc::rnr_retry);
+        s.Take(qpc::log_sra_max);
+        s.Take(kPath.ack_timeout);
+        s.sra = true;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+// The optional fields `mask` selects (already known to be ones the transition takes).
+void TakeOptional(uint32_t mask, Staging& s) {
+  if (mask & prm::QP_OPTPAR_RRE) s.Take(qpc::rre);
+  if (mask & prm::QP_OPTPAR_RAE) {
+    s.Take(qpc::rae);
+    s.Take(qpc::atomic_mode);
+  }
+  if (mask & prm::QP_OPTPAR_RWE) s.Take(qpc::rwe);
+  if (mask & prm::QP_OPTPAR_PKEY_INDEX) {
+    s.Take(kPath.pkey_index);
+    s.pkey = true;
+  }
+  if (mask & prm::QP_OPTPAR_PRI_PORT) {
+    s.Take(kPath.vhca_port_num);
+    s.port = true;
+  }
+  if (mask & prm::QP_OPTPAR_Q_KEY) s.Take(qpc::q_key);
+  if (mask & prm::QP_OPTPAR_RNR_TIMEOUT) s.Take(qpc::min_rnr_nak);
+  if (mask & prm::QP_OPTPAR_PM_STATE) {
+    s.Take(qpc::pm_state);
+    s.pm_state = true;
+  }
+  if (mask & prm::QP_OPTPAR_LAG_TX_AFF) {
+    s.Take(qpc::lag_tx_port_affinity);
+    s.lag = true;
+  }
+  if (mask & prm::QP_OPTPAR_COUNTER_SET_ID) {
+    s.Take(qpc::counter_set_id);
+    s.counter_set = true;
+  }
+  if (mask & prm::QP_OPTPAR_CQN_RCV) s.Take(qpc::cqn_rcv);
+}
+
+}  // namespace
+
+Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
+  const bool carries_context = t != T::k2Err && t != T::k2Rst;
+  if (carries_context &&
+      (!ReservedClear(in, InCtx{}) || !ReservedClear(in, InCtx::primary_address_path) ||
+       !ReservedClear(in, InCtx::secondary_address_path)))
+    return Bad(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, H::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  auto it = qps_.find(prm::Get(in, H::qpn));
+  if (it == qps_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_UNKNOWN);
+  Qp& qp = it->second;
+  if (qp.uid != prm::Get(in, H::uid)) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (!StartsFrom(t, qp.state))
+    return Refuse(CommandStatus::BAD_QP_STATE_ERR, Syndrome::QP_BAD_STATE);
+
+  Staging s(in, qp.qpc);
+  std::map<uint32_t, Cq>::iterator new_rcv = cqs_.end();
+  if (carries_context) {
+    if (prm::Get(in, H::ece) != 0) return Bad(Syndrome::QP_UNSUPPORTED);
+    const uint32_t mask = prm::Get(in, H::opt_param_mask);
+    if ((mask & ~OptionalFields(t, qp.st)) != 0) return Bad(Syndrome::QP_OPT_PARAM);
+    if (mask & prm::QP_OPTPAR_ALT_ADDR_PATH) return Bad(Syndrome::QP_UNSUPPORTED);
+    TakeMandatory(t, qp.st, s);
+    TakeOptional(mask, s);
+
+    if (s.counter_set && s.Get(qpc::counter_set_id) != 0) return Bad(Syndrome::QP_UNSUPPORTED);
+    if (s.pm_state && s.Get(qpc::pm_state) != prm::QP_PM_MIGRATED)
+      return Bad(Syndrome::QP_UNSUPPORTED);
+    if (s.pkey && s.Get(kPath.pkey_index) >= kPkeyTableSize) return Bad(Syndrome::QP_PKEY_INDEX);
+    if (s.port) {
+      const uint64_t port = s.Get(kPath.vhca_port_num);
+      if (port < 1 || port > config_.num_ports) return Bad(Syndrome::QP_PORT);
+    }
+    if (s.lag && s.Get(qpc::lag_tx_port_affinity) > config_.num_ports)
+      return Bad(Syndrome::QP_PORT);
+    if (s.mtu) {
+      const uint64_t mtu = s.Get(qpc::mtu);
+      if (mtu < 1 || mtu > config_.max_mtu) return Bad(Syndrome::QP_MTU);
+      if (s.Get(qpc::log_msg_max) > config_.log_max_msg) return Bad(Syndrome::QP_MSG_SIZE);
+    }
+    if (s.path && s.Get(kPath.src_addr_index) >= config_.roce_address_table_size)
+      return Bad(Syndrome::QP_GID_INDEX);
+    if (s.rra && s.Get(qpc::log_rra_max) > config_.log_max_ra_res_qp)
+      return Bad(Syndrome::QP_RRA_MAX);
+    if (s.sra && s.Get(qpc::log_sra_max) > config_.log_max_ra_req_qp)
+      return Bad(Syndrome::QP_SRA_MAX);
+    if (mask & prm::QP_OPTPAR_CQN_RCV) {
+      new_rcv = cqs_.find(static_cast<uint32_t>(s.Get(qpc::cqn_rcv)));
+      if (new_rcv == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_CQ_UNKNOWN);
+      if (new_rcv->second.uid != qp.uid)
+        return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    }
+  }
+
+  // Every check passed: keep the result.
+  const prm::QpState to = EndsIn(t);
+  s.SetState(to);
+  qp.qpc = s.next();
+  qp.state = to;
+  if (new_rcv != cqs_.end()) {
+    --cqs_.at(qp.cqn_rcv).users;
+    ++new_rcv->second.users;
+    qp.cqn_rcv = new_rcv->first;
+  }
+  if (t == T::k2Rst) qp.progress = {};
+  return Outcome::Ok();
+}
+
+Outcome Firmware::Rst2InitQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::rst2init_qp_in, prm::rst2init_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kRst2Init, in, out);
+}
+Outcome Firmware::Init2InitQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::init2init_qp_in, prm::init2init_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kInit2Init, in, out);
+}
+Outcome Firmware::Init2RtrQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::init2rtr_qp_in, prm::init2rtr_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kInit2Rtr, in, out);
+}
+Outcome Firmware::Rtr2RtsQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::rtr2rts_qp_in, prm::rtr2rts_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kRtr2Rts, in, out);
+}
+Outcome Firmware::Rts2RtsQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::rts2rts_qp_in, prm::rts2rts_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kRts2Rts, in, out);
+}
+Outcome Firmware::SqErr2RtsQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::sqerr2rts_qp_in, prm::sqerr2rts_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kSqErr2Rts, in, out);
+}
+Outcome Firmware::Sqd2RtsQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::sqd2rts_qp_in, prm::sqd2rts_qp_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::kSqd2Rts, in, out);
+}
+Outcome Firmware::Qp2ErrQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::qp_2err_in, prm::qp_2err_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::k2Err, in, out);
+}
+Outcome Firmware::Qp2RstQp(Bytes in, Out out) {
+  if (Outcome s = CheckShape<prm::qp_2rst_in, prm::qp_2rst_out>(in, out); !s.ok()) return s;
+  return ModifyQp(T::k2Rst, in, out);
+}
+
+}  // namespace onchip::sim

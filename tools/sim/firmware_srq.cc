@@ -1,0 +1,142 @@
+// Shared receive queues: CREATE_SRQ, DESTROY_SRQ, QUERY_SRQ, ARM_RQ.
+//
+// An SRQ is a ring of 2^log_srq_size receive WQEs of 16 << log_rq_stride bytes in host pages
+// the driver lists in pas[], each starting with the next-segment that links libmlx5's free list,
+// and a doorbell record at dbr_addr whose one big-endian word is the post counter. CREATE_SRQ
+// checks these as firmware does: the size within log_max_srq_sz, the stride within
+// max_wqe_sz_rq, a PD of the creator's, the page list and the record. XRC SRQs (an XRC domain or
+// a CQ in the context) are refused, as are WQ signatures, the contiguous-SRQ mode and the
+// reserved lkey, none of which this device advertises. The SRQ is held by the QPs receiving from
+// it (DESTROY_SRQ is RES_BUSY) and holds its PD.
+//
+// ARM_RQ (op_mod SRQ) sets the limit watermark: when the number of posted WQEs the data engine
+// has not consumed falls below lwm, the SRQ raises its limit event once and the watermark is
+// cleared. lwm must be below the ring size. QUERY_SRQ answers the context with the current lwm
+// and the page list; wqe_cnt, the device's, reads 0.
+#include <cstring>
+
+#include "tools/sim/firmware.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/srq.h"
+
+namespace onchip::sim {
+
+using prm::CommandStatus;
+using Bytes = std::span<const std::byte>;
+using Out = std::span<std::byte>;
+
+namespace {
+
+constexpr uint32_t kDbrAlignment = 4;
+constexpr uint32_t kDbrBytes = 4;      // the post counter
+constexpr uint32_t kStrideBase = 4;    // stride = 16 << log_rq_stride
+
+Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
+
+}  // namespace
+
+Outcome Firmware::CreateSrq(Bytes in, Out out) {
+  using In = prm::create_srq_in;
+  using Ctx = prm::srqc_bits<In::srq_context_entry.bit_offset>;
+  static_assert(sizeof(Srq::srqc) == prm::size_bytes<prm::srqc>);
+  if (Outcome s = CheckShape<In, prm::create_srq_out>(in, out); !s.ok()) return s;
+  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
+
+  if (prm::Get(in, Ctx::xrcd) || prm::Get(in, Ctx::cqn)) return Bad(Syndrome::SRQ_XRC);
+  if (prm::Get(in, Ctx::wq_signature) || prm::Get(in, Ctx::cont_srq) || prm::Get(in, Ctx::rlky))
+    return Bad(Syndrome::SRQ_UNSUPPORTED);
+  // The state and the WQE count are the device's: a new SRQ is good and holds nothing.
+  if (prm::Get(in, Ctx::state) != prm::SRQ_STATE_GOOD || prm::Get(in, Ctx::wqe_cnt) != 0)
+    return Bad(Syndrome::SRQ_STATE);
+  const uint32_t log_size = prm::Get(in, Ctx::log_srq_size);
+  if (log_size > config_.log_max_srq_sz) return Bad(Syndrome::SRQ_SIZE);
+  const uint32_t log_stride = kStrideBase + prm::Get(in, Ctx::log_rq_stride);
+  if ((uint32_t{1} << log_stride) > config_.max_wqe_sz_rq) return Bad(Syndrome::SRQ_STRIDE);
+  const uint32_t lwm = prm::Get(in, Ctx::lwm);
+  if (lwm >= (uint32_t{1} << log_size)) return Bad(Syndrome::SRQ_LWM);
+  const uint32_t log_page_size = prm::Get(in, Ctx::log_page_size);
+  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::SRQ_PAGE_SIZE);
+  if (prm::Get(in, Ctx::page_offset) != 0) return Bad(Syndrome::SRQ_PAGE_OFFSET);
+
+  const uint32_t pdn = prm::Get(in, Ctx::pd);
+  auto pd = pds_.find(pdn);
+  if (pd == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_PD_UNKNOWN);
+  if (pd->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+
+  const uint64_t dbr = prm::Get(in, Ctx::dbr_addr);
+  if (dbr % kDbrAlignment != 0) return Bad(Syndrome::SRQ_DBR_ALIGNMENT);
+  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Bad(Syndrome::SRQ_DBR_UNMAPPED);
+
+  Srq srq{};
+  srq.uid = uid;
+  srq.pd = pdn;
+  srq.log_page_bytes = 12 + log_page_size;
+  srq.dbr_addr = dbr;
+  srq.wqe_count = uint32_t{1} << log_size;
+  srq.stride = uint32_t{1} << log_stride;
+  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, log_size + log_stride,
+                                 srq.log_page_bytes,
+                                 {Syndrome::SRQ_PAS_COUNT, Syndrome::SRQ_PAS_ENTRY,
+                                  Syndrome::SRQ_PAS_UNMAPPED},
+                                 &srq.pas);
+      !s.ok())
+    return s;
+
+  auto srqn = srq_ids_.Allocate();
+  if (!srqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::SRQ_EXHAUSTED);
+  std::memcpy(srq.srqc.data(), in.data() + Ctx::bit_offset / 8, srq.srqc.size());
+  ++pd->second.queues;
+  srqs_.emplace(*srqn, std::move(srq));
+  prm::Bits(out).set(prm::create_srq_out::srqn, *srqn);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::DestroySrq(Bytes in, Out out) {
+  using In = prm::destroy_srq_in;
+  if (Outcome s = CheckShape<In, prm::destroy_srq_out>(in, out); !s.ok()) return s;
+  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  auto it = srqs_.find(prm::Get(in, In::srqn));
+  if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
+  if (it->second.uid != prm::Get(in, In::uid))
+    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (it->second.users != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::SRQ_BUSY);
+  --pds_.at(it->second.pd).queues;
+  srq_ids_.Free(it->first);
+  srqs_.erase(it);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::QuerySrq(Bytes in, Out out) {
+  using In = prm::query_srq_in;
+  using O = prm::query_srq_out;
+  uint16_t uid = 0;
+  if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
+  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  auto it = srqs_.find(prm::Get(in, In::srqn));
+  if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
+  const Srq& srq = it->second;
+  // uid 0 is the function's own (privileged) context and may look at any SRQ.
+  if (uid != 0 && srq.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  std::memcpy(out.data() + O::srq_context_entry.bit_offset / 8, srq.srqc.data(), srq.srqc.size());
+  WriteQueuePages(out, O::pas.bit_offset / 8, srq.pas);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::ArmRq(Bytes in, Out out) {
+  using In = prm::arm_rq_in;
+  if (Outcome s = CheckShape<In, prm::arm_rq_out>(in, out); !s.ok()) return s;
+  // Only SRQs are receive queues this device has (no RQ objects).
+  if (prm::Get(in, In::op_mod) != prm::ARM_RQ_IN_OP_MOD_SRQ) return Bad(Syndrome::BAD_OP_MOD);
+  auto it = srqs_.find(prm::Get(in, In::srq_number));
+  if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
+  Srq& srq = it->second;
+  if (srq.uid != prm::Get(in, In::uid)) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  const uint32_t lwm = prm::Get(in, In::lwm);
+  if (lwm >= srq.wqe_count) return Bad(Syndrome::SRQ_LWM);
+  prm::Bits(std::span<std::byte>(srq.srqc)).set(prm::srqc::lwm, lwm);
+  return Outcome::Ok();
+}
+
+}  // namespace onchip::sim
