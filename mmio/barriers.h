@@ -49,6 +49,13 @@ inline void WcStart() { _mm_sfence(); }
 // (rdma-core mmio_flush_writes.) The copy kernels in wc_copy.h end with one WcFlush.
 inline void WcFlush() { _mm_sfence(); }
 
+// After a doorbell store and before loading a word the device writes to say whether it is
+// watching (the software ConnectX's engine sleep word, uapi/vpci.h): the doorbell is globally
+// visible before the load reads, so either the device sees the doorbell or this load sees that
+// it sleeps. x86-64: MFENCE, the one reordering TSO allows is a later load passing an earlier
+// store. (The pattern of io_uring's SQPOLL wake-up check.)
+inline void DoorbellBeforeSleepCheckBarrier() { _mm_mfence(); }
+
 // Scoped ownership of a shared BlueFlame register: lock, then WcStart; on scope exit WcFlush,
 // then unlock, so the copy is posted completely before another thread can start writing the
 // same register. `Lock` is any BasicLockable (std::mutex, a spinlock). Not movable: it is a

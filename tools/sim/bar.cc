@@ -125,6 +125,14 @@ void Bar0::TickHealthCounter() {
 
 uint32_t Bar0::HealthCounter() const { return init_seg::ReadHealthCounter(*this); }
 
+void Bar0::SetEngineSleeping(bool sleeping) {
+  Word(vpci::kEngineSleepWordOffset).store(sleeping ? 1 : 0, std::memory_order_seq_cst);
+}
+
+bool Bar0::EngineSleeping() const {
+  return Word(vpci::kEngineSleepWordOffset).load(std::memory_order_seq_cst) != 0;
+}
+
 void Bar0::SetInternalTimer(uint64_t ticks) {
   Write32(init_seg::kInternalTimerH, static_cast<uint32_t>(ticks >> 32));
   Write32(init_seg::kInternalTimerL, static_cast<uint32_t>(ticks));

@@ -53,6 +53,11 @@ class Bar0 {
   void TickHealthCounter();
   uint32_t HealthCounter() const;
   void SetInternalTimer(uint64_t ticks);
+  // The data engine's sleep word (uapi/vpci.h kEngineSleepWordOffset), stored and loaded with
+  // sequential consistency: the engine stores it and then re-reads its doorbells; a driver
+  // stores a doorbell and then reads it; one of the two always sees the other's store.
+  void SetEngineSleeping(bool sleeping);
+  bool EngineSleeping() const;
 
   // The MEMIC window's bytes.
   std::span<std::byte> Memic() const;

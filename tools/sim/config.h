@@ -5,6 +5,7 @@
 // ICM, without BlueFlame, and so on.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 
@@ -90,6 +91,16 @@ struct DeviceConfig {
   // How often the device looks at its doorbells without a Kick(), and advances the health
   // counter and the internal timer. Idle cost is one wakeup per period.
   std::chrono::milliseconds idle_poll_period{4};
+  // How long the data engine keeps polling its doorbells after the last work it found before it
+  // sets the sleep word (uapi/vpci.h) and waits for Kick(). Short: machines here have 2 cores.
+  std::chrono::microseconds engine_idle_period{1000};
+
+  // ---- RoCE port 1: the address its GIDs come from (wire.h DeviceGids). Devices in one
+  // process reach each other by GID, so each needs its own: give every further device another
+  // mac and ipv4. The defaults are the ones the verbs environment's sysfs tree advertises.
+  std::array<uint8_t, 6> mac{0x0c, 0x42, 0xa1, 0x4f, 0x00, 0x01};
+  uint32_t ipv4 = 0x7f000001;  // 127.0.0.1
+
   // How long `initializing` stays set after construction.
   std::chrono::milliseconds init_delay{0};
 };

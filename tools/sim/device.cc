@@ -2,10 +2,12 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace onchip::sim {
@@ -22,7 +24,12 @@ Device::Device(const DeviceConfig& config, Bar0 bar, int efd)
       bar_(std::move(bar)),
       firmware_(config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
       queue_(bar_, iommu_, firmware_, config_),
+      born_(std::chrono::steady_clock::now()),
+      engine_(firmware_, iommu_, bar_, config_, [this] { Kick(); }, born_),
       eventfd_(efd) {
+  // The engine starts asleep: the first doorbell wakes it.
+  bar_.SetEngineSleeping(true);
+  engine_.SetSleeping(true);
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -30,7 +37,19 @@ Device::~Device() {
   stop_.store(true);
   Kick();
   thread_.join();
+  engine_.Detach();
   close(eventfd_);
+}
+
+bool Device::engine_sleeping() const { return bar_.EngineSleeping(); }
+
+bool Device::TrySleep() {
+  bar_.SetEngineSleeping(true);
+  engine_.SetSleeping(true);
+  if (!engine_.Pass().progressed && !engine_.InboundPending()) return true;
+  bar_.SetEngineSleeping(false);
+  engine_.SetSleeping(false);
+  return false;
 }
 
 vpci::SharedMemory Device::bar0() const { return {bar_.fd(), bar_.size()}; }
@@ -71,26 +90,53 @@ void Device::Run() {
     thread_clock_.store(cid);
     thread_clock_valid_.store(true);
   }
-  const auto born = std::chrono::steady_clock::now();
   bool initializing = true;
-  const int timeout_ms = static_cast<int>(std::max<int64_t>(1, config_.idle_poll_period.count()));
+  const int idle_ms = static_cast<int>(std::max<int64_t>(1, config_.idle_poll_period.count()));
+  bool awake = false;
+  auto last_work = std::chrono::steady_clock::now();
+  uint64_t deadline_ns = 0;
   while (!stop_.load()) {
-    pollfd p{eventfd_, POLLIN, 0};
-    poll(&p, 1, timeout_ms);
+    if (awake) {
+      // Polling: give the other threads of a small machine the core between passes.
+      sched_yield();
+    } else {
+      int timeout_ms = idle_ms;
+      if (deadline_ns != 0) {
+        const uint64_t now_ns = engine_.NowNs();
+        const uint64_t wait_ms = deadline_ns > now_ns ? (deadline_ns - now_ns + 999'999) / 1'000'000 : 0;
+        timeout_ms = static_cast<int>(std::min<uint64_t>(wait_ms, static_cast<uint64_t>(idle_ms)));
+      }
+      pollfd p{eventfd_, POLLIN, 0};
+      poll(&p, 1, timeout_ms);
+      bar_.SetEngineSleeping(false);
+      engine_.SetSleeping(false);
+    }
     uint64_t drained;
     [[maybe_unused]] ssize_t n = read(eventfd_, &drained, sizeof drained);
     if (stop_.load()) break;
     wakeups_.fetch_add(1, std::memory_order_relaxed);
     const auto now = std::chrono::steady_clock::now();
-    if (initializing && now - born >= config_.init_delay) {
+    if (initializing && now - born_ >= config_.init_delay) {
       bar_.SetInitializing(false);
       initializing = false;
     }
     bar_.SetInternalTimer(static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - born).count()));
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - born_).count()));
     bar_.RestoreReadOnly();
     if (!health_stopped_.load()) bar_.TickHealthCounter();
-    if (!initializing) queue_.Poll();
+    if (initializing) continue;
+    queue_.Poll();
+    const Engine::PassResult pass = engine_.Pass();
+    deadline_ns = pass.next_deadline_ns;
+    if (pass.progressed) {
+      last_work = now;
+      awake = true;
+    } else if (now - last_work >= config_.engine_idle_period) {
+      awake = !TrySleep();
+      if (awake) last_work = now;
+    } else {
+      awake = true;
+    }
   }
 }
 

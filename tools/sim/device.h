@@ -2,10 +2,14 @@
 // hands it to the sim bus as a vpci::Function, and destroys it (the destructor stops and joins
 // the device thread).
 //
-// One device thread runs the firmware: it sleeps on an eventfd that Kick() signals, with a
-// timeout of config.idle_poll_period, and on every wakeup polls the command queue, advances the
-// health counter (unless a test stopped it) and the internal timer, and clears `initializing`
-// once config.init_delay has passed. An idle device therefore costs one short wakeup per period.
+// One device thread runs the firmware and the data engine: it sleeps on an eventfd that Kick()
+// signals, with a timeout of config.idle_poll_period, and on every wakeup polls the command
+// queue, runs a data-engine pass, advances the health counter (unless a test stopped it) and the
+// internal timer, and clears `initializing` once config.init_delay has passed. After a pass
+// that found work it stays awake, polling doorbells without being kicked (yielding the CPU
+// between passes), until config.engine_idle_period passes without work; then it sets the
+// engine's sleep word (uapi/vpci.h), looks once more, and sleeps. An idle device therefore costs
+// one short wakeup per period.
 //
 // The firmware core (Firmware) and the queue transport (CommandQueue) are separate objects so a
 // device daemon serving several processes can reuse both.
@@ -21,6 +25,7 @@
 #include "tools/sim/bar.h"
 #include "tools/sim/command_queue.h"
 #include "tools/sim/config.h"
+#include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
 #include "uapi/result.h"
@@ -51,6 +56,11 @@ class Device final : public vpci::Function {
   const DeviceConfig& config() const { return config_; }
   const BarLayout& layout() const { return bar_.layout(); }
   Firmware& firmware() { return firmware_; }
+  // The data engine: its GIDs, its interrupt eventfds (one per vector, signalled when an armed
+  // EQ gets an EQE) and its interrupt count.
+  Engine& engine() { return engine_; }
+  // Whether the data engine has said it sleeps (the sleep word of uapi/vpci.h).
+  bool engine_sleeping() const;
   Bar0& bar() { return bar_; }
   std::size_t dma_mappings() const { return iommu_.mapping_count(); }
   // The device's view of host memory (what a DMA read or write at an IOVA reaches).
@@ -72,12 +82,17 @@ class Device final : public vpci::Function {
  private:
   Device(const DeviceConfig& config, Bar0 bar, int eventfd);
   void Run();
+  // Sets the sleep word, then looks for work once more; false (and the word cleared) if some
+  // arrived, so a doorbell rung meanwhile is never slept through.
+  bool TrySleep();
 
   const DeviceConfig config_;
   Bar0 bar_;
   Iommu iommu_;
   Firmware firmware_;
   CommandQueue queue_;
+  const std::chrono::steady_clock::time_point born_;
+  Engine engine_;
   int eventfd_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> health_stopped_{false};

@@ -154,6 +154,10 @@ class Firmware {
   UmrResult PostUmr(const UmrRequest& request);
 
  private:
+  // The data engine (tools/sim/engine.h) runs the queues these tables hold, under mutex_.
+  friend class Engine;
+  UmrResult PostUmrLocked(const UmrRequest& request);
+
   struct Pd {
     uint16_t uid;
     uint32_t mkeys = 0;

@@ -73,6 +73,10 @@ UmrResult BadBind(UmrCheck c) { return Fail(prm::MLX5_CQE_SYNDROME_MW_BIND_ERR, 
 
 UmrResult Firmware::PostUmr(const UmrRequest& r) {
   std::lock_guard lock(mutex_);
+  return PostUmrLocked(r);
+}
+
+UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
   const Bytes w = r.wqe;
 
   // ---- The WQE's shape. ----

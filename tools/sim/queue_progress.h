@@ -7,13 +7,43 @@
 
 namespace onchip::sim {
 
-struct CqProgress {};
+struct CqProgress {
+  uint32_t arm_word = 0;      // the doorbell record's arm word as last seen
+  bool armed = false;         // an event is due for the next (solicited) completion
+  bool solicited_only = false;
+  bool overflowed = false;    // a CQE found no room: the CQ is in error and writes nothing
+};
 
 struct QpProgress {
   uint32_t sq_wqe_counter = 0;  // 16-bit wqe_counter of the next send WQE to execute
   uint32_t rq_counter = 0;      // receive WQEs consumed
+
+  // Requester (RC): the WQE at sq_wqe_counter has been sent and waits for its response.
+  bool awaiting = false;
+  bool rnr_wait = false;        // resend_at_ns is the end of an RNR wait, not an ACK timeout
+  uint8_t wqe_opcode = 0;       // of the WQE in flight
+  uint8_t wqe_bbs = 0;          // its size in basic blocks
+  bool wqe_signaled = false;    // it asked for a CQE
+  uint32_t wqe_bytes = 0;       // its message length
+  bool retries_loaded = false;  // rnr_left / retry_left hold this WQE's budget
+  uint8_t rnr_left = 0;         // rnr_retry left (7: unlimited)
+  uint8_t retry_left = 0;       // retry_count left
+  uint64_t resend_at_ns = 0;    // device time to send it again (RNR wait or ACK timeout); 0: none
+  uint32_t send_msn = 0;        // messages completed: psn = qpc.next_send_psn + send_msn
+
+  // Responder: messages executed (expected psn = qpc.next_rcv_psn + recv_msn) and the result
+  // of the last atomic, returned again if its request is repeated.
+  uint32_t recv_msn = 0;
+  uint64_t last_atomic_original = 0;
+
+  // Counters QUERY_QP may report.
+  uint64_t requests_sent = 0;
+  uint64_t requests_executed = 0;
 };
 
-struct SrqProgress {};
+struct SrqProgress {
+  uint32_t head = 0;     // the WQE index the free list continues at (the chain starts at 0)
+  uint32_t counter = 0;  // WQEs consumed (16 bits compared with the doorbell record)
+};
 
 }  // namespace onchip::sim

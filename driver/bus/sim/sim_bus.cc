@@ -3,8 +3,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+
+#include "mmio/barriers.h"
 
 namespace onchip::driver::bus {
 
@@ -25,6 +28,12 @@ Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> fun
 }
 
 SimBus::~SimBus() { munmap(bar0_, bar0_size_); }
+
+void SimBus::DoorbellRung() {
+  mmio::DoorbellBeforeSleepCheckBarrier();
+  auto* word = reinterpret_cast<uint32_t*>(bar0_ + vpci::kEngineSleepWordOffset);
+  if (std::atomic_ref<uint32_t>(*word).load(std::memory_order_seq_cst) != 0) function_.Kick();
+}
 
 Result<uint64_t> SimBus::Map(const alloc::Region& r) {
   if (r.addr == nullptr || r.length == 0 || r.length % kPageSize != 0)

@@ -5,7 +5,9 @@
 // hugepages or memfd) are registered with Function::MapDma with their fd and offset (so a device
 // in another process can map the same pages) at an IOVA this bus hands out; caller memory
 // (MapHost) is registered by its host address without an fd, which only an in-process device can
-// use; Notify is Function::Kick.
+// use; Notify is Function::Kick. DoorbellRung reads the device's engine sleep word
+// (vpci::kEngineSleepWordOffset) after a barrier that makes the doorbell visible first, and
+// kicks only when the word says the engine sleeps.
 #pragma once
 
 #include <memory>
@@ -30,6 +32,8 @@ class SimBus final : public Bus {
   Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;
   std::optional<vpci::TphCapability> tph() const override { return function_.tph(); }
   void Notify() override { function_.Kick(); }
+  // Kicks only a sleeping engine: while it polls, a data-path doorbell costs no syscall.
+  void DoorbellRung() override;
 
  protected:
   Result<void> UnmapHost(uint64_t iova, uint64_t length) override;

@@ -1,0 +1,177 @@
+// The engine's pass: the wire, then every queue pair, until nothing moves; and the queue-memory
+// accessors the other engine files share.
+#include "tools/sim/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
+#include "uapi/prm/uar_page.h"
+
+namespace onchip::sim {
+
+namespace {
+
+// Rounds of (wire, queues) one pass runs at most, so the device thread still serves commands
+// while traffic never stops.
+constexpr int kMaxRounds = 64;
+
+}  // namespace
+
+Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& config,
+               std::function<void()> wake, std::chrono::steady_clock::time_point born)
+    : fw_(firmware),
+      iommu_(iommu),
+      bar_(bar),
+      config_(config),
+      born_(born),
+      gids_(DeviceGids(config)),
+      port_(std::move(wake)) {
+  for (uint32_t i = 0; i < config_.num_uars; ++i) {
+    const uint32_t page = config_.first_uar_index + i;
+    TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
+    TakeUarWord32(page, prm::kEqDoorbellArm);
+    TakeUarWord32(page, prm::kEqDoorbellUpdateCi);
+  }
+  for (uint32_t v = 0; v < config_.num_interrupt_vectors; ++v)
+    irq_fds_.push_back(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  Fabric::Instance().Attach(&port_, gids_);
+}
+
+void Engine::Detach() { Fabric::Instance().Detach(&port_); }
+
+Engine::~Engine() {
+  Detach();
+  for (int fd : irq_fds_)
+    if (fd >= 0) close(fd);
+}
+
+int Engine::InterruptFd(uint32_t vector) const {
+  return vector < irq_fds_.size() ? irq_fds_[vector] : -1;
+}
+
+namespace {
+// What the device leaves in a doorbell register it has consumed: no driver stores it (an arm
+// word never sets bits 31:30, an EQ doorbell never names EQ 255 with consumer index 0xffffff).
+constexpr uint64_t kConsumed64 = ~uint64_t{0};
+constexpr uint32_t kConsumed32 = ~uint32_t{0};
+}  // namespace
+
+std::optional<uint64_t> Engine::TakeUarWord64(uint32_t page, uint64_t offset) {
+  if (page < config_.first_uar_index || page - config_.first_uar_index >= config_.num_uars)
+    return std::nullopt;
+  auto* word = reinterpret_cast<uint64_t*>(bar_.base() + prm::UarPageOffset(page) + offset);
+  const uint64_t raw = std::atomic_ref<uint64_t>(*word).exchange(kConsumed64, std::memory_order_acq_rel);
+  if (raw == kConsumed64) return std::nullopt;
+  // Two big-endian words as they lie in memory: the first is the high half.
+  std::array<std::byte, 8> b;
+  std::memcpy(b.data(), &raw, 8);
+  uint64_t v = 0;
+  for (std::byte x : b) v = v << 8 | std::to_integer<uint64_t>(x);
+  return v;
+}
+
+std::optional<uint32_t> Engine::TakeUarWord32(uint32_t page, uint64_t offset) {
+  if (page < config_.first_uar_index || page - config_.first_uar_index >= config_.num_uars)
+    return std::nullopt;
+  auto* word = reinterpret_cast<uint32_t*>(bar_.base() + prm::UarPageOffset(page) + offset);
+  const uint32_t raw = std::atomic_ref<uint32_t>(*word).exchange(kConsumed32, std::memory_order_acq_rel);
+  if (raw == kConsumed32) return std::nullopt;
+  if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
+  return raw;
+}
+
+uint64_t Engine::NowNs() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - born_)
+          .count());
+}
+
+Engine::PassResult Engine::Pass() {
+  PassResult result;
+  std::lock_guard lock(fw_.mutex_);
+  if (fw_.state_ != HcaState::kInitialized) {
+    // No queues exist: whatever arrives finds no QP.
+    if (port_.Pending()) port_.Take();
+    return result;
+  }
+  result.progressed |= PollArms();
+  result.progressed |= PollEqDoorbells();
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const uint64_t now = NowNs();
+    bool moved = false;
+    if (port_.Pending()) {
+      std::deque<Packet> inbound = port_.Take();
+      for (Packet& p : inbound) {
+        if (p.kind == PacketKind::kRequest)
+          HandleRequest(p, now);
+        else
+          HandleResponse(p, now);
+      }
+      moved = !inbound.empty();
+    }
+    uint64_t deadline = 0;
+    for (auto& [qpn, qp] : fw_.qps_) {
+      if (qp.state == prm::QP_STATE_ERR) {
+        moved |= FlushSend(qpn, qp);
+        moved |= FlushRecv(qpn, qp);
+        continue;
+      }
+      moved |= SendStep(qpn, qp, now, &deadline);
+    }
+    result.next_deadline_ns = deadline;
+    if (!moved) break;
+    result.progressed = true;
+  }
+  if (result.progressed) {
+    // What QUERY_QP reports as the hardware's counters.
+    for (auto& [qpn, qp] : fw_.qps_)
+      prm::Bits(qp.qpc)
+          .set(prm::qpc::hw_sq_wqebb_counter, qp.progress.sq_wqe_counter & 0xffff)
+          .set(prm::qpc::hw_rq_counter, qp.progress.rq_counter);
+  }
+  return result;
+}
+
+bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
+                       std::span<std::byte> out) const {
+  const uint64_t page = uint64_t{1} << log_page_bytes;
+  uint64_t done = 0;
+  while (done < out.size()) {
+    const uint64_t at = offset + done;
+    const uint64_t index = at >> log_page_bytes;
+    if (index >= pas.size()) return false;
+    const uint64_t n = std::min<uint64_t>(out.size() - done, page - (at & (page - 1)));
+    if (!iommu_.Read(pas[index] + (at & (page - 1)), out.subspan(done, n))) return false;
+    done += n;
+  }
+  return true;
+}
+
+std::byte* Engine::QueuePointer(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
+                                uint64_t offset, uint64_t len,
+                                const Iommu::Access& access) const {
+  const uint64_t page = uint64_t{1} << log_page_bytes;
+  const uint64_t index = offset >> log_page_bytes;
+  if (index >= pas.size() || (offset & (page - 1)) + len > page) return nullptr;
+  return access.Translate(pas[index] + (offset & (page - 1)), len);
+}
+
+std::optional<uint32_t> Engine::LoadBe32(uint64_t bus) const {
+  if (bus % 4 != 0) return std::nullopt;
+  Iommu::Access access(iommu_);
+  std::byte* p = access.Translate(bus, 4);
+  if (p == nullptr) return std::nullopt;
+  const uint32_t raw =
+      std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(p)).load(std::memory_order_acquire);
+  if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
+  return raw;
+}
+
+}  // namespace onchip::sim

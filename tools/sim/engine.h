@@ -1,0 +1,162 @@
+// The software ConnectX's data engine: it runs the queue pairs, shared receive queues,
+// completion queues and event queues the firmware's tables hold (tools/sim/queue_objects.h).
+//
+// One pass (Pass) does, under the firmware's mutex:
+//   - the wire: request packets that reached this device's port are executed by the responder
+//     (engine_responder.cc), responses complete the requester's WQE (engine_requester.cc);
+//   - every QP's send queue: the doorbell record's send counter says how far the driver posted;
+//     WQEs up to it are fetched through the IOMMU from the QP's pages and executed in order;
+//     RC keeps one message in flight per QP and retries it on RNR NAKs and ACK timeouts;
+//   - queues in the error state complete what is posted with WR_FLUSH_ERR;
+//   - CQ arm requests (the CQ doorbell record's arm word) and EQ doorbells (engine_completion.cc).
+// The doorbell records are the truth: a UAR doorbell or BlueFlame store is what wakes a
+// sleeping engine (the driver's Kick), and BlueFlame's copy of a WQE is the WQE in the ring.
+//
+// Keys (engine_keys.cc): an lkey must name a live, non-free MR of the QP's PD with the local
+// rights the use needs; an rkey a live MR or bound window of the responder QP's PD with the
+// remote right, a type-2 window bound to that QP; [va, va + len) inside the key. Host MRs are
+// reached through their MTT and the IOMMU, device-memory MRs (MEMIC, SW ICM; addressed from 0,
+// as verbs registers them zero-based) through Firmware::DeviceMemoryLocked.
+//
+// Threading: the device thread calls Pass; other devices' engines Push packets into this one's
+// port; nothing here holds two firmware mutexes.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tools/sim/bar.h"
+#include "tools/sim/config.h"
+#include "tools/sim/firmware.h"
+#include "tools/sim/iommu.h"
+#include "tools/sim/queue_objects.h"
+#include "tools/sim/wire.h"
+#include "uapi/prm/cqe_syndrome.h"
+
+namespace onchip::sim {
+
+class Engine {
+ public:
+  // `wake` is what a packet arriving from the wire calls while the engine sleeps (Device::Kick);
+  // `born` is the device's time origin (the internal timer counts ns from it).
+  Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& config,
+         std::function<void()> wake, std::chrono::steady_clock::time_point born);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  struct PassResult {
+    bool progressed = false;       // something was executed, completed or changed
+    uint64_t next_deadline_ns = 0;  // device time a retry is due (0: none)
+  };
+  PassResult Pass();
+
+  // Leaves the wire: after this no packet reaches this engine (the device does it before it
+  // closes what its wake-up writes to).
+  void Detach();
+
+  // Told before the device sleeps and after it wakes: a packet from the wire then wakes it.
+  void SetSleeping(bool sleeping) { port_.SetSleeping(sleeping); }
+  bool InboundPending() const { return port_.Pending(); }
+
+  // Device time: ns since `born`, the value the init segment's internal timer shows.
+  uint64_t NowNs() const;
+  const std::array<Gid, kGidTableSize>& gids() const { return gids_; }
+
+  // Interrupts: the eventfd an EQ whose eqc.intr is `vector` signals (one count per interrupt),
+  // or -1 past num_interrupt_vectors; and how many interrupts were raised.
+  int InterruptFd(uint32_t vector) const;
+  uint64_t interrupts() const { return interrupts_.load(); }
+
+ private:
+  // ---- queue memory (engine.cc) ----
+  // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.
+  bool ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
+                 std::span<std::byte> out) const;
+  // The host bytes of [offset, offset + len) of a queue, if they lie in one page and mapping.
+  std::byte* QueuePointer(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
+                          uint64_t offset, uint64_t len, const Iommu::Access& access) const;
+  std::optional<uint32_t> LoadBe32(uint64_t bus) const;
+
+  // ---- requester (engine_requester.cc) ----
+  bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  // Puts a packet on the wire: to this device's own port when it owns the destination GID.
+  void Transmit(Packet&& p);
+  bool FlushSend(uint32_t qpn, Qp& qp);
+  void HandleResponse(Packet& p, uint64_t now);
+  // Completes the WQE at sq_wqe_counter: a CQE when signaled (or always for an error), then on
+  // to the next WQE. A non-zero syndrome moves the QP to the error state.
+  void CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
+                    uint32_t byte_cnt);
+
+  // ---- responder (engine_responder.cc) ----
+  void HandleRequest(Packet& p, uint64_t now);
+  bool FlushRecv(uint32_t qpn, Qp& qp);
+
+  // ---- keys and memory (engine_keys.cc) ----
+  enum Rights : uint8_t {
+    kLocalRead = 1,
+    kLocalWrite = 2,
+    kRemoteRead = 4,
+    kRemoteWrite = 8,
+    kRemoteAtomic = 16,
+  };
+  // Whether `key` admits `rights` on [va, va + len) for a QP of `pd` (and, for a type-2 window,
+  // number `qpn`). Windows are remote-only.
+  bool KeyAllows(uint32_t key, uint64_t va, uint64_t len, uint8_t rights, uint32_t pd,
+                 uint32_t qpn) const;
+  bool CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out);
+  bool CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in);
+  // Runs an 8-byte atomic at va (host byte order); the value before it, or nullopt.
+  std::optional<uint64_t> AtomicAtKey(uint32_t key, uint64_t va, bool compare_swap,
+                                      uint64_t swap_add, uint64_t compare);
+  // SEND_INV: invalidates `rkey` for a QP of `pd` / number `qpn` (a type-2 window bound to it).
+  bool RemoteInvalidate(uint32_t rkey, uint32_t pd, uint32_t qpn);
+
+  // ---- completions and events (engine_completion.cc) ----
+  struct CqeFields {
+    uint8_t opcode = 0;  // prm::CqeOpcode
+    uint32_t qpn = 0;
+    uint8_t wqe_opcode = 0;
+    uint16_t wqe_counter = 0;
+    uint32_t byte_cnt = 0;
+    uint32_t user_index = 0;
+    uint32_t imm = 0;  // raw big-endian bytes, as the WQE carried them
+    uint32_t flags_rqpn = 0;
+    bool solicited = false;
+    prm::CqeSyndrome syndrome{};
+    uint8_t vendor = 0;
+  };
+  // Writes one CQE to `cqn` and the event its arming asks for. False when the CQ is gone or full
+  // (a full CQ goes to error and reports a CQ error event).
+  bool WriteCqe(uint32_t cqn, const CqeFields& f);
+  bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data);
+  bool PollArms();
+  // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
+  // the last call (the device leaves a value there no driver writes).
+  std::optional<uint64_t> TakeUarWord64(uint32_t page, uint64_t offset);
+  std::optional<uint32_t> TakeUarWord32(uint32_t page, uint64_t offset);
+  void SignalVector(uint32_t vector);
+  bool PollEqDoorbells();
+  void MoveToError(Qp& qp);
+
+  Firmware& fw_;
+  Iommu& iommu_;
+  Bar0& bar_;
+  const DeviceConfig config_;
+  const std::chrono::steady_clock::time_point born_;
+  const std::array<Gid, kGidTableSize> gids_;
+  Port port_;
+  std::vector<int> irq_fds_;  // by interrupt vector
+  std::atomic<uint64_t> interrupts_{0};
+};
+
+}  // namespace onchip::sim

@@ -1,0 +1,228 @@
+// Completions and events: CQEs and EQEs in the PRM layouts, CQ and EQ arming, interrupts.
+//
+// A CQE is written whole but for its op_own byte, which is stored last with release order, so a
+// poller that sees the owner bit flip sees the rest. The owner bit is the producer count's pass
+// over the ring; a CQE that finds the ring full (producer - the doorbell record's consumer
+// index = size) is not written: the CQ enters the overflow state (cqc.status), writes nothing
+// more, and a CQ error EQE reports it.
+//
+// Arming: the driver writes the arm word to the CQ doorbell record and then {arm word, cqn} to
+// the CQ doorbell of a UAR page with one 64-bit store. The device consumes that register (it
+// reads it back as a value no driver writes), so an arm request is seen even when its word
+// equals the previous one. An armed CQ writes a completion EQE to its EQ at the next CQE (the
+// next solicited or error CQE when armed for solicited only), at once if CQEs past the arm
+// word's consumer index already exist. An EQ armed through its UAR doorbell (0x40) signals its
+// interrupt vector's eventfd once and waits to be armed again; ALWAYS_ARMED EQs signal every EQE.
+// Two arm stores to one UAR page between two engine passes leave only the second.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <set>
+
+#include "tools/sim/engine.h"
+#include "uapi/prm/cq.h"
+#include "uapi/prm/cqe.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/eq.h"
+#include "uapi/prm/eqe.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
+#include "uapi/prm/uar_page.h"
+
+namespace onchip::sim {
+
+namespace {
+
+using Bytes = std::span<const std::byte>;
+
+// cqc.status values.
+constexpr uint32_t kCqStatusOverflow = 0x9;
+constexpr uint32_t kCqStatusWriteFail = 0xa;
+// The EQE of a CQ error: the syndrome byte (data byte 11).
+constexpr uint8_t kCqErrorOverflow = 0x1;
+
+}  // namespace
+
+void Engine::MoveToError(Qp& qp) {
+  qp.state = prm::QP_STATE_ERR;
+  prm::Bits(qp.qpc).set(prm::qpc::state, prm::QP_STATE_ERR);
+  qp.progress.awaiting = false;
+  qp.progress.retries_loaded = false;
+  qp.progress.resend_at_ns = 0;
+}
+
+bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
+  auto it = fw_.cqs_.find(cqn);
+  if (it == fw_.cqs_.end()) return false;
+  Cq& cq = it->second;
+  if (cq.progress.overflowed) return false;
+  prm::Bits cqc(cq.cqc);
+  const uint32_t log_size = static_cast<uint32_t>(cqc.get(prm::cqc::log_cq_size));
+  const uint32_t size = uint32_t{1} << log_size;
+  const uint32_t cqe_bytes = cqc.get(prm::cqc::cqe_sz) == 1 ? 128 : 64;
+  if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
+    cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
+  auto fail = [&](uint32_t status) {
+    cq.progress.overflowed = true;
+    cqc.set(prm::cqc::status, status);
+    auto data = prm::EqeQueueData(0, cqn);
+    data[prm::kEqeCqErrorSyndromeByte] = std::byte{kCqErrorOverflow};
+    WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_CQ_ERROR, data);
+    return false;
+  };
+  if (((cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask) >= size)
+    return fail(kCqStatusOverflow);
+
+  std::array<std::byte, 64> bytes{};
+  const bool owner = prm::CqeOwnerFor(cq.producer_counter, size);
+  const bool error = f.syndrome != 0;
+  uint8_t op_own;
+  if (error) {
+    prm::pod::mlx5_err_cqe e{};
+    e.srqn = prm::Be32::FromHost(f.user_index);
+    e.vendor_err_synd = f.vendor;
+    e.syndrome = f.syndrome;
+    e.s_wqe_opcode_qpn = prm::Be32::FromHost(uint32_t{f.wqe_opcode} << 24 | (f.qpn & 0xffffff));
+    e.wqe_counter = prm::Be16::FromHost(f.wqe_counter);
+    op_own = prm::CqeOpOwn(static_cast<prm::CqeOpcode>(f.opcode), owner);
+    e.op_own = op_own;
+    std::memcpy(bytes.data(), &e, sizeof e);
+  } else {
+    prm::pod::mlx5_cqe64 c{};
+    c.srqn = prm::Be32::FromHost(f.user_index);
+    c.immediate = prm::Be32::FromRaw(f.imm);
+    c.flags_rqpn = prm::Be32::FromHost(f.flags_rqpn);
+    c.byte_cnt = prm::Be32::FromHost(f.byte_cnt);
+    const uint64_t ts = NowNs();
+    c.timestamp_h = prm::Be32::FromHost(static_cast<uint32_t>(ts >> 32));
+    c.timestamp_l = prm::Be32::FromHost(static_cast<uint32_t>(ts));
+    c.sop_drop_qpn = prm::Be32::FromHost(uint32_t{f.wqe_opcode} << 24 | (f.qpn & 0xffffff));
+    c.wqe_counter = prm::Be16::FromHost(f.wqe_counter);
+    op_own = prm::CqeOpOwn(static_cast<prm::CqeOpcode>(f.opcode), owner) |
+             (f.solicited ? prm::kCqeSolicitedBit : 0);
+    c.op_own = op_own;
+    std::memcpy(bytes.data(), &c, sizeof c);
+  }
+  const uint64_t offset = uint64_t{cq.producer_counter & (size - 1)} * cqe_bytes + (cqe_bytes - 64);
+  {
+    Iommu::Access access(iommu_);
+    std::byte* p = QueuePointer(cq.pas, cq.log_page_bytes, offset, 64, access);
+    if (p == nullptr) return fail(kCqStatusWriteFail);
+    std::memcpy(p, bytes.data(), 63);
+    std::atomic_ref<std::byte>(p[63]).store(std::byte{op_own}, std::memory_order_release);
+  }
+  ++cq.producer_counter;
+
+  if (cq.progress.armed && (!cq.progress.solicited_only || f.solicited || error)) {
+    cq.progress.armed = false;
+    cqc.set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
+    WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
+             prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
+  }
+  return true;
+}
+
+bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data) {
+  auto it = fw_.eqs_.find(eqn);
+  if (it == fw_.eqs_.end()) return false;
+  Eq& eq = it->second;
+  // Events other than completions are delivered only where the EQ's mask asks for them.
+  if (type != prm::MLX5_EVENT_TYPE_COMP && !((eq.event_bitmask[type / 64] >> (type % 64)) & 1))
+    return false;
+  prm::Bits eqc(eq.eqc);
+  const uint32_t log_size = static_cast<uint32_t>(eqc.get(prm::eqc::log_eq_size));
+  const uint32_t size = uint32_t{1} << log_size;
+  // A full EQ loses the event (the driver sized it for its CQs).
+  if (((eq.producer_counter - eq.consumer_counter) & 0xffffff) >= size) return false;
+  prm::pod::mlx5_eqe e{};
+  e.type = type;
+  std::memcpy(e.data, data.data(), std::min(data.size(), sizeof e.data));
+  const uint8_t owner = (eq.producer_counter >> log_size) & 1;
+  {
+    Iommu::Access access(iommu_);
+    std::byte* p = QueuePointer(eq.pas, eq.log_page_bytes,
+                                uint64_t{eq.producer_counter & (size - 1)} * sizeof e, sizeof e,
+                                access);
+    if (p == nullptr) return false;
+    std::memcpy(p, &e, sizeof e - 1);
+    std::atomic_ref<std::byte>(p[sizeof e - 1]).store(std::byte{owner}, std::memory_order_release);
+  }
+  ++eq.producer_counter;
+  const uint32_t st = static_cast<uint32_t>(eqc.get(prm::eqc::st));
+  if (st == prm::EQ_CQ_STATE_ARMED || st == prm::EQ_STATE_ALWAYS_ARMED) {
+    if (st == prm::EQ_CQ_STATE_ARMED) eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
+    SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
+  }
+  return true;
+}
+
+void Engine::SignalVector(uint32_t vector) {
+  ++interrupts_;
+  if (vector >= irq_fds_.size() || irq_fds_[vector] < 0) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(irq_fds_[vector], &one, sizeof one);
+}
+
+bool Engine::PollArms() {
+  bool moved = false;
+  std::set<uint32_t> pages;
+  for (const auto& [cqn, cq] : fw_.cqs_)
+    pages.insert(static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page)));
+  for (uint32_t page : pages) {
+    auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
+    if (!doorbell) continue;
+    const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
+    const uint32_t cqn = static_cast<uint32_t>(*doorbell) & 0xffffff;
+    auto it = fw_.cqs_.find(cqn);
+    if (it == fw_.cqs_.end()) continue;
+    Cq& cq = it->second;
+    if (prm::Get(Bytes(cq.cqc), prm::cqc::uar_page) != page || cq.progress.overflowed) continue;
+    moved = true;
+    cq.progress.arm_word = arm_word;
+    cq.progress.armed = true;
+    cq.progress.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
+    prm::Bits(cq.cqc).set(prm::cqc::st, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
+                                                                   : prm::EQ_CQ_STATE_ARMED);
+    // Completions the consumer has not reached yet are reason for an event now.
+    if (!cq.progress.solicited_only &&
+        (cq.producer_counter & prm::kCqConsumerIndexMask) != prm::CqArmCi(arm_word)) {
+      cq.progress.armed = false;
+      prm::Bits(cq.cqc).set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
+      WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
+               prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
+    }
+  }
+  return moved;
+}
+
+bool Engine::PollEqDoorbells() {
+  bool moved = false;
+  std::set<uint32_t> pages;
+  for (const auto& [eqn, eq] : fw_.eqs_)
+    pages.insert(static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page)));
+  for (uint32_t page : pages) {
+    for (const bool arm : {false, true}) {
+      auto word = TakeUarWord32(page, arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi);
+      if (!word) continue;
+      auto it = fw_.eqs_.find(*word >> 24);
+      if (it == fw_.eqs_.end()) continue;
+      Eq& eq = it->second;
+      prm::Bits eqc(eq.eqc);
+      if (eqc.get(prm::eqc::uar_page) != page) continue;
+      moved = true;
+      eq.consumer_counter = *word & 0xffffff;
+      if (!arm || eqc.get(prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) continue;
+      eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_ARMED);
+      // EQEs past the new consumer index fire at once.
+      if ((eq.producer_counter & 0xffffff) != eq.consumer_counter) {
+        eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
+        SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
+      }
+    }
+  }
+  return moved;
+}
+
+}  // namespace onchip::sim

@@ -1,0 +1,147 @@
+// Keys on the data path: which lkey or rkey admits an access, and the bytes behind it.
+//
+// An access names a key, a virtual address, a length and the rights it needs. The key must be
+// live, carry the current key byte, not be free, belong to the QP's PD and grant the rights
+// (mkc lr/lw/rr/rw/a); the range must lie inside it. Memory windows are for remote access only
+// and a type-2 window (en_rinval) admits only the QP it is bound to. Host MRs (MTT) address
+// from mkc.start_addr; device-memory MRs (MEMIC, SW ICM) are registered zero-based by verbs, so
+// their addresses are offsets from 0. A bound window reaches its parent's memory.
+#include <atomic>
+#include <cstring>
+
+#include "tools/sim/engine.h"
+#include "uapi/prm/mkey.h"
+#include "uapi/prm/opcodes.h"
+
+namespace onchip::sim {
+
+namespace {
+
+using Bytes = std::span<const std::byte>;
+
+bool InRange(uint64_t start, uint64_t size, uint64_t va, uint64_t len) {
+  return va >= start && va - start <= size && len <= size - (va - start);
+}
+
+}  // namespace
+
+bool Engine::KeyAllows(uint32_t key, uint64_t va, uint64_t len, uint8_t rights, uint32_t pd,
+                       uint32_t qpn) const {
+  auto it = fw_.mkeys_.find(key >> 8);
+  if (it == fw_.mkeys_.end()) return false;
+  const Firmware::Mkey& m = it->second;
+  Bytes mkc(m.mkc);
+  if (prm::Get(mkc, prm::mkc::mkey_7_0) != (key & 0xff) || prm::Get(mkc, prm::mkc::free))
+    return false;
+  if (m.pd != pd) return false;
+  if ((rights & kLocalRead) && !prm::Get(mkc, prm::mkc::lr)) return false;
+  if ((rights & kLocalWrite) && !prm::Get(mkc, prm::mkc::lw)) return false;
+  if ((rights & kRemoteRead) && !prm::Get(mkc, prm::mkc::rr)) return false;
+  if ((rights & kRemoteWrite) && !prm::Get(mkc, prm::mkc::rw)) return false;
+  if ((rights & kRemoteAtomic) && !prm::Get(mkc, prm::mkc::a)) return false;
+  const uint64_t start = prm::Get(mkc, prm::mkc::start_addr);
+  const uint64_t size = prm::Get(mkc, prm::mkc::len);
+  if (m.window) {
+    const bool remote = (rights & (kRemoteRead | kRemoteWrite | kRemoteAtomic)) != 0;
+    if (!remote || (rights & (kLocalRead | kLocalWrite))) return false;
+    if (prm::Get(mkc, prm::mkc::en_rinval) && prm::Get(mkc, prm::mkc::qpn) != qpn) return false;
+    if (m.klm_targets.size() != 1) return false;
+    return InRange(start, size, va, len);
+  }
+  if (m.memic_start || m.sw_icm_id) return InRange(0, size, va, len);
+  const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::access_mode_1_0) |
+                                              (prm::Get(mkc, prm::mkc::access_mode_4_2) << 2));
+  if (mode != prm::MKC_ACCESS_MODE_MTT) return false;
+  return InRange(start, size, va, len);
+}
+
+bool Engine::CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out) {
+  if (out.empty()) return true;
+  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
+  const Firmware::Mkey& t = m.window ? fw_.mkeys_.at(m.klm_targets[0]) : m;
+  if (t.memic_start || t.sw_icm_id) {
+    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
+    auto dm = fw_.DeviceMemoryLocked(key, off, out.size(), true);
+    if (!dm) return false;
+    std::memcpy(out.data(), dm->data(), out.size());
+    return true;
+  }
+  uint64_t done = 0;
+  while (done < out.size()) {
+    uint64_t page = 0;
+    auto bus = fw_.MttTranslateLocked(key, va + done, out.size() - done, &page);
+    if (!bus) return false;
+    const uint64_t n = std::min<uint64_t>(out.size() - done, page - ((va + done) & (page - 1)));
+    if (!iommu_.Read(*bus, out.subspan(done, n))) return false;
+    done += n;
+  }
+  return true;
+}
+
+bool Engine::CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in) {
+  if (in.empty()) return true;
+  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
+  const Firmware::Mkey& t = m.window ? fw_.mkeys_.at(m.klm_targets[0]) : m;
+  if (t.memic_start || t.sw_icm_id) {
+    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
+    auto dm = fw_.DeviceMemoryLocked(key, off, in.size(), true);
+    if (!dm) return false;
+    std::memcpy(dm->data(), in.data(), in.size());
+    return true;
+  }
+  uint64_t done = 0;
+  while (done < in.size()) {
+    uint64_t page = 0;
+    auto bus = fw_.MttTranslateLocked(key, va + done, in.size() - done, &page);
+    if (!bus) return false;
+    const uint64_t n = std::min<uint64_t>(in.size() - done, page - ((va + done) & (page - 1)));
+    if (!iommu_.Write(*bus, in.subspan(done, n))) return false;
+    done += n;
+  }
+  return true;
+}
+
+std::optional<uint64_t> Engine::AtomicAtKey(uint32_t key, uint64_t va, bool compare_swap,
+                                            uint64_t swap_add, uint64_t compare) {
+  if (va % 8 != 0) return std::nullopt;
+  auto run = [&](std::byte* p) -> std::optional<uint64_t> {
+    if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 8 != 0) return std::nullopt;
+    std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(p));
+    if (!compare_swap) return word.fetch_add(swap_add, std::memory_order_seq_cst);
+    uint64_t expected = compare;
+    word.compare_exchange_strong(expected, swap_add, std::memory_order_seq_cst);
+    return expected;  // the value found, whether or not it matched
+  };
+  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
+  const Firmware::Mkey& t = m.window ? fw_.mkeys_.at(m.klm_targets[0]) : m;
+  if (t.memic_start || t.sw_icm_id) {
+    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
+    auto dm = fw_.DeviceMemoryLocked(key, off, 8, true);
+    if (!dm) return std::nullopt;
+    return run(dm->data());
+  }
+  auto bus = fw_.MttTranslateLocked(key, va, 8, nullptr);
+  if (!bus) return std::nullopt;
+  Iommu::Access access(iommu_);
+  return run(access.Translate(*bus, 8));
+}
+
+bool Engine::RemoteInvalidate(uint32_t rkey, uint32_t pd, uint32_t qpn) {
+  auto it = fw_.mkeys_.find(rkey >> 8);
+  if (it == fw_.mkeys_.end()) return false;
+  Firmware::Mkey& m = it->second;
+  prm::Bits mkc(m.mkc);
+  // Only a type-2 window bound to this QP, in its PD, carrying this key byte, may be
+  // invalidated by a remote peer.
+  if (!m.window || !mkc.get(prm::mkc::en_rinval) || mkc.get(prm::mkc::free) ||
+      mkc.get(prm::mkc::mkey_7_0) != (rkey & 0xff) || m.pd != pd ||
+      mkc.get(prm::mkc::qpn) != qpn)
+    return false;
+  for (uint32_t t : m.klm_targets) --fw_.mkeys_.at(t).klm_refs;
+  m.klm_targets.clear();
+  m.translations.clear();
+  mkc.set(prm::mkc::free, 1);
+  return true;
+}
+
+}  // namespace onchip::sim

@@ -1,0 +1,455 @@
+// The requester: send WQEs from the ring to the wire, responses back to CQEs.
+//
+// A QP in RTS executes the WQEs between its progress counter and the doorbell record's send
+// counter, in order. Each WQE is fetched basic block by basic block (block n at (n mod size) *
+// 64, so a WQE may wrap), checked (ctrl opcode valid for the QP's transport, qpn, wqe index,
+// ds), its local keys checked and its gather list read, and then:
+//   NOP                     completes;
+//   UMR (bind / invalidate) goes to the firmware's window code (Firmware::PostUmrLocked);
+//   LOCAL_INVAL             frees the type-2 window it names, bound to this QP;
+//   UD and UC messages      go on the wire and complete at once (no acknowledgement);
+//   RC messages             go on the wire and wait: an ACK, read or atomic response completes
+//                           them, an RNR NAK retries after the responder's timer (rnr_retry
+//                           times; 7 forever), silence retries after the ACK timeout
+//                           (retry_count times), other NAKs fail them.
+// A WQE completes with a CQE when it asked for one (CQ_UPDATE) or when it fails; a failure moves
+// the QP to the error state, where the rest of the ring (and of the receive ring) completes
+// with WR_FLUSH_ERR, one CQE per WQE.
+//
+// Error syndromes: a malformed WQE or an opcode the transport does not have LOCAL_QP_OP_ERR; a
+// key that does not admit the access LOCAL_PROT_ERR; a message over 2 GiB or an atomic whose
+// local buffer is not 8 bytes LOCAL_LENGTH_ERR; NAKs REMOTE_ACCESS_ERR, REMOTE_INVAL_REQ_ERR,
+// REMOTE_OP_ERR; retries exhausted RNR_RETRY_EXC_ERR / TRANSPORT_RETRY_EXC_ERR.
+#include <algorithm>
+#include <cstring>
+
+#include "tools/sim/engine.h"
+#include "tools/sim/engine_transport.h"
+#include "uapi/prm/cqe.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
+#include "uapi/prm/recv_wqe.h"
+#include "uapi/prm/send_wqe.h"
+
+namespace onchip::sim {
+
+namespace {
+
+using Bytes = std::span<const std::byte>;
+
+constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
+
+template <class T>
+T Load(Bytes b, std::size_t offset) {
+  T v;
+  std::memcpy(&v, b.data() + offset, sizeof v);
+  return v;
+}
+
+bool OpcodeAllowed(uint8_t st, uint8_t opcode) {
+  switch (opcode) {
+    case prm::MLX5_OPCODE_NOP:
+    case prm::MLX5_OPCODE_SEND:
+    case prm::MLX5_OPCODE_SEND_IMM:
+      return st == prm::QP_ST_RC || st == prm::QP_ST_UC || st == prm::QP_ST_UD;
+    case prm::MLX5_OPCODE_SEND_INVAL:
+    case prm::MLX5_OPCODE_RDMA_WRITE:
+    case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
+    case prm::MLX5_OPCODE_UMR:
+    case prm::MLX5_OPCODE_LOCAL_INVAL:
+      return st == prm::QP_ST_RC || st == prm::QP_ST_UC;
+    case prm::MLX5_OPCODE_RDMA_READ:
+    case prm::MLX5_OPCODE_ATOMIC_CS:
+    case prm::MLX5_OPCODE_ATOMIC_FA:
+      return st == prm::QP_ST_RC;
+    default:
+      return false;
+  }
+}
+
+// One entry of a gather or scatter list: inline bytes or a keyed range.
+struct ListEntry {
+  bool is_inline = false;
+  Bytes inline_bytes;
+  uint32_t lkey = 0;
+  uint64_t addr = 0;
+  uint32_t length = 0;
+};
+
+// The data segments from `offset` to the end of the WQE's ds units. False if one is cut short.
+bool ParseList(Bytes wqe, std::size_t offset, std::vector<ListEntry>* out) {
+  while (offset < wqe.size()) {
+    if (wqe.size() - offset < 4) return false;
+    const uint32_t bc = Load<prm::Be32>(wqe, offset).host();
+    if (bc & prm::MLX5_INLINE_SEG) {
+      const uint32_t n = bc & ~prm::MLX5_INLINE_SEG;
+      if (n > wqe.size() - offset - 4) return false;
+      ListEntry e;
+      e.is_inline = true;
+      e.inline_bytes = wqe.subspan(offset + 4, n);
+      out->push_back(e);
+      offset += (4 + n + 15) / 16 * 16;
+      continue;
+    }
+    if (wqe.size() - offset < sizeof(prm::pod::mlx5_wqe_data_seg)) return false;
+    const auto seg = Load<prm::pod::mlx5_wqe_data_seg>(wqe, offset);
+    // Zero-length entries carry nothing (libmlx5 never writes them).
+    if (bc != 0) {
+      ListEntry e;
+      e.lkey = seg.lkey.host();
+      e.addr = seg.addr.host();
+      e.length = bc;
+      out->push_back(e);
+    }
+    offset += sizeof seg;
+  }
+  return true;
+}
+
+// Local ACK timeout: 4.096 us << ack_timeout; 0 waits forever (IBTA). Never below 10 ms here:
+// a response crosses engines that share two cores with everything else.
+uint64_t AckTimeoutNs(uint32_t ack_timeout) {
+  if (ack_timeout == 0) return 0;
+  const uint64_t ns = ack_timeout >= 31 ? uint64_t{1} << 43 : uint64_t{4096} << ack_timeout;
+  return std::max<uint64_t>(ns, 10'000'000);
+}
+
+}  // namespace
+
+// The WQE at `counter`: every basic block it spans, cut to ds * 16 bytes. Empty if the ring
+// cannot be read or ds is 0 or larger than the ring.
+static std::vector<std::byte> FetchSendWqe(const RingReader& read, const Qp& qp,
+                                           uint32_t counter) {
+  std::array<std::byte, prm::MLX5_SEND_WQE_BB> first;
+  const uint32_t mask = qp.sq_wqebb_count - 1;
+  if (!read(qp.sq_offset + uint64_t{counter & mask} * prm::MLX5_SEND_WQE_BB, first)) return {};
+  const uint32_t ds = prm::DsOf(Load<prm::Be32>(Bytes(first), 4).host());
+  const uint32_t bbs = (ds * prm::MLX5_SEND_WQE_DS + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB;
+  if (ds == 0 || bbs > qp.sq_wqebb_count) return {};
+  std::vector<std::byte> wqe(std::size_t{bbs} * prm::MLX5_SEND_WQE_BB);
+  std::memcpy(wqe.data(), first.data(), first.size());
+  for (uint32_t i = 1; i < bbs; ++i) {
+    auto block = std::span(wqe).subspan(std::size_t{i} * prm::MLX5_SEND_WQE_BB, prm::MLX5_SEND_WQE_BB);
+    if (!read(qp.sq_offset + uint64_t{(counter + i) & mask} * prm::MLX5_SEND_WQE_BB, block))
+      return {};
+  }
+  wqe.resize(std::size_t{ds} * prm::MLX5_SEND_WQE_DS);
+  return wqe;
+}
+
+bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+  QpProgress& pr = qp.progress;
+  if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
+  const Bytes qpc(qp.qpc);
+  const auto path = prm::qpc::primary_address_path;
+  if (pr.awaiting) {
+    if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
+      if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
+        *deadline = pr.resend_at_ns;
+      return false;
+    }
+    // Time to send the WQE again: after an RNR wait, or after silence.
+    if (!pr.rnr_wait) {
+      if (pr.retry_left == 0) {
+        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
+        return true;
+      }
+      --pr.retry_left;
+    }
+    pr.awaiting = false;
+    pr.rnr_wait = false;
+    pr.resend_at_ns = 0;
+  }
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4);
+  if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0) return false;
+
+  RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+  };
+  const std::vector<std::byte> wqe_bytes = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+  const Bytes wqe(wqe_bytes);
+  pr.wqe_bbs = 1;
+  pr.wqe_opcode = 0;
+  pr.wqe_signaled = false;
+  pr.wqe_bytes = 0;
+  if (wqe.empty()) {
+    // Nothing readable, or ds 0: the device cannot tell what was meant.
+    CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
+    return true;
+  }
+  const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
+  const uint32_t opmod_idx_opcode = ctrl.opmod_idx_opcode.host();
+  const uint8_t opcode = prm::OpcodeOf(opmod_idx_opcode);
+  pr.wqe_opcode = opcode;
+  pr.wqe_bbs = static_cast<uint8_t>((wqe.size() + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB);
+  pr.wqe_signaled = (ctrl.fm_ce_se & prm::MLX5_WQE_CTRL_CQ_UPDATE) != 0;
+  auto fail = [&](prm::CqeSyndrome s) {
+    CompleteSend(qpn, qp, s, 0, 0);
+    return true;
+  };
+  if (!OpcodeAllowed(qp.st, opcode) || prm::QpnOf(ctrl.qpn_ds.host()) != qpn ||
+      prm::WqeIndexOf(opmod_idx_opcode) != (pr.sq_wqe_counter & prm::kWqCounterMask))
+    return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+
+  switch (opcode) {
+    case prm::MLX5_OPCODE_NOP:
+      CompleteSend(qpn, qp, {}, 0, 0);
+      return true;
+    case prm::MLX5_OPCODE_UMR: {
+      const UmrResult r = fw_.PostUmrLocked({.wqe = wqe, .qpn = qpn, .pd = qp.pd});
+      CompleteSend(qpn, qp, r.syndrome, static_cast<uint8_t>(r.check), 0);
+      return true;
+    }
+    case prm::MLX5_OPCODE_LOCAL_INVAL:
+      if (!RemoteInvalidate(ctrl.imm.host(), qp.pd, qpn))
+        return fail(prm::MLX5_CQE_SYNDROME_MW_BIND_ERR);
+      CompleteSend(qpn, qp, {}, 0, 0);
+      return true;
+    default:
+      break;
+  }
+
+  // The message: its segments by opcode, then the gather or scatter list.
+  Packet p;
+  p.kind = PacketKind::kRequest;
+  p.transport = qp.st;
+  p.src_qpn = qpn;
+  p.opcode = opcode;
+  p.solicited = (ctrl.fm_ce_se & prm::MLX5_WQE_CTRL_SOLICITED) != 0;
+  p.imm = ctrl.imm.raw();
+  std::size_t offset = sizeof ctrl;
+  if (qp.st == prm::QP_ST_UD) {
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_av))
+      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    const auto av = Load<prm::pod::mlx5_wqe_av>(wqe, offset);
+    offset += sizeof av;
+    const uint32_t qkey = av.key.qkey.qkey.host();
+    // A Q_Key with bit 31 set means the QP's own (IBTA).
+    p.qkey = (qkey & 0x80000000u) ? static_cast<uint32_t>(prm::Get(qpc, prm::qpc::q_key)) : qkey;
+    p.dst_qpn = av.dqp_dct.host() & 0xffffff;
+    std::memcpy(p.dgid.data(), av.rgid, p.dgid.size());
+    const uint32_t gid_fl = av.grh_gid_fl.host();
+    p.sgid = gids_[std::min<std::size_t>((gid_fl >> 20) & 0xff, kGidTableSize - 1)];
+    p.flow_label = gid_fl & 0xfffff;
+    p.tclass = av.tclass;
+    p.hop_limit = av.hop_limit;
+  } else {
+    p.dst_qpn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::remote_qpn));
+    for (std::size_t i = 0; i < p.dgid.size(); ++i)
+      p.dgid[i] = static_cast<uint8_t>(prm::Get(qpc, path.rgid_rip[i]));
+    p.sgid = gids_[std::min<std::size_t>(prm::Get(qpc, path.src_addr_index), kGidTableSize - 1)];
+    p.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
+    p.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
+    p.flow_label = static_cast<uint32_t>(prm::Get(qpc, path.flow_label));
+    p.psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
+  }
+  const bool remote_op = opcode == prm::MLX5_OPCODE_RDMA_WRITE ||
+                         opcode == prm::MLX5_OPCODE_RDMA_WRITE_IMM ||
+                         opcode == prm::MLX5_OPCODE_RDMA_READ ||
+                         opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
+  if (remote_op) {
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_raddr_seg))
+      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    const auto raddr = Load<prm::pod::mlx5_wqe_raddr_seg>(wqe, offset);
+    offset += sizeof raddr;
+    p.raddr = raddr.raddr.host();
+    p.rkey = raddr.rkey.host();
+  }
+  const bool atomic = opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
+  if (atomic) {
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_atomic_seg))
+      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    const auto a = Load<prm::pod::mlx5_wqe_atomic_seg>(wqe, offset);
+    offset += sizeof a;
+    p.swap_add = a.swap_add.host();
+    p.compare = a.compare.host();
+  }
+  std::vector<ListEntry> list;
+  if (!ParseList(wqe, offset, &list)) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  uint64_t total = 0;
+  for (const ListEntry& e : list) total += e.is_inline ? e.inline_bytes.size() : e.length;
+  if (total > kMaxMessageBytes) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+
+  if (opcode == prm::MLX5_OPCODE_RDMA_READ || atomic) {
+    // The list is where the response lands: local write on every entry, no inline data.
+    for (const ListEntry& e : list)
+      if (e.is_inline || !KeyAllows(e.lkey, e.addr, e.length, kLocalWrite, qp.pd, qpn))
+        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+    if (atomic && (list.size() != 1 || list[0].length != 8))
+      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+    p.read_length = static_cast<uint32_t>(total);
+  } else {
+    p.payload.reserve(total);
+    for (const ListEntry& e : list) {
+      if (e.is_inline) {
+        p.payload.insert(p.payload.end(), e.inline_bytes.begin(), e.inline_bytes.end());
+        continue;
+      }
+      if (!KeyAllows(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn))
+        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+      const std::size_t at = p.payload.size();
+      p.payload.resize(at + e.length);
+      if (!CopyFromKey(e.lkey, e.addr, std::span(p.payload).subspan(at)))
+        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+    }
+  }
+  pr.wqe_bytes = static_cast<uint32_t>(total);
+
+  Transmit(std::move(p));
+  ++pr.requests_sent;
+  if (qp.st != prm::QP_ST_RC) {
+    CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(total));
+    return true;
+  }
+  if (!pr.retries_loaded) {
+    pr.rnr_left = static_cast<uint8_t>(prm::Get(qpc, prm::qpc::rnr_retry));
+    pr.retry_left = static_cast<uint8_t>(prm::Get(qpc, prm::qpc::retry_count));
+    pr.retries_loaded = true;
+  }
+  pr.awaiting = true;
+  pr.rnr_wait = false;
+  const uint64_t timeout = AckTimeoutNs(static_cast<uint32_t>(prm::Get(qpc, path.ack_timeout)));
+  pr.resend_at_ns = timeout ? now + timeout : 0;
+  if (pr.resend_at_ns && (*deadline == 0 || pr.resend_at_ns < *deadline)) *deadline = pr.resend_at_ns;
+  return true;
+}
+
+void Engine::Transmit(Packet&& p) {
+  if (std::find(gids_.begin(), gids_.end(), p.dgid) != gids_.end()) {
+    port_.Push(std::move(p));
+    return;
+  }
+  // No device owns the GID: the packet is lost (RC notices by its ACK timeout).
+  Fabric::Instance().Deliver(p.dgid, std::move(p));
+}
+
+void Engine::HandleResponse(Packet& p, uint64_t now) {
+  auto it = fw_.qps_.find(p.dst_qpn);
+  if (it == fw_.qps_.end()) return;
+  const uint32_t qpn = it->first;
+  Qp& qp = it->second;
+  QpProgress& pr = qp.progress;
+  const Bytes qpc(qp.qpc);
+  const uint32_t psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
+  // Only the answer to the message in flight counts; a late answer to a resent one does not.
+  if (qp.st != prm::QP_ST_RC || qp.state != prm::QP_STATE_RTS || !pr.awaiting || pr.rnr_wait ||
+      p.psn != psn || p.src_qpn != prm::Get(qpc, prm::qpc::remote_qpn))
+    return;
+  switch (p.kind) {
+    case PacketKind::kAck:
+      ++pr.send_msn;
+      CompleteSend(qpn, qp, {}, 0, pr.wqe_bytes);
+      return;
+    case PacketKind::kNak:
+      switch (p.nak) {
+        case NakCode::kRnr:
+          if (pr.rnr_left == 0) {
+            CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, 0, 0);
+            return;
+          }
+          if (pr.rnr_left != kRnrRetryForever) --pr.rnr_left;
+          pr.rnr_wait = true;
+          pr.resend_at_ns = now + RnrTimerNs(p.rnr_timer);
+          return;
+        case NakCode::kRemoteAccess:
+          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 0, 0);
+          return;
+        case NakCode::kInvalidRequest:
+          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, 0, 0);
+          return;
+        case NakCode::kRemoteOperation:
+          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_OP_ERR, 0, 0);
+          return;
+      }
+      return;
+    case PacketKind::kReadResponse:
+    case PacketKind::kAtomicResponse: {
+      RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
+        return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+      };
+      const std::vector<std::byte> wqe_bytes = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+      const Bytes wqe(wqe_bytes);
+      std::size_t offset = sizeof(prm::pod::mlx5_wqe_ctrl_seg) + sizeof(prm::pod::mlx5_wqe_raddr_seg);
+      if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
+      std::vector<ListEntry> list;
+      if (wqe.size() < offset || !ParseList(wqe, offset, &list)) {
+        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
+        return;
+      }
+      std::vector<std::byte> original(8);
+      std::memcpy(original.data(), &p.atomic_original, 8);  // host byte order, as memory holds it
+      const Bytes data = p.kind == PacketKind::kAtomicResponse ? Bytes(original) : Bytes(p.payload);
+      std::size_t done = 0;
+      for (const ListEntry& e : list) {
+        const std::size_t n = std::min<std::size_t>(e.length, data.size() - done);
+        if (e.is_inline || !CopyToKey(e.lkey, e.addr, data.subspan(done, n))) {
+          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
+          return;
+        }
+        done += n;
+      }
+      ++pr.send_msn;
+      CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(data.size()));
+      return;
+    }
+    case PacketKind::kRequest:
+      return;
+  }
+}
+
+void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
+                          uint32_t byte_cnt) {
+  QpProgress& pr = qp.progress;
+  const bool error = syndrome != 0;
+  if (error || pr.wqe_signaled) {
+    CqeFields f;
+    f.opcode = error ? prm::MLX5_CQE_REQ_ERR : prm::MLX5_CQE_REQ;
+    f.qpn = qpn;
+    f.wqe_opcode = pr.wqe_opcode;
+    f.wqe_counter = static_cast<uint16_t>(pr.sq_wqe_counter);
+    f.byte_cnt = byte_cnt;
+    f.user_index = static_cast<uint32_t>(prm::Get(Bytes(qp.qpc), prm::qpc::user_index));
+    f.syndrome = syndrome;
+    f.vendor = vendor;
+    WriteCqe(qp.cqn_snd, f);
+  }
+  pr.sq_wqe_counter = (pr.sq_wqe_counter + std::max<uint32_t>(pr.wqe_bbs, 1)) & prm::kWqCounterMask;
+  pr.awaiting = false;
+  pr.rnr_wait = false;
+  pr.retries_loaded = false;
+  pr.resend_at_ns = 0;
+  if (error) MoveToError(qp);
+}
+
+bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
+  QpProgress& pr = qp.progress;
+  if (qp.sq_wqebb_count == 0) return false;
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4);
+  if (!producer) return false;
+  bool moved = false;
+  RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+  };
+  // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
+  for (uint32_t n = 0; n < qp.sq_wqebb_count && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0; ++n) {
+    const std::vector<std::byte> wqe = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+    CqeFields f;
+    f.opcode = prm::MLX5_CQE_REQ_ERR;
+    f.qpn = qpn;
+    f.wqe_counter = static_cast<uint16_t>(pr.sq_wqe_counter);
+    f.user_index = static_cast<uint32_t>(prm::Get(Bytes(qp.qpc), prm::qpc::user_index));
+    f.syndrome = prm::MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+    uint32_t bbs = 1;
+    if (!wqe.empty()) {
+      f.wqe_opcode = prm::OpcodeOf(Load<prm::Be32>(Bytes(wqe), 0).host());
+      bbs = static_cast<uint32_t>((wqe.size() + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB);
+    }
+    WriteCqe(qp.cqn_snd, f);
+    pr.sq_wqe_counter = (pr.sq_wqe_counter + bbs) & prm::kWqCounterMask;
+    moved = true;
+  }
+  return moved;
+}
+
+}  // namespace onchip::sim

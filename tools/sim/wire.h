@@ -1,0 +1,117 @@
+// The wire between software ConnectX devices in one process: packets, the port each device
+// receives them on, and the fabric that finds a port by GID.
+//
+// A requester's data engine turns a send WQE into a request packet and hands it to the port of
+// the device that owns the destination GID, even when that is its own device (loopback). The
+// responder's engine executes the request on its own pass, under its own firmware's mutex, and
+// answers with a packet the same way. Handing over a packet takes the fabric's mutex and the
+// port's mutex, never a firmware mutex, so no engine ever holds two devices' firmware locks.
+//
+// Messages are whole: one packet per message, no MTU segmentation (the responder checks the UD
+// MTU), no loss except to a GID no device owns, no reordering between two QPs.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "tools/sim/config.h"
+
+namespace onchip::sim {
+
+using Gid = std::array<uint8_t, 16>;
+
+// The device's RoCE GID table (port 1), as the verbs environment advertises it: index 0 and 1
+// the link-local address from the MAC's modified EUI-64, index 2 and 3 the IPv4-mapped address
+// (each once as RoCE v1, once as RoCE v2).
+inline constexpr std::size_t kGidTableSize = 4;
+std::array<Gid, kGidTableSize> DeviceGids(const DeviceConfig& config);
+// Whether a GID is an IPv4-mapped address (::ffff:a.b.c.d).
+bool IsIpv4Mapped(const Gid& gid);
+
+enum class PacketKind : uint8_t {
+  kRequest,         // SEND*, RDMA_WRITE*, RDMA_READ, ATOMIC_*: `opcode` says which
+  kAck,             // a SEND or WRITE executed
+  kNak,             // refused: `nak` says why
+  kReadResponse,    // `payload` is the data read
+  kAtomicResponse,  // `atomic_original` is the value before the operation
+};
+
+enum class NakCode : uint8_t {
+  kRnr,              // no receive WQE: retry after `rnr_timer` (qpc.min_rnr_nak code)
+  kRemoteAccess,     // rkey, rights or bounds refused
+  kInvalidRequest,   // the request cannot be executed (length, alignment, opcode, QP rights)
+  kRemoteOperation,  // the responder failed locally (its receive WQE was bad)
+};
+
+struct Packet {
+  PacketKind kind = PacketKind::kRequest;
+  uint8_t transport = 0;  // qpc.st of the sending QP
+  Gid sgid{};
+  Gid dgid{};
+  uint32_t src_qpn = 0;
+  uint32_t dst_qpn = 0;
+  uint32_t psn = 0;  // the message's sequence number (24 bits); a response echoes it
+  // Request fields.
+  uint8_t opcode = 0;  // prm::SendOpcode
+  bool solicited = false;
+  uint32_t imm = 0;  // the ctrl segment's imm word as it lay in the WQE (big-endian bytes)
+  uint64_t raddr = 0;
+  uint32_t rkey = 0;
+  uint32_t read_length = 0;
+  uint64_t swap_add = 0;
+  uint64_t compare = 0;
+  uint32_t qkey = 0;  // UD
+  uint8_t tclass = 0;
+  uint8_t hop_limit = 0;
+  uint32_t flow_label = 0;
+  // Response fields.
+  NakCode nak = NakCode::kRnr;
+  uint8_t rnr_timer = 0;
+  uint64_t atomic_original = 0;
+  std::vector<std::byte> payload;
+};
+
+// A device's receive side: packets wait here until its engine's next pass. Any thread may Push.
+class Port {
+ public:
+  // `wake` is called after a Push while the owner says it sleeps (SetSleeping).
+  explicit Port(std::function<void()> wake) : wake_(std::move(wake)) {}
+  void Push(Packet&& p);
+  // Everything queued so far, in arrival order.
+  std::deque<Packet> Take();
+  bool Pending() const { return pending_.load(std::memory_order_seq_cst) != 0; }
+  void SetSleeping(bool sleeping) { sleeping_.store(sleeping, std::memory_order_seq_cst); }
+
+ private:
+  std::function<void()> wake_;
+  std::mutex mutex_;
+  std::deque<Packet> queue_;
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<bool> sleeping_{false};
+};
+
+// The process's fabric: which port owns which GID.
+class Fabric {
+ public:
+  static Fabric& Instance();
+  // A GID another attached port already owns stays that port's (the first device keeps it).
+  void Attach(Port* port, std::span<const Gid> gids);
+  // After this returns no packet reaches the port.
+  void Detach(Port* port);
+  // Hands the packet to the port owning `dgid`; false if none does (the packet is lost).
+  bool Deliver(const Gid& dgid, Packet&& p);
+
+ private:
+  std::mutex mutex_;
+  std::map<Gid, Port*> ports_;
+};
+
+}  // namespace onchip::sim
