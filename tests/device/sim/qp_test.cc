@@ -638,6 +638,9 @@ TEST_F(QpTest, TransitionValuesAreChecked) {
   auto rra = Init2Rtr(qpn, prm::QP_ST_RC);
   rra.set(Ctx::log_rra_max, 5);  // log_max_ra_res_qp is 4
   refuse(rra, Syndrome::QP_RRA_MAX, prm::QP_STATE_INIT);
+  auto gid = Init2Rtr(qpn, prm::QP_ST_RC);
+  gid.set(Ctx::primary_address_path.src_addr_index, 4);  // port 1 has 4 GIDs
+  refuse(gid, Syndrome::QP_GID_INDEX, prm::QP_STATE_INIT);
   auto path_port = Init2Rtr(qpn, prm::QP_ST_RC);
   path_port.set(Ctx::primary_address_path.vhca_port_num, 0);
   refuse(path_port, Syndrome::QP_PORT, prm::QP_STATE_INIT);
@@ -663,7 +666,7 @@ class QpLimitsTest : public QpTest {
     sim::DeviceConfig c;
     c.log_max_qp = 2;  // QP numbers 2 and 3
     c.log_max_qp_sz = 6;
-    c.roce_address_table_size = 4;
+    c.roce_address_table_size = 2;
     return c;
   }
 };
@@ -697,9 +700,9 @@ TEST_F(QpLimitsTest, SourceGidIndexWithinTheTable) {
   const uint32_t qpn = NewQp(pd_, cqn_);
   ASSERT_TRUE(Ok(Modify(Rst2Init(qpn, prm::QP_ST_RC))));
   auto in = Init2Rtr(qpn, prm::QP_ST_RC);
-  in.set(Ctx::primary_address_path.src_addr_index, 4);
+  in.set(Ctx::primary_address_path.src_addr_index, 2);
   EXPECT_TRUE(Refused(Modify(in), CommandStatus::BAD_PARAM_ERR, Syndrome::QP_GID_INDEX));
-  in.set(Ctx::primary_address_path.src_addr_index, 3);
+  in.set(Ctx::primary_address_path.src_addr_index, 1);
   EXPECT_TRUE(Ok(Modify(in)));
 }
 
