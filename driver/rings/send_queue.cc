@@ -102,13 +102,13 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   return {};
 }
 
-int SendQueue::CheckRoom() const {
+[[gnu::always_inline]] inline int SendQueue::CheckRoom() const {
   if (head_ - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
   if (cur_post_ + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
   return 0;
 }
 
-int SendQueue::CheckOpcode(uint8_t opcode) const {
+[[gnu::always_inline]] inline int SendQueue::CheckOpcode(uint8_t opcode) const {
   switch (transport_) {
     case QpTransport::kUd:
       if (opcode != prm::MLX5_OPCODE_SEND && opcode != prm::MLX5_OPCODE_SEND_IMM) return EINVAL;
@@ -123,34 +123,40 @@ int SendQueue::CheckOpcode(uint8_t opcode) const {
   return EINVAL;
 }
 
-void SendQueue::BeginWqe(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
+[[gnu::always_inline]] inline void SendQueue::BeginWqe(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
                          ibv_wc_opcode wc_opcode, bool umr) {
-  slot_ = cur_post_ & (wqe_cnt_ - 1);
-  ctrl_ = reinterpret_cast<pod::mlx5_wqe_ctrl_seg*>(ring_ + std::size_t{slot_} * kBb);
+  const uint32_t slot = cur_post_ & (wqe_cnt_ - 1);
+  std::byte* at = ring_ + std::size_t{slot} * kBb;
   const uint8_t fence =
       (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence_;
   uint8_t fm_ce_se = sig_bits_ | fence;
   if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
   if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
-  ctrl_->opmod_idx_opcode =
+  // Built in registers and stored as one 16-byte copy: byte-wide stores through the ring would
+  // make the compiler reload every member after each one (they may alias anything).
+  pod::mlx5_wqe_ctrl_seg ctrl;
+  ctrl.opmod_idx_opcode =
       Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post_), opcode));
-  ctrl_->qpn_ds = Be32::FromHost(0);
-  ctrl_->signature = 0;
-  ctrl_->rsvd[0] = 0;
-  ctrl_->rsvd[1] = 0;
-  ctrl_->fm_ce_se = fm_ce_se;
-  ctrl_->imm = Be32::FromRaw(imm_raw);
-  // The ctrl segment starts a basic block, so the next segment is inside the ring.
-  seg_ = reinterpret_cast<std::byte*>(ctrl_) + kDs;
-  ds_ = 1;
-  next_fence_ = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
-  SendSlot& s = slots_[slot_];
+  ctrl.qpn_ds = Be32::FromHost(0);  // ds is known when the WQE is finished
+  ctrl.signature = 0;
+  ctrl.rsvd[0] = 0;
+  ctrl.rsvd[1] = 0;
+  ctrl.fm_ce_se = fm_ce_se;
+  ctrl.imm = Be32::FromRaw(imm_raw);
+  std::memcpy(at, &ctrl, sizeof(ctrl));
+  SendSlot& s = slots_[slot];
   s.wr_id = wr_id;
   s.wr_count = head_;
   s.wc_opcode = wc_opcode;
+  slot_ = slot;
+  ctrl_ = reinterpret_cast<pod::mlx5_wqe_ctrl_seg*>(at);
+  // The ctrl segment starts a basic block, so the next segment is inside the ring.
+  seg_ = at + kDs;
+  ds_ = 1;
+  next_fence_ = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
 }
 
-std::byte* SendQueue::TakeSegment() {
+[[gnu::always_inline]] inline std::byte* SendQueue::TakeSegment() {
   std::byte* at = seg_;
   seg_ += kDs;
   if (seg_ == qend_) seg_ = ring_;
@@ -158,7 +164,7 @@ std::byte* SendQueue::TakeSegment() {
   return at;
 }
 
-void SendQueue::PutRaddr(uint32_t rkey, uint64_t raddr) {
+[[gnu::always_inline]] inline void SendQueue::PutRaddr(uint32_t rkey, uint64_t raddr) {
   auto* seg = reinterpret_cast<pod::mlx5_wqe_raddr_seg*>(TakeSegment());
   seg->raddr = Be64::FromHost(raddr);
   seg->rkey = Be32::FromHost(rkey);
@@ -187,7 +193,7 @@ void SendQueue::PutDatagram(std::byte* at, const ibv_ah* ah, uint32_t remote_qpn
   av->key.qkey.qkey = Be32::FromHost(remote_qkey);
 }
 
-void SendQueue::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
+[[gnu::always_inline]] inline void SendQueue::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
   auto* seg = reinterpret_cast<pod::mlx5_wqe_data_seg*>(TakeSegment());
   seg->byte_count = Be32::FromHost(length);
   seg->lkey = Be32::FromHost(lkey);
@@ -247,7 +253,7 @@ int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
   return 0;
 }
 
-void SendQueue::FinishWqe() {
+[[gnu::always_inline]] inline void SendQueue::FinishWqe() {
   ctrl_->qpn_ds = Be32::FromHost(prm::QpnDs(qpn_, ds_));
   cur_post_ += AlignUp(ds_ * kDs, kBb) / kBb;
   ++head_;
