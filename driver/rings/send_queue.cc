@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <span>
@@ -102,13 +103,37 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   return {};
 }
 
-[[gnu::always_inline]] inline int SendQueue::CheckRoom() const {
-  if (head_ - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
-  if (cur_post_ + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
+// ---- building WQEs ----
+
+#define ONCHIP_HOT [[gnu::always_inline]] inline
+
+ONCHIP_HOT SendQueue::Builder SendQueue::Load() const {
+  Builder b{};
+  b.ring = ring_;
+  b.qend = qend_;
+  b.slots = slots_.get();
+  b.mask = wqe_cnt_ - 1;
+  b.qpn = qpn_;
+  b.cur_post = cur_post_;
+  b.head = head_;
+  b.sig_bits = sig_bits_;
+  b.next_fence = fm_cache_;
+  return b;
+}
+
+ONCHIP_HOT void SendQueue::Store(const Builder& b) {
+  cur_post_ = b.cur_post;
+  head_ = b.head;
+  fm_cache_ = b.next_fence;
+}
+
+ONCHIP_HOT int SendQueue::CheckRoom(const Builder& b) const {
+  if (b.head - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
+  if (b.cur_post + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
   return 0;
 }
 
-[[gnu::always_inline]] inline int SendQueue::CheckOpcode(uint8_t opcode) const {
+ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
   switch (transport_) {
     case QpTransport::kUd:
       if (opcode != prm::MLX5_OPCODE_SEND && opcode != prm::MLX5_OPCODE_SEND_IMM) return EINVAL;
@@ -123,61 +148,61 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   return EINVAL;
 }
 
-[[gnu::always_inline]] inline void SendQueue::BeginWqe(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
-                         ibv_wc_opcode wc_opcode, bool umr) {
-  const uint32_t slot = cur_post_ & (wqe_cnt_ - 1);
-  std::byte* at = ring_ + std::size_t{slot} * kBb;
+ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, uint8_t opcode,
+                                          uint32_t imm_raw, ibv_wc_opcode wc_opcode, bool umr) {
+  slot = cur_post & mask;
+  ctrl = ring + std::size_t{slot} * kBb;
   const uint8_t fence =
-      (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence_;
-  uint8_t fm_ce_se = sig_bits_ | fence;
+      (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence;
+  uint8_t fm_ce_se = sig_bits | fence;
   if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
   if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
-  // Built in registers and stored as one 16-byte copy: byte-wide stores through the ring would
-  // make the compiler reload every member after each one (they may alias anything).
-  pod::mlx5_wqe_ctrl_seg ctrl;
-  ctrl.opmod_idx_opcode =
-      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post_), opcode));
-  ctrl.qpn_ds = Be32::FromHost(0);  // ds is known when the WQE is finished
-  ctrl.signature = 0;
-  ctrl.rsvd[0] = 0;
-  ctrl.rsvd[1] = 0;
-  ctrl.fm_ce_se = fm_ce_se;
-  ctrl.imm = Be32::FromRaw(imm_raw);
-  std::memcpy(at, &ctrl, sizeof(ctrl));
-  SendSlot& s = slots_[slot];
+  // Built in registers and stored as one 16-byte copy.
+  pod::mlx5_wqe_ctrl_seg c;
+  c.opmod_idx_opcode =
+      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode));
+  c.qpn_ds = Be32::FromHost(0);  // ds is known when the WQE is finished
+  c.signature = 0;
+  c.rsvd[0] = 0;
+  c.rsvd[1] = 0;
+  c.fm_ce_se = fm_ce_se;
+  c.imm = Be32::FromRaw(imm_raw);
+  std::memcpy(ctrl, &c, sizeof(c));
+  SendSlot& s = slots[slot];
   s.wr_id = wr_id;
-  s.wr_count = head_;
+  s.wr_count = head;
   s.wc_opcode = wc_opcode;
-  slot_ = slot;
-  ctrl_ = reinterpret_cast<pod::mlx5_wqe_ctrl_seg*>(at);
   // The ctrl segment starts a basic block, so the next segment is inside the ring.
-  seg_ = at + kDs;
-  ds_ = 1;
-  next_fence_ = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
+  seg = ctrl + kDs;
+  ds = 1;
+  next_fence = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
 }
 
-[[gnu::always_inline]] inline std::byte* SendQueue::TakeSegment() {
-  std::byte* at = seg_;
-  seg_ += kDs;
-  if (seg_ == qend_) seg_ = ring_;
-  ++ds_;
+ONCHIP_HOT std::byte* SendQueue::Builder::TakeSegment() {
+  std::byte* at = seg;
+  seg += kDs;
+  if (seg == qend) seg = ring;
+  ++ds;
   return at;
 }
 
-[[gnu::always_inline]] inline void SendQueue::PutRaddr(uint32_t rkey, uint64_t raddr) {
-  auto* seg = reinterpret_cast<pod::mlx5_wqe_raddr_seg*>(TakeSegment());
-  seg->raddr = Be64::FromHost(raddr);
-  seg->rkey = Be32::FromHost(rkey);
-  seg->reserved = Be32::FromHost(0);
+ONCHIP_HOT void SendQueue::Builder::PutRaddr(uint32_t rkey, uint64_t raddr) {
+  pod::mlx5_wqe_raddr_seg r;
+  r.raddr = Be64::FromHost(raddr);
+  r.rkey = Be32::FromHost(rkey);
+  r.reserved = Be32::FromHost(0);
+  std::memcpy(TakeSegment(), &r, sizeof(r));
 }
 
-void SendQueue::PutAtomic(uint8_t opcode, uint64_t swap_add, uint64_t compare) {
-  auto* seg = reinterpret_cast<pod::mlx5_wqe_atomic_seg*>(TakeSegment());
-  seg->swap_add = Be64::FromHost(swap_add);
-  seg->compare = Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0);
+ONCHIP_HOT void SendQueue::Builder::PutAtomic(uint8_t opcode, uint64_t swap_add,
+                                              uint64_t compare) {
+  pod::mlx5_wqe_atomic_seg a;
+  a.swap_add = Be64::FromHost(swap_add);
+  a.compare = Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0);
+  std::memcpy(TakeSegment(), &a, sizeof(a));
 }
 
-std::byte* SendQueue::ReserveDatagram() {
+ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
   // ctrl (16) + av (48) fill the first basic block: the three segments never wrap apart.
   std::byte* at = TakeSegment();
   (void)TakeSegment();
@@ -185,38 +210,32 @@ std::byte* SendQueue::ReserveDatagram() {
   return at;
 }
 
-void SendQueue::PutDatagram(std::byte* at, const ibv_ah* ah, uint32_t remote_qpn,
-                            uint32_t remote_qkey) {
-  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(at);
-  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
-  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
-  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
+ONCHIP_HOT void SendQueue::Builder::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
+  pod::mlx5_wqe_data_seg d;
+  d.byte_count = Be32::FromHost(length);
+  d.lkey = Be32::FromHost(lkey);
+  d.addr = Be64::FromHost(addr);
+  std::memcpy(TakeSegment(), &d, sizeof(d));
 }
 
-[[gnu::always_inline]] inline void SendQueue::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
-  auto* seg = reinterpret_cast<pod::mlx5_wqe_data_seg*>(TakeSegment());
-  seg->byte_count = Be32::FromHost(length);
-  seg->lkey = Be32::FromHost(lkey);
-  seg->addr = Be64::FromHost(addr);
-}
-
-int SendQueue::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n) {
+int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n,
+                                  uint32_t max) {
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) total += sges ? sges[i].length : bufs[i].length;
-  if (total > max_inline_) return ENOMEM;
+  if (total > max) return ENOMEM;
   if (total == 0) return 0;
   // The 4-byte header, then the bytes back to back; only here can a WQE's bytes split at the
   // ring's end.
-  auto* header = reinterpret_cast<pod::mlx5_wqe_inline_seg*>(seg_);
-  header->byte_count = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
-  std::byte* p = seg_ + sizeof(*header);
+  const Be32 header = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
+  std::memcpy(seg, &header, sizeof(header));
+  std::byte* p = seg + sizeof(header);
   for (std::size_t i = 0; i < n; ++i) {
     const auto* src = static_cast<const std::byte*>(
         sges ? reinterpret_cast<const void*>(sges[i].addr) : bufs[i].addr);
     std::size_t len = sges ? sges[i].length : bufs[i].length;
     while (len != 0) {
-      if (p == qend_) p = ring_;
-      const std::size_t chunk = std::min<std::size_t>(len, static_cast<std::size_t>(qend_ - p));
+      if (p == qend) p = ring;
+      const std::size_t chunk = std::min<std::size_t>(len, static_cast<std::size_t>(qend - p));
       std::memcpy(p, src, chunk);
       p += chunk;
       src += chunk;
@@ -224,14 +243,14 @@ int SendQueue::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::siz
     }
   }
   const uint32_t units = AlignUp(static_cast<uint32_t>(total) + 4, kDs) / kDs;
-  const std::size_t ring_bytes = std::size_t{wqe_cnt_} * kBb;
-  seg_ = ring_ + ((seg_ - ring_) + std::size_t{units} * kDs) % ring_bytes;
-  ds_ += units;
+  const std::size_t ring_bytes = static_cast<std::size_t>(qend - ring);
+  seg = ring + ((seg - ring) + std::size_t{units} * kDs) % ring_bytes;
+  ds += units;
   return 0;
 }
 
-int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
-                      const ibv_mw_bind_info& info) {
+int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
+                               const ibv_mw_bind_info& info) {
   if (info.length > prm::MLX5_MAX_KLM_BYTE_COUNT) return EOPNOTSUPP;
   if (info.length != 0 && info.mr == nullptr) return EINVAL;
   alignas(16) std::array<std::byte, kUmrBindBytes> wqe;
@@ -243,7 +262,7 @@ int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
       .addr = info.addr,
       .length = info.length,
       .access = info.mw_access_flags,
-      .qpn = qpn_,
+      .qpn = qpn,
   };
   auto size = BuildUmrWqe(request, wqe);
   if (!size) return size.error().errno_value();
@@ -253,35 +272,37 @@ int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
   return 0;
 }
 
-[[gnu::always_inline]] inline void SendQueue::FinishWqe() {
-  ctrl_->qpn_ds = Be32::FromHost(prm::QpnDs(qpn_, ds_));
-  cur_post_ += AlignUp(ds_ * kDs, kBb) / kBb;
-  ++head_;
-  slots_[slot_].next_post = cur_post_;
-  wr_last_ctrl_ = ctrl_;
-  wr_last_ds_ = ds_;
+ONCHIP_HOT void SendQueue::Builder::Finish() {
+  const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(qpn, ds));
+  std::memcpy(ctrl + offsetof(pod::mlx5_wqe_ctrl_seg, qpn_ds), &qpn_ds, sizeof(qpn_ds));
+  cur_post += AlignUp(ds * kDs, kBb) / kBb;
+  ++head;
+  slots[slot].next_post = cur_post;
+  last_ctrl = ctrl;
+  last_ds = ds;
 }
 
-void SendQueue::RingDoorbell(uint32_t nreq) {
+ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   // The WQEs are in host memory before the record says they exist ...
   mmio::ToDeviceBarrier();
-  *db_counter_ = Be32::FromHost(cur_post_ & prm::kWqCounterMask);
+  *db_counter_ = Be32::FromHost(b.cur_post & prm::kWqCounterMask);
   // ... and the record before the doorbell (WcStart orders it against the write-combined
   // stores; this keeps the compiler from sinking it).
   mmio::ToDeviceBarrier();
 
-  const auto* last = reinterpret_cast<const std::byte*>(wr_last_ctrl_);
-  const bool blueflame = nreq == 1 && bf_->blueflame && wr_last_ds_ > 1 &&
-                         wr_last_ds_ * kDs <= bf_->buf_size;
+  Bfreg& bf = *bf_;
+  const std::byte* last = b.last_ctrl;
+  const uint32_t ds = b.last_ds;
+  const bool blueflame = nreq == 1 && bf.blueflame && ds > 1 && ds * kDs <= bf.buf_size;
   auto write = [&] {
-    std::byte* dst = bf_->NextHalf();
+    std::byte* dst = bf.NextHalf();
     if (blueflame) {
-      const uint32_t bytes = AlignUp(wr_last_ds_ * kDs, kBb);
+      const uint32_t bytes = AlignUp(ds * kDs, kBb);
       const std::byte* src = last;
       for (uint32_t off = 0; off < bytes; off += kBb) {
         mmio::BlueFlameCopy64(dst + off, src);
         src += kBb;
-        if (src == qend_) src = ring_;
+        if (src == b.qend) src = b.ring;
       }
     } else {
       uint64_t word;
@@ -289,8 +310,8 @@ void SendQueue::RingDoorbell(uint32_t nreq) {
       *reinterpret_cast<volatile uint64_t*>(dst) = word;
     }
   };
-  if (bf_->need_lock) {
-    mmio::WcLockGuard guard(bf_->lock);
+  if (bf.need_lock) {
+    mmio::WcLockGuard guard(bf.lock);
     write();
   } else {
     mmio::WcStart();
@@ -300,85 +321,97 @@ void SendQueue::RingDoorbell(uint32_t nreq) {
   bus_->DoorbellRung();
 }
 
-int SendQueue::PostOne(ibv_send_wr* wr) {
+ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
   OpcodeMap op;
-  if (!MapOpcode(wr->opcode, &op)) return EINVAL;
-  if (const int err = CheckRoom()) return err;
-  if (wr->num_sge > state_max_gs_) return ENOMEM;
-  if (const int err = CheckOpcode(op.mlx5)) return err;
+  if (!MapOpcode(wr->opcode, &op)) [[unlikely]]
+    return EINVAL;
+  if (const int err = CheckRoom(b)) [[unlikely]]
+    return err;
+  if (wr->num_sge > state_max_gs_) [[unlikely]]
+    return ENOMEM;
+  if (const int err = CheckOpcode(op.mlx5)) [[unlikely]]
+    return err;
 
   uint32_t imm = 0;
   switch (wr->opcode) {
     case IBV_WR_SEND_WITH_IMM:
     case IBV_WR_RDMA_WRITE_WITH_IMM: imm = wr->imm_data; break;  // already big-endian
-    case IBV_WR_SEND_WITH_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
+    case IBV_WR_SEND_WITH_INV:
     case IBV_WR_LOCAL_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
     case IBV_WR_BIND_MW: imm = Be32::FromHost(wr->bind_mw.mw->rkey).raw(); break;
     default: break;
   }
   const bool umr = op.mlx5 == prm::MLX5_OPCODE_UMR;
-  const uint8_t fence_before = next_fence_;
-  BeginWqe(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
+  const uint8_t fence_before = b.next_fence;
+  b.Begin(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
 
   int err = 0;
   switch (op.mlx5) {
+    case prm::MLX5_OPCODE_SEND:
+    case prm::MLX5_OPCODE_SEND_IMM:
+    case prm::MLX5_OPCODE_SEND_INVAL:
+      if (transport_ == QpTransport::kUd) {
+        auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(b.ReserveDatagram());
+        std::memcpy(av, &DataPathAh::From(wr->wr.ud.ah)->av, sizeof(*av));
+        av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (wr->wr.ud.remote_qpn & 0xffffff));
+        av->key.qkey.qkey = Be32::FromHost(wr->wr.ud.remote_qkey);
+      }
+      break;
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
-    case prm::MLX5_OPCODE_RDMA_READ: PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
+    case prm::MLX5_OPCODE_RDMA_READ: b.PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
     case prm::MLX5_OPCODE_ATOMIC_CS:
-      PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
-      PutAtomic(op.mlx5, wr->wr.atomic.swap, wr->wr.atomic.compare_add);
+      b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      b.PutAtomic(op.mlx5, wr->wr.atomic.swap, wr->wr.atomic.compare_add);
       break;
     case prm::MLX5_OPCODE_ATOMIC_FA:
-      PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
-      PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
+      b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      b.PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
       break;
     case prm::MLX5_OPCODE_UMR:
       if (wr->opcode == IBV_WR_BIND_MW)
-        err = PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
-                     wr->bind_mw.rkey, wr->bind_mw.bind_info);
+        err = b.PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
+                       wr->bind_mw.rkey, wr->bind_mw.bind_info);
       else
-        err = PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
+        err = b.PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
       break;
-    default:
-      if (transport_ == QpTransport::kUd)
-        PutDatagram(ReserveDatagram(), wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
-      break;
+    default: break;
   }
   if (err == 0 && !umr) {
     if (IsAtomic(op.mlx5)) {
       // The 8-byte result lands in the first SGE.
-      if (wr->num_sge > 0) PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
+      if (wr->num_sge > 0) b.PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
     } else if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge > 0) {
-      err = PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge));
+      err = b.PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge), max_inline_);
     } else {
       for (int i = 0; i < wr->num_sge; ++i)
         if (wr->sg_list[i].length != 0)
-          PutData(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length);
+          b.PutData(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length);
     }
   }
-  if (err != 0) {
-    next_fence_ = fence_before;  // nothing was posted
+  if (err != 0) [[unlikely]] {
+    b.next_fence = fence_before;  // nothing was posted
     return err;
   }
-  FinishWqe();
+  b.Finish();
   return 0;
 }
 
 int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   lock_.lock();
-  next_fence_ = fm_cache_;
+  Builder b = Load();
   uint32_t nreq = 0;
   int err = 0;
   for (; wr != nullptr; wr = wr->next, ++nreq) {
-    err = PostOne(wr);
-    if (err != 0) {
+    err = PostOne(b, wr);
+    if (err != 0) [[unlikely]] {
       *bad_wr = wr;
       break;
     }
   }
-  fm_cache_ = next_fence_;
-  if (nreq != 0) RingDoorbell(nreq);
+  Store(b);
+  if (nreq != 0) [[likely]]
+    RingDoorbell(b, nreq);
   lock_.unlock();
   return err;
 }
@@ -390,18 +423,7 @@ const SendSlot& SendQueue::Retire(uint16_t wqe_counter) {
   return s;
 }
 
-// ---- the extended API ----
-
-void SendQueue::WrStart() {
-  lock_.lock();
-  wr_nreq_ = 0;
-  wr_err_ = 0;
-  wr_open_ = false;
-  rb_cur_post_ = cur_post_;
-  rb_head_ = head_;
-  rb_fm_cache_ = fm_cache_;
-  next_fence_ = fm_cache_;
-}
+// ---- the extended API: one Builder across the calls, written back on success only ----
 
 namespace {
 // Keeps the first error of a batch.
@@ -410,32 +432,51 @@ inline void Keep(int& slot, int err) {
 }
 }  // namespace
 
+void SendQueue::WrStart() {
+  lock_.lock();
+  wr_ = Load();
+  wr_nreq_ = 0;
+  wr_err_ = 0;
+  wr_open_ = false;
+}
+
+ONCHIP_HOT bool SendQueue::WrBegin(uint8_t opcode) {
+  if (wr_err_ != 0) return false;
+  if (wr_open_) {  // the previous request never got its data
+    Keep(wr_err_, EINVAL);
+    return false;
+  }
+  if (const int err = CheckRoom(wr_)) {
+    Keep(wr_err_, err);
+    return false;
+  }
+  if (const int err = CheckOpcode(opcode)) {
+    Keep(wr_err_, err);
+    return false;
+  }
+  return true;
+}
+
 void SendQueue::WrSend(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t imm_raw) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);  // the previous request never got its data
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
-  BeginWqe(wr_id, flags, opcode, imm_raw, IBV_WC_SEND, false);
+  if (!WrBegin(opcode)) return;
+  wr_.Begin(wr_id, flags, opcode, imm_raw, IBV_WC_SEND, false);
   wr_open_ = true;
   wr_atomic_ = false;
   wr_setters_ = 1;
   wr_av_ = nullptr;
   if (transport_ == QpTransport::kUd) {
-    wr_av_ = ReserveDatagram();
+    wr_av_ = wr_.ReserveDatagram();
     wr_setters_ = 2;
   }
 }
 
 void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
                        uint64_t raddr, uint32_t imm_raw) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  if (!WrBegin(opcode)) return;
   const ibv_wc_opcode wc =
       opcode == prm::MLX5_OPCODE_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
-  BeginWqe(wr_id, flags, opcode, imm_raw, wc, false);
-  PutRaddr(rkey, raddr);
+  wr_.Begin(wr_id, flags, opcode, imm_raw, wc, false);
+  wr_.PutRaddr(rkey, raddr);
   wr_open_ = true;
   wr_atomic_ = false;
   wr_setters_ = 1;
@@ -444,15 +485,12 @@ void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t 
 
 void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
                          uint64_t raddr, uint64_t swap_add, uint64_t compare) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  if (!WrBegin(opcode)) return;
   const ibv_wc_opcode wc =
       opcode == prm::MLX5_OPCODE_ATOMIC_CS ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
-  BeginWqe(wr_id, flags, opcode, 0, wc, false);
-  PutRaddr(rkey, raddr);
-  PutAtomic(opcode, swap_add, compare);
+  wr_.Begin(wr_id, flags, opcode, 0, wc, false);
+  wr_.PutRaddr(rkey, raddr);
+  wr_.PutAtomic(opcode, swap_add, compare);
   wr_open_ = true;
   wr_atomic_ = true;
   wr_setters_ = 1;
@@ -461,37 +499,31 @@ void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_
 
 void SendQueue::WrBindMw(uint64_t wr_id, unsigned flags, ibv_mw* mw, uint32_t new_rkey,
                          const ibv_mw_bind_info& info) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(prm::MLX5_OPCODE_UMR)) return Keep(wr_err_, err);
-  const uint8_t fence_before = next_fence_;
-  BeginWqe(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(mw->rkey).raw(), IBV_WC_BIND_MW,
-           true);
+  if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
+  const uint8_t fence_before = wr_.next_fence;
+  wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(mw->rkey).raw(), IBV_WC_BIND_MW,
+            true);
   // The extended API binds with type-2 semantics, as libmlx5's does.
-  if (const int err = PutUmr(true, mw->rkey, new_rkey, info)) {
-    next_fence_ = fence_before;
+  if (const int err = wr_.PutUmr(true, mw->rkey, new_rkey, info)) {
+    wr_.next_fence = fence_before;
     return Keep(wr_err_, err);
   }
-  FinishWqe();
+  wr_.Finish();
   ++wr_nreq_;
 }
 
 void SendQueue::WrLocalInv(uint64_t wr_id, unsigned flags, uint32_t invalidate_rkey) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(prm::MLX5_OPCODE_UMR)) return Keep(wr_err_, err);
-  BeginWqe(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
-           IBV_WC_LOCAL_INV, true);
-  (void)PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
-  FinishWqe();
+  if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
+  wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
+            IBV_WC_LOCAL_INV, true);
+  (void)wr_.PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
+  wr_.Finish();
   ++wr_nreq_;
 }
 
-void SendQueue::WrFinishSetter() {
+ONCHIP_HOT void SendQueue::WrFinishSetter() {
   if (--wr_setters_ > 0) return;
-  FinishWqe();
+  wr_.Finish();
   ++wr_nreq_;
   wr_open_ = false;
 }
@@ -499,7 +531,10 @@ void SendQueue::WrFinishSetter() {
 void SendQueue::WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   if (wr_err_ != 0) return;
   if (!wr_open_ || wr_av_ == nullptr) return Keep(wr_err_, EINVAL);
-  PutDatagram(wr_av_, ah, remote_qpn, remote_qkey);
+  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(wr_av_);
+  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
+  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
+  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
   wr_av_ = nullptr;
   WrFinishSetter();
 }
@@ -509,9 +544,9 @@ void SendQueue::WrSetSge(uint32_t lkey, uint64_t addr, uint32_t length) {
   if (!wr_open_) return Keep(wr_err_, EINVAL);
   if (state_max_gs_ < 1) return Keep(wr_err_, ENOMEM);
   if (wr_atomic_)
-    PutData(lkey, addr, kAtomicBytes);
+    wr_.PutData(lkey, addr, kAtomicBytes);
   else if (length != 0)
-    PutData(lkey, addr, length);
+    wr_.PutData(lkey, addr, length);
   WrFinishSetter();
 }
 
@@ -521,10 +556,10 @@ void SendQueue::WrSetSgeList(std::size_t num_sge, const ibv_sge* sg_list) {
   if (num_sge > max_sge_ || static_cast<long>(num_sge) > state_max_gs_)
     return Keep(wr_err_, ENOMEM);
   if (wr_atomic_) {
-    if (num_sge > 0) PutData(sg_list[0].lkey, sg_list[0].addr, kAtomicBytes);
+    if (num_sge > 0) wr_.PutData(sg_list[0].lkey, sg_list[0].addr, kAtomicBytes);
   } else {
     for (std::size_t i = 0; i < num_sge; ++i)
-      if (sg_list[i].length != 0) PutData(sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
+      if (sg_list[i].length != 0) wr_.PutData(sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
   }
   WrFinishSetter();
 }
@@ -537,20 +572,17 @@ void SendQueue::WrSetInline(const void* addr, std::size_t length) {
 void SendQueue::WrSetInlineList(std::size_t num_buf, const ibv_data_buf* buf_list) {
   if (wr_err_ != 0) return;
   if (!wr_open_ || wr_atomic_) return Keep(wr_err_, EINVAL);
-  if (const int err = PutInline(nullptr, buf_list, num_buf)) return Keep(wr_err_, err);
+  if (const int err = wr_.PutInline(nullptr, buf_list, num_buf, max_inline_))
+    return Keep(wr_err_, err);
   WrFinishSetter();
 }
 
 int SendQueue::WrComplete() {
   int err = wr_err_;
   if (err == 0 && wr_open_) err = EINVAL;  // a request still waits for its data
-  if (err != 0) {
-    cur_post_ = rb_cur_post_;
-    head_ = rb_head_;
-    fm_cache_ = rb_fm_cache_;
-  } else {
-    fm_cache_ = next_fence_;
-    if (wr_nreq_ != 0) RingDoorbell(wr_nreq_);
+  if (err == 0) {
+    Store(wr_);
+    if (wr_nreq_ != 0) RingDoorbell(wr_, wr_nreq_);
   }
   wr_open_ = false;
   lock_.unlock();
@@ -558,11 +590,10 @@ int SendQueue::WrComplete() {
 }
 
 void SendQueue::WrAbort() {
-  cur_post_ = rb_cur_post_;
-  head_ = rb_head_;
-  fm_cache_ = rb_fm_cache_;
   wr_open_ = false;
   lock_.unlock();
 }
+
+#undef ONCHIP_HOT
 
 }  // namespace onchip::driver::rings
