@@ -36,7 +36,10 @@ struct OpcodeMap {
   uint8_t mlx5;
   ibv_wc_opcode wc;
 };
-bool MapOpcode(ibv_wr_opcode op, OpcodeMap* out) {
+// `op` is the raw value: an application may pass any number, and only after this check is it
+// one of the enum's.
+static_assert(sizeof(ibv_wr_opcode) == sizeof(uint32_t));
+bool MapOpcode(uint32_t op, OpcodeMap* out) {
   switch (op) {
     case IBV_WR_SEND: *out = {prm::MLX5_OPCODE_SEND, IBV_WC_SEND}; return true;
     case IBV_WR_SEND_WITH_IMM: *out = {prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND}; return true;
@@ -322,8 +325,10 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
 }
 
 ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
+  uint32_t raw;
+  std::memcpy(&raw, &wr->opcode, sizeof(raw));  // not loaded as the enum before it is checked
   OpcodeMap op;
-  if (!MapOpcode(wr->opcode, &op)) [[unlikely]]
+  if (!MapOpcode(raw, &op)) [[unlikely]]
     return EINVAL;
   if (const int err = CheckRoom(b)) [[unlikely]]
     return err;
@@ -333,7 +338,7 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
     return err;
 
   uint32_t imm = 0;
-  switch (wr->opcode) {
+  switch (raw) {
     case IBV_WR_SEND_WITH_IMM:
     case IBV_WR_RDMA_WRITE_WITH_IMM: imm = wr->imm_data; break;  // already big-endian
     case IBV_WR_SEND_WITH_INV:
