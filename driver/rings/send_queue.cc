@@ -27,6 +27,14 @@ constexpr uint32_t kAtomicBytes = 8;
 
 constexpr uint32_t AlignUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 
+// WQE bytes are written as whole 8-byte words built in registers: narrower stores that a wider
+// load (the doorbell, the BlueFlame copy) later reads back cannot be forwarded and stall it.
+inline void Store64(std::byte* at, uint64_t v) { std::memcpy(at, &v, sizeof(v)); }
+// Two big-endian 32-bit fields as they lie in memory, first at the lower address.
+inline uint64_t Pair(Be32 first, Be32 second) {
+  return uint64_t{first.raw()} | (uint64_t{second.raw()} << 32);
+}
+
 bool IsAtomic(uint8_t opcode) {
   return opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
 }
@@ -160,17 +168,12 @@ ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, u
   uint8_t fm_ce_se = sig_bits | fence;
   if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
   if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
-  // Built in registers and stored as one 16-byte copy.
-  pod::mlx5_wqe_ctrl_seg c;
-  c.opmod_idx_opcode =
-      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode));
-  c.qpn_ds = Be32::FromHost(0);  // ds is known when the WQE is finished
-  c.signature = 0;
-  c.rsvd[0] = 0;
-  c.rsvd[1] = 0;
-  c.fm_ce_se = fm_ce_se;
-  c.imm = Be32::FromRaw(imm_raw);
-  std::memcpy(ctrl, &c, sizeof(c));
+  // ctrl: {opmod_idx_opcode, qpn_ds (written at Finish)}, {signature 0, reserved 0, fm_ce_se,
+  // imm}.
+  opcode_word =
+      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode)).raw();
+  Store64(ctrl, opcode_word);
+  Store64(ctrl + 8, (uint64_t{fm_ce_se} << 24) | (uint64_t{imm_raw} << 32));
   SendSlot& s = slots[slot];
   s.wr_id = wr_id;
   s.wr_count = head;
@@ -190,19 +193,16 @@ ONCHIP_HOT std::byte* SendQueue::Builder::TakeSegment() {
 }
 
 ONCHIP_HOT void SendQueue::Builder::PutRaddr(uint32_t rkey, uint64_t raddr) {
-  pod::mlx5_wqe_raddr_seg r;
-  r.raddr = Be64::FromHost(raddr);
-  r.rkey = Be32::FromHost(rkey);
-  r.reserved = Be32::FromHost(0);
-  std::memcpy(TakeSegment(), &r, sizeof(r));
+  std::byte* at = TakeSegment();  // raddr, rkey, reserved
+  Store64(at, Be64::FromHost(raddr).raw());
+  Store64(at + 8, Pair(Be32::FromHost(rkey), Be32::FromHost(0)));
 }
 
 ONCHIP_HOT void SendQueue::Builder::PutAtomic(uint8_t opcode, uint64_t swap_add,
                                               uint64_t compare) {
-  pod::mlx5_wqe_atomic_seg a;
-  a.swap_add = Be64::FromHost(swap_add);
-  a.compare = Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0);
-  std::memcpy(TakeSegment(), &a, sizeof(a));
+  std::byte* at = TakeSegment();  // swap_add, compare
+  Store64(at, Be64::FromHost(swap_add).raw());
+  Store64(at + 8, Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0).raw());
 }
 
 ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
@@ -214,11 +214,9 @@ ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
 }
 
 ONCHIP_HOT void SendQueue::Builder::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
-  pod::mlx5_wqe_data_seg d;
-  d.byte_count = Be32::FromHost(length);
-  d.lkey = Be32::FromHost(lkey);
-  d.addr = Be64::FromHost(addr);
-  std::memcpy(TakeSegment(), &d, sizeof(d));
+  std::byte* at = TakeSegment();  // byte_count, lkey, addr
+  Store64(at, Pair(Be32::FromHost(length), Be32::FromHost(lkey)));
+  Store64(at + 8, Be64::FromHost(addr).raw());
 }
 
 int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n,
@@ -277,7 +275,8 @@ int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rke
 
 ONCHIP_HOT void SendQueue::Builder::Finish() {
   const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(qpn, ds));
-  std::memcpy(ctrl + offsetof(pod::mlx5_wqe_ctrl_seg, qpn_ds), &qpn_ds, sizeof(qpn_ds));
+  last_doorbell = Pair(Be32::FromRaw(opcode_word), qpn_ds);
+  Store64(ctrl, last_doorbell);
   cur_post += AlignUp(ds * kDs, kBb) / kBb;
   ++head;
   slots[slot].next_post = cur_post;
@@ -308,9 +307,7 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
         if (src == b.qend) src = b.ring;
       }
     } else {
-      uint64_t word;
-      std::memcpy(&word, last, sizeof(word));
-      *reinterpret_cast<volatile uint64_t*>(dst) = word;
+      *reinterpret_cast<volatile uint64_t*>(dst) = b.last_doorbell;
     }
   };
   if (bf.need_lock) {

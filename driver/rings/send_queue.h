@@ -139,12 +139,15 @@ class SendQueue {
     uint8_t next_fence;  // the fence the next WQE inherits
     // The open WQE.
     std::byte* ctrl;
+    uint32_t opcode_word;  // the ctrl's first word as stored (big-endian opmod_idx_opcode)
     std::byte* seg;      // the next 16 bytes to write
     uint32_t ds;
     uint32_t slot;
-    // The last finished WQE (what the doorbell names).
+    // The last finished WQE (what the doorbell names) and its first 8 bytes as stored, kept in
+    // a register so the doorbell never reads back what was just written.
     std::byte* last_ctrl;
     uint32_t last_ds;
+    uint64_t last_doorbell;
 
     void Begin(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
                ibv_wc_opcode wc_opcode, bool umr);
