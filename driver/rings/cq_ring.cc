@@ -259,6 +259,42 @@ void CqRing::EndPoll() {
   lock_.unlock();
 }
 
+void CqRing::Clean(uint32_t qpn, SrqRing* srq) {
+  lock_.lock();
+  const uint32_t ci = ci_.load(std::memory_order_relaxed);
+  // The producer's position: the first CQE software does not own yet.
+  uint32_t prod = ci;
+  while (prod - ci < cqe_cnt_ && NextCqe(prod) != nullptr) ++prod;
+  mmio::FromDeviceBarrier();
+  uint32_t freed = 0;
+  for (uint32_t i = prod; i != ci;) {
+    --i;
+    std::byte* at = CqeAt(i);
+    const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+    if (prm::CqeQpn(cqe->sop_drop_qpn.host()) == qpn) {
+      const prm::CqeOpcode opcode = prm::CqeOpcodeOf(cqe->op_own);
+      const bool responder = opcode == prm::MLX5_CQE_RESP_WR_IMM ||
+                             opcode == prm::MLX5_CQE_RESP_SEND ||
+                             opcode == prm::MLX5_CQE_RESP_SEND_IMM ||
+                             opcode == prm::MLX5_CQE_RESP_SEND_INV ||
+                             opcode == prm::MLX5_CQE_RESP_ERR;
+      if (srq != nullptr && responder) (void)srq->Retire(cqe->wqe_counter.host());
+      ++freed;
+    } else if (freed != 0) {
+      std::byte* dest = CqeAt(i + freed);
+      auto* d = reinterpret_cast<pod::mlx5_cqe64*>(dest);
+      const uint8_t owner = d->op_own & prm::MLX5_CQE_OWNER_MASK;
+      std::memmove(dest, at, sizeof(pod::mlx5_cqe64));
+      d->op_own = static_cast<uint8_t>((d->op_own & ~prm::MLX5_CQE_OWNER_MASK) | owner);
+    }
+  }
+  if (freed != 0) {
+    mmio::ToDeviceBarrier();  // the moved CQEs before the index that frees their old slots
+    StoreCi(ci + freed);
+  }
+  lock_.unlock();
+}
+
 int CqRing::Arm(bool solicited_only) {
   const uint32_t word = prm::CqArmWord(
       arm_sn_, solicited_only ? prm::MLX5_CQ_DB_REQ_NOT_SOL : prm::MLX5_CQ_DB_REQ_NOT,

@@ -74,6 +74,12 @@ class CqRing {
   // The provider's cq_event: an event was read, the next arm carries the next sequence number.
   void Event() { ++arm_sn_; }
 
+  // Removes the CQEs of QP `qpn` that software has not polled yet, as libmlx5 does when a QP is
+  // destroyed or reset: later CQEs move up over them (each slot keeps its owner bit), the
+  // consumer index advances past the freed slots, and responder CQEs that named an SRQ WQE give
+  // it back to `srq` (null when the QP has none). Call it after the QP left the qpn table.
+  void Clean(uint32_t qpn, SrqRing* srq);
+
   // ibv_start_poll / ibv_next_poll / ibv_end_poll.
   int StartPoll(ibv_cq_ex* cq);
   int NextPoll(ibv_cq_ex* cq);
@@ -91,6 +97,9 @@ class CqRing {
   enum class Parsed { kCompletion, kSkip, kError };
 
   const std::byte* NextCqe(uint32_t ci) const;
+  std::byte* CqeAt(uint32_t index) const {
+    return buf_ + std::size_t{index & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
+  }
   Parsed Parse(const std::byte* cqe, ibv_wc* wc, uint64_t* ts);
   int PollOne(ibv_cq_ex* cq);  // consumes CQEs until one completion: 0, ENOENT or EINVAL
   void StoreCi(uint32_t ci);

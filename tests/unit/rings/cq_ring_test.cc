@@ -236,6 +236,47 @@ TEST(CqRing, ArmWritesTheRecordThenTheUarDoorbell) {
   EXPECT_EQ(prm::CqArmSn(h.cq_dbr.arm_db.host()), 1u);
 }
 
+TEST(CqRing, CleanRemovesADestroyedQpsCqesAndKeepsTheOthersInOrder) {
+  Harness h;
+  DataPathQp other{};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  ibv_send_wr* bad = nullptr;
+  SendQueueDesc d;
+  prm::Be32 counter;
+  Aligned ring(64 * 64);
+  d.ring = ring.p;
+  d.wqe_cnt = 64;
+  d.max_post = 8;
+  d.db_counter = &counter;
+  d.bf = &h.bf;
+  d.bus = &h.bus;
+  d.qpn = 0x200;
+  ASSERT_TRUE(other.sq.Init(d).has_value());
+  other.queues = {&other.sq, nullptr, nullptr};
+  ASSERT_TRUE(h.table.Insert(0x200, &other.queues).has_value());
+  for (uint64_t i = 0; i < 2; ++i) {
+    wr.wr_id = 10 + i;
+    ASSERT_EQ(driver::rings::PostSend(h.ibqp(), &wr, &bad), 0);
+    wr.wr_id = 20 + i;
+    ASSERT_EQ(other.sq.PostSend(&wr, &bad), 0);
+  }
+  // Interleaved: ours, other, ours, other; then the table forgets ours and the CQ is cleaned.
+  h.WriteCqe(0, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_SEND);
+  h.WriteCqe(1, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_SEND, 0x200);
+  h.WriteCqe(2, prm::MLX5_CQE_REQ, 1, prm::MLX5_OPCODE_SEND);
+  h.WriteCqe(3, prm::MLX5_CQE_REQ, 1, prm::MLX5_OPCODE_SEND, 0x200);
+  h.table.Erase(kQpn);
+  h.cq.ring.Clean(kQpn, nullptr);
+  EXPECT_EQ(h.cq.ring.consumer_index(), 2u);
+  EXPECT_EQ(h.cq_dbr.set_ci.host(), 2u);
+  std::array<ibv_wc, 4> wc{};
+  ASSERT_EQ(driver::rings::PollCq(h.ibcq(), 4, wc.data()), 2);
+  EXPECT_EQ(wc[0].wr_id, 20u);
+  EXPECT_EQ(wc[1].wr_id, 21u);
+  EXPECT_EQ(wc[0].qp_num, 0x200u);
+}
+
 TEST(CqEx, StartNextEndAndTheReaders) {
   Harness h;
   ASSERT_TRUE(driver::rings::InstallCqExOps(h.cqx(), driver::rings::kSupportedWcFlags).has_value());
