@@ -118,8 +118,9 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
 
 #define ONCHIP_HOT [[gnu::always_inline]] inline
 
-ONCHIP_HOT SendQueue::Builder SendQueue::Load() const {
-  Builder b{};
+// Field by field into the caller's builder: no zero-fill or whole-struct copy, whose wide loads
+// over narrow stores the CPU cannot forward.
+ONCHIP_HOT void SendQueue::Load(Builder& b) const {
   b.ring = ring_;
   b.qend = qend_;
   b.slots = slots_.get();
@@ -129,7 +130,6 @@ ONCHIP_HOT SendQueue::Builder SendQueue::Load() const {
   b.head = head_;
   b.sig_bits = sig_bits_;
   b.next_fence = fm_cache_;
-  return b;
 }
 
 ONCHIP_HOT void SendQueue::Store(const Builder& b) {
@@ -401,7 +401,8 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
 
 int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   lock_.lock();
-  Builder b = Load();
+  Builder b;
+  Load(b);
   uint32_t nreq = 0;
   int err = 0;
   for (; wr != nullptr; wr = wr->next, ++nreq) {
@@ -436,7 +437,7 @@ inline void Keep(int& slot, int err) {
 
 void SendQueue::WrStart() {
   lock_.lock();
-  wr_ = Load();
+  Load(wr_);
   wr_nreq_ = 0;
   wr_err_ = 0;
   wr_open_ = false;

@@ -161,7 +161,7 @@ class SendQueue {
     void Finish();
   };
 
-  Builder Load() const;
+  void Load(Builder& b) const;
   void Store(const Builder& b);
   int CheckRoom(const Builder& b) const;
   int CheckOpcode(uint8_t opcode) const;
