@@ -583,6 +583,9 @@ void SendQueue::WrSetInlineList(std::size_t num_buf, const ibv_data_buf* buf_lis
 int SendQueue::WrComplete() {
   int err = wr_err_;
   if (err == 0 && wr_open_) err = EINVAL;  // a request still waits for its data
+  // Outside RTS (the gate closed: RESET, and until RTS after it) libmlx5 answers every batch
+  // with EINVAL and posts none of it.
+  if (state_max_gs_ < 0) err = EINVAL;
   if (err == 0) {
     Store(wr_);
     if (wr_nreq_ != 0) RingDoorbell(wr_, wr_nreq_);

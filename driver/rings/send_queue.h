@@ -87,8 +87,9 @@ class SendQueue {
   int PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr);
 
   // libmlx5's operational gate: the most SGEs a work request may carry in the QP's current state
-  // (0 after create: only SGE-less requests pass; max_send_sge from RTS; -1 after RESET:
-  // nothing passes). The object layer calls it on each transition; Init sets max_send_sge.
+  // (-1 at create and after RESET: nothing passes, post_send ENOMEM and ibv_wr_complete EINVAL;
+  // max_send_sge from RTS). The object layer calls it on each transition; Init sets
+  // max_send_sge, which is what tests on plain memory want.
   void SetStateMaxGs(int max_gs) { state_max_gs_ = max_gs; }
 
   // A requester CQE for WQE index `wqe_counter`: retires it and every earlier WQE and returns

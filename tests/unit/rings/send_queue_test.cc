@@ -507,6 +507,15 @@ TEST(WrApi, ErrorsRollTheBatchBackAndAbortPostsNothing) {
   EXPECT_EQ(h.qp.sq.cur_post(), 0u);
   EXPECT_EQ(h.bus.doorbells, 0);
 
+  // With the gate closed (RESET, or before RTS) every batch is EINVAL and posts nothing.
+  h.qp.sq.SetStateMaxGs(-1);
+  ibv_wr_start(qpx);
+  ibv_wr_send(qpx);
+  ibv_wr_set_sge_list(qpx, 0, nullptr);
+  EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+  EXPECT_EQ(h.qp.sq.cur_post(), 0u);
+  h.qp.sq.SetStateMaxGs(4);
+
   // A request left without its data fails the batch.
   ibv_wr_start(qpx);
   ibv_wr_send(qpx);
