@@ -67,22 +67,23 @@ Result<void> CqRing::Init(const CqRingDesc& d) {
     auto* cqe = reinterpret_cast<pod::mlx5_cqe64*>(buf_ + std::size_t{i} * cqe_size_ + cqe_offset_);
     cqe->op_own = prm::kCqeInitialOpOwn;
   }
-  ci_ = 0;
+  ci_.store(0, std::memory_order_relaxed);
   arm_sn_ = 0;
   return {};
 }
 
-const std::byte* CqRing::NextCqe() const {
-  const std::byte* at = buf_ + std::size_t{ci_ & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
+[[gnu::always_inline]] inline const std::byte* CqRing::NextCqe(uint32_t ci) const {
+  const std::byte* at = buf_ + std::size_t{ci & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
   const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
   // The device writes op_own last; read it once.
   const uint8_t op_own = *static_cast<const volatile uint8_t*>(&cqe->op_own);
   if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID) return nullptr;
-  if (prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci_, cqe_cnt_)) return nullptr;
+  if (prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci, cqe_cnt_)) return nullptr;
   return at;
 }
 
-CqRing::Parsed CqRing::Parse(const std::byte* at, ibv_wc* wc, uint64_t* ts) {
+[[gnu::always_inline]] inline CqRing::Parsed CqRing::Parse(const std::byte* at, ibv_wc* wc,
+                                                          uint64_t* ts) {
   const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
   const prm::CqeOpcode opcode = prm::CqeOpcodeOf(cqe->op_own);
   if (opcode == prm::MLX5_CQE_RESIZE_CQ || opcode == prm::MLX5_CQE_SIG_ERR) return Parsed::kSkip;
@@ -193,38 +194,42 @@ CqRing::Parsed CqRing::Parse(const std::byte* at, ibv_wc* wc, uint64_t* ts) {
   }
 }
 
-void CqRing::StoreCi() {
-  dbr_->set_ci = prm::Be32::FromHost(ci_ & prm::kCqConsumerIndexMask);
+void CqRing::StoreCi(uint32_t ci) {
+  ci_.store(ci, std::memory_order_relaxed);
+  dbr_->set_ci = prm::Be32::FromHost(ci & prm::kCqConsumerIndexMask);
 }
 
 int CqRing::Poll(int num_entries, ibv_wc* wc) {
   lock_.lock();
   int n = 0;
   bool failed = false;
-  const uint32_t start = ci_;
+  const uint32_t start = ci_.load(std::memory_order_relaxed);
+  uint32_t ci = start;
   while (n < num_entries) {
-    const std::byte* cqe = NextCqe();
+    const std::byte* cqe = NextCqe(ci);
     if (cqe == nullptr) break;
-    ++ci_;
+    ++ci;
     mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
     const Parsed p = Parse(cqe, &wc[n], nullptr);
     if (p == Parsed::kSkip) continue;
-    if (p == Parsed::kError) {
+    if (p == Parsed::kError) [[unlikely]] {
       failed = true;
       break;
     }
     ++n;
   }
-  if (ci_ != start) StoreCi();
+  if (ci != start) StoreCi(ci);
   lock_.unlock();
   return failed && n == 0 ? -1 : n;
 }
 
 int CqRing::PollOne(ibv_cq_ex* cq) {
+  uint32_t ci = ci_.load(std::memory_order_relaxed);
   for (;;) {
-    const std::byte* cqe = NextCqe();
+    const std::byte* cqe = NextCqe(ci);
     if (cqe == nullptr) return ENOENT;
-    ++ci_;
+    ++ci;
+    ci_.store(ci, std::memory_order_relaxed);
     mmio::FromDeviceBarrier();
     const Parsed p = Parse(cqe, &cur_, &cur_ts_);
     if (p == Parsed::kSkip) continue;
@@ -237,10 +242,11 @@ int CqRing::PollOne(ibv_cq_ex* cq) {
 
 int CqRing::StartPoll(ibv_cq_ex* cq) {
   lock_.lock();
-  const uint32_t start = ci_;
+  const uint32_t start = ci_.load(std::memory_order_relaxed);
   const int err = PollOne(cq);
   if (err != 0) {
-    if (ci_ != start) StoreCi();
+    const uint32_t ci = ci_.load(std::memory_order_relaxed);
+    if (ci != start) StoreCi(ci);
     lock_.unlock();
   }
   return err;
@@ -249,15 +255,50 @@ int CqRing::StartPoll(ibv_cq_ex* cq) {
 int CqRing::NextPoll(ibv_cq_ex* cq) { return PollOne(cq); }
 
 void CqRing::EndPoll() {
-  StoreCi();
+  StoreCi(ci_.load(std::memory_order_relaxed));
+  lock_.unlock();
+}
+
+void CqRing::Clean(uint32_t qpn, SrqRing* srq) {
+  lock_.lock();
+  const uint32_t ci = ci_.load(std::memory_order_relaxed);
+  // The producer's position: the first CQE software does not own yet.
+  uint32_t prod = ci;
+  while (prod - ci < cqe_cnt_ && NextCqe(prod) != nullptr) ++prod;
+  mmio::FromDeviceBarrier();
+  uint32_t freed = 0;
+  for (uint32_t i = prod; i != ci;) {
+    --i;
+    std::byte* at = CqeAt(i);
+    const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+    if (prm::CqeQpn(cqe->sop_drop_qpn.host()) == qpn) {
+      const prm::CqeOpcode opcode = prm::CqeOpcodeOf(cqe->op_own);
+      const bool responder = opcode == prm::MLX5_CQE_RESP_WR_IMM ||
+                             opcode == prm::MLX5_CQE_RESP_SEND ||
+                             opcode == prm::MLX5_CQE_RESP_SEND_IMM ||
+                             opcode == prm::MLX5_CQE_RESP_SEND_INV ||
+                             opcode == prm::MLX5_CQE_RESP_ERR;
+      if (srq != nullptr && responder) (void)srq->Retire(cqe->wqe_counter.host());
+      ++freed;
+    } else if (freed != 0) {
+      std::byte* dest = CqeAt(i + freed);
+      auto* d = reinterpret_cast<pod::mlx5_cqe64*>(dest);
+      const uint8_t owner = d->op_own & prm::MLX5_CQE_OWNER_MASK;
+      std::memmove(dest, at, sizeof(pod::mlx5_cqe64));
+      d->op_own = static_cast<uint8_t>((d->op_own & ~prm::MLX5_CQE_OWNER_MASK) | owner);
+    }
+  }
+  if (freed != 0) {
+    mmio::ToDeviceBarrier();  // the moved CQEs before the index that frees their old slots
+    StoreCi(ci + freed);
+  }
   lock_.unlock();
 }
 
 int CqRing::Arm(bool solicited_only) {
-  lock_.lock();
-  const uint32_t word =
-      prm::CqArmWord(arm_sn_, solicited_only ? prm::MLX5_CQ_DB_REQ_NOT_SOL : prm::MLX5_CQ_DB_REQ_NOT,
-                     ci_);
+  const uint32_t word = prm::CqArmWord(
+      arm_sn_, solicited_only ? prm::MLX5_CQ_DB_REQ_NOT_SOL : prm::MLX5_CQ_DB_REQ_NOT,
+      ci_.load(std::memory_order_relaxed));
   dbr_->arm_db = prm::Be32::FromHost(word);
   const prm::CqUarDoorbell doorbell{prm::Be32::FromHost(word), prm::Be32::FromHost(cqn_)};
   uint64_t value;
@@ -267,7 +308,6 @@ int CqRing::Arm(bool solicited_only) {
   mmio::WcStart();
   *reinterpret_cast<volatile uint64_t*>(uar_cq_doorbell_) = value;
   mmio::WcFlush();
-  lock_.unlock();
   bus_->DoorbellRung();
   return 0;
 }

@@ -18,13 +18,15 @@
 // completion that the ibv_wc_read_* readers return; EndPoll stores the consumer index. StartPoll
 // returns ENOENT (and holds nothing) on an empty CQ.
 //
-// Threads: `locked` makes Poll, StartPoll..EndPoll and Arm take a spinlock; unlocked CQs
-// (IBV_CREATE_CQ_ATTR_SINGLE_THREADED) are polled by one thread at a time. A poll makes no
-// allocation and no syscall.
+// Threads: `locked` makes Poll and StartPoll..EndPoll take a spinlock; unlocked CQs
+// (IBV_CREATE_CQ_ATTR_SINGLE_THREADED) are polled by one thread at a time. Arm takes no lock (it
+// reads the consumer index as last published), so it may run beside a poller, and Arm and Event
+// come from the thread that reads events. A poll makes no allocation and no syscall.
 #pragma once
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -72,6 +74,12 @@ class CqRing {
   // The provider's cq_event: an event was read, the next arm carries the next sequence number.
   void Event() { ++arm_sn_; }
 
+  // Removes the CQEs of QP `qpn` that software has not polled yet, as libmlx5 does when a QP is
+  // destroyed or reset: later CQEs move up over them (each slot keeps its owner bit), the
+  // consumer index advances past the freed slots, and responder CQEs that named an SRQ WQE give
+  // it back to `srq` (null when the QP has none). Call it after the QP left the qpn table.
+  void Clean(uint32_t qpn, SrqRing* srq);
+
   // ibv_start_poll / ibv_next_poll / ibv_end_poll.
   int StartPoll(ibv_cq_ex* cq);
   int NextPoll(ibv_cq_ex* cq);
@@ -81,17 +89,20 @@ class CqRing {
   const ibv_wc& current() const { return cur_; }
   uint64_t current_timestamp() const { return cur_ts_; }
 
-  uint32_t consumer_index() const { return ci_; }
+  uint32_t consumer_index() const { return ci_.load(std::memory_order_relaxed); }
   uint32_t arm_sn() const { return arm_sn_; }
   uint32_t cqn() const { return cqn_; }
 
  private:
   enum class Parsed { kCompletion, kSkip, kError };
 
-  const std::byte* NextCqe() const;
+  const std::byte* NextCqe(uint32_t ci) const;
+  std::byte* CqeAt(uint32_t index) const {
+    return buf_ + std::size_t{index & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
+  }
   Parsed Parse(const std::byte* cqe, ibv_wc* wc, uint64_t* ts);
   int PollOne(ibv_cq_ex* cq);  // consumes CQEs until one completion: 0, ENOENT or EINVAL
-  void StoreCi();
+  void StoreCi(uint32_t ci);
 
   std::byte* buf_ = nullptr;
   uint32_t cqe_cnt_ = 0;
@@ -103,7 +114,7 @@ class CqRing {
   bus::Bus* bus_ = nullptr;
   const QpnTable* qpns_ = nullptr;
   QueueLock lock_;
-  uint32_t ci_ = 0;
+  std::atomic<uint32_t> ci_{0};  // the poller's; Arm reads it from any thread
   uint32_t arm_sn_ = 0;
   ibv_wc cur_{};
   uint64_t cur_ts_ = 0;

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <span>
@@ -26,6 +27,14 @@ constexpr uint32_t kAtomicBytes = 8;
 
 constexpr uint32_t AlignUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 
+// WQE bytes are written as whole 8-byte words built in registers: narrower stores that a wider
+// load (the doorbell, the BlueFlame copy) later reads back cannot be forwarded and stall it.
+inline void Store64(std::byte* at, uint64_t v) { std::memcpy(at, &v, sizeof(v)); }
+// Two big-endian 32-bit fields as they lie in memory, first at the lower address.
+inline uint64_t Pair(Be32 first, Be32 second) {
+  return uint64_t{first.raw()} | (uint64_t{second.raw()} << 32);
+}
+
 bool IsAtomic(uint8_t opcode) {
   return opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
 }
@@ -35,7 +44,10 @@ struct OpcodeMap {
   uint8_t mlx5;
   ibv_wc_opcode wc;
 };
-bool MapOpcode(ibv_wr_opcode op, OpcodeMap* out) {
+// `op` is the raw value: an application may pass any number, and only after this check is it
+// one of the enum's.
+static_assert(sizeof(ibv_wr_opcode) == sizeof(uint32_t));
+bool MapOpcode(uint32_t op, OpcodeMap* out) {
   switch (op) {
     case IBV_WR_SEND: *out = {prm::MLX5_OPCODE_SEND, IBV_WC_SEND}; return true;
     case IBV_WR_SEND_WITH_IMM: *out = {prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND}; return true;
@@ -102,13 +114,37 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   return {};
 }
 
-int SendQueue::CheckRoom() const {
-  if (head_ - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
-  if (cur_post_ + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
+// ---- building WQEs ----
+
+#define ONCHIP_HOT [[gnu::always_inline]] inline
+
+// Field by field into the caller's builder: no zero-fill or whole-struct copy, whose wide loads
+// over narrow stores the CPU cannot forward.
+ONCHIP_HOT void SendQueue::Load(Builder& b) const {
+  b.ring = ring_;
+  b.qend = qend_;
+  b.slots = slots_.get();
+  b.mask = wqe_cnt_ - 1;
+  b.qpn = qpn_;
+  b.cur_post = cur_post_;
+  b.head = head_;
+  b.sig_bits = sig_bits_;
+  b.next_fence = fm_cache_;
+}
+
+ONCHIP_HOT void SendQueue::Store(const Builder& b) {
+  cur_post_ = b.cur_post;
+  head_ = b.head;
+  fm_cache_ = b.next_fence;
+}
+
+ONCHIP_HOT int SendQueue::CheckRoom(const Builder& b) const {
+  if (b.head - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
+  if (b.cur_post + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
   return 0;
 }
 
-int SendQueue::CheckOpcode(uint8_t opcode) const {
+ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
   switch (transport_) {
     case QpTransport::kUd:
       if (opcode != prm::MLX5_OPCODE_SEND && opcode != prm::MLX5_OPCODE_SEND_IMM) return EINVAL;
@@ -123,55 +159,53 @@ int SendQueue::CheckOpcode(uint8_t opcode) const {
   return EINVAL;
 }
 
-void SendQueue::BeginWqe(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
-                         ibv_wc_opcode wc_opcode, bool umr) {
-  slot_ = cur_post_ & (wqe_cnt_ - 1);
-  ctrl_ = reinterpret_cast<pod::mlx5_wqe_ctrl_seg*>(ring_ + std::size_t{slot_} * kBb);
+ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, uint8_t opcode,
+                                          uint32_t imm_raw, ibv_wc_opcode wc_opcode, bool umr) {
+  slot = cur_post & mask;
+  ctrl = ring + std::size_t{slot} * kBb;
   const uint8_t fence =
-      (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence_;
-  uint8_t fm_ce_se = sig_bits_ | fence;
+      (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence;
+  uint8_t fm_ce_se = sig_bits | fence;
   if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
   if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
-  ctrl_->opmod_idx_opcode =
-      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post_), opcode));
-  ctrl_->qpn_ds = Be32::FromHost(0);
-  ctrl_->signature = 0;
-  ctrl_->rsvd[0] = 0;
-  ctrl_->rsvd[1] = 0;
-  ctrl_->fm_ce_se = fm_ce_se;
-  ctrl_->imm = Be32::FromRaw(imm_raw);
-  // The ctrl segment starts a basic block, so the next segment is inside the ring.
-  seg_ = reinterpret_cast<std::byte*>(ctrl_) + kDs;
-  ds_ = 1;
-  next_fence_ = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
-  SendSlot& s = slots_[slot_];
+  // ctrl: {opmod_idx_opcode, qpn_ds (written at Finish)}, {signature 0, reserved 0, fm_ce_se,
+  // imm}.
+  opcode_word =
+      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode)).raw();
+  Store64(ctrl, opcode_word);
+  Store64(ctrl + 8, (uint64_t{fm_ce_se} << 24) | (uint64_t{imm_raw} << 32));
+  SendSlot& s = slots[slot];
   s.wr_id = wr_id;
-  s.wr_count = head_;
+  s.wr_count = head;
   s.wc_opcode = wc_opcode;
+  // The ctrl segment starts a basic block, so the next segment is inside the ring.
+  seg = ctrl + kDs;
+  ds = 1;
+  next_fence = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
 }
 
-std::byte* SendQueue::TakeSegment() {
-  std::byte* at = seg_;
-  seg_ += kDs;
-  if (seg_ == qend_) seg_ = ring_;
-  ++ds_;
+ONCHIP_HOT std::byte* SendQueue::Builder::TakeSegment() {
+  std::byte* at = seg;
+  seg += kDs;
+  if (seg == qend) seg = ring;
+  ++ds;
   return at;
 }
 
-void SendQueue::PutRaddr(uint32_t rkey, uint64_t raddr) {
-  auto* seg = reinterpret_cast<pod::mlx5_wqe_raddr_seg*>(TakeSegment());
-  seg->raddr = Be64::FromHost(raddr);
-  seg->rkey = Be32::FromHost(rkey);
-  seg->reserved = Be32::FromHost(0);
+ONCHIP_HOT void SendQueue::Builder::PutRaddr(uint32_t rkey, uint64_t raddr) {
+  std::byte* at = TakeSegment();  // raddr, rkey, reserved
+  Store64(at, Be64::FromHost(raddr).raw());
+  Store64(at + 8, Pair(Be32::FromHost(rkey), Be32::FromHost(0)));
 }
 
-void SendQueue::PutAtomic(uint8_t opcode, uint64_t swap_add, uint64_t compare) {
-  auto* seg = reinterpret_cast<pod::mlx5_wqe_atomic_seg*>(TakeSegment());
-  seg->swap_add = Be64::FromHost(swap_add);
-  seg->compare = Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0);
+ONCHIP_HOT void SendQueue::Builder::PutAtomic(uint8_t opcode, uint64_t swap_add,
+                                              uint64_t compare) {
+  std::byte* at = TakeSegment();  // swap_add, compare
+  Store64(at, Be64::FromHost(swap_add).raw());
+  Store64(at + 8, Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0).raw());
 }
 
-std::byte* SendQueue::ReserveDatagram() {
+ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
   // ctrl (16) + av (48) fill the first basic block: the three segments never wrap apart.
   std::byte* at = TakeSegment();
   (void)TakeSegment();
@@ -179,38 +213,30 @@ std::byte* SendQueue::ReserveDatagram() {
   return at;
 }
 
-void SendQueue::PutDatagram(std::byte* at, const ibv_ah* ah, uint32_t remote_qpn,
-                            uint32_t remote_qkey) {
-  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(at);
-  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
-  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
-  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
+ONCHIP_HOT void SendQueue::Builder::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
+  std::byte* at = TakeSegment();  // byte_count, lkey, addr
+  Store64(at, Pair(Be32::FromHost(length), Be32::FromHost(lkey)));
+  Store64(at + 8, Be64::FromHost(addr).raw());
 }
 
-void SendQueue::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
-  auto* seg = reinterpret_cast<pod::mlx5_wqe_data_seg*>(TakeSegment());
-  seg->byte_count = Be32::FromHost(length);
-  seg->lkey = Be32::FromHost(lkey);
-  seg->addr = Be64::FromHost(addr);
-}
-
-int SendQueue::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n) {
+int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n,
+                                  uint32_t max) {
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) total += sges ? sges[i].length : bufs[i].length;
-  if (total > max_inline_) return ENOMEM;
+  if (total > max) return ENOMEM;
   if (total == 0) return 0;
   // The 4-byte header, then the bytes back to back; only here can a WQE's bytes split at the
   // ring's end.
-  auto* header = reinterpret_cast<pod::mlx5_wqe_inline_seg*>(seg_);
-  header->byte_count = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
-  std::byte* p = seg_ + sizeof(*header);
+  const Be32 header = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
+  std::memcpy(seg, &header, sizeof(header));
+  std::byte* p = seg + sizeof(header);
   for (std::size_t i = 0; i < n; ++i) {
     const auto* src = static_cast<const std::byte*>(
         sges ? reinterpret_cast<const void*>(sges[i].addr) : bufs[i].addr);
     std::size_t len = sges ? sges[i].length : bufs[i].length;
     while (len != 0) {
-      if (p == qend_) p = ring_;
-      const std::size_t chunk = std::min<std::size_t>(len, static_cast<std::size_t>(qend_ - p));
+      if (p == qend) p = ring;
+      const std::size_t chunk = std::min<std::size_t>(len, static_cast<std::size_t>(qend - p));
       std::memcpy(p, src, chunk);
       p += chunk;
       src += chunk;
@@ -218,14 +244,14 @@ int SendQueue::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::siz
     }
   }
   const uint32_t units = AlignUp(static_cast<uint32_t>(total) + 4, kDs) / kDs;
-  const std::size_t ring_bytes = std::size_t{wqe_cnt_} * kBb;
-  seg_ = ring_ + ((seg_ - ring_) + std::size_t{units} * kDs) % ring_bytes;
-  ds_ += units;
+  const std::size_t ring_bytes = static_cast<std::size_t>(qend - ring);
+  seg = ring + ((seg - ring) + std::size_t{units} * kDs) % ring_bytes;
+  ds += units;
   return 0;
 }
 
-int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
-                      const ibv_mw_bind_info& info) {
+int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
+                               const ibv_mw_bind_info& info) {
   if (info.length > prm::MLX5_MAX_KLM_BYTE_COUNT) return EOPNOTSUPP;
   if (info.length != 0 && info.mr == nullptr) return EINVAL;
   alignas(16) std::array<std::byte, kUmrBindBytes> wqe;
@@ -237,7 +263,7 @@ int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
       .addr = info.addr,
       .length = info.length,
       .access = info.mw_access_flags,
-      .qpn = qpn_,
+      .qpn = qpn,
   };
   auto size = BuildUmrWqe(request, wqe);
   if (!size) return size.error().errno_value();
@@ -247,44 +273,45 @@ int SendQueue::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
   return 0;
 }
 
-void SendQueue::FinishWqe() {
-  ctrl_->qpn_ds = Be32::FromHost(prm::QpnDs(qpn_, ds_));
-  cur_post_ += AlignUp(ds_ * kDs, kBb) / kBb;
-  ++head_;
-  slots_[slot_].next_post = cur_post_;
-  wr_last_ctrl_ = ctrl_;
-  wr_last_ds_ = ds_;
+ONCHIP_HOT void SendQueue::Builder::Finish() {
+  const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(qpn, ds));
+  last_doorbell = Pair(Be32::FromRaw(opcode_word), qpn_ds);
+  Store64(ctrl, last_doorbell);
+  cur_post += AlignUp(ds * kDs, kBb) / kBb;
+  ++head;
+  slots[slot].next_post = cur_post;
+  last_ctrl = ctrl;
+  last_ds = ds;
 }
 
-void SendQueue::RingDoorbell(uint32_t nreq) {
+ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   // The WQEs are in host memory before the record says they exist ...
   mmio::ToDeviceBarrier();
-  *db_counter_ = Be32::FromHost(cur_post_ & prm::kWqCounterMask);
+  *db_counter_ = Be32::FromHost(b.cur_post & prm::kWqCounterMask);
   // ... and the record before the doorbell (WcStart orders it against the write-combined
   // stores; this keeps the compiler from sinking it).
   mmio::ToDeviceBarrier();
 
-  const auto* last = reinterpret_cast<const std::byte*>(wr_last_ctrl_);
-  const bool blueflame = nreq == 1 && bf_->blueflame && wr_last_ds_ > 1 &&
-                         wr_last_ds_ * kDs <= bf_->buf_size;
+  Bfreg& bf = *bf_;
+  const std::byte* last = b.last_ctrl;
+  const uint32_t ds = b.last_ds;
+  const bool blueflame = nreq == 1 && bf.blueflame && ds > 1 && ds * kDs <= bf.buf_size;
   auto write = [&] {
-    std::byte* dst = bf_->NextHalf();
+    std::byte* dst = bf.NextHalf();
     if (blueflame) {
-      const uint32_t bytes = AlignUp(wr_last_ds_ * kDs, kBb);
+      const uint32_t bytes = AlignUp(ds * kDs, kBb);
       const std::byte* src = last;
       for (uint32_t off = 0; off < bytes; off += kBb) {
         mmio::BlueFlameCopy64(dst + off, src);
         src += kBb;
-        if (src == qend_) src = ring_;
+        if (src == b.qend) src = b.ring;
       }
     } else {
-      uint64_t word;
-      std::memcpy(&word, last, sizeof(word));
-      *reinterpret_cast<volatile uint64_t*>(dst) = word;
+      *reinterpret_cast<volatile uint64_t*>(dst) = b.last_doorbell;
     }
   };
-  if (bf_->need_lock) {
-    mmio::WcLockGuard guard(bf_->lock);
+  if (bf.need_lock) {
+    mmio::WcLockGuard guard(bf.lock);
     write();
   } else {
     mmio::WcStart();
@@ -294,85 +321,100 @@ void SendQueue::RingDoorbell(uint32_t nreq) {
   bus_->DoorbellRung();
 }
 
-int SendQueue::PostOne(ibv_send_wr* wr) {
+ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
+  uint32_t raw;
+  std::memcpy(&raw, &wr->opcode, sizeof(raw));  // not loaded as the enum before it is checked
   OpcodeMap op;
-  if (!MapOpcode(wr->opcode, &op)) return EINVAL;
-  if (const int err = CheckRoom()) return err;
-  if (wr->num_sge > state_max_gs_) return ENOMEM;
-  if (const int err = CheckOpcode(op.mlx5)) return err;
+  if (!MapOpcode(raw, &op)) [[unlikely]]
+    return EINVAL;
+  if (const int err = CheckRoom(b)) [[unlikely]]
+    return err;
+  if (wr->num_sge > state_max_gs_) [[unlikely]]
+    return ENOMEM;
+  if (const int err = CheckOpcode(op.mlx5)) [[unlikely]]
+    return err;
 
   uint32_t imm = 0;
-  switch (wr->opcode) {
+  switch (raw) {
     case IBV_WR_SEND_WITH_IMM:
     case IBV_WR_RDMA_WRITE_WITH_IMM: imm = wr->imm_data; break;  // already big-endian
-    case IBV_WR_SEND_WITH_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
+    case IBV_WR_SEND_WITH_INV:
     case IBV_WR_LOCAL_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
     case IBV_WR_BIND_MW: imm = Be32::FromHost(wr->bind_mw.mw->rkey).raw(); break;
     default: break;
   }
   const bool umr = op.mlx5 == prm::MLX5_OPCODE_UMR;
-  const uint8_t fence_before = next_fence_;
-  BeginWqe(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
+  const uint8_t fence_before = b.next_fence;
+  b.Begin(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
 
   int err = 0;
   switch (op.mlx5) {
+    case prm::MLX5_OPCODE_SEND:
+    case prm::MLX5_OPCODE_SEND_IMM:
+    case prm::MLX5_OPCODE_SEND_INVAL:
+      if (transport_ == QpTransport::kUd) {
+        auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(b.ReserveDatagram());
+        std::memcpy(av, &DataPathAh::From(wr->wr.ud.ah)->av, sizeof(*av));
+        av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (wr->wr.ud.remote_qpn & 0xffffff));
+        av->key.qkey.qkey = Be32::FromHost(wr->wr.ud.remote_qkey);
+      }
+      break;
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
-    case prm::MLX5_OPCODE_RDMA_READ: PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
+    case prm::MLX5_OPCODE_RDMA_READ: b.PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
     case prm::MLX5_OPCODE_ATOMIC_CS:
-      PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
-      PutAtomic(op.mlx5, wr->wr.atomic.swap, wr->wr.atomic.compare_add);
+      b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      b.PutAtomic(op.mlx5, wr->wr.atomic.swap, wr->wr.atomic.compare_add);
       break;
     case prm::MLX5_OPCODE_ATOMIC_FA:
-      PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
-      PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
+      b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      b.PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
       break;
     case prm::MLX5_OPCODE_UMR:
       if (wr->opcode == IBV_WR_BIND_MW)
-        err = PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
-                     wr->bind_mw.rkey, wr->bind_mw.bind_info);
+        err = b.PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
+                       wr->bind_mw.rkey, wr->bind_mw.bind_info);
       else
-        err = PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
+        err = b.PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
       break;
-    default:
-      if (transport_ == QpTransport::kUd)
-        PutDatagram(ReserveDatagram(), wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
-      break;
+    default: break;
   }
   if (err == 0 && !umr) {
     if (IsAtomic(op.mlx5)) {
       // The 8-byte result lands in the first SGE.
-      if (wr->num_sge > 0) PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
+      if (wr->num_sge > 0) b.PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
     } else if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge > 0) {
-      err = PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge));
+      err = b.PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge), max_inline_);
     } else {
       for (int i = 0; i < wr->num_sge; ++i)
         if (wr->sg_list[i].length != 0)
-          PutData(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length);
+          b.PutData(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length);
     }
   }
-  if (err != 0) {
-    next_fence_ = fence_before;  // nothing was posted
+  if (err != 0) [[unlikely]] {
+    b.next_fence = fence_before;  // nothing was posted
     return err;
   }
-  FinishWqe();
+  b.Finish();
   return 0;
 }
 
 int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   lock_.lock();
-  next_fence_ = fm_cache_;
+  Builder b;
+  Load(b);
   uint32_t nreq = 0;
   int err = 0;
   for (; wr != nullptr; wr = wr->next, ++nreq) {
-    err = PostOne(wr);
-    if (err != 0) {
+    err = PostOne(b, wr);
+    if (err != 0) [[unlikely]] {
       *bad_wr = wr;
       break;
     }
   }
-  fm_cache_ = next_fence_;
-  if (nreq != 0) RingDoorbell(nreq);
+  Store(b);
+  if (nreq != 0) [[likely]]
+    RingDoorbell(b, nreq);
   lock_.unlock();
   return err;
 }
@@ -384,18 +426,7 @@ const SendSlot& SendQueue::Retire(uint16_t wqe_counter) {
   return s;
 }
 
-// ---- the extended API ----
-
-void SendQueue::WrStart() {
-  lock_.lock();
-  wr_nreq_ = 0;
-  wr_err_ = 0;
-  wr_open_ = false;
-  rb_cur_post_ = cur_post_;
-  rb_head_ = head_;
-  rb_fm_cache_ = fm_cache_;
-  next_fence_ = fm_cache_;
-}
+// ---- the extended API: one Builder across the calls, written back on success only ----
 
 namespace {
 // Keeps the first error of a batch.
@@ -404,32 +435,51 @@ inline void Keep(int& slot, int err) {
 }
 }  // namespace
 
+void SendQueue::WrStart() {
+  lock_.lock();
+  Load(wr_);
+  wr_nreq_ = 0;
+  wr_err_ = 0;
+  wr_open_ = false;
+}
+
+ONCHIP_HOT bool SendQueue::WrBegin(uint8_t opcode) {
+  if (wr_err_ != 0) return false;
+  if (wr_open_) {  // the previous request never got its data
+    Keep(wr_err_, EINVAL);
+    return false;
+  }
+  if (const int err = CheckRoom(wr_)) {
+    Keep(wr_err_, err);
+    return false;
+  }
+  if (const int err = CheckOpcode(opcode)) {
+    Keep(wr_err_, err);
+    return false;
+  }
+  return true;
+}
+
 void SendQueue::WrSend(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t imm_raw) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);  // the previous request never got its data
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
-  BeginWqe(wr_id, flags, opcode, imm_raw, IBV_WC_SEND, false);
+  if (!WrBegin(opcode)) return;
+  wr_.Begin(wr_id, flags, opcode, imm_raw, IBV_WC_SEND, false);
   wr_open_ = true;
   wr_atomic_ = false;
   wr_setters_ = 1;
   wr_av_ = nullptr;
   if (transport_ == QpTransport::kUd) {
-    wr_av_ = ReserveDatagram();
+    wr_av_ = wr_.ReserveDatagram();
     wr_setters_ = 2;
   }
 }
 
 void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
                        uint64_t raddr, uint32_t imm_raw) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  if (!WrBegin(opcode)) return;
   const ibv_wc_opcode wc =
       opcode == prm::MLX5_OPCODE_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
-  BeginWqe(wr_id, flags, opcode, imm_raw, wc, false);
-  PutRaddr(rkey, raddr);
+  wr_.Begin(wr_id, flags, opcode, imm_raw, wc, false);
+  wr_.PutRaddr(rkey, raddr);
   wr_open_ = true;
   wr_atomic_ = false;
   wr_setters_ = 1;
@@ -438,15 +488,12 @@ void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t 
 
 void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
                          uint64_t raddr, uint64_t swap_add, uint64_t compare) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(opcode)) return Keep(wr_err_, err);
+  if (!WrBegin(opcode)) return;
   const ibv_wc_opcode wc =
       opcode == prm::MLX5_OPCODE_ATOMIC_CS ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
-  BeginWqe(wr_id, flags, opcode, 0, wc, false);
-  PutRaddr(rkey, raddr);
-  PutAtomic(opcode, swap_add, compare);
+  wr_.Begin(wr_id, flags, opcode, 0, wc, false);
+  wr_.PutRaddr(rkey, raddr);
+  wr_.PutAtomic(opcode, swap_add, compare);
   wr_open_ = true;
   wr_atomic_ = true;
   wr_setters_ = 1;
@@ -455,37 +502,31 @@ void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_
 
 void SendQueue::WrBindMw(uint64_t wr_id, unsigned flags, ibv_mw* mw, uint32_t new_rkey,
                          const ibv_mw_bind_info& info) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(prm::MLX5_OPCODE_UMR)) return Keep(wr_err_, err);
-  const uint8_t fence_before = next_fence_;
-  BeginWqe(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(mw->rkey).raw(), IBV_WC_BIND_MW,
-           true);
+  if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
+  const uint8_t fence_before = wr_.next_fence;
+  wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(mw->rkey).raw(), IBV_WC_BIND_MW,
+            true);
   // The extended API binds with type-2 semantics, as libmlx5's does.
-  if (const int err = PutUmr(true, mw->rkey, new_rkey, info)) {
-    next_fence_ = fence_before;
+  if (const int err = wr_.PutUmr(true, mw->rkey, new_rkey, info)) {
+    wr_.next_fence = fence_before;
     return Keep(wr_err_, err);
   }
-  FinishWqe();
+  wr_.Finish();
   ++wr_nreq_;
 }
 
 void SendQueue::WrLocalInv(uint64_t wr_id, unsigned flags, uint32_t invalidate_rkey) {
-  if (wr_err_ != 0) return;
-  if (wr_open_) return Keep(wr_err_, EINVAL);
-  if (const int err = CheckRoom()) return Keep(wr_err_, err);
-  if (const int err = CheckOpcode(prm::MLX5_OPCODE_UMR)) return Keep(wr_err_, err);
-  BeginWqe(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
-           IBV_WC_LOCAL_INV, true);
-  (void)PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
-  FinishWqe();
+  if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
+  wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
+            IBV_WC_LOCAL_INV, true);
+  (void)wr_.PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
+  wr_.Finish();
   ++wr_nreq_;
 }
 
-void SendQueue::WrFinishSetter() {
+ONCHIP_HOT void SendQueue::WrFinishSetter() {
   if (--wr_setters_ > 0) return;
-  FinishWqe();
+  wr_.Finish();
   ++wr_nreq_;
   wr_open_ = false;
 }
@@ -493,7 +534,10 @@ void SendQueue::WrFinishSetter() {
 void SendQueue::WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   if (wr_err_ != 0) return;
   if (!wr_open_ || wr_av_ == nullptr) return Keep(wr_err_, EINVAL);
-  PutDatagram(wr_av_, ah, remote_qpn, remote_qkey);
+  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(wr_av_);
+  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
+  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
+  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
   wr_av_ = nullptr;
   WrFinishSetter();
 }
@@ -503,9 +547,9 @@ void SendQueue::WrSetSge(uint32_t lkey, uint64_t addr, uint32_t length) {
   if (!wr_open_) return Keep(wr_err_, EINVAL);
   if (state_max_gs_ < 1) return Keep(wr_err_, ENOMEM);
   if (wr_atomic_)
-    PutData(lkey, addr, kAtomicBytes);
+    wr_.PutData(lkey, addr, kAtomicBytes);
   else if (length != 0)
-    PutData(lkey, addr, length);
+    wr_.PutData(lkey, addr, length);
   WrFinishSetter();
 }
 
@@ -515,10 +559,10 @@ void SendQueue::WrSetSgeList(std::size_t num_sge, const ibv_sge* sg_list) {
   if (num_sge > max_sge_ || static_cast<long>(num_sge) > state_max_gs_)
     return Keep(wr_err_, ENOMEM);
   if (wr_atomic_) {
-    if (num_sge > 0) PutData(sg_list[0].lkey, sg_list[0].addr, kAtomicBytes);
+    if (num_sge > 0) wr_.PutData(sg_list[0].lkey, sg_list[0].addr, kAtomicBytes);
   } else {
     for (std::size_t i = 0; i < num_sge; ++i)
-      if (sg_list[i].length != 0) PutData(sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
+      if (sg_list[i].length != 0) wr_.PutData(sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
   }
   WrFinishSetter();
 }
@@ -531,20 +575,20 @@ void SendQueue::WrSetInline(const void* addr, std::size_t length) {
 void SendQueue::WrSetInlineList(std::size_t num_buf, const ibv_data_buf* buf_list) {
   if (wr_err_ != 0) return;
   if (!wr_open_ || wr_atomic_) return Keep(wr_err_, EINVAL);
-  if (const int err = PutInline(nullptr, buf_list, num_buf)) return Keep(wr_err_, err);
+  if (const int err = wr_.PutInline(nullptr, buf_list, num_buf, max_inline_))
+    return Keep(wr_err_, err);
   WrFinishSetter();
 }
 
 int SendQueue::WrComplete() {
   int err = wr_err_;
   if (err == 0 && wr_open_) err = EINVAL;  // a request still waits for its data
-  if (err != 0) {
-    cur_post_ = rb_cur_post_;
-    head_ = rb_head_;
-    fm_cache_ = rb_fm_cache_;
-  } else {
-    fm_cache_ = next_fence_;
-    if (wr_nreq_ != 0) RingDoorbell(wr_nreq_);
+  // Outside RTS (the gate closed: RESET, and until RTS after it) libmlx5 answers every batch
+  // with EINVAL and posts none of it.
+  if (state_max_gs_ < 0) err = EINVAL;
+  if (err == 0) {
+    Store(wr_);
+    if (wr_nreq_ != 0) RingDoorbell(wr_, wr_nreq_);
   }
   wr_open_ = false;
   lock_.unlock();
@@ -552,11 +596,10 @@ int SendQueue::WrComplete() {
 }
 
 void SendQueue::WrAbort() {
-  cur_post_ = rb_cur_post_;
-  head_ = rb_head_;
-  fm_cache_ = rb_fm_cache_;
   wr_open_ = false;
   lock_.unlock();
 }
+
+#undef ONCHIP_HOT
 
 }  // namespace onchip::driver::rings

@@ -87,8 +87,9 @@ class SendQueue {
   int PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr);
 
   // libmlx5's operational gate: the most SGEs a work request may carry in the QP's current state
-  // (0 after create: only SGE-less requests pass; max_send_sge from RTS; -1 after RESET:
-  // nothing passes). The object layer calls it on each transition; Init sets max_send_sge.
+  // (-1 at create and after RESET: nothing passes, post_send ENOMEM and ibv_wr_complete EINVAL;
+  // max_send_sge from RTS). The object layer calls it on each transition; Init sets
+  // max_send_sge, which is what tests on plain memory want.
   void SetStateMaxGs(int max_gs) { state_max_gs_ = max_gs; }
 
   // A requester CQE for WQE index `wqe_counter`: retires it and every earlier WQE and returns
@@ -123,23 +124,52 @@ class SendQueue {
   uint32_t outstanding() const { return head_ - tail_.load(std::memory_order_acquire); }
 
  private:
-  int CheckRoom() const;
-  int CheckOpcode(uint8_t opcode) const;
-  // Starts a WQE at cur_post: ctrl without ds; positions the segment cursor after it.
-  void BeginWqe(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
-                ibv_wc_opcode wc_opcode, bool umr);
-  std::byte* TakeSegment();  // the next 16 bytes, wrapping at the ring's end
-  void PutRaddr(uint32_t rkey, uint64_t raddr);
-  void PutAtomic(uint8_t opcode, uint64_t swap_add, uint64_t compare);
-  std::byte* ReserveDatagram();
-  void PutDatagram(std::byte* at, const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey);
-  void PutData(uint32_t lkey, uint64_t addr, uint32_t length);
-  int PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n);
-  int PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey, const ibv_mw_bind_info& info);
-  void FinishWqe();
-  void RingDoorbell(uint32_t nreq);
+  // The producer's working state while WQEs are built: copied from the queue at the start of a
+  // post (so the compiler keeps it in registers while WQE bytes are stored through the ring) and
+  // written back when the post ends. The extended API keeps one across its calls and writes it
+  // back only on a successful ibv_wr_complete, which makes rollback free.
+  struct Builder {
+    std::byte* ring;
+    std::byte* qend;
+    SendSlot* slots;
+    uint32_t mask;       // wqe_cnt - 1
+    uint32_t qpn;
+    uint32_t cur_post;   // basic blocks posted
+    uint32_t head;       // work requests posted
+    uint8_t sig_bits;
+    uint8_t next_fence;  // the fence the next WQE inherits
+    // The open WQE.
+    std::byte* ctrl;
+    uint32_t opcode_word;  // the ctrl's first word as stored (big-endian opmod_idx_opcode)
+    std::byte* seg;      // the next 16 bytes to write
+    uint32_t ds;
+    uint32_t slot;
+    // The last finished WQE (what the doorbell names) and its first 8 bytes as stored, kept in
+    // a register so the doorbell never reads back what was just written.
+    std::byte* last_ctrl;
+    uint32_t last_ds;
+    uint64_t last_doorbell;
 
-  int PostOne(ibv_send_wr* wr);
+    void Begin(uint64_t wr_id, unsigned send_flags, uint8_t opcode, uint32_t imm_raw,
+               ibv_wc_opcode wc_opcode, bool umr);
+    std::byte* TakeSegment();
+    void PutRaddr(uint32_t rkey, uint64_t raddr);
+    void PutAtomic(uint8_t opcode, uint64_t swap_add, uint64_t compare);
+    std::byte* ReserveDatagram();
+    void PutData(uint32_t lkey, uint64_t addr, uint32_t length);
+    int PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n, uint32_t max);
+    int PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey, const ibv_mw_bind_info& info);
+    void Finish();
+  };
+
+  void Load(Builder& b) const;
+  void Store(const Builder& b);
+  int CheckRoom(const Builder& b) const;
+  int CheckOpcode(uint8_t opcode) const;
+  int PostOne(Builder& b, ibv_send_wr* wr);
+  void RingDoorbell(const Builder& b, uint32_t nreq);
+  // The common start of each ibv_wr_* builder: false (error kept) when it cannot begin.
+  bool WrBegin(uint8_t opcode);
   void WrFinishSetter();
 
   std::byte* ring_ = nullptr;
@@ -168,24 +198,14 @@ class SendQueue {
   std::atomic<uint32_t> tail_{0};     // work requests retired
   std::atomic<uint32_t> bb_tail_{0};  // basic blocks retired
 
-  // The WQE being built.
-  prm::pod::mlx5_wqe_ctrl_seg* ctrl_ = nullptr;
-  std::byte* seg_ = nullptr;
-  uint32_t ds_ = 0;
-  uint32_t slot_ = 0;
-  uint8_t next_fence_ = 0;
-
   // The extended API's batch.
+  Builder wr_{};
   uint32_t wr_nreq_ = 0;
   int wr_err_ = 0;
   bool wr_open_ = false;   // a WQE waits for its setters
   int wr_setters_ = 0;     // setters still to come for the open WQE
   bool wr_atomic_ = false;
   std::byte* wr_av_ = nullptr;
-  uint32_t rb_cur_post_ = 0, rb_head_ = 0;
-  uint8_t rb_fm_cache_ = 0;
-  prm::pod::mlx5_wqe_ctrl_seg* wr_last_ctrl_ = nullptr;
-  uint32_t wr_last_ds_ = 0;
 };
 
 }  // namespace onchip::driver::rings

@@ -236,6 +236,78 @@ TEST(CqRing, ArmWritesTheRecordThenTheUarDoorbell) {
   EXPECT_EQ(prm::CqArmSn(h.cq_dbr.arm_db.host()), 1u);
 }
 
+TEST(CqRing, CleanRemovesADestroyedQpsCqesAndKeepsTheOthersInOrder) {
+  Harness h;
+  DataPathQp other{};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  ibv_send_wr* bad = nullptr;
+  SendQueueDesc d;
+  prm::Be32 counter;
+  Aligned ring(64 * 64);
+  d.ring = ring.p;
+  d.wqe_cnt = 64;
+  d.max_post = 8;
+  d.db_counter = &counter;
+  d.bf = &h.bf;
+  d.bus = &h.bus;
+  d.qpn = 0x200;
+  ASSERT_TRUE(other.sq.Init(d).has_value());
+  other.queues = {&other.sq, nullptr, nullptr};
+  ASSERT_TRUE(h.table.Insert(0x200, &other.queues).has_value());
+  for (uint64_t i = 0; i < 2; ++i) {
+    wr.wr_id = 10 + i;
+    ASSERT_EQ(driver::rings::PostSend(h.ibqp(), &wr, &bad), 0);
+    wr.wr_id = 20 + i;
+    ASSERT_EQ(other.sq.PostSend(&wr, &bad), 0);
+  }
+  // Interleaved: ours, other, ours, other; then the table forgets ours and the CQ is cleaned.
+  h.WriteCqe(0, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_SEND);
+  h.WriteCqe(1, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_SEND, 0x200);
+  h.WriteCqe(2, prm::MLX5_CQE_REQ, 1, prm::MLX5_OPCODE_SEND);
+  h.WriteCqe(3, prm::MLX5_CQE_REQ, 1, prm::MLX5_OPCODE_SEND, 0x200);
+  h.table.Erase(kQpn);
+  h.cq.ring.Clean(kQpn, nullptr);
+  EXPECT_EQ(h.cq.ring.consumer_index(), 2u);
+  EXPECT_EQ(h.cq_dbr.set_ci.host(), 2u);
+  std::array<ibv_wc, 4> wc{};
+  ASSERT_EQ(driver::rings::PollCq(h.ibcq(), 4, wc.data()), 2);
+  EXPECT_EQ(wc[0].wr_id, 20u);
+  EXPECT_EQ(wc[1].wr_id, 21u);
+  EXPECT_EQ(wc[0].qp_num, 0x200u);
+}
+
+TEST(CqRing, With128ByteCqesTheCqeIsTheSecondHalf) {
+  Harness h;
+  Aligned buf(8 * 128);
+  prm::CqDoorbellRecord dbr{};
+  driver::rings::DataPathCq cq{};
+  CqRingDesc d;
+  d.buf = buf.p;
+  d.cqe_cnt = 8;
+  d.cqe_size = 128;
+  d.dbr = &dbr;
+  d.uar_cq_doorbell = h.uar.p + prm::MLX5_CQ_DOORBELL;
+  d.bus = &h.bus;
+  d.qpns = &h.table;
+  ASSERT_TRUE(cq.ring.Init(d).has_value());
+  EXPECT_EQ(reinterpret_cast<pod::mlx5_cqe64*>(buf.p + 64)->op_own, prm::kCqeInitialOpOwn);
+  EXPECT_EQ(buf.p[63], std::byte{0}) << "the first half is not a CQE";
+  PostSends(h, 2);
+  for (uint32_t n = 0; n < 2; ++n) {
+    auto* cqe = reinterpret_cast<pod::mlx5_cqe64*>(buf.p + n * 128 + 64);
+    cqe->sop_drop_qpn = prm::Be32::FromHost(uint32_t{prm::MLX5_OPCODE_SEND} << 24 | kQpn);
+    cqe->wqe_counter = prm::Be16::FromHost(static_cast<uint16_t>(n));
+    cqe->op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ, false);
+  }
+  std::array<ibv_wc, 4> wc{};
+  ASSERT_EQ(driver::rings::PollCq(&cq.verbs.cq, 4, wc.data()), 2);
+  EXPECT_EQ(wc[0].wr_id, 100u);
+  EXPECT_EQ(wc[1].wr_id, 101u);
+  d.cqe_size = 96;
+  EXPECT_EQ(cq.ring.Init(d).error().errno_value(), EINVAL);
+}
+
 TEST(CqEx, StartNextEndAndTheReaders) {
   Harness h;
   ASSERT_TRUE(driver::rings::InstallCqExOps(h.cqx(), driver::rings::kSupportedWcFlags).has_value());

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstring>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "driver/rings/data_path_ah.h"
@@ -427,6 +429,32 @@ TEST(SendQueue, InitRefusesBadDescriptions) {
   EXPECT_EQ(sq.Init(d).error().errno_value(), EINVAL) << "a UMR (three blocks) does not fit";
 }
 
+TEST(SendQueue, TwoThreadsPostingOnALockedQueueNeverShareAWqe) {
+  Harness h(QpTransport::kRc, /*wqe_cnt=*/256, /*max_post=*/256, /*blueflame=*/false);
+  constexpr int kEach = 100;
+  auto poster = [&](uint64_t base) {
+    for (int i = 0; i < kEach; ++i) {
+      ibv_send_wr wr{};
+      wr.wr_id = base + static_cast<uint64_t>(i);
+      wr.opcode = IBV_WR_SEND;
+      ibv_send_wr* bad = nullptr;
+      EXPECT_EQ(driver::rings::PostSend(h.ibqp(), &wr, &bad), 0);
+    }
+  };
+  std::thread a(poster, 1000), b(poster, 2000);
+  a.join();
+  b.join();
+  EXPECT_EQ(h.qp.sq.cur_post(), 2u * kEach);
+  EXPECT_EQ(h.qp_dbr.snd_counter.host(), 2u * kEach);
+  std::set<uint64_t> ids;
+  for (uint32_t i = 0; i < 2 * kEach; ++i) {
+    EXPECT_EQ(Index(h.Ctrl(i)), i);
+    ids.insert(h.qp.sq.Retire(static_cast<uint16_t>(i)).wr_id);
+  }
+  EXPECT_EQ(ids.size(), 2u * kEach);
+  EXPECT_EQ(h.bus.doorbells, 2 * kEach);
+}
+
 // ---- the extended API ----
 
 TEST(WrApi, SendWithSgeBuildsTheSameWqeAsPostSend) {
@@ -478,6 +506,15 @@ TEST(WrApi, ErrorsRollTheBatchBackAndAbortPostsNothing) {
   ibv_wr_abort(qpx);
   EXPECT_EQ(h.qp.sq.cur_post(), 0u);
   EXPECT_EQ(h.bus.doorbells, 0);
+
+  // With the gate closed (RESET, or before RTS) every batch is EINVAL and posts nothing.
+  h.qp.sq.SetStateMaxGs(-1);
+  ibv_wr_start(qpx);
+  ibv_wr_send(qpx);
+  ibv_wr_set_sge_list(qpx, 0, nullptr);
+  EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+  EXPECT_EQ(h.qp.sq.cur_post(), 0u);
+  h.qp.sq.SetStateMaxGs(4);
 
   // A request left without its data fails the batch.
   ibv_wr_start(qpx);
