@@ -25,7 +25,7 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
   auto* ah = new Ah{};
   ah->device = pd->device;
   ah->pd = pd;
-  ah->dp.verbs.context = device.verbs();
+  ah->dp.verbs.context = pd->ibv.context;
   ah->dp.verbs.pd = &pd->ibv;
   prm::pod::mlx5_wqe_av& av = ah->dp.av;
   av.stat_rate_sl = static_cast<uint8_t>(Mlx5RateCode(attr.static_rate) << 4 | (attr.sl & 7) << 1);

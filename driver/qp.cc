@@ -150,8 +150,8 @@ Result<void> InitRings(Qp& qp) {
   return {};
 }
 
-// libmlx5's operational gate on posting: nothing after RESET, receives from INIT, sends (with
-// SGEs) from RTS; the other states keep what they had.
+// libmlx5's operational gate on posting: nothing at create and after RESET, receives from INIT,
+// sends from RTS; the other states keep what they had.
 void GatePosting(Qp& qp, ibv_qp_state state) {
   switch (state) {
     case IBV_QPS_RESET:
@@ -170,6 +170,14 @@ void GatePosting(Qp& qp, ibv_qp_state state) {
   }
 }
 
+// The QP's completions nobody polled leave its CQs (libmlx5's __mlx5_cq_clean), so a poll never
+// meets a CQE of a QP that is gone or started over; SRQ WQEs they held go back to the SRQ.
+void CleanCqs(Qp& qp) {
+  rings::SrqRing* srq = qp.srq ? &qp.srq->dp.ring : nullptr;
+  qp.send_cq->dp.ring.Clean(qp.qpn, srq);
+  if (qp.recv_cq != qp.send_cq) qp.recv_cq->dp.ring.Clean(qp.qpn, srq);
+}
+
 Result<void> DestroyOnDevice(Device& device, uint32_t qpn) {
   prm::Message<prm::destroy_qp_in> in;
   in.set(prm::destroy_qp_in::opcode, prm::DESTROY_QP).set(prm::destroy_qp_in::qpn, qpn);
@@ -180,7 +188,7 @@ Result<void> DestroyOnDevice(Device& device, uint32_t qpn) {
 
 void InitVerbsQp(Qp& qp, const QpAttributes& attr) {
   ibv_qp& v = qp.ibv();
-  v.context = qp.device->verbs();
+  v.context = qp.pd->ibv.context;  // the context the QP was created through, as its PD's
   v.qp_context = attr.qp_context;
   v.pd = &qp.pd->ibv;
   v.send_cq = &qp.send_cq->dp.verbs.cq;
@@ -402,9 +410,8 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
                                                      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)));
   InitVerbsQp(*qp, attr);
   Result<void> ready = InitRings(*qp);
-  // Until RTS only SGE-less sends pass; receives wait for INIT.
-  qp->dp.sq.SetStateMaxGs(0);
-  qp->dp.rq.SetStateMaxGs(0);
+  // Closed until the transitions open them: receives at INIT, sends at RTS.
+  GatePosting(*qp, IBV_QPS_RESET);
   if (ready && attr.ex) {
     ready = rings::InstallWrOps(&qp->dp.verbs.qp_ex, attr.send_ops_flags, Transport(attr.type));
     qp->dp.verbs.comp_mask |= kVerbsQpEx;
@@ -504,13 +511,19 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
   if (mask & IBV_QP_ACCESS_FLAGS) qp->access_flags = attr.qp_access_flags;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = attr.max_dest_rd_atomic;
   if (next == IBV_QPS_RESET) {
-    // Back to empty rings: the device forgot its progress, the record starts over.
+    // Back to empty rings: the device forgot its progress, the record starts over, and the
+    // QP's unpolled completions leave its CQs (out of the qpn table meanwhile).
+    device.qpns().Erase(qp->qpn);
+    qp->in_qpn_table = false;
+    CleanCqs(*qp);
     std::memset(qp->doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
     qp->port = 1;
     qp->pkey_index = 0;
     qp->access_flags = 0;
     qp->max_dest_rd_atomic = 0;
     ONCHIP_CHECK(InitRings(*qp));
+    ONCHIP_CHECK(device.qpns().Insert(qp->qpn, &qp->dp.queues));
+    qp->in_qpn_table = true;
   }
   GatePosting(*qp, next);
   qp->ibv().state = next;
@@ -580,6 +593,7 @@ Result<void> ReleaseQpOnDevice(Qp& qp) {
   // The number may be reused by the next QP: the pollers stop finding this one.
   if (qp.in_qpn_table) qp.device->qpns().Erase(qp.qpn);
   qp.in_qpn_table = false;
+  CleanCqs(qp);
   if (qp.srq) qp.srq->life.Unpin();
   qp.recv_cq->life.Unpin();
   qp.send_cq->life.Unpin();

@@ -109,7 +109,7 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   srq->ring = std::move(ring);
   srq->doorbell = std::move(doorbell);
   ibv_srq& v = srq->dp.verbs.srq;
-  v.context = device->verbs();
+  v.context = pd->ibv.context;
   v.pd = &pd->ibv;
   v.handle = srq->srqn;
   v.events_completed = 0;

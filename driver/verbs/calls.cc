@@ -140,6 +140,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* /*channel*/, 
   attr.comp_vector = static_cast<uint32_t>(comp_vector);
   auto cq = CreateCq(DeviceOf(context), attr);
   if (!cq) return Errno<ibv_cq>(cq.error().errno_value());
+  (*cq)->dp.verbs.cq.context = context;  // the device may serve several contexts
   return &(*cq)->dp.verbs.cq;
 }
 
