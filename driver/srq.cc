@@ -20,6 +20,8 @@ namespace {
 constexpr uint32_t kNextSeg = 16;  // mlx5_wqe_srq_next_seg
 constexpr uint32_t kDataSeg = 16;
 constexpr uint32_t kMinStride = 32;
+constexpr std::size_t kDoorbellRecordBytes = 8;
+static_assert(sizeof(prm::SrqDoorbellRecord) <= kDoorbellRecordBytes);
 
 Result<void> ArmRq(Srq& srq, uint32_t lwm) {
   prm::Message<prm::arm_rq_in> in;
@@ -63,9 +65,11 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
                                    MLX5DV_RES_TYPE_SRQ));
   if (ring.iova() % prm::ADAPTER_PAGE_SIZE != 0)
     return Fail(EINVAL, "create_srq: the allocator's SRQ buffer is not page aligned");
+  // libmlx5 asks for every doorbell record as 8 bytes aligned to 8 (its DBR pages' slots), and
+  // allocators are written for that (posix_memalign refuses an alignment below a pointer's).
   ONCHIP_TRY(QueueBuffer doorbell,
-             QueueBuffer::Allocate(pd, sizeof(prm::SrqDoorbellRecord),
-                                   sizeof(prm::SrqDoorbellRecord), MLX5DV_RES_TYPE_DBR));
+             QueueBuffer::Allocate(pd, kDoorbellRecordBytes, kDoorbellRecordBytes,
+                                   MLX5DV_RES_TYPE_DBR));
   if (doorbell.iova() % sizeof(prm::SrqDoorbellRecord) != 0)
     return Fail(EINVAL, "create_srq: the allocator's doorbell record is not aligned");
   std::memset(doorbell.data(), 0, sizeof(prm::SrqDoorbellRecord));
