@@ -471,7 +471,7 @@ TEST_F(EngineRcTest, ArmedCqWritesAnEqeAndSignalsTheVector) {
   std::memcpy(&cqn, eqe.data + prm::kEqeCompletionCqnOffset, 4);
   EXPECT_EQ(prm::Be32::FromRaw(cqn).host(), cq_b_.cqn);
   uint64_t count = 0;
-  ASSERT_EQ(read(sim_->engine().InterruptFd(1), &count, 8), 8);
+  ASSERT_EQ(read(static_cast<vpci::Function&>(*sim_).InterruptFd(1), &count, 8), 8);
   EXPECT_EQ(count, 1u);
   // Not armed again: the next completion writes no EQE.
   node_->PostRecv(b_, key_, kDst, 64);
