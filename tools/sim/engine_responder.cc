@@ -186,10 +186,9 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       Packet r = answer(op == prm::MLX5_OPCODE_RDMA_READ ? PacketKind::kReadResponse
                                                          : PacketKind::kAtomicResponse);
       if (op == prm::MLX5_OPCODE_RDMA_READ) {
+        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn)) return;
         r.payload.resize(p.read_length);
-        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn) ||
-            !CopyFromKey(p.rkey, p.raddr, r.payload))
-          return;
+        if (!CopyFromKey(p.rkey, p.raddr, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
       }
@@ -344,10 +343,13 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
     case prm::MLX5_OPCODE_RDMA_READ: {
       Packet r = answer(PacketKind::kReadResponse);
-      r.payload.resize(p.read_length);
       if (!rc || !prm::Get(qpc, prm::qpc::rre) ||
-          !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn) ||
-          !CopyFromKey(p.rkey, p.raddr, r.payload)) {
+          !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn)) {
+        refuse(NakCode::kRemoteAccess, nullptr, {});
+        return;
+      }
+      r.payload.resize(p.read_length);
+      if (!CopyFromKey(p.rkey, p.raddr, r.payload)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
