@@ -14,6 +14,7 @@
 //   RDMA_WRITE(_IMM)             needs qpc.rwe and an rkey with remote write; _IMM also takes a
 //                                receive WQE (no data is scattered into it)
 //   RDMA_READ                    needs qpc.rre and remote read; answered with the bytes
+//                                (a zero-length write or read checks no rkey)
 //   ATOMIC_CS / ATOMIC_FA        need qpc.rae, remote atomic and an 8-byte aligned address; run
 //                                on the 64-bit word in host byte order, answered with the value
 //                                before
@@ -318,8 +319,10 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM: {
+      // A zero-length write names no memory: its rkey is not checked (IBTA).
       if (!prm::Get(qpc, prm::qpc::rwe) ||
-          !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, qp.pd, qpn)) {
+          (!p.payload.empty() &&
+           !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, qp.pd, qpn))) {
         if (rc) refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
@@ -344,7 +347,8 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     case prm::MLX5_OPCODE_RDMA_READ: {
       Packet r = answer(PacketKind::kReadResponse);
       if (!rc || !prm::Get(qpc, prm::qpc::rre) ||
-          !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn)) {
+          (p.read_length != 0 &&
+           !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn))) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }

@@ -209,6 +209,20 @@ TEST_F(EngineRcTest, WriteReadAndAtomicsOnDeviceMemory) {
   EXPECT_EQ(got, 7u);
 }
 
+TEST_F(EngineRcTest, ZeroLengthWriteAndReadNeedNoRkey) {
+  ConnectBoth();
+  node_->PostSend(a_, prm::MLX5_OPCODE_RDMA_WRITE, RaddrSeg(0, 0));
+  auto w = node_->Poll(cq_a_);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->opcode(), prm::MLX5_CQE_REQ);
+  EXPECT_EQ(w->byte_cnt(), 0u);
+  node_->PostSend(a_, prm::MLX5_OPCODE_RDMA_READ, RaddrSeg(0, 0));
+  auto r = node_->Poll(cq_a_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->opcode(), prm::MLX5_CQE_REQ);
+  EXPECT_EQ(node_->QpState(b_.qpn), prm::QP_STATE_RTS);
+}
+
 TEST_F(EngineRcTest, AtomicsOnHostMemory) {
   ConnectBoth();
   uint64_t v = 1000;
