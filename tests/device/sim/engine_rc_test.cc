@@ -4,6 +4,7 @@
 // retries, flushing after an error.
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "tests/device/sim/engine_node.h"
 #include "tests/device/sim/sim_fixture.h"
@@ -494,6 +495,40 @@ TEST_F(EngineRcTest, ArmedCqWritesAnEqeAndSignalsTheVector) {
   std::byte second[64];
   std::memcpy(second, w_->host(Node::kEqIova) + 64, 64);
   EXPECT_EQ(std::to_integer<int>(second[63]) & 1, 1);
+}
+
+// Two CQs armed through one UAR register before the engine looks: both fire.
+TEST_F(EngineRcTest, TwoArmsThroughOneUarRegisterBothFire) {
+  ConnectBoth();
+  // Keep the engine from seeing the first arm store alone: arm both without a kick.
+  ASSERT_TRUE(onchip::testing::WaitUntil([&] { return sim_->engine_sleeping(); }));
+  auto arm_quietly = [&](Node::CqInfo& cq) {
+    const uint32_t word = prm::CqArmWord(cq.arm_sn, prm::MLX5_CQ_DB_REQ_NOT, cq.ci);
+    node_->StoreBe32(cq.dbr + 4, word);
+    prm::CqUarDoorbell db{prm::Be32::FromHost(word), prm::Be32::FromHost(cq.cqn)};
+    std::memcpy(w_->bar() + prm::UarPageOffset(node_->uar) + prm::MLX5_CQ_DOORBELL, &db, 8);
+  };
+  cq_a_.arm_sn = 1;  // arm words that differ from the records' initial zero
+  cq_b_.arm_sn = 1;
+  arm_quietly(cq_a_);
+  arm_quietly(cq_b_);
+  node_->PostRecv(b_, key_, kDst, 64);
+  node_->PostSend(a_, prm::MLX5_OPCODE_SEND, DataSeg(key_, kSrc, 8));
+  ASSERT_TRUE(node_->Poll(cq_a_));
+  ASSERT_TRUE(node_->Poll(cq_b_));
+  std::set<uint32_t> fired;
+  ASSERT_TRUE(onchip::testing::WaitUntil([&] {
+    for (int i = 0; i < 2; ++i) {
+      prm::pod::mlx5_eqe eqe;
+      std::memcpy(&eqe, w_->host(Node::kEqIova) + i * 64, sizeof eqe);
+      if ((eqe.owner & 1) != 0) return false;
+      uint32_t cqn;
+      std::memcpy(&cqn, eqe.data + prm::kEqeCompletionCqnOffset, 4);
+      fired.insert(prm::Be32::FromRaw(cqn).host());
+    }
+    return true;
+  }));
+  EXPECT_EQ(fired, (std::set<uint32_t>{cq_a_.cqn, cq_b_.cqn}));
 }
 
 TEST_F(EngineRcTest, CqOverflowStopsTheCqAndReportsACqError) {
