@@ -383,12 +383,13 @@ class Node {
     StoreBe32(q.dbr, q.rq_counter & 0xffff);
     DoorbellRung();
   }
-  // What the driver's DoorbellRung does: a full fence, then Kick only if the engine sleeps.
+  // What the driver's DoorbellRung does: the doorbell visible, then the sleep word read, and a
+  // Kick only if the engine sleeps. (A seq_cst read-modify-write of the word is both the barrier
+  // and the read here; the sim bus uses MFENCE and a load.)
   void DoorbellRung() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint32_t word = std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(
                                                         w_.bar() + vpci::kEngineSleepWordOffset))
-                              .load(std::memory_order_seq_cst);
+                              .fetch_or(0, std::memory_order_seq_cst);
     if (word != 0) {
       ++kicks;
       w_.device().Kick();
