@@ -78,6 +78,14 @@ class Function {
 
   // Tells the device a doorbell was written. Cheap, never blocks, safe from any thread.
   virtual void Kick() = 0;
+
+  // The eventfd the device signals for interrupt (MSI-X) vector `vector`: one count each time an
+  // armed EQ whose eqc.intr is `vector` gets an EQE. The function owns the fd; -1 when it offers
+  // no interrupts for that vector. (In-process devices; a daemon would pass it like BAR0's fd.)
+  virtual int InterruptFd(uint16_t vector) const {
+    (void)vector;
+    return -1;
+  }
 };
 
 }  // namespace onchip::vpci

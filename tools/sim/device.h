@@ -47,6 +47,8 @@ class Device final : public vpci::Function {
   // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
   std::optional<vpci::TphCapability> tph() const override;
   void Kick() override;
+  // One eventfd per interrupt vector below num_interrupt_vectors (the data engine's).
+  int InterruptFd(uint16_t vector) const override { return engine_.InterruptFd(vector); }
 
   // The steering tag ST table entry `index` holds now, as the device reads it for an mkey with
   // pcie_tph_steering_tag_index = index (index 0 means "no tag" in an mkc; its entry is still

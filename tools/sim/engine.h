@@ -113,6 +113,9 @@ class Engine {
   // number `qpn`). Windows are remote-only.
   bool KeyAllows(uint32_t key, uint64_t va, uint64_t len, uint8_t rights, uint32_t pd,
                  uint32_t qpn) const;
+  // The mkey holding the bytes `key` reaches (a window's parent), or nullptr if there is none.
+  const Firmware::Mkey* Target(uint32_t key) const;
+  // Copies through a key the caller has checked (KeyAllows); false if it cannot (gone since).
   bool CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out);
   bool CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in);
   // Runs an 8-byte atomic at va (host byte order); the value before it, or nullopt.

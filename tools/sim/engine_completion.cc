@@ -8,12 +8,13 @@
 //
 // Arming: the driver writes the arm word to the CQ doorbell record and then {arm word, cqn} to
 // the CQ doorbell of a UAR page with one 64-bit store. The device consumes that register (it
-// reads it back as a value no driver writes), so an arm request is seen even when its word
-// equals the previous one. An armed CQ writes a completion EQE to its EQ at the next CQE (the
-// next solicited or error CQE when armed for solicited only), at once if CQEs past the arm
-// word's consumer index already exist. An EQ armed through its UAR doorbell (0x40) signals its
-// interrupt vector's eventfd once and waits to be armed again; ALWAYS_ARMED EQs signal every EQE.
-// Two arm stores to one UAR page between two engine passes leave only the second.
+// leaves a value there no driver writes), so an arm request is seen even when its word equals
+// the previous one; a change of the record's arm word counts as a request too, so arm stores of
+// two CQs to one UAR register that overwrite each other lose nothing. An armed CQ writes a
+// completion EQE to its EQ at the next CQE (the next solicited or error CQE when armed for
+// solicited only), at once if CQEs past the arm word's consumer index already exist. An EQ
+// armed through its UAR doorbell (0x40) signals its interrupt vector's eventfd once and waits
+// to be armed again; ALWAYS_ARMED EQs signal every EQE.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -167,18 +168,7 @@ void Engine::SignalVector(uint32_t vector) {
 
 bool Engine::PollArms() {
   bool moved = false;
-  std::set<uint32_t> pages;
-  for (const auto& [cqn, cq] : fw_.cqs_)
-    pages.insert(static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page)));
-  for (uint32_t page : pages) {
-    auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
-    if (!doorbell) continue;
-    const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
-    const uint32_t cqn = static_cast<uint32_t>(*doorbell) & 0xffffff;
-    auto it = fw_.cqs_.find(cqn);
-    if (it == fw_.cqs_.end()) continue;
-    Cq& cq = it->second;
-    if (prm::Get(Bytes(cq.cqc), prm::cqc::uar_page) != page || cq.progress.overflowed) continue;
+  auto arm = [&](uint32_t cqn, Cq& cq, uint32_t arm_word) {
     moved = true;
     cq.progress.arm_word = arm_word;
     cq.progress.armed = true;
@@ -193,6 +183,26 @@ bool Engine::PollArms() {
       WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
                prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
     }
+  };
+  std::set<uint32_t> pages;
+  for (const auto& [cqn, cq] : fw_.cqs_)
+    pages.insert(static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page)));
+  for (uint32_t page : pages) {
+    auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
+    if (!doorbell) continue;
+    const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
+    auto it = fw_.cqs_.find(static_cast<uint32_t>(*doorbell) & 0xffffff);
+    if (it == fw_.cqs_.end() || it->second.progress.overflowed ||
+        prm::Get(Bytes(it->second.cqc), prm::cqc::uar_page) != page)
+      continue;
+    arm(it->first, it->second, arm_word);
+  }
+  // The record's arm word as well: a second arm store into the same UAR register before this
+  // pass replaced the first, but each CQ's record still shows its own request.
+  for (auto& [cqn, cq] : fw_.cqs_) {
+    if (cq.progress.overflowed) continue;
+    auto word = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_ARM_DB * 4);
+    if (word && *word != cq.progress.arm_word) arm(cqn, cq, *word);
   }
   return moved;
 }

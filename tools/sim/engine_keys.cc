@@ -55,10 +55,22 @@ bool Engine::KeyAllows(uint32_t key, uint64_t va, uint64_t len, uint8_t rights, 
   return InRange(start, size, va, len);
 }
 
+const Firmware::Mkey* Engine::Target(uint32_t key) const {
+  auto it = fw_.mkeys_.find(key >> 8);
+  if (it == fw_.mkeys_.end()) return nullptr;
+  const Firmware::Mkey& m = it->second;
+  if (!m.window) return &m;
+  if (m.klm_targets.size() != 1) return nullptr;
+  auto parent = fw_.mkeys_.find(m.klm_targets[0]);
+  return parent == fw_.mkeys_.end() ? nullptr : &parent->second;
+}
+
 bool Engine::CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out) {
   if (out.empty()) return true;
+  const Firmware::Mkey* target = Target(key);
+  if (target == nullptr) return false;
   const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  const Firmware::Mkey& t = m.window ? fw_.mkeys_.at(m.klm_targets[0]) : m;
+  const Firmware::Mkey& t = *target;
   if (t.memic_start || t.sw_icm_id) {
     const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
     auto dm = fw_.DeviceMemoryLocked(key, off, out.size(), true);
@@ -80,8 +92,10 @@ bool Engine::CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out) {
 
 bool Engine::CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in) {
   if (in.empty()) return true;
+  const Firmware::Mkey* target = Target(key);
+  if (target == nullptr) return false;
   const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  const Firmware::Mkey& t = m.window ? fw_.mkeys_.at(m.klm_targets[0]) : m;
+  const Firmware::Mkey& t = *target;
   if (t.memic_start || t.sw_icm_id) {
     const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
     auto dm = fw_.DeviceMemoryLocked(key, off, in.size(), true);
@@ -112,8 +126,10 @@ std::optional<uint64_t> Engine::AtomicAtKey(uint32_t key, uint64_t va, bool comp
     word.compare_exchange_strong(expected, swap_add, std::memory_order_seq_cst);
     return expected;  // the value found, whether or not it matched
   };
+  const Firmware::Mkey* target = Target(key);
+  if (target == nullptr) return std::nullopt;
   const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  const Firmware::Mkey& t = m.window ? fw_.mkeys_.at(m.klm_targets[0]) : m;
+  const Firmware::Mkey& t = *target;
   if (t.memic_start || t.sw_icm_id) {
     const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
     auto dm = fw_.DeviceMemoryLocked(key, off, 8, true);

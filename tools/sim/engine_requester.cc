@@ -383,7 +383,9 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
       std::size_t done = 0;
       for (const ListEntry& e : list) {
         const std::size_t n = std::min<std::size_t>(e.length, data.size() - done);
-        if (e.is_inline || !CopyToKey(e.lkey, e.addr, data.subspan(done, n))) {
+        // The key was checked when the request left; it may have changed since.
+        if (e.is_inline || !KeyAllows(e.lkey, e.addr, n, kLocalWrite, qp.pd, qpn) ||
+            !CopyToKey(e.lkey, e.addr, data.subspan(done, n))) {
           CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
           return;
         }

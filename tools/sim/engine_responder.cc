@@ -14,6 +14,7 @@
 //   RDMA_WRITE(_IMM)             needs qpc.rwe and an rkey with remote write; _IMM also takes a
 //                                receive WQE (no data is scattered into it)
 //   RDMA_READ                    needs qpc.rre and remote read; answered with the bytes
+//                                (a zero-length write or read checks no rkey)
 //   ATOMIC_CS / ATOMIC_FA        need qpc.rae, remote atomic and an 8-byte aligned address; run
 //                                on the 64-bit word in host byte order, answered with the value
 //                                before
@@ -186,10 +187,9 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       Packet r = answer(op == prm::MLX5_OPCODE_RDMA_READ ? PacketKind::kReadResponse
                                                          : PacketKind::kAtomicResponse);
       if (op == prm::MLX5_OPCODE_RDMA_READ) {
+        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn)) return;
         r.payload.resize(p.read_length);
-        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn) ||
-            !CopyFromKey(p.rkey, p.raddr, r.payload))
-          return;
+        if (!CopyFromKey(p.rkey, p.raddr, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
       }
@@ -319,8 +319,10 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM: {
+      // A zero-length write names no memory: its rkey is not checked (IBTA).
       if (!prm::Get(qpc, prm::qpc::rwe) ||
-          !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, qp.pd, qpn)) {
+          (!p.payload.empty() &&
+           !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, qp.pd, qpn))) {
         if (rc) refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
@@ -344,10 +346,14 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
     case prm::MLX5_OPCODE_RDMA_READ: {
       Packet r = answer(PacketKind::kReadResponse);
-      r.payload.resize(p.read_length);
       if (!rc || !prm::Get(qpc, prm::qpc::rre) ||
-          !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn) ||
-          !CopyFromKey(p.rkey, p.raddr, r.payload)) {
+          (p.read_length != 0 &&
+           !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn))) {
+        refuse(NakCode::kRemoteAccess, nullptr, {});
+        return;
+      }
+      r.payload.resize(p.read_length);
+      if (!CopyFromKey(p.rkey, p.raddr, r.payload)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }

@@ -165,6 +165,17 @@ class Node {
     onchip::testing::WaitUntil([&] { return (c = TryPoll(cq)).has_value(); }, deadline);
     return c;
   }
+  // EQE `index` of the EQ if the device has written it in its first pass over the ring (owner 0),
+  // read as a consumer does: the owner byte with acquire, then the rest.
+  std::optional<prm::pod::mlx5_eqe> PeekEqe(uint32_t index) {
+    std::byte* p = w_.host(kEqIova) + index * 64;
+    const auto owner = std::to_integer<uint8_t>(
+        std::atomic_ref<std::byte>(p[63]).load(std::memory_order_acquire));
+    if ((owner & 1) != 0) return std::nullopt;
+    prm::pod::mlx5_eqe e;
+    std::memcpy(&e, p, sizeof e);
+    return e;
+  }
   // Arms `cq` for its next completion as libmlx5 does: record, then the UAR doorbell.
   void Arm(CqInfo& cq, bool solicited_only = false) {
     const uint32_t word =
@@ -383,12 +394,13 @@ class Node {
     StoreBe32(q.dbr, q.rq_counter & 0xffff);
     DoorbellRung();
   }
-  // What the driver's DoorbellRung does: a full fence, then Kick only if the engine sleeps.
+  // What the driver's DoorbellRung does: the doorbell visible, then the sleep word read, and a
+  // Kick only if the engine sleeps. (A seq_cst read-modify-write of the word is both the barrier
+  // and the read here; the sim bus uses MFENCE and a load.)
   void DoorbellRung() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint32_t word = std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(
                                                         w_.bar() + vpci::kEngineSleepWordOffset))
-                              .load(std::memory_order_seq_cst);
+                              .fetch_or(0, std::memory_order_seq_cst);
     if (word != 0) {
       ++kicks;
       w_.device().Kick();

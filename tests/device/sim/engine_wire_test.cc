@@ -163,6 +163,52 @@ TEST_F(EngineWireTest, UdDropsAWrongQkeyAndAMessageWithoutReceive) {
   EXPECT_EQ(resp->wqe_counter(), 0u);
 }
 
+// ---- UC ----
+
+TEST_F(EngineWireTest, UcCompletesWithoutAcknowledgementAndDropsWhatItCannotDeliver) {
+  auto a = node_->NewQp(0, prm::QP_ST_UC, cq_a_.cqn, cq_a_.cqn);
+  auto b = node_->NewQp(1, prm::QP_ST_UC, cq_b_.cqn, cq_b_.cqn);
+  Node::Path to_b, to_a;
+  to_b.remote_qpn = b.qpn;
+  to_b.rgid = OwnGid();
+  to_a.remote_qpn = a.qpn;
+  to_a.rgid = OwnGid();
+  node_->Connect(a, to_b);
+  node_->Connect(b, to_a);
+  const auto msg = Pattern(64, 1);
+  std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
+  // No receive posted: the send completes on the requester and is lost, no RNR.
+  node_->PostSend(a, prm::MLX5_OPCODE_SEND, DataSeg(key_, kSrc, 64));
+  auto lost = node_->Poll(cq_a_);
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->opcode(), prm::MLX5_CQE_REQ);
+  // A write and a send that find what they need arrive.
+  node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(kDst + 512, key_), DataSeg(key_, kSrc, 64)}));
+  ASSERT_TRUE(node_->Poll(cq_a_));
+  node_->PostRecv(b, key_, kDst, 64);
+  node_->PostSend(a, prm::MLX5_OPCODE_SEND_IMM, DataSeg(key_, kSrc, 64), prm::MLX5_WQE_CTRL_CQ_UPDATE,
+                  prm::Be32::FromHost(5).raw());
+  ASSERT_TRUE(node_->Poll(cq_a_));
+  auto resp = node_->Poll(cq_b_);
+  ASSERT_TRUE(resp);
+  EXPECT_EQ(resp->opcode(), prm::MLX5_CQE_RESP_SEND_IMM);
+  EXPECT_EQ(resp->wqe_counter(), 0u);  // the lost send took no receive
+  EXPECT_EQ(std::memcmp(node_->Data(kDst + 512), msg.data(), msg.size()), 0);
+  EXPECT_EQ(std::memcmp(node_->Data(kDst), msg.data(), msg.size()), 0);
+  // A write with a bad rkey is dropped by the responder; both QPs stay usable.
+  node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(kDst, key_ ^ 0x3), DataSeg(key_, kSrc, 64)}));
+  auto dropped = node_->Poll(cq_a_);
+  ASSERT_TRUE(dropped);
+  EXPECT_EQ(dropped->opcode(), prm::MLX5_CQE_REQ);
+  EXPECT_EQ(node_->QpState(a.qpn), prm::QP_STATE_RTS);
+  EXPECT_EQ(node_->QpState(b.qpn), prm::QP_STATE_RTS);
+  // READ is not a UC operation.
+  node_->PostSend(a, prm::MLX5_OPCODE_RDMA_READ, Cat({RaddrSeg(kDst, key_), DataSeg(key_, kSrc, 8)}));
+  auto bad = node_->Poll(cq_a_);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->syndrome(), prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+}
+
 // ---- SRQ ----
 
 TEST_F(EngineWireTest, SrqReceivesFollowTheFreeList) {
