@@ -27,7 +27,8 @@ inline std::unique_ptr<sim::Device> MakeDevice(const sim::DeviceConfig& config =
   return d ? std::move(*d) : nullptr;
 }
 
-// The device holds nothing a driver gave or created: pages, PDs, UARs, mkeys, device memory.
+// The device holds nothing a driver gave or created: pages, PDs, UARs, mkeys, device memory,
+// EQs, CQs, QPs, SRQs.
 inline void ExpectNothingHeld(const sim::Device& sim) {
   const auto c = sim.counters();
   EXPECT_EQ(c.pages_held, 0u);
@@ -37,6 +38,10 @@ inline void ExpectNothingHeld(const sim::Device& sim) {
   EXPECT_EQ(c.mkeys, 0u);
   EXPECT_EQ(c.memic_allocations, 0u);
   EXPECT_EQ(c.sw_icm_objects, 0u);
+  EXPECT_EQ(c.eqs, 0u);
+  EXPECT_EQ(c.cqs, 0u);
+  EXPECT_EQ(c.qps, 0u);
+  EXPECT_EQ(c.srqs, 0u);
 }
 
 // A fresh software ConnectX per test (Config() chooses it); its tables must be consistent when
