@@ -371,6 +371,29 @@ TEST_F(QpTest, ModifyRulesRefuseBeforeTheDevice) {
   EXPECT_EQ(v::destroy_qp(ud), 0);
 }
 
+TEST_F(QpTest, FirmwareRefusalsLeaveNothingAndChangeNothing) {
+  sim_->firmware().InjectFailure({.count = 1, .opcode = prm::CREATE_QP});
+  ibv_qp_init_attr a = Attr(IBV_QPT_RC);
+  errno = 0;
+  EXPECT_EQ(v::create_qp(pd_, &a), nullptr);
+  EXPECT_NE(errno, 0);
+  EXPECT_EQ(sim_->counters().qps, 0u);
+  // The pins a failed creation took are gone: the CQ and PD are not busy (TearDown frees them).
+  ibv_qp* qp = Create(IBV_QPT_RC);
+  ASSERT_NE(qp, nullptr);
+  sim_->firmware().InjectFailure({.count = 1, .opcode = prm::RST2INIT_QP});
+  ibv_qp_attr init{};
+  init.qp_state = IBV_QPS_INIT;
+  init.port_num = 1;
+  EXPECT_NE(v::modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+  EXPECT_EQ(qp->state, IBV_QPS_RESET);
+  ToInit(qp);  // and it still works
+  sim_->firmware().InjectFailure({.count = 1, .opcode = prm::DESTROY_QP});
+  EXPECT_NE(v::destroy_qp(qp), 0);  // a failed destroy keeps the QP
+  EXPECT_EQ(sim_->counters().qps, 1u);
+  EXPECT_EQ(v::destroy_qp(qp), 0);
+}
+
 TEST_F(QpTest, AQpPinsItsCqAndPd) {
   ibv_qp* qp = Create(IBV_QPT_RC);
   ASSERT_NE(qp, nullptr);
