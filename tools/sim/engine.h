@@ -142,6 +142,8 @@ class Engine {
   // (a full CQ goes to error and reports a CQ error event).
   bool WriteCqe(uint32_t cqn, const CqeFields& f);
   bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data);
+  // An affiliated QP event (prm::MLX5_EVENT_TYPE_WQ_*) on the first EQ that subscribes to it.
+  void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
   // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
   // the last call (the device leaves a value there no driver writes).

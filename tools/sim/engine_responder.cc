@@ -23,7 +23,9 @@
 // invalid request (REMOTE_INVAL_REQ_ERR); a receive WQE whose lkey fails -> NAK remote operation
 // (REMOTE_OP_ERR). When a receive WQE was taken the responder completes it in error too
 // (LOCAL_LENGTH_ERR, LOCAL_PROT_ERR, ...); an RC responder that refused a request moves to the
-// error state. UC and UD never answer: their failures complete the receive WQE in error only.
+// error state and reports an affiliated event EQE (WQ_ACCESS_ERROR, WQ_INVAL_REQ_ERROR,
+// WQ_CATAS_ERROR for its own receive's failure) on the first EQ subscribed to it. UC and UD never
+// answer: their failures complete the receive WQE in error only.
 #include <algorithm>
 #include <cstring>
 
@@ -31,6 +33,7 @@
 #include "tools/sim/engine_transport.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/eqe.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
 #include "uapi/prm/recv_wqe.h"
@@ -165,6 +168,11 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
     nak(code);
     if (rc || recv != nullptr) MoveToError(qp);
+    // The responder's own QP reports why it stopped (IBTA's affiliated asynchronous errors).
+    if (rc)
+      QpEvent(qpn, code == NakCode::kRemoteAccess     ? prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR
+                   : code == NakCode::kInvalidRequest ? prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR
+                                                      : prm::MLX5_EVENT_TYPE_WQ_CATAS_ERROR);
   };
 
   // Sequence (RC): execute the expected message, answer a repeated one again, drop the rest.

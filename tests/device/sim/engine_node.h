@@ -94,7 +94,10 @@ class Node {
         .set(In::eq_context_entry.intr, 1)
         .set(In::eq_context_entry.st, prm::EQ_CQ_STATE_ARMED)
         .set(In::event_bitmask[0], (1u << prm::MLX5_EVENT_TYPE_COMP) |
-                                       (1u << prm::MLX5_EVENT_TYPE_CQ_ERROR))
+                                       (1u << prm::MLX5_EVENT_TYPE_CQ_ERROR) |
+                                       (1u << prm::MLX5_EVENT_TYPE_WQ_CATAS_ERROR) |
+                                       (1u << prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR) |
+                                       (1u << prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR))
         .set(In::pas[0], kEqIova)
         .set(In::pas[1], kEqIova + 4096);
     // Every EQE starts device-owned.

@@ -298,6 +298,13 @@ TEST_F(EngineRcTest, RemoteWriteWithoutRightIsRemoteAccessErrorOnBothSides) {
   EXPECT_EQ(err->syndrome(), prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
   EXPECT_EQ(node_->QpState(a_.qpn), prm::QP_STATE_ERR);
   EXPECT_EQ(node_->QpState(b_.qpn), prm::QP_STATE_ERR);
+  // The responder's QP reports the access error as an affiliated event.
+  auto eqe = node_->PeekEqe(0);
+  ASSERT_TRUE(eqe);
+  EXPECT_EQ(eqe->type, prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR);
+  uint32_t qpn;
+  std::memcpy(&qpn, eqe->data + prm::kEqeCompletionCqnOffset, 4);
+  EXPECT_EQ(prm::Be32::FromRaw(qpn).host(), b_.qpn);
 }
 
 TEST_F(EngineRcTest, RemoteReadOutOfBoundsAndBadRkeyAreRemoteAccessErrors) {
