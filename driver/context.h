@@ -111,7 +111,7 @@ class Context {
   driver::Device& device() const { return *device_; }
   const std::shared_ptr<driver::Device>& shared_device() const { return device_; }
   // The device's embedded ibv_context: what driver/verbs/calls.h's calls take.
-  ibv_context* verbs() const { return device_->embedded_verbs(); }
+  ibv_context* verbs() const { return device_->verbs(); }
 
  private:
   explicit Context(std::shared_ptr<driver::Device> d) : device_(std::move(d)) {}

@@ -49,11 +49,15 @@ std::map<ibv_context*, Device*>& ServedContexts() {
 
 }  // namespace
 
-void Device::SetVerbsContext(ibv_context* context) {
+void Device::Serve(ibv_context* context) {
   std::lock_guard lock(ContextsMu());
-  if (verbs_override_) ServedContexts().erase(verbs_override_);
-  verbs_override_ = context;
-  if (context) ServedContexts()[context] = this;
+  ServedContexts()[context] = this;
+}
+
+void Device::StopServing(ibv_context* context) {
+  std::lock_guard lock(ContextsMu());
+  auto it = ServedContexts().find(context);
+  if (it != ServedContexts().end() && it->second == this) ServedContexts().erase(it);
 }
 
 Device* Device::FromVerbs(ibv_context* ctx) {
@@ -108,9 +112,8 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
 
 Device::~Device() {
   Close();
-  SetVerbsContext(nullptr);
   std::lock_guard lock(ContextsMu());
-  ServedContexts().erase(&verbs_);
+  std::erase_if(ServedContexts(), [this](const auto& served) { return served.second == this; });
 }
 
 TeardownReport Device::Close() {

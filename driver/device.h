@@ -81,16 +81,18 @@ class Device : public std::enable_shared_from_this<Device> {
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }
 
-  // The ibv_context new objects point at (ibv_dm.context, ibv_pd.context, ibv_mr.context): the
-  // embedded one, or the provider's own verbs context once set with SetVerbsContext (call it
-  // before creating objects; nullptr goes back to the embedded one).
-  ibv_context* verbs() { return verbs_override_ ? verbs_override_ : &verbs_; }
-  void SetVerbsContext(ibv_context* context);
-  // The embedded context, always.
-  ibv_context* embedded_verbs() { return &verbs_; }
-  // The device serving `ctx`: its embedded context or the one set with SetVerbsContext (a
-  // process-wide lookup, for the verbs calls of driver/verbs/calls.h); null for any other
-  // context, so a foreign one is refused rather than misread.
+  // The embedded ibv_context: what objects created through the C++ API point at. A verbs
+  // object points at the context it was created through (ibv_pd.context, ibv_cq.context), which
+  // may be any context the device serves.
+  ibv_context* verbs() { return &verbs_; }
+  // Contexts a libibverbs provider opened on this device, beside the embedded one: every open of
+  // one function in a process shares the brought-up device, as uverbs contexts share one PCI
+  // function. Serve() before creating objects through `context`; StopServing() when it closes.
+  void Serve(ibv_context* context);
+  void StopServing(ibv_context* context);
+  // The device serving `ctx`: its embedded context or one it serves (a process-wide lookup, for
+  // the verbs calls of driver/verbs/calls.h); null for any other context, so a foreign one is
+  // refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
 
   // Every live object, and the ticket any creation or destruction takes (registry.h).
@@ -118,7 +120,6 @@ class Device : public std::enable_shared_from_this<Device> {
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};
-  ibv_context* verbs_override_ = nullptr;
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded
   std::atomic<uint8_t> mkey_variant_{0};

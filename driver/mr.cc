@@ -75,7 +75,7 @@ Result<Mr*> Create(Device& device, prm::Message<C>& in, uint8_t variant, Pd* pd,
   mr->access = static_cast<int>(access);
   mr->pd = pd;
   mr->mkey_index = out.get(prm::create_mkey_out::mkey_index);
-  mr->ibv.context = device.verbs();
+  mr->ibv.context = pd->ibv.context;
   mr->ibv.pd = &pd->ibv;
   mr->ibv.handle = mr->mkey_index;
   mr->ibv.lkey = mr->ibv.rkey = (mr->mkey_index << 8) | variant;

@@ -45,7 +45,7 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
   mw->device = pd->device;
   mw->pd = pd;
   mw->mkey_index = out.get(prm::create_mkey_out::mkey_index);
-  mw->ibv.context = device.verbs();
+  mw->ibv.context = pd->ibv.context;
   mw->ibv.pd = &pd->ibv;
   mw->ibv.rkey = (mw->mkey_index << 8) | variant;
   mw->ibv.handle = mw->mkey_index;

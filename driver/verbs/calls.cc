@@ -27,6 +27,13 @@ V* Errno(int e) {
   return nullptr;
 }
 
+// An object created through `context` points at it (the device may serve several contexts).
+template <class T>
+Result<T*> Through(ibv_context* context, Result<T*> r) {
+  if (r) (*r)->ibv.context = context;
+  return r;
+}
+
 int AsErrno(const Result<void>& r) { return r ? 0 : r.error().errno_value(); }
 
 std::shared_ptr<Device> DeviceOf(ibv_context* context) {
@@ -42,13 +49,13 @@ ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) {
 
 ibv_dm* dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr, mlx5dv_alloc_dm_attr* dv_attr) {
   if (attr == nullptr) return Errno<ibv_dm>(EINVAL);
-  return VerbsOrErrno<ibv_dm>(AllocDm(DeviceOf(context), *attr, dv_attr));
+  return VerbsOrErrno<ibv_dm>(Through(context, AllocDm(DeviceOf(context), *attr, dv_attr)));
 }
 
 int free_dm(ibv_dm* dm) { return AsErrno(FreeDm(dm ? Dm::From(dm) : nullptr)); }
 
 ibv_pd* alloc_pd(ibv_context* context) {
-  return VerbsOrErrno<ibv_pd>(AllocPd(DeviceOf(context)));
+  return VerbsOrErrno<ibv_pd>(Through(context, AllocPd(DeviceOf(context))));
 }
 
 int dealloc_pd(ibv_pd* pd) { return AsErrno(DeallocPd(pd ? Pd::From(pd) : nullptr)); }
@@ -95,7 +102,7 @@ ibv_mr* reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
 
 ibv_td* alloc_td(ibv_context* context, ibv_td_init_attr* attr) {
   if (attr == nullptr) return Errno<ibv_td>(EINVAL);
-  return VerbsOrErrno<ibv_td>(AllocTd(DeviceOf(context), *attr));
+  return VerbsOrErrno<ibv_td>(Through(context, AllocTd(DeviceOf(context), *attr)));
 }
 
 int dealloc_td(ibv_td* td) { return AsErrno(DeallocTd(td ? Td::From(td) : nullptr)); }
@@ -115,7 +122,7 @@ int dealloc_mw(ibv_mw* mw) { return AsErrno(DeallocMw(mw ? Mw::From(mw) : nullpt
 
 ibv_dmah* alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
   if (attr == nullptr) return Errno<ibv_dmah>(EINVAL);
-  return VerbsOrErrno<ibv_dmah>(AllocDmah(DeviceOf(context), *attr));
+  return VerbsOrErrno<ibv_dmah>(Through(context, AllocDmah(DeviceOf(context), *attr)));
 }
 
 int dealloc_dmah(ibv_dmah* dmah) { return AsErrno(DeallocDmah(dmah ? Dmah::From(dmah) : nullptr)); }

@@ -7,7 +7,7 @@
 //   - returning int: 0 or the errno itself (ibv_free_dm, ibv_dealloc_pd, ibv_dereg_mr,
 //     ibv_dealloc_td, ibv_dealloc_mw, ibv_dealloc_dmah, mlx5dv_init_obj).
 // The context is one a Device serves: its embedded one (Context::verbs()) or the provider's
-// (Device::SetVerbsContext).
+// (Device::Serve).
 #pragma once
 
 #include <infiniband/mlx5dv.h>

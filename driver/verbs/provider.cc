@@ -174,7 +174,10 @@ void FreeContext(ibv_context* context) {
   OnchipContext* c = From(context);
   // In a forked child the device's threads do not exist: leave the parent's device alone and
   // release only what libibverbs gave this process.
-  if (InOpeningProcess(context)) delete c->session;  // driver teardown, then the device stops
+  if (InOpeningProcess(context)) {
+    c->session->device().StopServing(context);
+    delete c->session;  // the last session on the device tears the driver down and stops it
+  }
   c->session = nullptr;
   verbs_uninit_context(&c->vctx);  // closes cmd_fd and async_fd
   std::free(c);
@@ -229,7 +232,7 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   }
   c->session = session->release();
   // Objects the driver creates point at this context, the one libibverbs dispatches through.
-  c->session->device().SetVerbsContext(&c->vctx.context);
+  c->session->device().Serve(&c->vctx.context);
   c->id = reinterpret_cast<const OnchipDevice*>(ibdev)->id;
   c->owner = getpid();
   c->id.fw_ver = c->session->fw_ver();

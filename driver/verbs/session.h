@@ -2,11 +2,16 @@
 // provider chose (driver/open.h: the in-process software ConnectX, a device daemon's, or a
 // ConnectX bound to vfio-pci), plus the context's async event pipe.
 //
-// Order: Open() brings the device up; the destructor closes it (every object the application
-// left is released, then the function is torn down) and closes the pipe.
+// Every context a process opens on one locator shares one brought-up Device, as the contexts a
+// kernel hands out share one PCI function: a server and a client context in one process reach
+// each other's queues on the same device (rdma-core's own tests work that way). The first Open()
+// brings the device up; the last session's destructor closes it (every object the application
+// left is released, then the function is torn down). Objects a closed context left behind stay
+// until then.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "driver/device.h"
 #include "driver/open.h"
@@ -33,9 +38,13 @@ class Session {
   uint64_t fw_ver() const;
 
  private:
-  Session(std::shared_ptr<driver::Device> device, int read_fd, int write_fd)
-      : device_(std::move(device)), async_read_fd_(read_fd), async_write_fd_(write_fd) {}
+  Session(std::string key, std::shared_ptr<driver::Device> device, int read_fd, int write_fd)
+      : key_(std::move(key)),
+        device_(std::move(device)),
+        async_read_fd_(read_fd),
+        async_write_fd_(write_fd) {}
 
+  std::string key_;  // the locator, as the process-wide table of open devices knows it
   std::shared_ptr<driver::Device> device_;
   int async_read_fd_ = -1;
   int async_write_fd_ = -1;

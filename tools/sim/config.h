@@ -62,7 +62,9 @@ struct DeviceConfig {
   uint8_t log_max_ra_res_qp = 4;  // ... and answers (log_rra_max)
   uint8_t num_ports = 1;          // vhca_port_num 1..num_ports
   uint8_t max_mtu = 5;            // largest qpc.mtu: 5 = 4096 bytes
-  uint16_t roce_address_table_size = 256;  // GID table entries per port (src_addr_index bound)
+  // GIDs port 1 has (roce_address_table_size; src_addr_index must be below it): the RoCE v1 and
+  // v2 GIDs of the port's link-local and IPv4-mapped addresses, as the data engine's table holds.
+  uint16_t roce_address_table_size = 4;
 
   // ---- MEMIC (device_mem_cap) ----
   bool memic = true;

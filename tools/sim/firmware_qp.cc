@@ -16,8 +16,9 @@
 // and is ignored, as the kernel leaves it 0.
 //
 // DESTROY_QP works in every state: the QP goes to reset, then away. QUERY_QP answers the context
-// with the current state and the page list; the device's own counters in the context
-// (hw_*_counter, last_acked_psn, ssn, ...) read 0, the data engine keeps its progress elsewhere.
+// with the current state and the page list; of the device's own counters in the context the
+// ring counters are what the data engine last wrote there, the others (last_acked_psn, ssn, ...)
+// read 0.
 #include <cstring>
 
 #include "tools/sim/firmware.h"

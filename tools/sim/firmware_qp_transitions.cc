@@ -24,7 +24,8 @@
 // (UD, RTS2RTS: the receive CQ moves). ALT_ADDR_PATH is refused: path migration is not modelled.
 //
 // 2ERR moves the QP to ERR (the data engine then flushes its work); 2RST returns it to RST and
-// clears the engine's progress, so a QP taken back through RST2INIT starts from empty rings.
+// clears the engine's progress and the ring counters in the context, so a QP taken back through
+// RST2INIT starts from empty rings.
 // Nothing makes a QP enter SQD here (mlx5 has no RTS2SQD command); SQD_RTS is implemented for a
 // QP the engine drained, and SQERR2RTS for a UC or UD QP whose send queue the engine stopped.
 #include <cstring>
@@ -315,6 +316,13 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
   // Every check passed: keep the result.
   const prm::QpState to = EndsIn(t);
   s.SetState(to);
+  if (t == T::k2Rst) {
+    // Back to empty rings: the counters the context reports start over with the engine's.
+    s.Set(qpc::hw_sq_wqebb_counter, 0);
+    s.Set(qpc::sw_sq_wqebb_counter, 0);
+    s.Set(qpc::hw_rq_counter, 0);
+    s.Set(qpc::sw_rq_counter, 0);
+  }
   qp.qpc = s.next();
   qp.state = to;
   if (new_rcv != cqs_.end()) {

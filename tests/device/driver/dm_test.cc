@@ -79,23 +79,29 @@ TEST_F(DmTest, AllocMemicFillsTheVerbsStruct) {
   EXPECT_EQ(sim_->counters().memic_allocations, 0u);
 }
 
-// A libibverbs provider hands out its own ibv_context; objects created after SetVerbsContext
-// point at it.
-TEST_F(DmTest, ObjectsPointAtTheProvidersContextOnceSet) {
-  ibv_context provider{};
-  ctx_->device().SetVerbsContext(&provider);
-  ibv_dm* dm = Alloc(64);
-  ibv_pd* pd = v::alloc_pd(verbs_);
+// A device serves every context a provider opened on it; each object points at the context it
+// was created through, and its children at their parent's.
+TEST_F(DmTest, ObjectsPointAtTheContextTheyWereCreatedThrough) {
+  ibv_context first{}, second{};
+  ctx_->device().Serve(&first);
+  ctx_->device().Serve(&second);
+  ibv_alloc_dm_attr attr{.length = 64, .log_align_req = 0, .comp_mask = 0};
+  ibv_dm* dm = v::alloc_dm(&first, &attr);
+  ibv_pd* pd = v::alloc_pd(&second);
   ASSERT_TRUE(dm && pd);
   ibv_mr* mr = v::reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED);
   ASSERT_NE(mr, nullptr);
-  EXPECT_EQ(dm->context, &provider);
-  EXPECT_EQ(pd->context, &provider);
-  EXPECT_EQ(mr->context, &provider);
+  EXPECT_EQ(dm->context, &first);
+  EXPECT_EQ(pd->context, &second);
+  EXPECT_EQ(mr->context, &second);
   EXPECT_EQ(v::dereg_mr(mr), 0);
   EXPECT_EQ(v::free_dm(dm), 0);
   EXPECT_EQ(v::dealloc_pd(pd), 0);
-  ctx_->device().SetVerbsContext(nullptr);
+  ctx_->device().StopServing(&first);
+  ctx_->device().StopServing(&second);
+  ibv_pd* refused = v::alloc_pd(&first);
+  EXPECT_EQ(refused, nullptr);
+  EXPECT_EQ(errno, EINVAL);
 }
 
 TEST_F(DmTest, CompMaskBitsAreEinval) {

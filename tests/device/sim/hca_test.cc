@@ -216,6 +216,59 @@ TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
                       Syndrome::CAP_OTHER_FUNCTION));
 }
 
+// What the QP and SRQ commands accept is what the capabilities say: limits from DeviceConfig,
+// RC/UC/UD without XRC, 8-byte compare-and-swap and fetch-and-add whose byte order the driver
+// may set to host order.
+TEST_F(HcaTest, QueueAndAtomicCapabilities) {
+  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  const DeviceConfig c;
+  using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
+  using Atomic = prm::atomic_caps_bits<prm::query_hca_cap_out::capability.bit_offset>;
+  using Roce = prm::roce_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
+  auto query = [&](prm::CapType t, prm::CapMode m) {
+    return Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, prm::QueryCapOpMod(t, m)), 4112);
+  };
+  auto gen = query(prm::CAP_GENERAL, prm::HCA_CAP_OPMOD_GET_CUR);
+  ASSERT_TRUE(Ok(gen));
+  EXPECT_EQ(gen.get(Gen::log_max_qp), c.log_max_qp);
+  EXPECT_EQ(gen.get(Gen::log_max_qp_sz), c.log_max_qp_sz);
+  EXPECT_EQ(gen.get(Gen::log_max_srq), c.log_max_srq);
+  EXPECT_EQ(gen.get(Gen::log_max_srq_sz), c.log_max_srq_sz);
+  EXPECT_EQ(gen.get(Gen::max_wqe_sz_sq), c.max_wqe_sz_sq);
+  EXPECT_EQ(gen.get(Gen::max_wqe_sz_rq), c.max_wqe_sz_rq);
+  EXPECT_EQ(gen.get(Gen::log_max_msg), c.log_max_msg);
+  EXPECT_EQ(gen.get(Gen::log_max_ra_req_qp), c.log_max_ra_req_qp);
+  EXPECT_EQ(gen.get(Gen::log_max_ra_res_qp), c.log_max_ra_res_qp);
+  EXPECT_EQ(gen.get(Gen::num_ports), c.num_ports);
+  EXPECT_EQ(gen.get(Gen::rc), 1u);
+  EXPECT_EQ(gen.get(Gen::uc), 1u);
+  EXPECT_EQ(gen.get(Gen::ud), 1u);
+  EXPECT_EQ(gen.get(Gen::xrc), 0u);
+  EXPECT_EQ(gen.get(Gen::atomic), 1u);
+  EXPECT_EQ(query(prm::CAP_ROCE, prm::HCA_CAP_OPMOD_GET_CUR).get(Roce::roce_address_table_size),
+            c.roce_address_table_size);
+
+  auto amax = query(prm::CAP_ATOMIC, prm::HCA_CAP_OPMOD_GET_MAX);
+  ASSERT_TRUE(Ok(amax));
+  EXPECT_EQ(amax.get(Atomic::atomic_operations),
+            uint32_t{prm::ATOMIC_OPS_CMP_SWAP | prm::ATOMIC_OPS_FETCH_ADD});
+  EXPECT_EQ(amax.get(Atomic::atomic_size_qp), uint32_t{prm::ATOMIC_SIZE_QP_8BYTES});
+  EXPECT_EQ(amax.get(Atomic::supported_atomic_req_8B_endianness_mode_1), 1u);
+  auto acur = query(prm::CAP_ATOMIC, prm::HCA_CAP_OPMOD_GET_CUR);
+  EXPECT_EQ(acur.get(Atomic::atomic_req_8B_endianness_mode), 0u);  // until the driver sets it
+  using SetAtomic = prm::atomic_caps_bits<prm::set_hca_cap_in::capability.bit_offset>;
+  auto set = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_ATOMIC));
+  std::copy(acur.out.begin() + 16, acur.out.end(), set.bytes().begin() + 16);
+  set.set(SetAtomic::atomic_req_8B_endianness_mode, 1);
+  set.set(SetAtomic::atomic_size_qp, 0xffff);  // not writable: ignored
+  ASSERT_TRUE(Ok(Exec(set, 16)));
+  acur = query(prm::CAP_ATOMIC, prm::HCA_CAP_OPMOD_GET_CUR);
+  EXPECT_EQ(acur.get(Atomic::atomic_req_8B_endianness_mode), 1u);
+  EXPECT_EQ(acur.get(Atomic::atomic_size_qp), uint32_t{prm::ATOMIC_SIZE_QP_8BYTES});
+  set.set(SetAtomic::atomic_req_8B_endianness_mode, 2);  // above MAX
+  EXPECT_TRUE(Refused(Exec(set, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_ABOVE_MAX));
+}
+
 TEST_F(HcaTest, DeviceWithoutMemicOrSwIcmSaysSo) {
   DeviceConfig c;
   c.memic = false;

@@ -322,6 +322,34 @@ TEST_F(QpTest, ReservedBitsAndOpMod) {
   EXPECT_TRUE(RefusedUnchanged(op_mod, CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
 }
 
+TEST_F(QpTest, LengthsAndHcaState) {
+  // The input must hold the whole layout; the output the command's.
+  auto full = QpIn(pd_, cqn_);
+  auto short_in = Cmd<prm::destroy_qp_in>(prm::CREATE_QP);
+  EXPECT_TRUE(Refused(Exec(short_in, 16), CommandStatus::BAD_INP_LEN_ERR,
+                      Syndrome::INPUT_TOO_SHORT));
+  EXPECT_TRUE(Refused(Exec(full, 8), CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
+  const uint32_t qpn = NewQp(pd_, cqn_);
+  auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+  query.set(prm::query_qp_in::qpn, qpn);
+  EXPECT_TRUE(Refused(Exec(query, prm::size_bytes<prm::query_qp_out> - 8),
+                      CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
+  auto short_modify = Cmd<prm::qp_2rst_in>(prm::RST2INIT_QP);
+  short_modify.set(prm::qp_2rst_in::qpn, qpn);
+  EXPECT_TRUE(Refused(Modify(short_modify), CommandStatus::BAD_INP_LEN_ERR,
+                      Syndrome::INPUT_TOO_SHORT));
+  EXPECT_EQ(QpState(qpn), prm::QP_STATE_RST);
+  // Queue commands need an initialized HCA.
+  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
+  ASSERT_TRUE(Ok(Exec(force, 16)));
+  EXPECT_TRUE(Refused(CreateQp(full), CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
+  EXPECT_TRUE(Refused(Modify(Rst2Init(qpn, prm::QP_ST_RC)), CommandStatus::BAD_SYS_STATE_ERR,
+                      Syndrome::WRONG_STATE));
+  EXPECT_TRUE(Refused(CreateSrq(SrqIn(pd_)), CommandStatus::BAD_SYS_STATE_ERR,
+                      Syndrome::WRONG_STATE));
+}
+
 // ---- transitions ----
 
 TEST_F(QpTest, RcGoesThroughInitRtrToRtsKeepingWhatEachStepTakes) {
@@ -638,6 +666,9 @@ TEST_F(QpTest, TransitionValuesAreChecked) {
   auto rra = Init2Rtr(qpn, prm::QP_ST_RC);
   rra.set(Ctx::log_rra_max, 5);  // log_max_ra_res_qp is 4
   refuse(rra, Syndrome::QP_RRA_MAX, prm::QP_STATE_INIT);
+  auto gid = Init2Rtr(qpn, prm::QP_ST_RC);
+  gid.set(Ctx::primary_address_path.src_addr_index, 4);  // port 1 has 4 GIDs
+  refuse(gid, Syndrome::QP_GID_INDEX, prm::QP_STATE_INIT);
   auto path_port = Init2Rtr(qpn, prm::QP_ST_RC);
   path_port.set(Ctx::primary_address_path.vhca_port_num, 0);
   refuse(path_port, Syndrome::QP_PORT, prm::QP_STATE_INIT);
@@ -663,7 +694,7 @@ class QpLimitsTest : public QpTest {
     sim::DeviceConfig c;
     c.log_max_qp = 2;  // QP numbers 2 and 3
     c.log_max_qp_sz = 6;
-    c.roce_address_table_size = 4;
+    c.roce_address_table_size = 2;
     return c;
   }
 };
@@ -697,9 +728,9 @@ TEST_F(QpLimitsTest, SourceGidIndexWithinTheTable) {
   const uint32_t qpn = NewQp(pd_, cqn_);
   ASSERT_TRUE(Ok(Modify(Rst2Init(qpn, prm::QP_ST_RC))));
   auto in = Init2Rtr(qpn, prm::QP_ST_RC);
-  in.set(Ctx::primary_address_path.src_addr_index, 4);
+  in.set(Ctx::primary_address_path.src_addr_index, 2);
   EXPECT_TRUE(Refused(Modify(in), CommandStatus::BAD_PARAM_ERR, Syndrome::QP_GID_INDEX));
-  in.set(Ctx::primary_address_path.src_addr_index, 3);
+  in.set(Ctx::primary_address_path.src_addr_index, 1);
   EXPECT_TRUE(Ok(Modify(in)));
 }
 

@@ -249,6 +249,39 @@ static void check_forked_child(struct ibv_context* ctx, struct ibv_pd* pd) {
   if (mr) ibv_dereg_mr(mr);
 }
 
+// Two contexts on one device in one process share the device (as a server and a client do in
+// rdma-core's tests): one thread more than a single open, not two devices; closing the first
+// leaves the second working; closing both stops the device.
+static void check_two_contexts(struct ibv_device* dev) {
+  const int threads_before = count_entries("/proc/self/task");
+  struct ibv_context* a = ibv_open_device(dev);
+  const int threads_one = count_entries("/proc/self/task");
+  struct ibv_context* b = ibv_open_device(dev);
+  CHECK(a != NULL && b != NULL && a != b, "two contexts on one device (errno %d)", errno);
+  if (!a || !b) return;
+  CHECK(count_entries("/proc/self/task") == threads_one,
+        "the second open shares the first's device (threads %d, %d, %d)", threads_before,
+        threads_one, count_entries("/proc/self/task"));
+  struct ibv_pd* pa = ibv_alloc_pd(a);
+  struct ibv_pd* pb = ibv_alloc_pd(b);
+  CHECK(pa && pb && pa->context == a && pb->context == b && pa->handle != pb->handle,
+        "each context's PD points at it, distinct PD numbers");
+  if (pa) ibv_dealloc_pd(pa);
+  CHECK(ibv_close_device(a) == 0, "closing the first context");
+  if (pb) {
+    struct ibv_alloc_dm_attr attr = {.length = 64};
+    struct ibv_dm* dm = ibv_alloc_dm(b, &attr);
+    CHECK(dm != NULL, "the second context still allocates device memory (errno %d)",
+          dm ? 0 : errno);
+    if (dm) ibv_free_dm(dm);
+    ibv_dealloc_pd(pb);
+  }
+  CHECK(ibv_close_device(b) == 0, "closing the second context");
+  CHECK(count_entries("/proc/self/task") == threads_before,
+        "the device stops with its last context (%d -> %d)", threads_before,
+        count_entries("/proc/self/task"));
+}
+
 int main(void) {
   open_device_once();
   const int fds_before = count_entries("/proc/self/fd");
@@ -274,6 +307,7 @@ int main(void) {
   }
   int rc = ibv_close_device(ctx);
   CHECK(rc == 0, "ibv_close_device rc=%d", rc);
+  check_two_contexts(list[0]);
   ibv_free_device_list(list);
 
   CHECK(count_entries("/proc/self/fd") == fds_before, "no file descriptor left open (%d -> %d)",

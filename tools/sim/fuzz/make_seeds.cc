@@ -16,7 +16,9 @@
 #include "uapi/prm/memic.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
 #include "uapi/prm/resources.h"
+#include "uapi/prm/srq.h"
 #include "uapi/prm/sw_icm.h"
 
 namespace {
@@ -187,6 +189,97 @@ int main(int argc, char** argv) {
     AddRaw(s, Cmd<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);
     AddRaw(s, de.bytes(), 16);
     Write(dir, "raw_queues", s);
+  }
+  {  // Raw mode: an SRQ and RC and UD QPs on a CQ, every transition, queried, torn down in order.
+    std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
+    constexpr uint32_t kUar = 8;  // the UAR the object set allocates first
+    constexpr uint32_t kPd = 1;   // its PD
+    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
+        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
+        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
+    AddRaw(s, eq.bytes(), 16);
+    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
+        .set(prm::create_cq_in::cq_context.uar_page, kUar)
+        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
+        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
+    AddRaw(s, cq.bytes(), 16);
+    using Srqc = prm::srqc_bits<prm::create_srq_in::srq_context_entry.bit_offset>;
+    auto srq = Cmd<prm::create_srq_in>(prm::CREATE_SRQ, 0, 8);
+    srq.set(Srqc::log_srq_size, 6).set(Srqc::log_rq_stride, 2).set(Srqc::pd, kPd)
+        .set(Srqc::dbr_addr, kArenaIova + 0xf080)
+        .set(prm::create_srq_in::pas[0], kArenaIova + 0xc000);
+    AddRaw(s, srq.bytes(), 16);
+    auto arm = Cmd<prm::arm_rq_in>(prm::ARM_RQ, prm::ARM_RQ_IN_OP_MOD_SRQ);
+    arm.set(prm::arm_rq_in::lwm, 8);
+    AddRaw(s, arm.bytes(), 16);
+    AddRaw(s, Cmd<prm::query_srq_in>(prm::QUERY_SRQ).bytes(),
+           prm::size_bytes<prm::query_srq_out> + 8);
+    // RC: 16 x 64-byte receive WQEs, then 64 send basic blocks: two pages.
+    constexpr auto qpc = prm::create_qp_in::qpc;
+    auto rc = Cmd<prm::create_qp_in>(prm::CREATE_QP, 0, 16);
+    rc.set(qpc.st, prm::QP_ST_RC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.pd, kPd)
+        .set(qpc.uar_page, kUar).set(qpc.log_rq_size, 4).set(qpc.log_rq_stride, 2)
+        .set(qpc.log_sq_size, 6).set(qpc.dbr_addr, kArenaIova + 0xf040)
+        .set(prm::create_qp_in::pas[0], kArenaIova + 0xa000)
+        .set(prm::create_qp_in::pas[1], kArenaIova + 0xb000);
+    AddRaw(s, rc.bytes(), 16);
+    // UD receiving from the SRQ: the send ring alone, one page.
+    auto ud = Cmd<prm::create_qp_in>(prm::CREATE_QP, 0, 8);
+    ud.set(qpc.st, prm::QP_ST_UD).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.pd, kPd)
+        .set(qpc.uar_page, kUar).set(qpc.rq_type, prm::SRQ_RQ).set(qpc.log_sq_size, 6)
+        .set(qpc.dbr_addr, kArenaIova + 0xf048)
+        .set(prm::create_qp_in::pas[0], kArenaIova + 0xd000);
+    AddRaw(s, ud.bytes(), 16);
+    using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
+    for (uint32_t qpn : {2u, 3u}) {
+      const bool is_rc = qpn == 2;
+      auto init = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+      init.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1);
+      if (is_rc) init.set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
+      else init.set(Ctx::q_key, 0x11);
+      AddRaw(s, init.bytes(), 16);
+      auto again = Cmd<prm::init2init_qp_in>(prm::INIT2INIT_QP);
+      again.set(prm::init2init_qp_in::qpn, qpn)
+          .set(prm::init2init_qp_in::opt_param_mask, prm::QP_OPTPAR_PKEY_INDEX);
+      AddRaw(s, again.bytes(), 16);
+      auto rtr = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+      rtr.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 3).set(Ctx::log_msg_max, 30);
+      if (is_rc)
+        rtr.set(Ctx::remote_qpn, 2).set(Ctx::next_rcv_psn, 1).set(Ctx::log_rra_max, 2)
+            .set(Ctx::min_rnr_nak, 12).set(Ctx::primary_address_path.vhca_port_num, 1)
+            .set(Ctx::primary_address_path.hop_limit, 64);
+      AddRaw(s, rtr.bytes(), 16);
+      auto rts = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+      rts.set(prm::rtr2rts_qp_in::qpn, qpn).set(Ctx::next_send_psn, 1);
+      if (is_rc) rts.set(Ctx::retry_count, 7).set(Ctx::rnr_retry, 7).set(Ctx::log_sra_max, 2);
+      AddRaw(s, rts.bytes(), 16);
+      auto rts2 = Cmd<prm::rts2rts_qp_in>(prm::RTS2RTS_QP);
+      rts2.set(prm::rts2rts_qp_in::qpn, qpn)
+          .set(prm::rts2rts_qp_in::opt_param_mask,
+               is_rc ? uint32_t{prm::QP_OPTPAR_RNR_TIMEOUT} : uint32_t{prm::QP_OPTPAR_Q_KEY});
+      AddRaw(s, rts2.bytes(), 16);
+      auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+      query.set(prm::query_qp_in::qpn, qpn);
+      AddRaw(s, query.bytes(), prm::size_bytes<prm::query_qp_out>);
+      auto sqd = Cmd<prm::sqd2rts_qp_in>(prm::SQD_RTS_QP);  // not in SQD: BAD_QP_STATE
+      sqd.set(prm::sqd2rts_qp_in::qpn, qpn);
+      AddRaw(s, sqd.bytes(), 16);
+      auto err = Cmd<prm::qp_2err_in>(prm::QP_2ERR);
+      err.set(prm::qp_2err_in::qpn, qpn);
+      AddRaw(s, err.bytes(), 16);
+      auto rst = Cmd<prm::qp_2rst_in>(prm::QP_2RST);
+      rst.set(prm::qp_2rst_in::qpn, qpn);
+      AddRaw(s, rst.bytes(), 16);
+    }
+    AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);  // busy: UD uses it
+    AddRaw(s, Cmd<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);    // busy: QPs use it
+    auto dq = Cmd<prm::destroy_qp_in>(prm::DESTROY_QP);
+    dq.set(prm::destroy_qp_in::qpn, 3);
+    AddRaw(s, dq.bytes(), 16);
+    AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);
+    Write(dir, "raw_qps", s);
   }
   {  // Raw mode from cold: bring-up by hand, capabilities set.
     std::vector<uint8_t> s = {kFlagRaw};
