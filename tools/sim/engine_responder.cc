@@ -16,8 +16,9 @@
 //   RDMA_READ                    needs qpc.rre and remote read; answered with the bytes
 //                                (a zero-length write or read checks no rkey)
 //   ATOMIC_CS / ATOMIC_FA        need qpc.rae, remote atomic and an 8-byte aligned address; run
-//                                on the 64-bit word in host byte order, answered with the value
-//                                before
+//                                on the 64-bit word in the byte order the driver chose
+//                                (atomic_req_8B_endianness_mode: 0 big-endian, 1 host), answered
+//                                with the value before, which lands in the same order
 // Failures: an rkey, right or range refused -> NAK remote access (requester REMOTE_ACCESS_ERR);
 // a misaligned atomic, a SEND larger than the receive WQE or an invalidation refused -> NAK
 // invalid request (REMOTE_INVAL_REQ_ERR); a receive WQE whose lkey fails -> NAK remote operation
@@ -200,6 +201,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         if (!CopyFromKey(p.rkey, p.raddr, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
+        r.atomic_big_endian = AtomicsBigEndian();
       }
       Transmit(std::move(r));
       return;
@@ -381,8 +383,9 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
+      const bool big_endian = AtomicsBigEndian();
       auto original = AtomicAtKey(p.rkey, p.raddr, op == prm::MLX5_OPCODE_ATOMIC_CS, p.swap_add,
-                                  p.compare);
+                                  p.compare, big_endian);
       if (!original) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
@@ -391,6 +394,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       pr.last_atomic_original = *original;
       Packet r = answer(PacketKind::kAtomicResponse);
       r.atomic_original = *original;
+      r.atomic_big_endian = big_endian;
       Transmit(std::move(r));
       return;
     }

@@ -76,6 +76,7 @@ struct Packet {
   NakCode nak = NakCode::kRnr;
   uint8_t rnr_timer = 0;
   uint64_t atomic_original = 0;
+  bool atomic_big_endian = false;  // the requester stores atomic_original big-endian
   std::vector<std::byte> payload;
 };
 
