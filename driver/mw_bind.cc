@@ -4,29 +4,11 @@
 #include <cstring>
 
 #include "driver/mr.h"
+#include "driver/rings/umr_wqe.h"
 #include "uapi/prm/umr.h"
 #include "uapi/prm/wqe.h"
 
 namespace onchip::driver {
-namespace {
-
-// The segments of a UMR WQE, at their places in it.
-using Ctrl = prm::UmrWqe::ctrl;
-using UmrCtrl = prm::UmrWqe::umr_ctrl;
-using Seg = prm::UmrWqe::mkey_seg;
-using SegMkc = prm::UmrWqe::mkey_seg_mkc;  // the same bytes read as an mkc, as the device does
-using Klm = prm::UmrWqe::klm;
-
-uint8_t SegAccess(unsigned access) {
-  uint8_t flags = 0;
-  if (access & IBV_ACCESS_LOCAL_WRITE) flags |= prm::MLX5_PERM_LOCAL_WRITE;
-  if (access & IBV_ACCESS_REMOTE_WRITE) flags |= prm::MLX5_PERM_REMOTE_WRITE;
-  if (access & IBV_ACCESS_REMOTE_READ) flags |= prm::MLX5_PERM_REMOTE_READ;
-  if (access & IBV_ACCESS_REMOTE_ATOMIC) flags |= prm::MLX5_PERM_ATOMIC;
-  return flags;
-}
-
-}  // namespace
 
 Result<void> CheckBind(const Mw& mw, const ibv_mw_bind_info& info, bool type_1_verb) {
   if (type_1_verb && mw.ibv.type != IBV_MW_TYPE_1)
@@ -49,44 +31,17 @@ Result<void> CheckBind(const Mw& mw, const ibv_mw_bind_info& info, bool type_1_v
 
 Result<std::size_t> BuildBindWqe(const Mw& mw, uint32_t new_rkey, const ibv_mw_bind_info& info,
                                  uint32_t qpn, std::span<std::byte> out) {
-  const bool bind = info.length != 0;
-  const std::size_t size = bind ? kBindWqeBytes : kInvalidateWqeBytes;
-  if (out.size() < size) return Fail(EINVAL, "bind_mw: WQE buffer too small");
-  std::memset(out.data(), 0, size);
-  const bool type2 = mw.ibv.type == IBV_MW_TYPE_2;
-
-  uint8_t flags = prm::MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET | prm::MLX5_WQE_UMR_CTRL_FLAG_INLINE;
-  uint64_t mask = prm::MLX5_MKEY_MASK_FREE | prm::MLX5_MKEY_MASK_KEY;
-  if (type2) {
-    mask |= prm::MLX5_MKEY_MASK_QPN;
-    flags |= bind ? prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE : prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN;
-  }
-  if (bind)
-    mask |= prm::MLX5_MKEY_MASK_LEN | prm::MLX5_MKEY_MASK_START_ADDR | prm::MLX5_MKEY_MASK_LW |
-            prm::MLX5_MKEY_MASK_RR | prm::MLX5_MKEY_MASK_RW | prm::MLX5_MKEY_MASK_A;
-  const uint32_t bound_qpn = (!type2 || !bind) ? prm::MLX5_MKEY_NO_QPN : qpn;
-
-  prm::Bits w(out.first(size));
-  w.set(Ctrl::opmod_idx_opcode, prm::MLX5_OPCODE_UMR)
-      .set(Ctrl::qpn_ds, prm::QpnDs(qpn, static_cast<uint32_t>(size / prm::MLX5_SEND_WQE_DS)))
-      .set(Ctrl::imm, mw.ibv.rkey)
-      .set(UmrCtrl::flags, flags)
-      .set(UmrCtrl::xlt_octowords, bind ? prm::UmrWqe::kBindXltOctowords : 0)
-      .set(UmrCtrl::mkey_mask, mask)
-      .set(SegMkc::qpn, bound_qpn)
-      .set(SegMkc::mkey_7_0, new_rkey & 0xff);
-  if (bind) {
-    w.set(Seg::flags, SegAccess(info.mw_access_flags))
-        .set(Seg::start_addr, info.addr)
-        .set(Seg::len, info.length)
-        .set(Klm::bcount, info.length)
-        .set(Klm::key, info.mr->lkey)
-        .set(Klm::va, info.addr);
-  } else {
-    w.set(Seg::status, prm::MLX5_MKEY_STATUS_FREE);
-  }
-  if (!w.ok()) return Fail(EINVAL, "bind_mw: a value does not fit its WQE field");
-  return size;
+  const rings::UmrRequest request{
+      .type2 = mw.ibv.type == IBV_MW_TYPE_2,
+      .target_key = mw.ibv.rkey,
+      .new_rkey = new_rkey,
+      .mr_lkey = info.length != 0 ? info.mr->lkey : 0,
+      .addr = info.addr,
+      .length = info.length,
+      .access = info.mw_access_flags,
+      .qpn = qpn,
+  };
+  return rings::BuildUmrWqe(request, out);
 }
 
 }  // namespace onchip::driver

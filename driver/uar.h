@@ -16,31 +16,13 @@
 #include <memory>
 #include <mutex>
 
+#include "driver/bfreg.h"
 #include "driver/bus/bus.h"
 #include "driver/caps.h"
 #include "driver/cmd/commander.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
-
-// One doorbell / BlueFlame register. `reg` is the CPU address of its first half.
-struct Bfreg {
-  uint32_t uar_index = 0;
-  std::byte* reg = nullptr;
-  uint32_t buf_size = 0;   // one half: the most a BlueFlame copy may write; 0 = doorbell only
-  bool blueflame = false;  // false: the non-cached doorbell of the shared UAR
-  bool need_lock = true;   // shared registers serialise their writers on `lock`
-  uint32_t offset = 0;     // which half the next copy uses (0 or buf_size)
-  std::mutex lock;
-
-  // The half to write now, and flip to the other for the next post (caller holds `lock` when
-  // need_lock).
-  std::byte* NextHalf() {
-    std::byte* at = reg + offset;
-    offset ^= buf_size;
-    return at;
-  }
-};
 
 class Uars {
  public:

@@ -119,6 +119,33 @@ struct verbs_dm {
   uint32_t handle;
 };
 
+// A provider's QP, CQ and SRQ begin with these: libibverbs reads the extended structs through
+// the plain ones (ibv_qp_to_qp_ex, ibv_cq_ex_to_cq) and xrcd/srq_type behind them.
+struct verbs_xrcd;
+struct verbs_qp {
+  union {
+    ibv_qp qp;
+    ibv_qp_ex qp_ex;
+  };
+  uint32_t comp_mask;
+  verbs_xrcd* xrcd;
+};
+
+struct verbs_cq {
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cq_ex;
+  };
+};
+
+struct verbs_srq {
+  ibv_srq srq;
+  ibv_srq_type srq_type;
+  verbs_xrcd* xrcd;
+  ibv_cq* cq;
+  uint32_t srq_num;
+};
+
 // The provider's operations, one pointer per verb, sorted by name as in the library. A null
 // entry keeps libibverbs' default, which fails with EOPNOTSUPP.
 struct verbs_context_ops {
@@ -209,6 +236,10 @@ struct verbs_context_ops {
 };
 
 static_assert(offsetof(verbs_mr, mr_type) == sizeof(ibv_mr));
+static_assert(offsetof(verbs_qp, qp) == 0 && offsetof(verbs_qp, qp_ex) == 0 &&
+              offsetof(verbs_qp, comp_mask) == sizeof(ibv_qp_ex));
+static_assert(offsetof(verbs_cq, cq) == 0 && sizeof(verbs_cq) == sizeof(ibv_cq_ex));
+static_assert(offsetof(verbs_srq, srq_type) == sizeof(ibv_srq));
 
 // ---- layout pins (offsets the installed libibverbs.so.1 reads) ----
 static_assert(sizeof(verbs_sysfs_dev) == 0x3e0);

@@ -1,0 +1,370 @@
+// The data path's hot calls against the bare stores and loads they cannot avoid, in one run, on
+// a sink device: the rings, doorbell records and CQ are host memory, the BlueFlame register is a
+// page of host memory (write-back, so this is the CPU cost, not PCIe), and the bus counts
+// DoorbellRung. The "device" side of each loop is the least it can be: a send WQE is retired as
+// soon as the queue allows, a CQE's owner byte is flipped before it is polled.
+//
+// Send WQEs are retired 32 at a time (one signaled completion per 32, as selective signaling
+// does); each receive WQE is retired as its completion would.
+//
+//   PostSend/blueflame   ibv_post_send of one SEND with one SGE (ds 2: one BlueFlame line)
+//   PostSend/doorbell    the same on a doorbell-only register (8-byte doorbell)
+//   PostRecv             ibv_post_recv of one SGE
+//   PollCq/one           ibv_poll_cq of one requester CQE
+//   WrSend/blueflame     ibv_wr_start, ibv_wr_send, ibv_wr_set_sge, ibv_wr_complete
+// and their floors:
+//   Floor/wqe_bf         64-byte WQE to host memory, doorbell record, 64-byte WC copy, fences
+//   Floor/wqe_db         64-byte WQE, doorbell record, fence, 8-byte doorbell, fence
+//   Floor/rwqe           32-byte receive WQE (entry + terminator), doorbell record
+//   Floor/cqe            owner check, load barrier, 64-byte CQE read, consumer index store
+// The summary prints each call's time over its floor; the goal is at most 2.
+#include <benchmark/benchmark.h>
+#include <emmintrin.h>
+#include <infiniband/verbs.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "driver/bfreg.h"
+#include "driver/bus/bus.h"
+#include "driver/rings/data_path.h"
+#include "mmio/barriers.h"
+#include "mmio/wc_copy.h"
+#include "uapi/prm/cqe.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/send_wqe.h"
+#include "uapi/prm/uar_page.h"
+
+namespace onchip {
+namespace {
+
+using driver::rings::QpTransport;
+
+// The sink: no BAR worth the name, no DMA, doorbells counted.
+class SinkBus final : public driver::bus::Bus {
+ public:
+  std::byte* bar0() const override { return bar_; }
+  uint64_t bar0_size() const override { return sizeof(bar_); }
+  Result<driver::bus::DmaMapping> MapHost(std::byte*, uint64_t) override {
+    return Fail(EOPNOTSUPP, "sink bus: no DMA");
+  }
+  Result<uint64_t> Map(const alloc::Region&) override { return Fail(EOPNOTSUPP, "no DMA"); }
+  void Unmap(const alloc::Region&, uint64_t) override {}
+  void Notify() override {}
+  void DoorbellRung() override { ++doorbells; }
+  uint64_t doorbells = 0;
+
+ protected:
+  Result<void> UnmapHost(uint64_t, uint64_t) override { return {}; }
+
+ private:
+  mutable std::byte bar_[64]{};
+};
+
+std::byte* AlignedZero(std::size_t n) {
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096));
+  if (p == nullptr) std::abort();
+  std::memset(p, 0, n);
+  return p;
+}
+
+constexpr uint32_t kWqeCnt = 256;
+constexpr uint32_t kCqeCnt = 256;
+constexpr uint32_t kQpn = 0x77;
+
+// One QP and one CQ on the sink. Leaked on purpose: the process ends after the run.
+struct Sink {
+  explicit Sink(bool blueflame) {
+    sq_ring = AlignedZero(kWqeCnt * 64);
+    rq_ring = AlignedZero(kWqeCnt * 64);
+    cq_buf = AlignedZero(kCqeCnt * 64);
+    uar = AlignedZero(4096);
+    bf.reg = uar + prm::MLX5_BF_OFFSET;
+    bf.buf_size = blueflame ? 256 : 0;
+    bf.blueflame = blueflame;
+    bf.need_lock = false;  // a thread domain's register
+    driver::rings::SendQueueDesc sd;
+    sd.ring = sq_ring;
+    sd.wqe_cnt = kWqeCnt;
+    sd.max_post = 64;
+    sd.db_counter = &dbr.snd_counter;
+    sd.bf = &bf;
+    sd.bus = &bus;
+    sd.qpn = kQpn;
+    sd.transport = QpTransport::kRc;
+    sd.max_inline_data = 64;
+    sd.max_send_sge = 2;
+    sd.locked = false;
+    driver::rings::RecvQueueDesc rd;
+    rd.ring = rq_ring;
+    rd.wqe_cnt = kWqeCnt;
+    rd.wqe_shift = 5;
+    rd.max_recv_sge = 2;
+    rd.db_counter = &dbr.rcv_counter;
+    rd.bus = &bus;
+    rd.locked = false;
+    driver::rings::CqRingDesc cd;
+    cd.buf = cq_buf;
+    cd.cqe_cnt = kCqeCnt;
+    cd.dbr = &cq_dbr;
+    cd.cqn = 1;
+    cd.uar_cq_doorbell = uar + prm::MLX5_CQ_DOORBELL;
+    cd.bus = &bus;
+    cd.qpns = &table;
+    cd.locked = false;
+    if (!qp.sq.Init(sd) || !qp.rq.Init(rd) || !cq.ring.Init(cd)) std::abort();
+    qp.queues = {&qp.sq, &qp.rq, nullptr};
+    if (!table.Insert(kQpn, &qp.queues)) std::abort();
+    if (!driver::rings::InstallWrOps(&qp.verbs.qp_ex, IBV_QP_EX_WITH_SEND, QpTransport::kRc))
+      std::abort();
+    // Every CQE names the QP's first WQE; the loop only flips owner bytes.
+    for (uint32_t i = 0; i < kCqeCnt; ++i) {
+      auto* cqe = reinterpret_cast<prm::pod::mlx5_cqe64*>(cq_buf + i * 64);
+      cqe->sop_drop_qpn = prm::Be32::FromHost(uint32_t{prm::MLX5_OPCODE_SEND} << 24 | kQpn);
+      cqe->wqe_counter = prm::Be16::FromHost(0);
+    }
+  }
+
+  SinkBus bus;
+  std::byte* sq_ring;
+  std::byte* rq_ring;
+  std::byte* cq_buf;
+  std::byte* uar;
+  prm::QpDoorbellRecord dbr{};
+  prm::CqDoorbellRecord cq_dbr{};
+  driver::Bfreg bf;
+  driver::rings::QpnTable table;
+  driver::rings::DataPathQp qp{};
+  driver::rings::DataPathCq cq{};
+};
+
+std::vector<std::byte> g_buffer(4096);
+
+void PostSendLoop(benchmark::State& state, bool blueflame) {
+  static Sink* sinks[2] = {new Sink(false), new Sink(true)};
+  Sink& s = *sinks[blueflame ? 1 : 0];
+  ibv_sge sge{reinterpret_cast<uint64_t>(g_buffer.data()), 64, 1};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  uint32_t n = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(driver::rings::PostSend(&s.qp.verbs.qp, &wr, &bad));
+    // The sink completes every 32nd WQE (one signaled completion retires 32), as an
+    // application that signals selectively does.
+    if ((++n & 31) == 0) s.qp.sq.Retire(static_cast<uint16_t>(s.qp.sq.cur_post() - 1));
+  }
+  benchmark::DoNotOptimize(s.bus.doorbells);
+}
+
+void WrSendLoop(benchmark::State& state) {
+  static Sink* sink = new Sink(true);
+  ibv_qp_ex* qpx = &sink->qp.verbs.qp_ex;
+  const uint64_t addr = reinterpret_cast<uint64_t>(g_buffer.data());
+  uint32_t n = 0;
+  for (auto _ : state) {
+    ibv_wr_start(qpx);
+    qpx->wr_id = n;
+    qpx->wr_flags = 0;
+    ibv_wr_send(qpx);
+    ibv_wr_set_sge(qpx, 1, addr, 64);
+    benchmark::DoNotOptimize(ibv_wr_complete(qpx));
+    if ((++n & 31) == 0) sink->qp.sq.Retire(static_cast<uint16_t>(sink->qp.sq.cur_post() - 1));
+  }
+}
+
+void PostRecvLoop(benchmark::State& state) {
+  static Sink* sink = new Sink(true);
+  ibv_sge sge{reinterpret_cast<uint64_t>(g_buffer.data()), 64, 1};
+  ibv_recv_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(driver::rings::PostRecv(&sink->qp.verbs.qp, &wr, &bad));
+    benchmark::DoNotOptimize(sink->qp.rq.Retire());
+  }
+}
+
+void PollCqLoop(benchmark::State& state) {
+  static Sink* sink = new Sink(true);
+  uint32_t produced = sink->cq.ring.consumer_index();
+  ibv_wc wc;
+  for (auto _ : state) {
+    auto* cqe = reinterpret_cast<prm::pod::mlx5_cqe64*>(sink->cq_buf +
+                                                        (produced & (kCqeCnt - 1)) * 64);
+    cqe->op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ, prm::CqeOwnerFor(produced, kCqeCnt));
+    ++produced;
+    benchmark::DoNotOptimize(driver::rings::PollCq(&sink->cq.verbs.cq, 1, &wc));
+  }
+}
+
+// ---- floors: the stores and loads the calls above cannot avoid ----
+
+void FloorWqe(benchmark::State& state, bool blueflame) {
+  std::byte* ring = AlignedZero(kWqeCnt * 64);
+  std::byte* reg = AlignedZero(4096);
+  prm::QpDoorbellRecord dbr{};
+  alignas(64) std::byte wqe[64] = {};
+  uint32_t post = 0;
+  uint32_t half = 0;
+  for (auto _ : state) {
+    std::byte* slot = ring + (post & (kWqeCnt - 1)) * 64;
+    std::memcpy(slot, wqe, 64);
+    ++post;
+    mmio::ToDeviceBarrier();
+    dbr.snd_counter = prm::Be32::FromHost(post & 0xffff);
+    mmio::WcStart();
+    if (blueflame) {
+      mmio::BlueFlameCopy64(reg + 0x800 + half, slot);
+      half ^= 128;
+    } else {
+      uint64_t word;
+      std::memcpy(&word, slot, 8);
+      *reinterpret_cast<volatile uint64_t*>(reg + 0x800) = word;
+    }
+    mmio::WcFlush();
+    benchmark::ClobberMemory();
+  }
+  std::free(ring);
+  std::free(reg);
+}
+
+void FloorRecvWqe(benchmark::State& state) {
+  std::byte* ring = AlignedZero(kWqeCnt * 32);
+  prm::QpDoorbellRecord dbr{};
+  alignas(16) std::byte wqe[32] = {};
+  uint32_t head = 0;
+  for (auto _ : state) {
+    std::memcpy(ring + (head & (kWqeCnt - 1)) * 32, wqe, 32);
+    ++head;
+    mmio::ToDeviceBarrier();
+    dbr.rcv_counter = prm::Be32::FromHost(head & 0xffff);
+    benchmark::ClobberMemory();
+  }
+  std::free(ring);
+}
+
+void FloorCqe(benchmark::State& state) {
+  std::byte* buf = AlignedZero(kCqeCnt * 64);
+  prm::CqDoorbellRecord dbr{};
+  uint32_t ci = 0;
+  __m128i sink = _mm_setzero_si128();
+  for (auto _ : state) {
+    auto* cqe = reinterpret_cast<prm::pod::mlx5_cqe64*>(buf + (ci & (kCqeCnt - 1)) * 64);
+    cqe->op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ, prm::CqeOwnerFor(ci, kCqeCnt));  // the device
+    const uint8_t op_own = *static_cast<volatile uint8_t*>(&cqe->op_own);
+    if (prm::CqeOwner(op_own) == prm::CqeOwnerFor(ci, kCqeCnt)) {
+      ++ci;
+      mmio::FromDeviceBarrier();
+      const auto* v = reinterpret_cast<const __m128i*>(cqe);
+      sink = _mm_xor_si128(sink, _mm_xor_si128(_mm_xor_si128(_mm_load_si128(v), _mm_load_si128(v + 1)),
+                                               _mm_xor_si128(_mm_load_si128(v + 2), _mm_load_si128(v + 3))));
+      dbr.set_ci = prm::Be32::FromHost(ci & 0xffffff);
+    }
+    benchmark::DoNotOptimize(sink);
+    benchmark::ClobberMemory();
+  }
+  std::free(buf);
+}
+
+void RegisterAll() {
+  benchmark::RegisterBenchmark("PostSend/blueflame", [](benchmark::State& s) { PostSendLoop(s, true); });
+  benchmark::RegisterBenchmark("PostSend/doorbell", [](benchmark::State& s) { PostSendLoop(s, false); });
+  benchmark::RegisterBenchmark("WrSend/blueflame", WrSendLoop);
+  benchmark::RegisterBenchmark("PostRecv", PostRecvLoop);
+  benchmark::RegisterBenchmark("PollCq/one", PollCqLoop);
+  benchmark::RegisterBenchmark("Floor/wqe_bf", [](benchmark::State& s) { FloorWqe(s, true); });
+  benchmark::RegisterBenchmark("Floor/wqe_db", [](benchmark::State& s) { FloorWqe(s, false); });
+  benchmark::RegisterBenchmark("Floor/rwqe", FloorRecvWqe);
+  benchmark::RegisterBenchmark("Floor/cqe", FloorCqe);
+}
+
+// Keeps nanoseconds per iteration per run name, the median when there are repetitions.
+class RecordingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const double ns = r.GetAdjustedCPUTime();  // CPU time: steadier on a shared machine
+      if (r.run_type == Run::RT_Iteration)
+        ns_.emplace(r.run_name.str(), ns);
+      else if (r.aggregate_name == "median")
+        ns_[r.run_name.str()] = ns;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  double Ns(const std::string& name) const {
+    auto it = ns_.find(name);
+    return it == ns_.end() ? 0.0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> ns_;
+};
+
+void PrintSummary(const RecordingReporter& r) {
+  struct Goal {
+    const char* call;
+    const char* floor;
+  };
+  const Goal goals[] = {
+      {"PostSend/blueflame", "Floor/wqe_bf"}, {"PostSend/doorbell", "Floor/wqe_db"},
+      {"WrSend/blueflame", "Floor/wqe_bf"},   {"PostRecv", "Floor/rwqe"},
+      {"PollCq/one", "Floor/cqe"},
+  };
+  std::printf("\n== performance goals (CPU time per call over its floor, same run; sink device) ==\n");
+  std::printf("%-20s %10s %-14s %10s %8s %s\n", "call", "ns", "floor", "ns", "ratio", "goal <= 2");
+  std::string missed;
+  for (const Goal& g : goals) {
+    const double call = r.Ns(g.call), floor = r.Ns(g.floor);
+    const double ratio = floor > 0 ? call / floor : 0.0;
+    const bool ok = call > 0 && floor > 0 && ratio <= 2.0;
+    std::printf("%-20s %10.1f %-14s %10.1f %8.2f %s\n", g.call, call, g.floor, floor, ratio,
+                ok ? "met" : "MISSED");
+    if (!ok) missed += std::string(" ") + g.call;
+  }
+  // The verdict line tools/onchip bench reads.
+  if (missed.empty())
+    std::printf("\ngoals of the data path: met\n");
+  else
+    std::printf("\ngoals of the data path (%s): MISSED\n", missed.substr(1).c_str());
+}
+
+}  // namespace
+}  // namespace onchip
+
+int main(int argc, char** argv) {
+  // Defaults as the other suites: short runs, five repetitions, medians.
+  std::vector<char*> args(argv, argv + argc);
+  auto given = [&](const char* flag) {
+    for (int i = 1; i < argc; ++i)
+      if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0) return true;
+    return false;
+  };
+  static char kMinTime[] = "--benchmark_min_time=0.04";
+  static char kRepetitions[] = "--benchmark_repetitions=5";
+  static char kAggregatesOnly[] = "--benchmark_display_aggregates_only=true";
+  if (!given("--benchmark_min_time")) args.insert(args.begin() + 1, kMinTime);
+  if (!given("--benchmark_repetitions")) {
+    args.insert(args.begin() + 1, kRepetitions);
+    if (!given("--benchmark_display_aggregates_only")) args.insert(args.begin() + 1, kAggregatesOnly);
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  benchmark::AddCustomContext("onchip_wc_copy", std::string(onchip::mmio::WcCopyReport()));
+  benchmark::AddCustomContext("onchip_device", "sink: rings, records and BlueFlame page in host WB memory");
+  onchip::RegisterAll();
+  onchip::RecordingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  onchip::PrintSummary(reporter);
+  benchmark::Shutdown();
+  return 0;
+}

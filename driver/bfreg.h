@@ -1,0 +1,31 @@
+// One doorbell / BlueFlame register of a UAR page (uapi/prm/uar_page.h): where a send queue
+// rings. Its own header so the data-path rings (driver/rings) can take one without depending on
+// the objects that allocate UARs (uar.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace onchip::driver {
+
+// `reg` is the CPU address of the register's first half.
+struct Bfreg {
+  uint32_t uar_index = 0;
+  std::byte* reg = nullptr;
+  uint32_t buf_size = 0;   // one half: the most a BlueFlame copy may write; 0 = doorbell only
+  bool blueflame = false;  // false: the non-cached doorbell of the shared UAR
+  bool need_lock = true;   // shared registers serialise their writers on `lock`
+  uint32_t offset = 0;     // which half the next copy uses (0 or buf_size)
+  std::mutex lock;
+
+  // The half to write now, and flip to the other for the next post (caller holds `lock` when
+  // need_lock).
+  std::byte* NextHalf() {
+    std::byte* at = reg + offset;
+    offset ^= buf_size;
+    return at;
+  }
+};
+
+}  // namespace onchip::driver

@@ -1,0 +1,315 @@
+#include "driver/rings/cq_ring.h"
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "driver/rings/recv_queue.h"
+#include "driver/rings/send_queue.h"
+#include "driver/rings/srq_ring.h"
+#include "mmio/barriers.h"
+#include "uapi/prm/cqe_syndrome.h"
+#include "uapi/prm/send_wqe.h"
+#include "uapi/prm/uar_page.h"
+
+namespace onchip::driver::rings {
+namespace {
+
+namespace pod = prm::pod;
+
+// flags_rqpn: [31:28] unused here, [29:28] GRH present, [27:24] SL, [23:0] the remote QPN.
+constexpr uint32_t kGrhShift = 28;
+constexpr uint32_t kGrhMask = 0x3;
+constexpr uint32_t kSlShift = 24;
+constexpr uint32_t kSlMask = 0xf;
+constexpr uint8_t kPathBitsMask = 0x7f;
+constexpr uint32_t kAtomicBytes = 8;
+
+}  // namespace
+
+ibv_wc_status StatusOfSyndrome(uint8_t syndrome) {
+  switch (syndrome) {
+    case prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR: return IBV_WC_LOC_LEN_ERR;
+    case prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
+    case prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+    case prm::MLX5_CQE_SYNDROME_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
+    case prm::MLX5_CQE_SYNDROME_MW_BIND_ERR: return IBV_WC_MW_BIND_ERR;
+    case prm::MLX5_CQE_SYNDROME_BAD_RESP_ERR: return IBV_WC_BAD_RESP_ERR;
+    case prm::MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR: return IBV_WC_LOC_ACCESS_ERR;
+    case prm::MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
+    case prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
+    case prm::MLX5_CQE_SYNDROME_REMOTE_OP_ERR: return IBV_WC_REM_OP_ERR;
+    case prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+    case prm::MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
+    case prm::MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR: return IBV_WC_REM_ABORT_ERR;
+    default: return IBV_WC_GENERAL_ERR;
+  }
+}
+
+Result<void> CqRing::Init(const CqRingDesc& d) {
+  if (d.buf == nullptr || d.dbr == nullptr || d.uar_cq_doorbell == nullptr || d.bus == nullptr ||
+      d.qpns == nullptr)
+    return Fail(EINVAL, "cq ring: buffer, doorbell record, UAR doorbell, bus and table required");
+  if (d.cqe_cnt == 0 || !std::has_single_bit(d.cqe_cnt) || d.cqe_cnt > (1u << 24))
+    return Fail(EINVAL, "cq ring: CQE count must be a power of two up to 2^24");
+  if (d.cqe_size != 64 && d.cqe_size != 128) return Fail(EINVAL, "cq ring: CQE size 64 or 128");
+  buf_ = d.buf;
+  cqe_cnt_ = d.cqe_cnt;
+  cqe_size_ = d.cqe_size;
+  cqe_offset_ = d.cqe_size - sizeof(pod::mlx5_cqe64);
+  dbr_ = d.dbr;
+  cqn_ = d.cqn;
+  uar_cq_doorbell_ = d.uar_cq_doorbell;
+  bus_ = d.bus;
+  qpns_ = d.qpns;
+  lock_.set_locked(d.locked);
+  for (uint32_t i = 0; i < cqe_cnt_; ++i) {
+    auto* cqe = reinterpret_cast<pod::mlx5_cqe64*>(buf_ + std::size_t{i} * cqe_size_ + cqe_offset_);
+    cqe->op_own = prm::kCqeInitialOpOwn;
+  }
+  ci_.store(0, std::memory_order_relaxed);
+  arm_sn_ = 0;
+  return {};
+}
+
+[[gnu::always_inline]] inline const std::byte* CqRing::NextCqe(uint32_t ci) const {
+  const std::byte* at = buf_ + std::size_t{ci & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
+  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+  // The device writes op_own last; read it once.
+  const uint8_t op_own = *static_cast<const volatile uint8_t*>(&cqe->op_own);
+  if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID) return nullptr;
+  if (prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci, cqe_cnt_)) return nullptr;
+  return at;
+}
+
+[[gnu::always_inline]] inline CqRing::Parsed CqRing::Parse(const std::byte* at, ibv_wc* wc,
+                                                          uint64_t* ts) {
+  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+  const prm::CqeOpcode opcode = prm::CqeOpcodeOf(cqe->op_own);
+  if (opcode == prm::MLX5_CQE_RESIZE_CQ || opcode == prm::MLX5_CQE_SIG_ERR) return Parsed::kSkip;
+
+  const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
+  const WorkQueues* wq = qpns_->Find(qpn);
+  if (wq == nullptr) return Parsed::kError;
+  const uint16_t wqe_counter = cqe->wqe_counter.host();
+  wc->qp_num = qpn;
+  wc->wc_flags = 0;
+  wc->vendor_err = 0;
+  if (ts != nullptr)
+    *ts = (uint64_t{cqe->timestamp_h.host()} << 32) | cqe->timestamp_l.host();
+
+  auto retire_receive = [&](uint64_t* wr_id) {
+    if (wq->srq != nullptr) {
+      *wr_id = wq->srq->Retire(wqe_counter);
+      return true;
+    }
+    if (wq->rq != nullptr) {
+      *wr_id = wq->rq->Retire();
+      return true;
+    }
+    return false;
+  };
+
+  switch (opcode) {
+    case prm::MLX5_CQE_REQ: {
+      if (wq->sq == nullptr) return Parsed::kError;
+      const SendSlot& slot = wq->sq->Retire(wqe_counter);
+      wc->wr_id = slot.wr_id;
+      wc->status = IBV_WC_SUCCESS;
+      wc->byte_len = cqe->byte_cnt.host();
+      switch (prm::CqeWqeOpcode(cqe->sop_drop_qpn.host())) {
+        case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
+          wc->wc_flags |= IBV_WC_WITH_IMM;
+          wc->opcode = IBV_WC_RDMA_WRITE;
+          break;
+        case prm::MLX5_OPCODE_RDMA_WRITE: wc->opcode = IBV_WC_RDMA_WRITE; break;
+        case prm::MLX5_OPCODE_SEND_IMM:
+          wc->wc_flags |= IBV_WC_WITH_IMM;
+          wc->opcode = IBV_WC_SEND;
+          break;
+        case prm::MLX5_OPCODE_SEND:
+        case prm::MLX5_OPCODE_SEND_INVAL: wc->opcode = IBV_WC_SEND; break;
+        case prm::MLX5_OPCODE_RDMA_READ: wc->opcode = IBV_WC_RDMA_READ; break;
+        case prm::MLX5_OPCODE_ATOMIC_CS:
+          wc->opcode = IBV_WC_COMP_SWAP;
+          wc->byte_len = kAtomicBytes;
+          break;
+        case prm::MLX5_OPCODE_ATOMIC_FA:
+          wc->opcode = IBV_WC_FETCH_ADD;
+          wc->byte_len = kAtomicBytes;
+          break;
+        default: wc->opcode = slot.wc_opcode; break;  // UMR: bind or local invalidate
+      }
+      return Parsed::kCompletion;
+    }
+    case prm::MLX5_CQE_RESP_WR_IMM:
+    case prm::MLX5_CQE_RESP_SEND:
+    case prm::MLX5_CQE_RESP_SEND_IMM:
+    case prm::MLX5_CQE_RESP_SEND_INV: {
+      if (!retire_receive(&wc->wr_id)) return Parsed::kError;
+      wc->status = IBV_WC_SUCCESS;
+      wc->byte_len = cqe->byte_cnt.host();
+      if (opcode == prm::MLX5_CQE_RESP_WR_IMM) {
+        wc->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+        wc->wc_flags |= IBV_WC_WITH_IMM;
+        wc->imm_data = cqe->immediate.raw();  // network order, as the sender gave it
+      } else if (opcode == prm::MLX5_CQE_RESP_SEND_IMM) {
+        wc->opcode = IBV_WC_RECV;
+        wc->wc_flags |= IBV_WC_WITH_IMM;
+        wc->imm_data = cqe->immediate.raw();
+      } else if (opcode == prm::MLX5_CQE_RESP_SEND_INV) {
+        wc->opcode = IBV_WC_RECV;
+        wc->wc_flags |= IBV_WC_WITH_INV;
+        wc->invalidated_rkey = cqe->inval_rkey.host();
+      } else {
+        wc->opcode = IBV_WC_RECV;
+      }
+      const uint32_t flags_rqpn = cqe->flags_rqpn.host();
+      wc->src_qp = flags_rqpn & prm::kCqeQpnMask;
+      wc->sl = static_cast<uint8_t>((flags_rqpn >> kSlShift) & kSlMask);
+      if ((flags_rqpn >> kGrhShift) & kGrhMask) wc->wc_flags |= IBV_WC_GRH;
+      wc->slid = cqe->slid.host();
+      wc->dlid_path_bits = cqe->ml_path & kPathBitsMask;
+      wc->pkey_index = static_cast<uint16_t>(cqe->pkey.host() & 0xffff);
+      return Parsed::kCompletion;
+    }
+    case prm::MLX5_CQE_REQ_ERR:
+    case prm::MLX5_CQE_RESP_ERR: {
+      const auto* err = reinterpret_cast<const pod::mlx5_err_cqe*>(at);
+      if (opcode == prm::MLX5_CQE_REQ_ERR) {
+        if (wq->sq == nullptr) return Parsed::kError;
+        const SendSlot& slot = wq->sq->Retire(wqe_counter);
+        wc->wr_id = slot.wr_id;
+        wc->opcode = slot.wc_opcode;
+      } else {
+        if (!retire_receive(&wc->wr_id)) return Parsed::kError;
+        wc->opcode = IBV_WC_RECV;
+      }
+      wc->status = StatusOfSyndrome(err->syndrome);
+      wc->vendor_err = err->vendor_err_synd;
+      wc->byte_len = 0;
+      return Parsed::kCompletion;
+    }
+    default: return Parsed::kError;  // NO_PACKET (tag matching) and reserved opcodes
+  }
+}
+
+void CqRing::StoreCi(uint32_t ci) {
+  ci_.store(ci, std::memory_order_relaxed);
+  dbr_->set_ci = prm::Be32::FromHost(ci & prm::kCqConsumerIndexMask);
+}
+
+int CqRing::Poll(int num_entries, ibv_wc* wc) {
+  lock_.lock();
+  int n = 0;
+  bool failed = false;
+  const uint32_t start = ci_.load(std::memory_order_relaxed);
+  uint32_t ci = start;
+  while (n < num_entries) {
+    const std::byte* cqe = NextCqe(ci);
+    if (cqe == nullptr) break;
+    ++ci;
+    mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+    const Parsed p = Parse(cqe, &wc[n], nullptr);
+    if (p == Parsed::kSkip) continue;
+    if (p == Parsed::kError) [[unlikely]] {
+      failed = true;
+      break;
+    }
+    ++n;
+  }
+  if (ci != start) StoreCi(ci);
+  lock_.unlock();
+  return failed && n == 0 ? -1 : n;
+}
+
+int CqRing::PollOne(ibv_cq_ex* cq) {
+  uint32_t ci = ci_.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::byte* cqe = NextCqe(ci);
+    if (cqe == nullptr) return ENOENT;
+    ++ci;
+    ci_.store(ci, std::memory_order_relaxed);
+    mmio::FromDeviceBarrier();
+    const Parsed p = Parse(cqe, &cur_, &cur_ts_);
+    if (p == Parsed::kSkip) continue;
+    if (p == Parsed::kError) return EINVAL;
+    cq->wr_id = cur_.wr_id;
+    cq->status = cur_.status;
+    return 0;
+  }
+}
+
+int CqRing::StartPoll(ibv_cq_ex* cq) {
+  lock_.lock();
+  const uint32_t start = ci_.load(std::memory_order_relaxed);
+  const int err = PollOne(cq);
+  if (err != 0) {
+    const uint32_t ci = ci_.load(std::memory_order_relaxed);
+    if (ci != start) StoreCi(ci);
+    lock_.unlock();
+  }
+  return err;
+}
+
+int CqRing::NextPoll(ibv_cq_ex* cq) { return PollOne(cq); }
+
+void CqRing::EndPoll() {
+  StoreCi(ci_.load(std::memory_order_relaxed));
+  lock_.unlock();
+}
+
+void CqRing::Clean(uint32_t qpn, SrqRing* srq) {
+  lock_.lock();
+  const uint32_t ci = ci_.load(std::memory_order_relaxed);
+  // The producer's position: the first CQE software does not own yet.
+  uint32_t prod = ci;
+  while (prod - ci < cqe_cnt_ && NextCqe(prod) != nullptr) ++prod;
+  mmio::FromDeviceBarrier();
+  uint32_t freed = 0;
+  for (uint32_t i = prod; i != ci;) {
+    --i;
+    std::byte* at = CqeAt(i);
+    const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+    if (prm::CqeQpn(cqe->sop_drop_qpn.host()) == qpn) {
+      const prm::CqeOpcode opcode = prm::CqeOpcodeOf(cqe->op_own);
+      const bool responder = opcode == prm::MLX5_CQE_RESP_WR_IMM ||
+                             opcode == prm::MLX5_CQE_RESP_SEND ||
+                             opcode == prm::MLX5_CQE_RESP_SEND_IMM ||
+                             opcode == prm::MLX5_CQE_RESP_SEND_INV ||
+                             opcode == prm::MLX5_CQE_RESP_ERR;
+      if (srq != nullptr && responder) (void)srq->Retire(cqe->wqe_counter.host());
+      ++freed;
+    } else if (freed != 0) {
+      std::byte* dest = CqeAt(i + freed);
+      auto* d = reinterpret_cast<pod::mlx5_cqe64*>(dest);
+      const uint8_t owner = d->op_own & prm::MLX5_CQE_OWNER_MASK;
+      std::memmove(dest, at, sizeof(pod::mlx5_cqe64));
+      d->op_own = static_cast<uint8_t>((d->op_own & ~prm::MLX5_CQE_OWNER_MASK) | owner);
+    }
+  }
+  if (freed != 0) {
+    mmio::ToDeviceBarrier();  // the moved CQEs before the index that frees their old slots
+    StoreCi(ci + freed);
+  }
+  lock_.unlock();
+}
+
+int CqRing::Arm(bool solicited_only) {
+  const uint32_t word = prm::CqArmWord(
+      arm_sn_, solicited_only ? prm::MLX5_CQ_DB_REQ_NOT_SOL : prm::MLX5_CQ_DB_REQ_NOT,
+      ci_.load(std::memory_order_relaxed));
+  dbr_->arm_db = prm::Be32::FromHost(word);
+  const prm::CqUarDoorbell doorbell{prm::Be32::FromHost(word), prm::Be32::FromHost(cqn_)};
+  uint64_t value;
+  std::memcpy(&value, &doorbell, sizeof(value));
+  // The record is in host memory before the doorbell reaches the device, and the doorbell is
+  // one 64-bit store.
+  mmio::WcStart();
+  *reinterpret_cast<volatile uint64_t*>(uar_cq_doorbell_) = value;
+  mmio::WcFlush();
+  bus_->DoorbellRung();
+  return 0;
+}
+
+}  // namespace onchip::driver::rings

@@ -1,0 +1,605 @@
+#include "driver/rings/send_queue.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <span>
+
+#include "driver/rings/data_path_ah.h"
+#include "driver/rings/umr_wqe.h"
+#include "mmio/barriers.h"
+#include "mmio/wc_copy.h"
+
+namespace onchip::driver::rings {
+namespace {
+
+using prm::Be32;
+using prm::Be64;
+namespace pod = prm::pod;
+
+constexpr uint32_t kBb = prm::MLX5_SEND_WQE_BB;
+constexpr uint32_t kDs = prm::MLX5_SEND_WQE_DS;
+constexpr uint32_t kAtomicBytes = 8;
+
+constexpr uint32_t AlignUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
+
+// WQE bytes are written as whole 8-byte words built in registers: narrower stores that a wider
+// load (the doorbell, the BlueFlame copy) later reads back cannot be forwarded and stall it.
+inline void Store64(std::byte* at, uint64_t v) { std::memcpy(at, &v, sizeof(v)); }
+// Two big-endian 32-bit fields as they lie in memory, first at the lower address.
+inline uint64_t Pair(Be32 first, Be32 second) {
+  return uint64_t{first.raw()} | (uint64_t{second.raw()} << 32);
+}
+
+bool IsAtomic(uint8_t opcode) {
+  return opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
+}
+
+// The verbs opcodes libmlx5 posts, with the mlx5 opcode and the requester completion's opcode.
+struct OpcodeMap {
+  uint8_t mlx5;
+  ibv_wc_opcode wc;
+};
+// `op` is the raw value: an application may pass any number, and only after this check is it
+// one of the enum's.
+static_assert(sizeof(ibv_wr_opcode) == sizeof(uint32_t));
+bool MapOpcode(uint32_t op, OpcodeMap* out) {
+  switch (op) {
+    case IBV_WR_SEND: *out = {prm::MLX5_OPCODE_SEND, IBV_WC_SEND}; return true;
+    case IBV_WR_SEND_WITH_IMM: *out = {prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND}; return true;
+    case IBV_WR_SEND_WITH_INV: *out = {prm::MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND}; return true;
+    case IBV_WR_RDMA_WRITE: *out = {prm::MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE}; return true;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      *out = {prm::MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE};
+      return true;
+    case IBV_WR_RDMA_READ: *out = {prm::MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ}; return true;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: *out = {prm::MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP}; return true;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      *out = {prm::MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD};
+      return true;
+    case IBV_WR_BIND_MW: *out = {prm::MLX5_OPCODE_UMR, IBV_WC_BIND_MW}; return true;
+    case IBV_WR_LOCAL_INV: *out = {prm::MLX5_OPCODE_UMR, IBV_WC_LOCAL_INV}; return true;
+    default: return false;  // TSO (raw packet QPs only), DRIVER1, ATOMIC_WRITE and beyond
+  }
+}
+
+}  // namespace
+
+Result<void> SendQueue::Init(const SendQueueDesc& d) {
+  if (d.ring == nullptr || d.db_counter == nullptr || d.bf == nullptr || d.bus == nullptr)
+    return Fail(EINVAL, "send queue: ring, doorbell record, bfreg and bus are required");
+  if (d.wqe_cnt == 0 || !std::has_single_bit(d.wqe_cnt))
+    return Fail(EINVAL, "send queue: WQE basic blocks must be a power of two");
+  if (d.max_post == 0 || d.max_post > d.wqe_cnt)
+    return Fail(EINVAL, "send queue: max_post must be 1..wqe_cnt");
+
+  // The largest WQE this queue can build (libmlx5's worst case: ctrl, the transport's largest
+  // remote segments, the address vector, the larger of the gather list and the inline data; a
+  // UMR on RC and UC).
+  const uint32_t data = std::max(d.max_send_sge * kDs,
+                                 d.max_inline_data ? AlignUp(d.max_inline_data + 4, kDs) : 0);
+  const uint32_t remote = d.transport == QpTransport::kRc   ? 2 * kDs
+                          : d.transport == QpTransport::kUc ? kDs
+                                                            : 0;
+  const uint32_t av = d.transport == QpTransport::kUd ? sizeof(pod::mlx5_wqe_av) : 0;
+  uint32_t worst = kDs + remote + av + data;
+  if (d.transport != QpTransport::kUd) worst = std::max<uint32_t>(worst, kUmrBindBytes);
+  if (worst / kDs > prm::kWqeDsMask)
+    return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
+  worst_bbs_ = AlignUp(worst, kBb) / kBb;
+  if (worst_bbs_ > d.wqe_cnt) return Fail(EINVAL, "send queue: the ring holds no largest WQE");
+
+  slots_.reset(new (std::nothrow) SendSlot[d.wqe_cnt]);
+  if (!slots_) return Fail(ENOMEM, "send queue: slot bookkeeping");
+
+  ring_ = d.ring;
+  qend_ = d.ring + std::size_t{d.wqe_cnt} * kBb;
+  wqe_cnt_ = d.wqe_cnt;
+  max_post_ = d.max_post;
+  db_counter_ = d.db_counter;
+  bf_ = d.bf;
+  bus_ = d.bus;
+  qpn_ = d.qpn;
+  transport_ = d.transport;
+  max_inline_ = d.max_inline_data;
+  max_sge_ = d.max_send_sge;
+  state_max_gs_ = static_cast<int>(d.max_send_sge);
+  sig_bits_ = d.sq_sig_all ? prm::MLX5_WQE_CTRL_CQ_UPDATE : 0;
+  atomics_ = d.atomics;
+  lock_.set_locked(d.locked);
+  return {};
+}
+
+// ---- building WQEs ----
+
+#define ONCHIP_HOT [[gnu::always_inline]] inline
+
+// Field by field into the caller's builder: no zero-fill or whole-struct copy, whose wide loads
+// over narrow stores the CPU cannot forward.
+ONCHIP_HOT void SendQueue::Load(Builder& b) const {
+  b.ring = ring_;
+  b.qend = qend_;
+  b.slots = slots_.get();
+  b.mask = wqe_cnt_ - 1;
+  b.qpn = qpn_;
+  b.cur_post = cur_post_;
+  b.head = head_;
+  b.sig_bits = sig_bits_;
+  b.next_fence = fm_cache_;
+}
+
+ONCHIP_HOT void SendQueue::Store(const Builder& b) {
+  cur_post_ = b.cur_post;
+  head_ = b.head;
+  fm_cache_ = b.next_fence;
+}
+
+ONCHIP_HOT int SendQueue::CheckRoom(const Builder& b) const {
+  if (b.head - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
+  if (b.cur_post + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
+  return 0;
+}
+
+ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
+  switch (transport_) {
+    case QpTransport::kUd:
+      if (opcode != prm::MLX5_OPCODE_SEND && opcode != prm::MLX5_OPCODE_SEND_IMM) return EINVAL;
+      return 0;
+    case QpTransport::kUc:
+      if (opcode == prm::MLX5_OPCODE_RDMA_READ || IsAtomic(opcode)) return EINVAL;
+      return 0;
+    case QpTransport::kRc:
+      if (IsAtomic(opcode) && !atomics_) return EOPNOTSUPP;
+      return 0;
+  }
+  return EINVAL;
+}
+
+ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, uint8_t opcode,
+                                          uint32_t imm_raw, ibv_wc_opcode wc_opcode, bool umr) {
+  slot = cur_post & mask;
+  ctrl = ring + std::size_t{slot} * kBb;
+  const uint8_t fence =
+      (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence;
+  uint8_t fm_ce_se = sig_bits | fence;
+  if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
+  if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
+  // ctrl: {opmod_idx_opcode, qpn_ds (written at Finish)}, {signature 0, reserved 0, fm_ce_se,
+  // imm}.
+  opcode_word =
+      Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode)).raw();
+  Store64(ctrl, opcode_word);
+  Store64(ctrl + 8, (uint64_t{fm_ce_se} << 24) | (uint64_t{imm_raw} << 32));
+  SendSlot& s = slots[slot];
+  s.wr_id = wr_id;
+  s.wr_count = head;
+  s.wc_opcode = wc_opcode;
+  // The ctrl segment starts a basic block, so the next segment is inside the ring.
+  seg = ctrl + kDs;
+  ds = 1;
+  next_fence = umr ? prm::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
+}
+
+ONCHIP_HOT std::byte* SendQueue::Builder::TakeSegment() {
+  std::byte* at = seg;
+  seg += kDs;
+  if (seg == qend) seg = ring;
+  ++ds;
+  return at;
+}
+
+ONCHIP_HOT void SendQueue::Builder::PutRaddr(uint32_t rkey, uint64_t raddr) {
+  std::byte* at = TakeSegment();  // raddr, rkey, reserved
+  Store64(at, Be64::FromHost(raddr).raw());
+  Store64(at + 8, Pair(Be32::FromHost(rkey), Be32::FromHost(0)));
+}
+
+ONCHIP_HOT void SendQueue::Builder::PutAtomic(uint8_t opcode, uint64_t swap_add,
+                                              uint64_t compare) {
+  std::byte* at = TakeSegment();  // swap_add, compare
+  Store64(at, Be64::FromHost(swap_add).raw());
+  Store64(at + 8, Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0).raw());
+}
+
+ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
+  // ctrl (16) + av (48) fill the first basic block: the three segments never wrap apart.
+  std::byte* at = TakeSegment();
+  (void)TakeSegment();
+  (void)TakeSegment();
+  return at;
+}
+
+ONCHIP_HOT void SendQueue::Builder::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
+  std::byte* at = TakeSegment();  // byte_count, lkey, addr
+  Store64(at, Pair(Be32::FromHost(length), Be32::FromHost(lkey)));
+  Store64(at + 8, Be64::FromHost(addr).raw());
+}
+
+int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n,
+                                  uint32_t max) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += sges ? sges[i].length : bufs[i].length;
+  if (total > max) return ENOMEM;
+  if (total == 0) return 0;
+  // The 4-byte header, then the bytes back to back; only here can a WQE's bytes split at the
+  // ring's end.
+  const Be32 header = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
+  std::memcpy(seg, &header, sizeof(header));
+  std::byte* p = seg + sizeof(header);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto* src = static_cast<const std::byte*>(
+        sges ? reinterpret_cast<const void*>(sges[i].addr) : bufs[i].addr);
+    std::size_t len = sges ? sges[i].length : bufs[i].length;
+    while (len != 0) {
+      if (p == qend) p = ring;
+      const std::size_t chunk = std::min<std::size_t>(len, static_cast<std::size_t>(qend - p));
+      std::memcpy(p, src, chunk);
+      p += chunk;
+      src += chunk;
+      len -= chunk;
+    }
+  }
+  const uint32_t units = AlignUp(static_cast<uint32_t>(total) + 4, kDs) / kDs;
+  const std::size_t ring_bytes = static_cast<std::size_t>(qend - ring);
+  seg = ring + ((seg - ring) + std::size_t{units} * kDs) % ring_bytes;
+  ds += units;
+  return 0;
+}
+
+int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey,
+                               const ibv_mw_bind_info& info) {
+  if (info.length > prm::MLX5_MAX_KLM_BYTE_COUNT) return EOPNOTSUPP;
+  if (info.length != 0 && info.mr == nullptr) return EINVAL;
+  alignas(16) std::array<std::byte, kUmrBindBytes> wqe;
+  const UmrRequest request{
+      .type2 = type2,
+      .target_key = target_key,
+      .new_rkey = new_rkey,
+      .mr_lkey = info.length != 0 ? info.mr->lkey : 0,
+      .addr = info.addr,
+      .length = info.length,
+      .access = info.mw_access_flags,
+      .qpn = qpn,
+  };
+  auto size = BuildUmrWqe(request, wqe);
+  if (!size) return size.error().errno_value();
+  // The ctrl segment is ours (index, fence, completion); the UMR segments follow it 16 bytes at
+  // a time, wrapping at the ring's end as any segment does.
+  for (std::size_t off = kDs; off < *size; off += kDs) std::memcpy(TakeSegment(), &wqe[off], kDs);
+  return 0;
+}
+
+ONCHIP_HOT void SendQueue::Builder::Finish() {
+  const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(qpn, ds));
+  last_doorbell = Pair(Be32::FromRaw(opcode_word), qpn_ds);
+  Store64(ctrl, last_doorbell);
+  cur_post += AlignUp(ds * kDs, kBb) / kBb;
+  ++head;
+  slots[slot].next_post = cur_post;
+  last_ctrl = ctrl;
+  last_ds = ds;
+}
+
+ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
+  // The WQEs are in host memory before the record says they exist ...
+  mmio::ToDeviceBarrier();
+  *db_counter_ = Be32::FromHost(b.cur_post & prm::kWqCounterMask);
+  // ... and the record before the doorbell (WcStart orders it against the write-combined
+  // stores; this keeps the compiler from sinking it).
+  mmio::ToDeviceBarrier();
+
+  Bfreg& bf = *bf_;
+  const std::byte* last = b.last_ctrl;
+  const uint32_t ds = b.last_ds;
+  const bool blueflame = nreq == 1 && bf.blueflame && ds > 1 && ds * kDs <= bf.buf_size;
+  auto write = [&] {
+    std::byte* dst = bf.NextHalf();
+    if (blueflame) {
+      const uint32_t bytes = AlignUp(ds * kDs, kBb);
+      const std::byte* src = last;
+      for (uint32_t off = 0; off < bytes; off += kBb) {
+        mmio::BlueFlameCopy64(dst + off, src);
+        src += kBb;
+        if (src == b.qend) src = b.ring;
+      }
+    } else {
+      *reinterpret_cast<volatile uint64_t*>(dst) = b.last_doorbell;
+    }
+  };
+  if (bf.need_lock) {
+    mmio::WcLockGuard guard(bf.lock);
+    write();
+  } else {
+    mmio::WcStart();
+    write();
+    mmio::WcFlush();
+  }
+  bus_->DoorbellRung();
+}
+
+ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
+  uint32_t raw;
+  std::memcpy(&raw, &wr->opcode, sizeof(raw));  // not loaded as the enum before it is checked
+  OpcodeMap op;
+  if (!MapOpcode(raw, &op)) [[unlikely]]
+    return EINVAL;
+  if (const int err = CheckRoom(b)) [[unlikely]]
+    return err;
+  if (wr->num_sge > state_max_gs_) [[unlikely]]
+    return ENOMEM;
+  if (const int err = CheckOpcode(op.mlx5)) [[unlikely]]
+    return err;
+
+  uint32_t imm = 0;
+  switch (raw) {
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: imm = wr->imm_data; break;  // already big-endian
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_LOCAL_INV: imm = Be32::FromHost(wr->invalidate_rkey).raw(); break;
+    case IBV_WR_BIND_MW: imm = Be32::FromHost(wr->bind_mw.mw->rkey).raw(); break;
+    default: break;
+  }
+  const bool umr = op.mlx5 == prm::MLX5_OPCODE_UMR;
+  const uint8_t fence_before = b.next_fence;
+  b.Begin(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
+
+  int err = 0;
+  switch (op.mlx5) {
+    case prm::MLX5_OPCODE_SEND:
+    case prm::MLX5_OPCODE_SEND_IMM:
+    case prm::MLX5_OPCODE_SEND_INVAL:
+      if (transport_ == QpTransport::kUd) {
+        auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(b.ReserveDatagram());
+        std::memcpy(av, &DataPathAh::From(wr->wr.ud.ah)->av, sizeof(*av));
+        av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (wr->wr.ud.remote_qpn & 0xffffff));
+        av->key.qkey.qkey = Be32::FromHost(wr->wr.ud.remote_qkey);
+      }
+      break;
+    case prm::MLX5_OPCODE_RDMA_WRITE:
+    case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
+    case prm::MLX5_OPCODE_RDMA_READ: b.PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
+    case prm::MLX5_OPCODE_ATOMIC_CS:
+      b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      b.PutAtomic(op.mlx5, wr->wr.atomic.swap, wr->wr.atomic.compare_add);
+      break;
+    case prm::MLX5_OPCODE_ATOMIC_FA:
+      b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
+      b.PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
+      break;
+    case prm::MLX5_OPCODE_UMR:
+      if (wr->opcode == IBV_WR_BIND_MW)
+        err = b.PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
+                       wr->bind_mw.rkey, wr->bind_mw.bind_info);
+      else
+        err = b.PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
+      break;
+    default: break;
+  }
+  if (err == 0 && !umr) {
+    if (IsAtomic(op.mlx5)) {
+      // The 8-byte result lands in the first SGE.
+      if (wr->num_sge > 0) b.PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
+    } else if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge > 0) {
+      err = b.PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge), max_inline_);
+    } else {
+      for (int i = 0; i < wr->num_sge; ++i)
+        if (wr->sg_list[i].length != 0)
+          b.PutData(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length);
+    }
+  }
+  if (err != 0) [[unlikely]] {
+    b.next_fence = fence_before;  // nothing was posted
+    return err;
+  }
+  b.Finish();
+  return 0;
+}
+
+int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  lock_.lock();
+  Builder b;
+  Load(b);
+  uint32_t nreq = 0;
+  int err = 0;
+  for (; wr != nullptr; wr = wr->next, ++nreq) {
+    err = PostOne(b, wr);
+    if (err != 0) [[unlikely]] {
+      *bad_wr = wr;
+      break;
+    }
+  }
+  Store(b);
+  if (nreq != 0) [[likely]]
+    RingDoorbell(b, nreq);
+  lock_.unlock();
+  return err;
+}
+
+const SendSlot& SendQueue::Retire(uint16_t wqe_counter) {
+  const SendSlot& s = slots_[wqe_counter & (wqe_cnt_ - 1)];
+  tail_.store(s.wr_count + 1, std::memory_order_release);
+  bb_tail_.store(s.next_post, std::memory_order_release);
+  return s;
+}
+
+// ---- the extended API: one Builder across the calls, written back on success only ----
+
+namespace {
+// Keeps the first error of a batch.
+inline void Keep(int& slot, int err) {
+  if (slot == 0) slot = err;
+}
+}  // namespace
+
+void SendQueue::WrStart() {
+  lock_.lock();
+  Load(wr_);
+  wr_nreq_ = 0;
+  wr_err_ = 0;
+  wr_open_ = false;
+}
+
+ONCHIP_HOT bool SendQueue::WrBegin(uint8_t opcode) {
+  if (wr_err_ != 0) return false;
+  if (wr_open_) {  // the previous request never got its data
+    Keep(wr_err_, EINVAL);
+    return false;
+  }
+  if (const int err = CheckRoom(wr_)) {
+    Keep(wr_err_, err);
+    return false;
+  }
+  if (const int err = CheckOpcode(opcode)) {
+    Keep(wr_err_, err);
+    return false;
+  }
+  return true;
+}
+
+void SendQueue::WrSend(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t imm_raw) {
+  if (!WrBegin(opcode)) return;
+  wr_.Begin(wr_id, flags, opcode, imm_raw, IBV_WC_SEND, false);
+  wr_open_ = true;
+  wr_atomic_ = false;
+  wr_setters_ = 1;
+  wr_av_ = nullptr;
+  if (transport_ == QpTransport::kUd) {
+    wr_av_ = wr_.ReserveDatagram();
+    wr_setters_ = 2;
+  }
+}
+
+void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
+                       uint64_t raddr, uint32_t imm_raw) {
+  if (!WrBegin(opcode)) return;
+  const ibv_wc_opcode wc =
+      opcode == prm::MLX5_OPCODE_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
+  wr_.Begin(wr_id, flags, opcode, imm_raw, wc, false);
+  wr_.PutRaddr(rkey, raddr);
+  wr_open_ = true;
+  wr_atomic_ = false;
+  wr_setters_ = 1;
+  wr_av_ = nullptr;
+}
+
+void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t rkey,
+                         uint64_t raddr, uint64_t swap_add, uint64_t compare) {
+  if (!WrBegin(opcode)) return;
+  const ibv_wc_opcode wc =
+      opcode == prm::MLX5_OPCODE_ATOMIC_CS ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
+  wr_.Begin(wr_id, flags, opcode, 0, wc, false);
+  wr_.PutRaddr(rkey, raddr);
+  wr_.PutAtomic(opcode, swap_add, compare);
+  wr_open_ = true;
+  wr_atomic_ = true;
+  wr_setters_ = 1;
+  wr_av_ = nullptr;
+}
+
+void SendQueue::WrBindMw(uint64_t wr_id, unsigned flags, ibv_mw* mw, uint32_t new_rkey,
+                         const ibv_mw_bind_info& info) {
+  if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
+  const uint8_t fence_before = wr_.next_fence;
+  wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(mw->rkey).raw(), IBV_WC_BIND_MW,
+            true);
+  // The extended API binds with type-2 semantics, as libmlx5's does.
+  if (const int err = wr_.PutUmr(true, mw->rkey, new_rkey, info)) {
+    wr_.next_fence = fence_before;
+    return Keep(wr_err_, err);
+  }
+  wr_.Finish();
+  ++wr_nreq_;
+}
+
+void SendQueue::WrLocalInv(uint64_t wr_id, unsigned flags, uint32_t invalidate_rkey) {
+  if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
+  wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
+            IBV_WC_LOCAL_INV, true);
+  (void)wr_.PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
+  wr_.Finish();
+  ++wr_nreq_;
+}
+
+ONCHIP_HOT void SendQueue::WrFinishSetter() {
+  if (--wr_setters_ > 0) return;
+  wr_.Finish();
+  ++wr_nreq_;
+  wr_open_ = false;
+}
+
+void SendQueue::WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_ || wr_av_ == nullptr) return Keep(wr_err_, EINVAL);
+  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(wr_av_);
+  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
+  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
+  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
+  wr_av_ = nullptr;
+  WrFinishSetter();
+}
+
+void SendQueue::WrSetSge(uint32_t lkey, uint64_t addr, uint32_t length) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_) return Keep(wr_err_, EINVAL);
+  if (state_max_gs_ < 1) return Keep(wr_err_, ENOMEM);
+  if (wr_atomic_)
+    wr_.PutData(lkey, addr, kAtomicBytes);
+  else if (length != 0)
+    wr_.PutData(lkey, addr, length);
+  WrFinishSetter();
+}
+
+void SendQueue::WrSetSgeList(std::size_t num_sge, const ibv_sge* sg_list) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_) return Keep(wr_err_, EINVAL);
+  if (num_sge > max_sge_ || static_cast<long>(num_sge) > state_max_gs_)
+    return Keep(wr_err_, ENOMEM);
+  if (wr_atomic_) {
+    if (num_sge > 0) wr_.PutData(sg_list[0].lkey, sg_list[0].addr, kAtomicBytes);
+  } else {
+    for (std::size_t i = 0; i < num_sge; ++i)
+      if (sg_list[i].length != 0) wr_.PutData(sg_list[i].lkey, sg_list[i].addr, sg_list[i].length);
+  }
+  WrFinishSetter();
+}
+
+void SendQueue::WrSetInline(const void* addr, std::size_t length) {
+  const ibv_data_buf buf{const_cast<void*>(addr), length};
+  WrSetInlineList(1, &buf);
+}
+
+void SendQueue::WrSetInlineList(std::size_t num_buf, const ibv_data_buf* buf_list) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_ || wr_atomic_) return Keep(wr_err_, EINVAL);
+  if (const int err = wr_.PutInline(nullptr, buf_list, num_buf, max_inline_))
+    return Keep(wr_err_, err);
+  WrFinishSetter();
+}
+
+int SendQueue::WrComplete() {
+  int err = wr_err_;
+  if (err == 0 && wr_open_) err = EINVAL;  // a request still waits for its data
+  // Outside RTS (the gate closed: RESET, and until RTS after it) libmlx5 answers every batch
+  // with EINVAL and posts none of it.
+  if (state_max_gs_ < 0) err = EINVAL;
+  if (err == 0) {
+    Store(wr_);
+    if (wr_nreq_ != 0) RingDoorbell(wr_, wr_nreq_);
+  }
+  wr_open_ = false;
+  lock_.unlock();
+  return err;
+}
+
+void SendQueue::WrAbort() {
+  wr_open_ = false;
+  lock_.unlock();
+}
+
+#undef ONCHIP_HOT
+
+}  // namespace onchip::driver::rings
