@@ -107,7 +107,7 @@ Engine::PassResult Engine::Pass() {
     const uint64_t now = NowNs();
     bool moved = false;
     if (port_.Pending()) {
-      std::deque<Packet> inbound = port_.Take();
+      std::vector<Packet> inbound = port_.Take();
       for (Packet& p : inbound) {
         if (p.kind == PacketKind::kRequest)
           HandleRequest(p, now);

@@ -118,9 +118,13 @@ class Engine {
   // Copies through a key the caller has checked (KeyAllows); false if it cannot (gone since).
   bool CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out);
   bool CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in);
-  // Runs an 8-byte atomic at va (host byte order); the value before it, or nullopt.
+  // Runs an 8-byte atomic at va on a word in host byte order, or big-endian when `big_endian`;
+  // the value before it (as a number), or nullopt.
   std::optional<uint64_t> AtomicAtKey(uint32_t key, uint64_t va, bool compare_swap,
-                                      uint64_t swap_add, uint64_t compare);
+                                      uint64_t swap_add, uint64_t compare, bool big_endian);
+  // The responder's byte order for 8-byte atomics: the CUR atomic_req_8B_endianness_mode the
+  // driver set (0, the reset value: big-endian; 1: host order).
+  bool AtomicsBigEndian() const;
   // SEND_INV: invalidates `rkey` for a QP of `pd` / number `qpn` (a type-2 window bound to it).
   bool RemoteInvalidate(uint32_t rkey, uint32_t pd, uint32_t qpn);
 
@@ -142,6 +146,8 @@ class Engine {
   // (a full CQ goes to error and reports a CQ error event).
   bool WriteCqe(uint32_t cqn, const CqeFields& f);
   bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data);
+  // An affiliated QP event (prm::MLX5_EVENT_TYPE_WQ_*) on the first EQ that subscribes to it.
+  void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
   // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
   // the last call (the device leaves a value there no driver writes).

@@ -159,6 +159,15 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   return true;
 }
 
+void Engine::QpEvent(uint32_t qpn, uint8_t type) {
+  for (const auto& [eqn, eq] : fw_.eqs_) {
+    if (!((eq.event_bitmask[type / 64] >> (type % 64)) & 1)) continue;
+    // Queue type byte 0: a QP; its number in the last word.
+    WriteEqe(eqn, type, prm::EqeQueueData(prm::kEqeCompletionCqnOffset, qpn));
+    return;
+  }
+}
+
 void Engine::SignalVector(uint32_t vector) {
   ++interrupts_;
   if (vector >= irq_fds_.size() || irq_fds_[vector] < 0) return;

@@ -7,9 +7,11 @@
 // from mkc.start_addr; device-memory MRs (MEMIC, SW ICM) are registered zero-based by verbs, so
 // their addresses are offsets from 0. A bound window reaches its parent's memory.
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "tools/sim/engine.h"
+#include "uapi/prm/caps.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
 
@@ -115,16 +117,31 @@ bool Engine::CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in)
   return true;
 }
 
+bool Engine::AtomicsBigEndian() const {
+  return prm::Get(std::span<const std::byte>(fw_.caps_.Page(prm::CAP_ATOMIC, true)),
+                  prm::atomic_caps::atomic_req_8B_endianness_mode) == 0;
+}
+
 std::optional<uint64_t> Engine::AtomicAtKey(uint32_t key, uint64_t va, bool compare_swap,
-                                            uint64_t swap_add, uint64_t compare) {
+                                            uint64_t swap_add, uint64_t compare, bool big_endian) {
   if (va % 8 != 0) return std::nullopt;
+  // Memory holds the word in `order`; the operands and the result are numbers.
+  auto to_memory = [big_endian](uint64_t v) {
+    return big_endian && std::endian::native == std::endian::little ? std::byteswap(v) : v;
+  };
   auto run = [&](std::byte* p) -> std::optional<uint64_t> {
     if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 8 != 0) return std::nullopt;
     std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(p));
-    if (!compare_swap) return word.fetch_add(swap_add, std::memory_order_seq_cst);
-    uint64_t expected = compare;
-    word.compare_exchange_strong(expected, swap_add, std::memory_order_seq_cst);
-    return expected;  // the value found, whether or not it matched
+    if (compare_swap) {
+      uint64_t found = to_memory(compare);
+      word.compare_exchange_strong(found, to_memory(swap_add), std::memory_order_seq_cst);
+      return to_memory(found);  // the value found, whether or not it matched
+    }
+    uint64_t found = word.load(std::memory_order_seq_cst);
+    while (!word.compare_exchange_weak(found, to_memory(to_memory(found) + swap_add),
+                                       std::memory_order_seq_cst)) {
+    }
+    return to_memory(found);
   };
   const Firmware::Mkey* target = Target(key);
   if (target == nullptr) return std::nullopt;

@@ -377,8 +377,11 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
         CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
         return;
       }
+      // The value before, in the byte order the responder's memory holds it.
+      const uint64_t value = p.atomic_big_endian ? prm::Be64::FromHost(p.atomic_original).raw()
+                                                 : p.atomic_original;
       std::vector<std::byte> original(8);
-      std::memcpy(original.data(), &p.atomic_original, 8);  // host byte order, as memory holds it
+      std::memcpy(original.data(), &value, 8);
       const Bytes data = p.kind == PacketKind::kAtomicResponse ? Bytes(original) : Bytes(p.payload);
       std::size_t done = 0;
       for (const ListEntry& e : list) {

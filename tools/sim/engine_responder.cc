@@ -16,14 +16,17 @@
 //   RDMA_READ                    needs qpc.rre and remote read; answered with the bytes
 //                                (a zero-length write or read checks no rkey)
 //   ATOMIC_CS / ATOMIC_FA        need qpc.rae, remote atomic and an 8-byte aligned address; run
-//                                on the 64-bit word in host byte order, answered with the value
-//                                before
+//                                on the 64-bit word in the byte order the driver chose
+//                                (atomic_req_8B_endianness_mode: 0 big-endian, 1 host), answered
+//                                with the value before, which lands in the same order
 // Failures: an rkey, right or range refused -> NAK remote access (requester REMOTE_ACCESS_ERR);
 // a misaligned atomic, a SEND larger than the receive WQE or an invalidation refused -> NAK
 // invalid request (REMOTE_INVAL_REQ_ERR); a receive WQE whose lkey fails -> NAK remote operation
 // (REMOTE_OP_ERR). When a receive WQE was taken the responder completes it in error too
 // (LOCAL_LENGTH_ERR, LOCAL_PROT_ERR, ...); an RC responder that refused a request moves to the
-// error state. UC and UD never answer: their failures complete the receive WQE in error only.
+// error state and reports an affiliated event EQE (WQ_ACCESS_ERROR, WQ_INVAL_REQ_ERROR,
+// WQ_CATAS_ERROR for its own receive's failure) on the first EQ subscribed to it. UC and UD never
+// answer: their failures complete the receive WQE in error only.
 #include <algorithm>
 #include <cstring>
 
@@ -31,6 +34,7 @@
 #include "tools/sim/engine_transport.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/eqe.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
 #include "uapi/prm/recv_wqe.h"
@@ -165,6 +169,11 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
     nak(code);
     if (rc || recv != nullptr) MoveToError(qp);
+    // The responder's own QP reports why it stopped (IBTA's affiliated asynchronous errors).
+    if (rc)
+      QpEvent(qpn, code == NakCode::kRemoteAccess     ? prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR
+                   : code == NakCode::kInvalidRequest ? prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR
+                                                      : prm::MLX5_EVENT_TYPE_WQ_CATAS_ERROR);
   };
 
   // Sequence (RC): execute the expected message, answer a repeated one again, drop the rest.
@@ -192,6 +201,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         if (!CopyFromKey(p.rkey, p.raddr, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
+        r.atomic_big_endian = AtomicsBigEndian();
       }
       Transmit(std::move(r));
       return;
@@ -373,8 +383,9 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
+      const bool big_endian = AtomicsBigEndian();
       auto original = AtomicAtKey(p.rkey, p.raddr, op == prm::MLX5_OPCODE_ATOMIC_CS, p.swap_add,
-                                  p.compare);
+                                  p.compare, big_endian);
       if (!original) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
@@ -383,6 +394,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       pr.last_atomic_original = *original;
       Packet r = answer(PacketKind::kAtomicResponse);
       r.atomic_original = *original;
+      r.atomic_big_endian = big_endian;
       Transmit(std::move(r));
       return;
     }

@@ -30,9 +30,9 @@ void Port::Push(Packet&& p) {
   if (sleeping_.load(std::memory_order_seq_cst)) wake_();
 }
 
-std::deque<Packet> Port::Take() {
+std::vector<Packet> Port::Take() {
   std::lock_guard lock(mutex_);
-  std::deque<Packet> out;
+  std::vector<Packet> out;
   out.swap(queue_);
   pending_.store(0, std::memory_order_seq_cst);
   return out;

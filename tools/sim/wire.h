@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -76,6 +75,7 @@ struct Packet {
   NakCode nak = NakCode::kRnr;
   uint8_t rnr_timer = 0;
   uint64_t atomic_original = 0;
+  bool atomic_big_endian = false;  // the requester stores atomic_original big-endian
   std::vector<std::byte> payload;
 };
 
@@ -86,14 +86,14 @@ class Port {
   explicit Port(std::function<void()> wake) : wake_(std::move(wake)) {}
   void Push(Packet&& p);
   // Everything queued so far, in arrival order.
-  std::deque<Packet> Take();
+  std::vector<Packet> Take();
   bool Pending() const { return pending_.load(std::memory_order_seq_cst) != 0; }
   void SetSleeping(bool sleeping) { sleeping_.store(sleeping, std::memory_order_seq_cst); }
 
  private:
   std::function<void()> wake_;
   std::mutex mutex_;
-  std::deque<Packet> queue_;
+  std::vector<Packet> queue_;
   std::atomic<std::size_t> pending_{0};
   std::atomic<bool> sleeping_{false};
 };

@@ -19,12 +19,14 @@
 #include "tests/device/sim/cmd_writer.h"
 #include "tests/device/wait.h"
 #include "tools/sim/device.h"
+#include "uapi/prm/caps.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/eqe.h"
+#include "uapi/prm/hca.h"
 #include "uapi/prm/memic.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
@@ -80,10 +82,30 @@ class Node {
 
   explicit Node(CommandWriter& w) : w_(w) {}
 
-  // ENABLE_HCA .. INIT_HCA, a UAR, a PD, an EQ (armed, on interrupt vector 1).
-  void Start() {
-    auto up = w_.BringUp();
-    ASSERT_TRUE(up) << up.error().describe();
+  // ENABLE_HCA .. INIT_HCA, 8-byte atomics in host byte order (as mlx5_core asks when the
+  // device supports it) unless `host_order_atomics` is false, a UAR, a PD, an EQ (armed, on
+  // interrupt vector 1).
+  void Start(bool host_order_atomics = true) {
+    // CommandWriter::BringUp's steps, with the capability set before INIT_HCA.
+    Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16);
+    auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
+    issi.set(prm::set_issi_in::current_issi, 1);
+    Run(issi, 16);
+    for (uint16_t op_mod : {prm::BOOT_PAGES, prm::INIT_PAGES}) {
+      const auto n = static_cast<uint32_t>(Run(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, op_mod), 16)
+                                               .get(prm::query_pages_out::num_pages));
+      if (n) {
+        auto given = w_.GivePages(n);
+        ASSERT_TRUE(given && given->ok());
+      }
+    }
+    if (host_order_atomics) {
+      using SetAtomic = prm::atomic_caps_bits<prm::set_hca_cap_in::capability.bit_offset>;
+      auto set = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_ATOMIC));
+      set.set(SetAtomic::atomic_req_8B_endianness_mode, 1);
+      Run(set, 16);
+    }
+    Run(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16);
     auto u = Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR);
     uar = static_cast<uint32_t>(Run(u, 16).get(prm::alloc_uar_out::uar));
     pd = AllocPd();
@@ -94,7 +116,10 @@ class Node {
         .set(In::eq_context_entry.intr, 1)
         .set(In::eq_context_entry.st, prm::EQ_CQ_STATE_ARMED)
         .set(In::event_bitmask[0], (1u << prm::MLX5_EVENT_TYPE_COMP) |
-                                       (1u << prm::MLX5_EVENT_TYPE_CQ_ERROR))
+                                       (1u << prm::MLX5_EVENT_TYPE_CQ_ERROR) |
+                                       (1u << prm::MLX5_EVENT_TYPE_WQ_CATAS_ERROR) |
+                                       (1u << prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR) |
+                                       (1u << prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR))
         .set(In::pas[0], kEqIova)
         .set(In::pas[1], kEqIova + 4096);
     // Every EQE starts device-owned.
@@ -365,7 +390,7 @@ class Node {
     ctrl.fm_ce_se = fm_ce_se;
     ctrl.imm = prm::Be32::FromRaw(imm_raw);
     std::memcpy(wqe.data(), &ctrl, 16);
-    std::memcpy(wqe.data() + 16, segments.data(), segments.size());
+    if (!segments.empty()) std::memcpy(wqe.data() + 16, segments.data(), segments.size());
     for (uint32_t i = 0; i < bbs; ++i) {
       const uint32_t slot = (q.sq_counter + i) & (q.sq_count - 1);
       std::memcpy(w_.host(q.buf + q.sq_offset() + slot * 64), wqe.data() + i * 64, 64);

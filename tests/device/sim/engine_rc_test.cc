@@ -238,6 +238,43 @@ TEST_F(EngineRcTest, AtomicsOnHostMemory) {
   EXPECT_EQ(got, 1005u);
 }
 
+// Without SET_HCA_CAP the responder's atomics run on big-endian words (the reset value of
+// atomic_req_8B_endianness_mode), and the value before lands big-endian too.
+class EngineBigEndianAtomicsTest : public EngineRcTest {
+ protected:
+  void SetUp() override {
+    SimTest::SetUp();
+    node_ = std::make_unique<Node>(*w_);
+    node_->Start(/*host_order_atomics=*/false);
+    cq_a_ = node_->NewCq(0);
+    cq_b_ = node_->NewCq(1);
+    key_ = node_->MttKey(kAll);
+    a_ = node_->NewQp(0, QP_ST_RC, cq_a_.cqn, cq_a_.cqn);
+    b_ = node_->NewQp(1, QP_ST_RC, cq_b_.cqn, cq_b_.cqn);
+  }
+};
+
+TEST_F(EngineBigEndianAtomicsTest, WordsAndResultsAreBigEndian) {
+  ConnectBoth();
+  const uint64_t be100 = prm::Be64::FromHost(100).raw();
+  std::memcpy(node_->Data(kDst), &be100, 8);
+  node_->PostSend(a_, prm::MLX5_OPCODE_ATOMIC_FA,
+                  Cat({RaddrSeg(kDst, key_), AtomicSeg(1, 0), DataSeg(key_, kSrc, 8)}));
+  ASSERT_TRUE(node_->Poll(cq_a_));
+  uint64_t raw;
+  std::memcpy(&raw, node_->Data(kDst), 8);
+  EXPECT_EQ(prm::Be64::FromRaw(raw).host(), 101u);
+  std::memcpy(&raw, node_->Data(kSrc), 8);
+  EXPECT_EQ(prm::Be64::FromRaw(raw).host(), 100u);
+  node_->PostSend(a_, prm::MLX5_OPCODE_ATOMIC_CS,
+                  Cat({RaddrSeg(kDst, key_), AtomicSeg(5, 101), DataSeg(key_, kSrc, 8)}));
+  ASSERT_TRUE(node_->Poll(cq_a_));
+  std::memcpy(&raw, node_->Data(kDst), 8);
+  EXPECT_EQ(prm::Be64::FromRaw(raw).host(), 5u);
+  std::memcpy(&raw, node_->Data(kSrc), 8);
+  EXPECT_EQ(prm::Be64::FromRaw(raw).host(), 101u);
+}
+
 // ---- errors ----
 
 TEST_F(EngineRcTest, BadLkeyIsLocalProtectionErrorAndLaterWqesFlush) {
@@ -298,6 +335,13 @@ TEST_F(EngineRcTest, RemoteWriteWithoutRightIsRemoteAccessErrorOnBothSides) {
   EXPECT_EQ(err->syndrome(), prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
   EXPECT_EQ(node_->QpState(a_.qpn), prm::QP_STATE_ERR);
   EXPECT_EQ(node_->QpState(b_.qpn), prm::QP_STATE_ERR);
+  // The responder's QP reports the access error as an affiliated event.
+  auto eqe = node_->PeekEqe(0);
+  ASSERT_TRUE(eqe);
+  EXPECT_EQ(eqe->type, prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR);
+  uint32_t qpn;
+  std::memcpy(&qpn, eqe->data + prm::kEqeCompletionCqnOffset, 4);
+  EXPECT_EQ(prm::Be32::FromRaw(qpn).host(), b_.qpn);
 }
 
 TEST_F(EngineRcTest, RemoteReadOutOfBoundsAndBadRkeyAreRemoteAccessErrors) {
