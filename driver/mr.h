@@ -22,9 +22,11 @@
 //
 // Re-registration (ibv_rereg_mr) of a host MR: IBV_REREG_MR_CHANGE_TRANSLATION (new addr and
 // length, addressed by addr), CHANGE_PD, CHANGE_ACCESS, in any combination; what a flag leaves
-// out stays as it was. The device cannot rewrite a key in place, so every re-registration makes
+// out stays as it was. The driver rewrites no key in place (no UMR on an MR's key: the software
+// ConnectX runs UMRs only on windows), so every re-registration makes
 // a new key over the new state, then destroys the old one: lkey and rkey always change (as with
-// the kernel when it re-creates the MR), ibv_mr.handle stays. Until the old key is destroyed
+// the kernel when it re-creates the MR), ibv_mr.handle stays (the index of its first key; nothing
+// looks an MR up by handle, and a later MR may come to share it). Until the old key is destroyed
 // any failure leaves the MR exactly as it was; a refused destroy of the old key (a window bound
 // to it: EBUSY) destroys the new key and also leaves it as it was. Checks, in the kernel's order:
 // no flag or an unknown one -> EINVAL; a device-memory MR -> EINVAL; with CHANGE_ACCESS the
