@@ -15,6 +15,10 @@ namespace {
 // rdma-core's IBV_MR_TYPE_MR (driver.h, not installed).
 constexpr int kMrTypeMr = 0;
 
+// libibverbs' IBV_REREG_MR_FLAGS_SUPPORTED, the kernel's IB_MR_REREG_SUPPORTED.
+constexpr int kReregMrFlags =
+    IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+
 // rdma-core MLX5_DM_ALLOWED_ACCESS.
 constexpr unsigned kDmAllowedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -67,19 +71,82 @@ void SetCommon(prm::Message<C>& in, uint32_t access_mode, unsigned access, uint3
       .set(kMkc.len, length);
 }
 
-// Runs CREATE_MKEY and builds the Mr around the new key (registry lock held by the caller).
-Result<Mr*> Create(Device& device, prm::Message<C>& in, uint8_t variant, Pd* pd, unsigned access) {
+// A key CREATE_MKEY made: mkey = index << 8 | variant.
+struct Key {
+  uint32_t index = 0;
+  uint8_t variant = 0;
+  uint32_t value() const { return (index << 8) | variant; }
+};
+
+Result<Key> CreateKey(Device& device, prm::Message<C>& in, uint8_t variant) {
   ONCHIP_TRY(auto out, cmd::Run<prm::create_mkey_out>(device.commander(), in));
+  return Key{out.get(prm::create_mkey_out::mkey_index), variant};
+}
+
+// Builds the Mr around a new key (the caller publishes it).
+Mr* NewMr(Pd* pd, Key key, unsigned access) {
   auto* mr = new Mr{};
   mr->mr_type = kMrTypeMr;
   mr->access = static_cast<int>(access);
   mr->pd = pd;
-  mr->mkey_index = out.get(prm::create_mkey_out::mkey_index);
+  mr->mkey_index = key.index;
   mr->ibv.context = pd->ibv.context;
   mr->ibv.pd = &pd->ibv;
-  mr->ibv.handle = mr->mkey_index;
-  mr->ibv.lkey = mr->ibv.rkey = (mr->mkey_index << 8) | variant;
+  mr->ibv.handle = key.index;
+  mr->ibv.lkey = mr->ibv.rkey = key.value();
   return mr;
+}
+
+// ib_check_mr_access for host memory, as registration and re-registration both apply it.
+Result<void> CheckHostAccess(unsigned access) {
+  if (access & ~kHostAllowedAccess) return Fail(EINVAL, "unknown access flag");
+  if (RemoteWithoutLocalWrite(access))
+    return Fail(EINVAL, "remote write or atomic needs local write");
+  if (access & IBV_ACCESS_ON_DEMAND) return Fail(EOPNOTSUPP, "no on-demand paging");
+  return {};
+}
+
+// The pages under [start, start + length) mapped for the device as one IOVA range, in MTT pages
+// of 1 << log_page bytes.
+struct HostPages {
+  bus::DmaMapping mapping;
+  uint32_t log_page = 0;
+};
+
+Result<HostPages> MapHostRange(Device& device, uintptr_t start, size_t length, uint64_t iova) {
+  const uint32_t log_page = LogMttPageSize(start, length, iova);
+  const uint64_t page = uint64_t{1} << log_page;
+  const uintptr_t first = start & ~(page - 1);
+  const uint64_t span = ((start + length + page - 1) & ~(page - 1)) - first;
+  ONCHIP_TRY(bus::DmaMapping mapping,
+             device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
+  return HostPages{std::move(mapping), log_page};
+}
+
+// CREATE_MKEY of an MTT key over `pages` addressed from `iova` (a ticket held by the caller).
+Result<Key> CreateHostKey(Device& device, const bus::DmaMapping& mapping, uint32_t log_page,
+                          uint32_t pdn, unsigned access, uint64_t iova, uint64_t length,
+                          const Dmah* dmah) {
+  const uint64_t page = uint64_t{1} << log_page;
+  const uint64_t npages = mapping.length() / page;
+  const uint8_t variant = device.NextMkeyVariant();
+  const uint64_t octowords = (npages + 1) / 2;
+  prm::Message<C> in(octowords * 16);
+  SetCommon(in, prm::MKC_ACCESS_MODE_MTT, access, pdn, variant, iova, length);
+  in.set(kMkc.umr_en, (access & IBV_ACCESS_MW_BIND) ? 1 : 0)
+      .set(kMkc.log_page_size, log_page)
+      .set(kMkc.translations_octword_size, octowords)
+      .set(C::translations_octword_actual_size, octowords);
+  if (dmah != nullptr) {
+    in.set(kMkc.pcie_tph_en, 1)
+        .set(kMkc.pcie_tph_ph, dmah->ph)
+        .set(kMkc.pcie_tph_steering_tag_index, dmah->st_index);
+  }
+  for (uint64_t i = 0; i < npages; ++i) {
+    const prm::Element<64> mtt{C::klm_pas_mtt.bit_offset + i * 64, C::klm_pas_mtt.name};
+    in.set(mtt, mapping.iova() + i * page);
+  }
+  return CreateKey(device, in, variant);
 }
 
 void Publish(Device& device, const Registry::Operation& op, Mr* mr) {
@@ -114,7 +181,8 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
   prm::Message<C> in;
   SetCommon(in, memic ? prm::MKC_ACCESS_MODE_MEMIC : prm::MKC_ACCESS_MODE_SW_ICM, access,
             pd->protection().pdn, variant, start, length);
-  ONCHIP_TRY(Mr* mr, Create(device, in, variant, pd, access));
+  ONCHIP_TRY(Key key, CreateKey(device, in, variant));
+  Mr* mr = NewMr(pd, key, access);
   mr->device = dm->device;
   mr->dm = dm;
   mr->ibv.addr = nullptr;  // zero-based: work requests address the MR by offset
@@ -127,10 +195,7 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
 Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access,
                   Dmah* dmah) {
   if (pd == nullptr) return Fail(EINVAL, "reg_mr: null PD");
-  if (access & ~kHostAllowedAccess) return Fail(EINVAL, "reg_mr: unknown access flag");
-  if (RemoteWithoutLocalWrite(access))
-    return Fail(EINVAL, "reg_mr: remote write or atomic needs local write");
-  if (access & IBV_ACCESS_ON_DEMAND) return Fail(EOPNOTSUPP, "reg_mr: no on-demand paging");
+  ONCHIP_CHECK(CheckHostAccess(access));
   const auto start = reinterpret_cast<uintptr_t>(addr);
   if (length == 0 || start + length < start || iova + length < iova)
     return Fail(EINVAL, "reg_mr: empty or wrapping range");
@@ -140,45 +205,96 @@ Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int
     return Fail(EINVAL, "reg_mr: DMA handle of another device");
   Device& device = *pd->device;
 
-  // The pages under the range, mapped for the device as one IOVA range.
-  const uint32_t log_page = LogMttPageSize(start, length, iova);
-  const uint64_t page = uint64_t{1} << log_page;
-  const uintptr_t first = start & ~(page - 1);
-  const uint64_t span = ((start + length + page - 1) & ~(page - 1)) - first;
-  const uint64_t npages = span / page;
-  ONCHIP_TRY(bus::DmaMapping mapping,
-             device.bus().MapHost(reinterpret_cast<std::byte*>(first), span));
-
+  ONCHIP_TRY(HostPages pages, MapHostRange(device, start, length, iova));
   ONCHIP_TRY(auto op, device.registry().Begin("reg_mr: device closed"));
   ParentPins pins;
   if (!pins.Take(pd->life) || (dmah && !pins.Take(dmah->life)))
     return Fail(EBUSY, "reg_mr: its PD or DMA handle is being freed");
-  const uint8_t variant = device.NextMkeyVariant();
-  const uint64_t octowords = (npages + 1) / 2;
-  prm::Message<C> in(octowords * 16);
-  SetCommon(in, prm::MKC_ACCESS_MODE_MTT, access, pd->protection().pdn, variant, iova, length);
-  in.set(kMkc.umr_en, (access & IBV_ACCESS_MW_BIND) ? 1 : 0)
-      .set(kMkc.log_page_size, log_page)
-      .set(kMkc.translations_octword_size, octowords)
-      .set(C::translations_octword_actual_size, octowords);
-  if (dmah != nullptr) {
-    in.set(kMkc.pcie_tph_en, 1)
-        .set(kMkc.pcie_tph_ph, dmah->ph)
-        .set(kMkc.pcie_tph_steering_tag_index, dmah->st_index);
-  }
-  for (uint64_t i = 0; i < npages; ++i) {
-    const prm::Element<64> mtt{C::klm_pas_mtt.bit_offset + i * 64, C::klm_pas_mtt.name};
-    in.set(mtt, mapping.iova() + i * page);
-  }
-  ONCHIP_TRY(Mr* mr, Create(device, in, variant, pd, access));
+  ONCHIP_TRY(Key key, CreateHostKey(device, pages.mapping, pages.log_page, pd->protection().pdn,
+                                    access, iova, length, dmah));
+  Mr* mr = NewMr(pd, key, access);
   mr->device = pd->device;
   mr->dmah = dmah;
-  mr->mapping = std::move(mapping);
+  mr->mapping = std::move(pages.mapping);
+  mr->log_page_size = pages.log_page;
+  mr->iova = iova;
   mr->ibv.addr = addr;
   mr->ibv.length = length;
   pins.Keep();
   Publish(device, op, mr);
   return mr;
+}
+
+Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsigned int access) {
+  // The uverbs checks first, in the kernel's order, then the driver's.
+  if (mr == nullptr) return Fail(EINVAL, "rereg_mr: null MR");
+  if (flags == 0 || (flags & ~kReregMrFlags)) return Fail(EINVAL, "rereg_mr: no or unknown flags");
+  if (mr->dm != nullptr) return Fail(EINVAL, "rereg_mr: a device-memory MR");
+  const bool change_translation = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+  const bool change_pd = flags & IBV_REREG_MR_CHANGE_PD;
+  const bool change_access = flags & IBV_REREG_MR_CHANGE_ACCESS;
+  if (change_access) {
+    if (auto checked = CheckHostAccess(access); !checked)
+      return Fail(checked.error().errno_value(), "rereg_mr: access refused");
+  }
+  if (change_pd && (pd == nullptr || pd->device != mr->device))
+    return Fail(EINVAL, "rereg_mr: no PD of this device");
+  const auto start = reinterpret_cast<uintptr_t>(addr);
+  if (change_translation && (length == 0 || start + length < start))
+    return Fail(EINVAL, "rereg_mr: empty or wrapping range");
+
+  Pd* const new_pd = change_pd ? pd : mr->pd;
+  const unsigned new_access = change_access ? access : static_cast<unsigned>(mr->access);
+  // A new translation is addressed by its own address (the iova libibverbs passes is addr);
+  // otherwise the MR keeps its pages and iova.
+  const uint64_t new_iova = change_translation ? start : mr->iova;
+  const uint64_t new_length = change_translation ? length : mr->ibv.length;
+  Device& device = *mr->device;
+
+  HostPages pages;
+  if (change_translation) {
+    ONCHIP_TRY(pages, MapHostRange(device, start, length, new_iova));
+  }
+  ONCHIP_TRY(auto op, device.registry().Begin("rereg_mr: device closed"));
+  if (!mr->life.usable()) {
+    if (mr->life.released()) return Fail(EIO, "rereg_mr: device closed");
+    return Fail(EBUSY, "rereg_mr: being deregistered");
+  }
+  ParentPins pins;
+  if (change_pd && !pins.Take(new_pd->life))
+    return Fail(EBUSY, "rereg_mr: the new PD is being freed");
+  const bus::DmaMapping& mapping = change_translation ? pages.mapping : mr->mapping;
+  const uint32_t log_page = change_translation ? pages.log_page : mr->log_page_size;
+  // The new key first: any failure up to its creation leaves the MR as it was.
+  ONCHIP_TRY(Key key, CreateHostKey(device, mapping, log_page, new_pd->protection().pdn,
+                                    new_access, new_iova, new_length, mr->dmah));
+  if (auto destroyed = DestroyMkey(device.commander(), mr->mkey_index); !destroyed) {
+    // The device refused to let the old key go (a window is bound to it): the new one goes
+    // instead and the MR stays as it was. A refused cleanup would leak only the spare key.
+    (void)DestroyMkey(device.commander(), key.index);
+    return Fail(destroyed.error().errno_value(), "rereg_mr: the old key is still in use");
+  }
+  // The old key is gone: the MR is the new registration from here on.
+  if (change_pd) {
+    pins.Keep();
+    mr->pd->life.Unpin();
+    mr->pd = new_pd;
+    mr->ibv.pd = &new_pd->ibv;
+    mr->ibv.context = new_pd->ibv.context;
+  }
+  if (change_translation) {
+    // Nothing names the old pages any more (see ReleaseMrOnDevice for why this cannot matter).
+    (void)mr->mapping.Reset();
+    mr->mapping = std::move(pages.mapping);
+    mr->log_page_size = pages.log_page;
+    mr->iova = new_iova;
+    mr->ibv.addr = addr;
+    mr->ibv.length = length;
+  }
+  mr->access = static_cast<int>(new_access);
+  mr->mkey_index = key.index;
+  mr->ibv.lkey = mr->ibv.rkey = key.value();
+  return {};
 }
 
 Result<void> ReleaseMrOnDevice(Mr& mr) {

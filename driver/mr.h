@@ -19,6 +19,20 @@
 //     windows only on an MR whose umr_en is set (onchip's convention, tools/sim/README.md).
 //     A DMA handle (dmah.h) sets the mkey's PCIe TPH fields and is pinned by the MR.
 // lkey = rkey = mkey_index << 8 | variant. Dereg: DESTROY_MKEY, then the mapping goes.
+//
+// Re-registration (ibv_rereg_mr) of a host MR: IBV_REREG_MR_CHANGE_TRANSLATION (new addr and
+// length, addressed by addr), CHANGE_PD, CHANGE_ACCESS, in any combination; what a flag leaves
+// out stays as it was. The driver rewrites no key in place (no UMR on an MR's key: the software
+// ConnectX runs UMRs only on windows), so every re-registration makes
+// a new key over the new state, then destroys the old one: lkey and rkey always change (as with
+// the kernel when it re-creates the MR), ibv_mr.handle stays (the index of its first key; nothing
+// looks an MR up by handle, and a later MR may come to share it). Until the old key is destroyed
+// any failure leaves the MR exactly as it was; a refused destroy of the old key (a window bound
+// to it: EBUSY) destroys the new key and also leaves it as it was. Checks, in the kernel's order:
+// no flag or an unknown one -> EINVAL; a device-memory MR -> EINVAL; with CHANGE_ACCESS the
+// access rules of registration (EINVAL, ON_DEMAND EOPNOTSUPP); with CHANGE_PD a null PD or one of
+// another device -> EINVAL; with CHANGE_TRANSLATION an empty or wrapping range -> EINVAL. A PD
+// change moves the MR's pin to the new PD.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -44,6 +58,8 @@ struct Mr {
   Dm* dm = nullptr;           // device-memory MR
   Dmah* dmah = nullptr;       // host MR registered with a DMA handle
   bus::DmaMapping mapping;    // host MR: its pages as the device sees them
+  uint64_t iova = 0;              // host MR: mkc.start_addr, what work requests address
+  uint32_t log_page_size = 0;     // host MR: its MTT's page size
   uint32_t mkey_index = 0;
   Life life;  // nothing pins an MR (a bound window makes the device refuse its destroy)
 
@@ -54,6 +70,9 @@ Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int
 // ibv_reg_mr_iova2 with an optional DMA handle.
 Result<Mr*> RegMr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access,
                   Dmah* dmah = nullptr);
+// ibv_rereg_mr's device half (see the header comment). On success ibv.lkey, rkey, pd, context,
+// addr, length and `access` describe the new registration.
+Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsigned int access);
 // DESTROY_MKEY, then the Mr is deleted. A firmware failure (e.g. a window still bound to it)
 // leaves it registered.
 Result<void> DeregMr(Mr* mr);

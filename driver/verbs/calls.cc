@@ -73,6 +73,13 @@ ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, uns
 
 int dereg_mr(ibv_mr* mr) { return AsErrno(DeregMr(mr ? Mr::From(mr) : nullptr)); }
 
+int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  const int e = AsErrno(ReregMr(mr ? Mr::From(mr) : nullptr, flags, pd ? Pd::From(pd) : nullptr,
+                                addr, length, static_cast<unsigned>(access)));
+  if (e != 0) errno = e;
+  return e;
+}
+
 int dv_init_dm(ibv_dm* dm, mlx5dv_dm* out) {
   if (dm == nullptr || out == nullptr) return EINVAL;
   QueryDv(*Dm::From(dm), out);

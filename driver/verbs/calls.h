@@ -5,7 +5,9 @@
 //     ibv_alloc_pd, ibv_reg_dm_mr, ibv_reg_mr, ibv_alloc_td, ibv_alloc_parent_domain,
 //     ibv_alloc_mw, ibv_alloc_dmah, ibv_reg_mr_ex);
 //   - returning int: 0 or the errno itself (ibv_free_dm, ibv_dealloc_pd, ibv_dereg_mr,
-//     ibv_dealloc_td, ibv_dealloc_mw, ibv_dealloc_dmah, mlx5dv_init_obj).
+//     ibv_dealloc_td, ibv_dealloc_mw, ibv_dealloc_dmah, mlx5dv_init_obj);
+//   - the provider half of ibv_rereg_mr: 0, or the errno itself with errno set too (libibverbs
+//     turns any failure into IBV_REREG_MR_ERR_CMD and leaves errno to say why).
 // The context is one a Device serves: its embedded one (Context::verbs()) or the provider's
 // (Device::Serve).
 #pragma once
@@ -24,6 +26,9 @@ ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* pd);
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access);
 int dereg_mr(ibv_mr* mr);
+// What ibv_rereg_mr asks of the provider once its own checks passed. On success the MR's keys,
+// pd, addr and length describe the new registration (driver/mr.h).
+int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
 // mlx5dv_init_obj(MLX5DV_OBJ_DM) for one DM.
 int dv_init_dm(ibv_dm* dm, mlx5dv_dm* out);
 

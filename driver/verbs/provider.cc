@@ -127,6 +127,12 @@ static_assert(offsetof(driver::Mr, access) == offsetof(abi::verbs_mr, access));
 
 int DeregMr(abi::verbs_mr* vmr) { return driver::verbs::dereg_mr(&vmr->mr); }
 
+// libibverbs' ibv_rereg_mr has already refused a non-plain MR, unknown flags, an empty new range
+// and access bits without CHANGE_ACCESS; it sets mr->pd, addr and length itself on success.
+int ReregMr(abi::verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  return driver::verbs::rereg_mr(&vmr->mr, flags, pd, addr, length, access);
+}
+
 // libibverbs' ibv_reg_mr(_iova2) then fills mr->context, pd, addr and length itself (the same
 // values the driver set).
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
@@ -168,6 +174,7 @@ struct OwnerOnly<Op> {
         errno = ENODEV;
         return nullptr;
       } else {
+        errno = ENODEV;  // ibv_rereg_mr reports its provider's failure through errno alone
         return ENODEV;
       }
     }
@@ -230,6 +237,7 @@ const verbs_context_ops kContextOps = [] {
   ops.reg_dm_mr = OwnerOnly<driver::verbs::reg_dm_mr>::Call;
   ops.reg_mr = OwnerOnly<RegMr>::Call;
   ops.req_notify_cq = driver::rings::ReqNotifyCq;
+  ops.rereg_mr = OwnerOnly<ReregMr>::Call;
   return ops;
 }();
 

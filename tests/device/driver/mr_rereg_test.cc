@@ -1,0 +1,318 @@
+// Re-registration of host MRs (ibv_rereg_mr's provider half) on the software ConnectX: each
+// flag and their combination, the refusals in the kernel's order, device failures that leave the
+// MR as it was, and the old key gone from the device afterwards (QUERY_MKEY refuses it).
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "driver/mr.h"
+#include "driver/mw.h"
+#include "driver/mw_bind.h"
+#include "tests/device/fixture.h"
+#include "tools/sim/umr.h"
+
+namespace onchip::testing {
+namespace {
+
+constexpr uint32_t kQpn = 0x42;  // the QP a bind WQE names
+
+class MrReregTest : public DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    pd_ = v::alloc_pd(verbs_);
+    ASSERT_NE(pd_, nullptr);
+    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(buf_, MAP_FAILED);
+  }
+  void TearDown() override {
+    if (pd_ != nullptr) {
+      EXPECT_EQ(v::dealloc_pd(pd_), 0);
+    }
+    munmap(buf_, kBufBytes);
+    DriverTest::TearDown();
+  }
+  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
+    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
+                     access);
+  }
+  // Whether the device still knows the key (QUERY_MKEY of its index).
+  bool KeyExists(uint32_t mkey) {
+    prm::Message<prm::query_mkey_in> in;
+    in.set(prm::query_mkey_in::opcode, prm::QUERY_MKEY)
+        .set(prm::query_mkey_in::mkey_index, mkey >> 8);
+    return driver::cmd::Run<prm::query_mkey_out>(device().commander(), in).has_value();
+  }
+  uint32_t PdnOf(ibv_pd* pd) { return driver::Pd::From(pd)->pdn; }
+
+  static constexpr size_t kBufBytes = 64 * 1024;
+  ibv_pd* pd_ = nullptr;
+  char* buf_ = nullptr;
+};
+
+TEST_F(MrReregTest, ChangeAccessMakesANewKeyWithTheNewRights) {
+  ibv_mr* mr = Reg(0, 8192, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr) << strerror(errno);
+  const uint32_t old_key = mr->lkey;
+  const uint32_t handle = mr->handle;
+  const size_t mappings = sim_->dma_mappings();
+  const uint32_t mkeys = sim_->counters().mkeys;
+
+  const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, access), 0);
+  EXPECT_NE(mr->lkey, old_key);
+  EXPECT_EQ(mr->lkey, mr->rkey);
+  EXPECT_EQ(mr->handle, handle);  // the object stays; only its key is new
+  EXPECT_EQ(driver::Mr::From(mr)->access, access);
+  EXPECT_EQ(mr->addr, buf_);
+  EXPECT_EQ(mr->length, 8192u);
+  EXPECT_EQ(mr->pd, pd_);
+  auto q = QueryMkey(mr->lkey);
+  EXPECT_EQ(q.get(kQueriedMkc.rw), 1u);
+  EXPECT_EQ(q.get(kQueriedMkc.rr), 1u);
+  EXPECT_EQ(q.get(kQueriedMkc.lw), 1u);
+  EXPECT_EQ(q.get(kQueriedMkc.start_addr), reinterpret_cast<uintptr_t>(buf_));
+  EXPECT_EQ(q.get(kQueriedMkc.len), 8192u);
+  EXPECT_EQ(q.get(kQueriedMkc.pd), PdnOf(pd_));
+  EXPECT_FALSE(KeyExists(old_key));
+  EXPECT_EQ(sim_->counters().mkeys, mkeys);        // one key for one MR
+  EXPECT_EQ(sim_->dma_mappings(), mappings);       // the pages stay mapped once
+
+  // Back to local only: the remote rights go with the next key.
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE),
+            0);
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rw), 0u);
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rr), 0u);
+  // MW_BIND turns umr_en on.
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND),
+            0);
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.umr_en), 1u);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, ChangePdMovesTheKeyAndThePin) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ibv_pd* other = v::alloc_pd(verbs_);
+  ASSERT_TRUE(mr && other);
+  const uint32_t old_key = mr->lkey;
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, other, nullptr, 0, 0), 0);
+  EXPECT_EQ(mr->pd, other);
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.pd), PdnOf(other));
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.lw), 1u);  // access unchanged
+  EXPECT_FALSE(KeyExists(old_key));
+  EXPECT_EQ(driver::Pd::From(pd_)->life.pins(), 0u);
+  EXPECT_EQ(driver::Pd::From(other)->life.pins(), 1u);
+  EXPECT_EQ(v::dealloc_pd(other), EBUSY);  // the MR now pins it
+  // And back: the first PD holds it again and the second can go once the MR has left it.
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd_, nullptr, 0, 0), 0);
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.pd), PdnOf(pd_));
+  EXPECT_EQ(v::dealloc_pd(other), 0);
+  EXPECT_EQ(v::dealloc_pd(pd_), EBUSY);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, ChangeTranslationMapsTheNewPagesAndDropsTheOld) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+  ASSERT_NE(mr, nullptr);
+  const uint32_t old_key = mr->lkey;
+  const size_t mappings = sim_->dma_mappings();
+  char* addr = buf_ + 16384 + 100;
+  const size_t length = 3 * 4096;
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, addr, length, 0), 0);
+  EXPECT_EQ(mr->addr, addr);
+  EXPECT_EQ(mr->length, length);
+  auto q = QueryMkey(mr->lkey);
+  EXPECT_EQ(q.get(kQueriedMkc.start_addr), reinterpret_cast<uintptr_t>(addr));
+  EXPECT_EQ(q.get(kQueriedMkc.len), length);
+  EXPECT_EQ(q.get(kQueriedMkc.rr), 1u);  // access unchanged
+  EXPECT_EQ(q.get(kQueriedMkc.pd), PdnOf(pd_));
+  EXPECT_FALSE(KeyExists(old_key));
+  EXPECT_EQ(sim_->dma_mappings(), mappings);  // the new range's mapping replaced the old one
+  EXPECT_EQ(driver::Mr::From(mr)->mapping.length(), 4u * 4096);  // 4 pages under it now
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, AllThreeAtOnce) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ibv_pd* other = v::alloc_pd(verbs_);
+  ASSERT_TRUE(mr && other);
+  const uint32_t old_key = mr->lkey;
+  const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+  ASSERT_EQ(v::rereg_mr(mr,
+                        IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                            IBV_REREG_MR_CHANGE_ACCESS,
+                        other, buf_ + 8192, 8192, access),
+            0);
+  auto q = QueryMkey(mr->lkey);
+  EXPECT_EQ(q.get(kQueriedMkc.start_addr), reinterpret_cast<uintptr_t>(buf_ + 8192));
+  EXPECT_EQ(q.get(kQueriedMkc.len), 8192u);
+  EXPECT_EQ(q.get(kQueriedMkc.pd), PdnOf(other));
+  EXPECT_EQ(q.get(kQueriedMkc.a), 1u);
+  EXPECT_EQ(mr->pd, other);
+  EXPECT_EQ(mr->addr, buf_ + 8192);
+  EXPECT_FALSE(KeyExists(old_key));
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+  EXPECT_EQ(v::dealloc_pd(other), 0);
+}
+
+TEST_F(MrReregTest, RefusalsReachNoDeviceAndChangeNothing) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  const uint32_t key = mr->lkey;
+  const auto commands = sim_->counters().commands;
+  struct Case {
+    int flags;
+    ibv_pd* pd;
+    void* addr;
+    size_t length;
+    int access;
+    int err;
+  } cases[] = {
+      {0, nullptr, nullptr, 0, 0, EINVAL},                                 // nothing to change
+      {IBV_REREG_MR_CHANGE_ACCESS << 1, nullptr, nullptr, 0, 0, EINVAL},  // unknown flag
+      {IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE, EINVAL},
+      {IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, 1 << 12, EINVAL},
+      {IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP},
+      {IBV_REREG_MR_CHANGE_PD, nullptr, nullptr, 0, 0, EINVAL},           // no PD
+      {IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf_, 0, 0, EINVAL},     // empty range
+      {IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf_ + 4096, ~size_t{0}, 0, EINVAL},  // wraps
+  };
+  for (const Case& c : cases) {
+    errno = 0;
+    EXPECT_EQ(v::rereg_mr(mr, c.flags, c.pd, c.addr, c.length, c.access), c.err) << c.flags;
+    EXPECT_EQ(errno, c.err) << c.flags;
+    EXPECT_EQ(mr->lkey, key);
+  }
+  errno = 0;
+  EXPECT_EQ(v::rereg_mr(nullptr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, 0), EINVAL);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(sim_->counters().commands, commands);  // refused before the device
+  EXPECT_TRUE(KeyExists(key));
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, PdOfAnotherDeviceIsRefused) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  auto other_sim = MakeDevice();
+  auto other_ctx = Context::Open(*other_sim);
+  ASSERT_TRUE(other_ctx) << other_ctx.error().describe();
+  ibv_pd* foreign = v::alloc_pd(other_ctx->verbs());
+  ASSERT_NE(foreign, nullptr);
+  errno = 0;
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, foreign, nullptr, 0, 0), EINVAL);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(mr->pd, pd_);
+  EXPECT_EQ(v::dealloc_pd(foreign), 0);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, DeviceMemoryMrIsRefused) {
+  ibv_alloc_dm_attr attr{.length = 4096, .log_align_req = 0, .comp_mask = 0};
+  ibv_dm* dm = v::alloc_dm(verbs_, &attr);
+  ASSERT_NE(dm, nullptr) << strerror(errno);
+  ibv_mr* mr = v::reg_dm_mr(pd_, dm, 0, 4096, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr) << strerror(errno);
+  const uint32_t key = mr->lkey;
+  const auto commands = sim_->counters().commands;
+  errno = 0;
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_ZERO_BASED),
+            EINVAL);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(mr->lkey, key);
+  EXPECT_EQ(sim_->counters().commands, commands);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+  EXPECT_EQ(v::free_dm(dm), 0);
+}
+
+TEST_F(MrReregTest, FailedCreateLeavesTheMrAsItWas) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ibv_pd* other = v::alloc_pd(verbs_);
+  ASSERT_TRUE(mr && other);
+  const uint32_t key = mr->lkey;
+  const size_t mappings = sim_->dma_mappings();
+  sim_->InjectFailure({.count = 1, .opcode = prm::CREATE_MKEY,
+                       .status = prm::CommandStatus::INT_ERR, .syndrome = 0x1234});
+  errno = 0;
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD, other,
+                        buf_ + 8192, 4096, 0),
+            EIO);
+  EXPECT_EQ(errno, EIO);
+  EXPECT_EQ(mr->lkey, key);
+  EXPECT_EQ(mr->pd, pd_);
+  EXPECT_EQ(mr->addr, buf_);
+  EXPECT_TRUE(KeyExists(key));
+  EXPECT_EQ(QueryMkey(key).get(kQueriedMkc.start_addr), reinterpret_cast<uintptr_t>(buf_));
+  EXPECT_EQ(sim_->dma_mappings(), mappings);  // the new range's mapping went again
+  EXPECT_EQ(driver::Pd::From(other)->life.pins(), 0u);
+  EXPECT_EQ(v::dealloc_pd(other), 0);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, AWindowBoundToTheOldKeyKeepsTheMrAsItWas) {
+  ibv_mr* mr = Reg(0, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+  ibv_mw* mw = v::alloc_mw(pd_, IBV_MW_TYPE_1);
+  ASSERT_TRUE(mr && mw);
+  const auto base = reinterpret_cast<uint64_t>(buf_);
+  auto post = [&](const ibv_mw_bind_info& info) {
+    std::vector<std::byte> wqe(driver::kBindWqeBytes);
+    const uint32_t rkey = driver::NextRkey(mw->rkey);
+    auto n = driver::BuildBindWqe(*driver::Mw::From(mw), rkey, info, kQpn, wqe);
+    EXPECT_TRUE(n) << n.error().describe();
+    auto r = sim_->firmware().PostUmr(
+        {.wqe = std::span(wqe).first(*n), .qpn = kQpn, .pd = PdnOf(pd_)});
+    EXPECT_TRUE(r.ok()) << sim::UmrCheckName(r.check);
+    mw->rkey = rkey;
+  };
+  post({.mr = mr, .addr = base, .length = 4096, .mw_access_flags = IBV_ACCESS_REMOTE_READ});
+  const uint32_t key = mr->lkey;
+  const uint32_t mkeys = sim_->counters().mkeys;
+  errno = 0;
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ),
+            EBUSY);
+  EXPECT_EQ(errno, EBUSY);
+  EXPECT_EQ(mr->lkey, key);
+  EXPECT_EQ(QueryMkey(key).get(kQueriedMkc.rr), 0u);
+  EXPECT_EQ(sim_->counters().mkeys, mkeys);  // the spare key went again
+  // Unbound, the MR re-registers.
+  post({.mr = mr, .addr = base, .length = 0, .mw_access_flags = 0});
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ),
+            0);
+  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rr), 1u);
+  EXPECT_EQ(v::dealloc_mw(mw), 0);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
+TEST_F(MrReregTest, CloseReleasesAReregisteredMr) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ibv_pd* other = v::alloc_pd(verbs_);
+  ASSERT_TRUE(mr && other);
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_TRANSLATION, other,
+                        buf_ + 4096, 4096, 0),
+            0);
+  const auto report = ctx_->Close();
+  EXPECT_FALSE(report.first_error) << report.describe();
+  EXPECT_EQ(report.of(driver::ObjectKind::kMr), 1u);
+  EXPECT_EQ(report.of(driver::ObjectKind::kPd), 2u);
+  EXPECT_EQ(sim_->counters().mkeys, 0u);
+  errno = 0;
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, 0), EIO);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+  EXPECT_EQ(v::dealloc_pd(other), 0);
+  EXPECT_EQ(v::dealloc_pd(pd_), 0);
+  pd_ = nullptr;
+  ctx_.reset();
+  EXPECT_EQ(sim_->dma_mappings(), 0u);
+}
+
+}  // namespace
+}  // namespace onchip::testing
