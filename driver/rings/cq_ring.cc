@@ -8,6 +8,7 @@
 #include "driver/rings/send_queue.h"
 #include "driver/rings/srq_ring.h"
 #include "mmio/barriers.h"
+#include "mmio/device_word.h"
 #include "uapi/prm/cqe_syndrome.h"
 #include "uapi/prm/send_wqe.h"
 #include "uapi/prm/uar_page.h"
@@ -196,7 +197,7 @@ Result<void> CqRing::Init(const CqRingDesc& d) {
 
 void CqRing::StoreCi(uint32_t ci) {
   ci_.store(ci, std::memory_order_relaxed);
-  dbr_->set_ci = prm::Be32::FromHost(ci & prm::kCqConsumerIndexMask);
+  mmio::StoreDeviceWord(dbr_->set_ci, prm::Be32::FromHost(ci & prm::kCqConsumerIndexMask));
 }
 
 int CqRing::Poll(int num_entries, ibv_wc* wc) {
@@ -299,7 +300,7 @@ int CqRing::Arm(bool solicited_only) {
   const uint32_t word = prm::CqArmWord(
       arm_sn_, solicited_only ? prm::MLX5_CQ_DB_REQ_NOT_SOL : prm::MLX5_CQ_DB_REQ_NOT,
       ci_.load(std::memory_order_relaxed));
-  dbr_->arm_db = prm::Be32::FromHost(word);
+  mmio::StoreDeviceWord(dbr_->arm_db, prm::Be32::FromHost(word));
   const prm::CqUarDoorbell doorbell{prm::Be32::FromHost(word), prm::Be32::FromHost(cqn_)};
   uint64_t value;
   std::memcpy(&value, &doorbell, sizeof(value));

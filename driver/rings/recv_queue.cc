@@ -6,6 +6,7 @@
 
 #include "driver/rings/scatter.h"
 #include "mmio/barriers.h"
+#include "mmio/device_word.h"
 #include "uapi/prm/doorbell_record.h"
 
 namespace onchip::driver::rings {
@@ -52,7 +53,7 @@ int RecvQueue::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   if (nreq != 0) {
     head_ += nreq;
     mmio::ToDeviceBarrier();  // the WQEs before the record that announces them
-    *db_counter_ = prm::Be32::FromHost(head_ & prm::kWqCounterMask);
+    mmio::StoreDeviceWord(*db_counter_, prm::Be32::FromHost(head_ & prm::kWqCounterMask));
     bus_->DoorbellRung();
   }
   lock_.unlock();

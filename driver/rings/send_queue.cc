@@ -12,6 +12,7 @@
 #include "driver/rings/data_path_ah.h"
 #include "driver/rings/umr_wqe.h"
 #include "mmio/barriers.h"
+#include "mmio/device_word.h"
 #include "mmio/wc_copy.h"
 
 namespace onchip::driver::rings {
@@ -287,7 +288,7 @@ ONCHIP_HOT void SendQueue::Builder::Finish() {
 ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   // The WQEs are in host memory before the record says they exist ...
   mmio::ToDeviceBarrier();
-  *db_counter_ = Be32::FromHost(b.cur_post & prm::kWqCounterMask);
+  mmio::StoreDeviceWord(*db_counter_, Be32::FromHost(b.cur_post & prm::kWqCounterMask));
   // ... and the record before the doorbell (WcStart orders it against the write-combined
   // stores; this keeps the compiler from sinking it).
   mmio::ToDeviceBarrier();

@@ -7,6 +7,7 @@
 
 #include "driver/rings/scatter.h"
 #include "mmio/barriers.h"
+#include "mmio/device_word.h"
 #include "uapi/prm/recv_wqe.h"
 
 namespace onchip::driver::rings {
@@ -69,7 +70,7 @@ int SrqRing::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   if (nreq != 0) {
     mmio::ToDeviceBarrier();  // the WQEs before the count that announces them
-    dbr_->counter = prm::Be32::FromHost(counter_);
+    mmio::StoreDeviceWord(dbr_->counter, prm::Be32::FromHost(counter_));
     bus_->DoorbellRung();
   }
   lock_.unlock();
