@@ -123,12 +123,12 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   cq->dp.verbs.cq.cqe = static_cast<int>(entries - 1);
   cq->dp.verbs.cq.handle = cq->cqn;
   device->registry().Publish(op, ObjectKind::kCq, cq, cq->life, [](void* p) {
-    return ReleaseCqOnDevice(*static_cast<Cq*>(p));
+    return ReleaseCqOnDevice(*static_cast<Cq*>(p), Release::kClose);
   });
   return cq;
 }
 
-Result<void> ReleaseCqOnDevice(Cq& cq) {
+Result<void> ReleaseCqOnDevice(Cq& cq, Release) {
   prm::Message<prm::destroy_cq_in> in;
   in.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, cq.cqn);
   ONCHIP_TRY(auto out, cmd::Run<prm::destroy_cq_out>(cq.device->commander(), in));

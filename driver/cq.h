@@ -70,6 +70,6 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
 // DESTROY_CQ; EBUSY while a QP or SRQ uses it; a firmware failure leaves it usable.
 Result<void> DestroyCq(Cq* cq);
 // DESTROY_CQ without freeing the handle: how Close() releases a CQ.
-Result<void> ReleaseCqOnDevice(Cq& cq);
+Result<void> ReleaseCqOnDevice(Cq& cq, Release why);
 
 }  // namespace onchip::driver

@@ -425,7 +425,7 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   qp->in_qpn_table = true;
   pins.Keep();
   device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
-    return ReleaseQpOnDevice(*static_cast<Qp*>(p));
+    return ReleaseQpOnDevice(*static_cast<Qp*>(p), Release::kClose);
   });
   return qp;
 }
@@ -588,8 +588,9 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
   return {};
 }
 
-Result<void> ReleaseQpOnDevice(Qp& qp) {
-  ONCHIP_CHECK(DestroyOnDevice(*qp.device, qp.qpn));
+Result<void> ReleaseQpOnDevice(Qp& qp, Release why) {
+  auto destroyed = DestroyOnDevice(*qp.device, qp.qpn);
+  if (!destroyed && why == Release::kDestroy) return destroyed;
   // The number may be reused by the next QP: the pollers stop finding this one.
   if (qp.in_qpn_table) qp.device->qpns().Erase(qp.qpn);
   qp.in_qpn_table = false;
@@ -598,7 +599,7 @@ Result<void> ReleaseQpOnDevice(Qp& qp) {
   qp.recv_cq->life.Unpin();
   qp.send_cq->life.Unpin();
   qp.pd->life.Unpin();
-  return {};
+  return destroyed;
 }
 
 Result<void> DestroyQp(Qp* qp) {

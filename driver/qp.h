@@ -103,6 +103,6 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr);
 Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask);
 Result<void> QueryQp(Qp* qp, int mask, ibv_qp_attr* attr, ibv_qp_init_attr* init);
 Result<void> DestroyQp(Qp* qp);
-Result<void> ReleaseQpOnDevice(Qp& qp);
+Result<void> ReleaseQpOnDevice(Qp& qp, Release why);
 
 }  // namespace onchip::driver
