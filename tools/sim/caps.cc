@@ -132,6 +132,14 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::mkey_pcie_tph, c.mkey_pcie_tph ? 1 : 0)
         .set(cmd_hca_cap::max_wqe_sz_rq, c.max_wqe_sz_rq)
         .set(cmd_hca_cap::log_max_transport_domain, c.log_max_transport_domain)
+        // Raw packet QPs: SQ and RQ objects (numbered with the QPs), one TIS per SQ, TIRs that
+        // dispatch to one RQ; no RQ tables (RSS), no checksum or LSO offloads.
+        .set(cmd_hca_cap::log_max_sq, c.log_max_qp)
+        .set(cmd_hca_cap::log_max_rq, c.log_max_qp)
+        .set(cmd_hca_cap::log_max_tis, c.log_max_tis)
+        .set(cmd_hca_cap::log_max_tir, c.log_max_tir)
+        .set(cmd_hca_cap::log_max_tis_per_sq, 0)
+        .set(cmd_hca_cap::log_max_wq_sz, c.log_max_wq_sz)
         .set(cmd_hca_cap::log_max_pd, c.log_max_pd)
         .set(cmd_hca_cap::roce_rw_supported, 1)
         .set(cmd_hca_cap::log_max_current_uc_list, 4)
