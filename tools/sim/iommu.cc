@@ -1,28 +1,65 @@
 #include "tools/sim/iommu.h"
 
+#include <sys/uio.h>
+
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
 namespace onchip::sim {
 namespace {
 constexpr uint64_t kPage = 4096;
-}
 
-Result<void> Iommu::Map(const vpci::DmaRegion& r) {
-  if (r.length == 0 || r.iova % kPage != 0 || r.length % kPage != 0 || r.host == nullptr ||
-      r.iova + r.length < r.iova)
-    return Fail(EINVAL, "sim iommu: map: unaligned, empty or wrapping region");
+bool ValidRange(uint64_t iova, uint64_t length) {
+  return length != 0 && iova % kPage == 0 && length % kPage == 0 && iova + length >= iova;
+}
+}  // namespace
+
+Result<void> Iommu::Insert(uint64_t iova, const Mapping& m) {
   std::unique_lock lock(mutex_);
-  auto next = mappings_.lower_bound(r.iova);
-  if (next != mappings_.end() && next->first < r.iova + r.length)
+  auto next = mappings_.lower_bound(iova);
+  if (next != mappings_.end() && next->first < iova + m.length)
     return Fail(EINVAL, "sim iommu: map: overlaps an existing mapping");
   if (next != mappings_.begin()) {
     auto prev = std::prev(next);
-    if (prev->first + prev->second.length > r.iova)
+    if (prev->first + prev->second.length > iova)
       return Fail(EINVAL, "sim iommu: map: overlaps an existing mapping");
   }
-  mappings_.emplace(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host)});
+  mappings_.emplace(iova, m);
   return {};
+}
+
+Result<void> Iommu::Map(const vpci::DmaRegion& r) {
+  if (!ValidRange(r.iova, r.length) || r.host == nullptr)
+    return Fail(EINVAL, "sim iommu: map: unaligned, empty or wrapping region");
+  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), 0, 0});
+}
+
+Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
+                               uint64_t remote_address) {
+  if (!ValidRange(iova, length) || remote_address == 0 || remote_address % kPage != 0 ||
+      remote_address + length < remote_address || pid <= 0)
+    return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
+  const Mapping m{length, nullptr, pid, remote_address};
+  // Ask the kernel now, so a refusal is the registration's error and not a failed DMA later.
+  std::byte probe{};
+  const iovec local{&probe, 1};
+  const iovec remote{reinterpret_cast<void*>(remote_address), 1};
+  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != 1) {
+    switch (errno) {
+      case EPERM:
+        return Fail(EPERM,
+                    "sim iommu: map process memory: the kernel refuses process_vm_readv on the "
+                    "client (ptrace access): run the device as the client's user, or with "
+                    "CAP_SYS_PTRACE; under Yama ptrace_scope 1 the client must allow it with "
+                    "prctl(PR_SET_PTRACER, device pid) or the scope must be 0");
+      case ESRCH:
+        return Fail(ESRCH, "sim iommu: map process memory: no such process");
+      default:
+        return Fail(EFAULT, "sim iommu: map process memory: the address is not mapped in the client");
+    }
+  }
+  return Insert(iova, m);
 }
 
 Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
@@ -39,39 +76,105 @@ std::size_t Iommu::mapping_count() const {
   return mappings_.size();
 }
 
-std::byte* Iommu::TranslateLocked(uint64_t iova, uint64_t len) const {
+const Iommu::Mapping* Iommu::FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const {
   if (len == 0 || iova + len < iova) return nullptr;
   auto it = mappings_.upper_bound(iova);
   if (it == mappings_.begin()) return nullptr;
   --it;
   const uint64_t off = iova - it->first;
   if (off >= it->second.length || len > it->second.length - off) return nullptr;
-  return it->second.host + off;
+  *offset = off;
+  return &it->second;
+}
+
+bool Iommu::ProcessRead(const Mapping& m, uint64_t offset, std::span<std::byte> out) {
+  const iovec local{out.data(), out.size()};
+  const iovec remote{reinterpret_cast<void*>(m.remote + offset), out.size()};
+  // One local and one remote vector: a short count means the copy stopped at a fault.
+  return process_vm_readv(m.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(out.size());
+}
+
+bool Iommu::ProcessWrite(const Mapping& m, uint64_t offset, std::span<const std::byte> in) {
+  const iovec local{const_cast<std::byte*>(in.data()), in.size()};
+  const iovec remote{reinterpret_cast<void*>(m.remote + offset), in.size()};
+  return process_vm_writev(m.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(in.size());
+}
+
+std::mutex& Iommu::ProcessAtomicMutex() {
+  static std::mutex mutex;
+  return mutex;
 }
 
 std::byte* Iommu::Access::Translate(uint64_t iova, uint64_t len) const {
-  return iommu_.TranslateLocked(iova, len);
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, len, &offset);
+  return m != nullptr && m->host != nullptr ? m->host + offset : nullptr;
+}
+
+bool Iommu::Access::Mapped(uint64_t iova, uint64_t len) const {
+  uint64_t offset = 0;
+  return iommu_.FindLocked(iova, len, &offset) != nullptr;
+}
+
+bool Iommu::Access::Read(uint64_t iova, std::span<std::byte> out) const {
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, out.size(), &offset);
+  if (m == nullptr) return false;
+  if (m->host == nullptr) return ProcessRead(*m, offset, out);
+  std::memcpy(out.data(), m->host + offset, out.size());
+  return true;
+}
+
+bool Iommu::Access::Write(uint64_t iova, std::span<const std::byte> in) const {
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, in.size(), &offset);
+  if (m == nullptr) return false;
+  if (m->host == nullptr) return ProcessWrite(*m, offset, in);
+  std::memcpy(m->host + offset, in.data(), in.size());
+  return true;
+}
+
+bool Iommu::Access::WriteHandover(uint64_t iova, std::span<const std::byte> in) const {
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, in.size(), &offset);
+  if (m == nullptr) return false;
+  const std::size_t body = in.size() - 1;
+  if (m->host == nullptr) {
+    // The body's write has returned before the last byte's starts: the reader that sees the
+    // last byte sees the body (process_vm_writev stores through the kernel, then returns).
+    return ProcessWrite(*m, offset, in.first(body)) &&
+           ProcessWrite(*m, offset + body, in.subspan(body));
+  }
+  std::byte* p = m->host + offset;
+  std::memcpy(p, in.data(), body);
+  std::atomic_ref<std::byte>(p[body]).store(in[body], std::memory_order_release);
+  return true;
+}
+
+std::optional<uint32_t> Iommu::Access::LoadAcquire32(uint64_t iova) const {
+  if (iova % 4 != 0) return std::nullopt;
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, 4, &offset);
+  if (m == nullptr) return std::nullopt;
+  uint32_t raw = 0;
+  if (m->host == nullptr) {
+    if (!ProcessRead(*m, offset, std::as_writable_bytes(std::span(&raw, 1)))) return std::nullopt;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return raw;
+  }
+  if (reinterpret_cast<uintptr_t>(m->host + offset) % 4 != 0) return std::nullopt;
+  return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(m->host + offset))
+      .load(std::memory_order_acquire);
 }
 
 bool Iommu::Read(uint64_t iova, std::span<std::byte> out) const {
-  Access a(*this);
-  const std::byte* p = a.Translate(iova, out.size());
-  if (!p) return false;
-  std::memcpy(out.data(), p, out.size());
-  return true;
+  return Access(*this).Read(iova, out);
 }
 
 bool Iommu::Write(uint64_t iova, std::span<const std::byte> in) const {
-  Access a(*this);
-  std::byte* p = a.Translate(iova, in.size());
-  if (!p) return false;
-  std::memcpy(p, in.data(), in.size());
-  return true;
+  return Access(*this).Write(iova, in);
 }
 
-bool Iommu::IsMapped(uint64_t iova, uint64_t len) const {
-  Access a(*this);
-  return a.Translate(iova, len) != nullptr;
-}
+bool Iommu::IsMapped(uint64_t iova, uint64_t len) const { return Access(*this).Mapped(iova, len); }
 
 }  // namespace onchip::sim
