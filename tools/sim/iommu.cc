@@ -1,6 +1,9 @@
 #include "tools/sim/iommu.h"
 
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cerrno>
@@ -14,6 +17,11 @@ bool ValidRange(uint64_t iova, uint64_t length) {
   return length != 0 && iova % kPage == 0 && length % kPage == 0 && iova + length >= iova;
 }
 }  // namespace
+
+Iommu::~Iommu() {
+  for (const auto& [iova, m] : mappings_)
+    if (m.pidfd >= 0) close(m.pidfd);
+}
 
 Result<void> Iommu::Insert(uint64_t iova, const Mapping& m) {
   std::unique_lock lock(mutex_);
@@ -32,7 +40,7 @@ Result<void> Iommu::Insert(uint64_t iova, const Mapping& m) {
 Result<void> Iommu::Map(const vpci::DmaRegion& r) {
   if (!ValidRange(r.iova, r.length) || r.host == nullptr)
     return Fail(EINVAL, "sim iommu: map: unaligned, empty or wrapping region");
-  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), 0, 0});
+  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), 0, 0, -1});
 }
 
 Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
@@ -40,7 +48,6 @@ Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
   if (!ValidRange(iova, length) || remote_address == 0 || remote_address % kPage != 0 ||
       remote_address + length < remote_address || pid <= 0)
     return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
-  const Mapping m{length, nullptr, pid, remote_address};
   // Ask the kernel now, so a refusal is the registration's error and not a failed DMA later.
   std::byte probe{};
   const iovec local{&probe, 1};
@@ -59,7 +66,15 @@ Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
         return Fail(EFAULT, "sim iommu: map process memory: the address is not mapped in the client");
     }
   }
-  return Insert(iova, m);
+  // Kernels before 5.3 have no pidfds: then the pid alone names the process.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0 && errno != ENOSYS) {
+    if (errno == ESRCH) return Fail(ESRCH, "sim iommu: map process memory: no such process");
+    return Fail(errno, "sim iommu: map process memory: pidfd_open");
+  }
+  auto inserted = Insert(iova, Mapping{length, nullptr, pid, remote_address, pidfd});
+  if (!inserted && pidfd >= 0) close(pidfd);
+  return inserted;
 }
 
 Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
@@ -67,6 +82,7 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   auto it = mappings_.find(iova);
   if (it == mappings_.end() || it->second.length != length)
     return Fail(ENOENT, "sim iommu: unmap: no such mapping");
+  if (it->second.pidfd >= 0) close(it->second.pidfd);
   mappings_.erase(it);
   return {};
 }
@@ -87,7 +103,18 @@ const Iommu::Mapping* Iommu::FindLocked(uint64_t iova, uint64_t len, uint64_t* o
   return &it->second;
 }
 
+namespace {
+// False once the process behind the pidfd has exited (its pidfd turns readable): from then on
+// its pid may name another process.
+bool Alive(int pidfd) {
+  if (pidfd < 0) return true;
+  pollfd p{pidfd, POLLIN, 0};
+  return poll(&p, 1, 0) == 0;
+}
+}  // namespace
+
 bool Iommu::ProcessRead(const Mapping& m, uint64_t offset, std::span<std::byte> out) {
+  if (!Alive(m.pidfd)) return false;
   const iovec local{out.data(), out.size()};
   const iovec remote{reinterpret_cast<void*>(m.remote + offset), out.size()};
   // One local and one remote vector: a short count means the copy stopped at a fault.
@@ -95,6 +122,7 @@ bool Iommu::ProcessRead(const Mapping& m, uint64_t offset, std::span<std::byte> 
 }
 
 bool Iommu::ProcessWrite(const Mapping& m, uint64_t offset, std::span<const std::byte> in) {
+  if (!Alive(m.pidfd)) return false;
   const iovec local{const_cast<std::byte*>(in.data()), in.size()};
   const iovec remote{reinterpret_cast<void*>(m.remote + offset), in.size()};
   return process_vm_writev(m.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(in.size());

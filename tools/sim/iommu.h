@@ -14,7 +14,9 @@
 //     ptrace access (same uid and dumpable, or CAP_SYS_PTRACE; with Yama ptrace_scope 1 also an
 //     ancestor or PR_SET_PTRACER), and MapProcess probes it so a refusal is a map-time error.
 //     Transfers are not atomic beyond what the kernel's copy gives; a short transfer or a target
-//     that has exited is a failed access, which the caller turns into the PRM's error.
+//     that has exited is a failed access, which the caller turns into the PRM's error. A pidfd
+//     taken at map time is checked before every transfer, so once the process has exited its pid
+//     (which the kernel may give to a new process) is never used again.
 // Translate gives pointers for pointer memory only; Read, Write, WriteHandover, LoadAcquire32 and
 // Update64 work on both kinds, so every device access goes through them or falls back to them.
 //
@@ -42,6 +44,11 @@ namespace onchip::sim {
 
 class Iommu {
  public:
+  Iommu() = default;
+  Iommu(const Iommu&) = delete;
+  Iommu& operator=(const Iommu&) = delete;
+  ~Iommu();
+
   // EINVAL: not 4 KiB aligned, zero length, null host, wrapping, or overlapping a mapping.
   Result<void> Map(const vpci::DmaRegion& region);
   // [iova, iova + length) reaches [remote_address, + length) in process `pid` (a pid in this
@@ -104,6 +111,7 @@ class Iommu {
     std::byte* host;  // pointer memory, or nullptr for process memory
     pid_t pid;        // process memory: the process and the address there
     uint64_t remote;
+    int pidfd;        // process memory: a pidfd of the process (owned), or -1 without pidfds
   };
   // The mapping and the offset in it that cover [iova, iova + len), or nullptr.
   const Mapping* FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const;
