@@ -24,12 +24,23 @@ constexpr uint64_t kWord = Node::kDataVa + 0x40000;
 constexpr uint64_t kResult = Node::kDataVa + 0x40040;
 constexpr std::size_t kDataOffset = Node::kDataIova - CommandWriter::kArenaIova;
 
-// An RC pair on one device whose arena is mapped by `map`.
+// Malloc'd memory for the command writer's arena (the kind a daemon's client registers).
+struct Arena {
+  Arena() : p(static_cast<std::byte*>(std::aligned_alloc(4096, CommandWriter::kArenaBytes))) {
+    std::memset(p, 0, CommandWriter::kArenaBytes);
+  }
+  ~Arena() { std::free(p); }
+  std::byte* p;
+};
+
+// An RC pair on one device whose arena is mapped by `map`. The device must stop using the arena
+// (the writer unmaps it) before the arena is freed: TearDown does it in that order.
 class ProcessMemoryTest : public onchip::testing::SimDeviceTest {
  protected:
   void TearDown() override {
     node_.reset();
     w_.reset();
+    arena_.reset();
     SimDeviceTest::TearDown();
   }
   void Start(std::byte* arena, const CommandWriter::ArenaMapper& map) {
@@ -80,6 +91,7 @@ class ProcessMemoryTest : public onchip::testing::SimDeviceTest {
     EXPECT_EQ(q.delivery_errors, 0u);
   }
 
+  std::unique_ptr<Arena> arena_ = std::make_unique<Arena>();
   std::unique_ptr<CommandWriter> w_;
   std::unique_ptr<Node> node_;
   Node::CqInfo cq_a_, cq_b_;
@@ -87,20 +99,11 @@ class ProcessMemoryTest : public onchip::testing::SimDeviceTest {
   uint32_t key_ = 0;
 };
 
-struct Arena {
-  Arena() : p(static_cast<std::byte*>(std::aligned_alloc(4096, CommandWriter::kArenaBytes))) {
-    std::memset(p, 0, CommandWriter::kArenaBytes);
-  }
-  ~Arena() { std::free(p); }
-  std::byte* p;
-};
-
 uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // Everything the device touches is malloc'd memory of this process, reached by pid.
 TEST_F(ProcessMemoryTest, OwnPidCommandsQueuesAndTraffic) {
-  Arena arena;
-  Start(arena.p, [](Device& d, std::byte* a) {
+  Start(arena_->p, [](Device& d, std::byte* a) {
     auto r = d.MapProcessDma(CommandWriter::kArenaIova, CommandWriter::kArenaBytes, getpid(), Addr(a));
     EXPECT_TRUE(r) << r.error().describe();
     return std::vector<Piece>{{CommandWriter::kArenaIova, CommandWriter::kArenaBytes}};
@@ -165,9 +168,8 @@ TEST_F(ProcessMemoryTest, ChildHoldsQueuesMailboxesAndData) {
 // device writes the child's pages, not ours; when the child is killed mid-traffic the WQEs
 // that reach its memory complete in error and the rest flush.
 TEST_F(ProcessMemoryTest, ChildDataThenTheChildDiesMidTraffic) {
-  Arena arena;
   MemoryChild child;  // after the arena exists: the child has its own copy at the same address
-  Start(arena.p, [&](Device& d, std::byte* a) {
+  Start(arena_->p, [&](Device& d, std::byte* a) {
     const uint64_t data_end = kDataOffset + Node::kDataBytes;
     EXPECT_TRUE(d.MapDma({CommandWriter::kArenaIova, kDataOffset, a, -1, 0}));
     auto r = d.MapProcessDma(Node::kDataIova, Node::kDataBytes, child.pid(), Addr(a + kDataOffset));
