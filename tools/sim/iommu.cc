@@ -186,8 +186,9 @@ std::optional<uint32_t> Iommu::Access::LoadAcquire32(uint64_t iova) const {
   if (m == nullptr) return std::nullopt;
   uint32_t raw = 0;
   if (m->host == nullptr) {
+    // No fence: what the device reads after this word it reads with later system calls, each a
+    // copy the kernel makes after this one returned.
     if (!ProcessRead(*m, offset, std::as_writable_bytes(std::span(&raw, 1)))) return std::nullopt;
-    std::atomic_thread_fence(std::memory_order_acquire);
     return raw;
   }
   if (reinterpret_cast<uintptr_t>(m->host + offset) % 4 != 0) return std::nullopt;
