@@ -249,6 +249,21 @@ TEST_F(CqTest, ARefusedResizeLeavesTheCqAsItWas) {
   EXPECT_EQ(v::destroy_cq(cq), 0);
 }
 
+TEST_F(CqTest, ResizeWithoutTheDevicesCqResizeIsEopnotsupp) {
+  sim::DeviceConfig config;
+  config.cq_resize = false;
+  Open(config);
+  ibv_cq* cq = v::create_cq(verbs_, 8, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  const auto before = sim_->counters().commands;
+  EXPECT_EQ(v::resize_cq(cq, 100), EOPNOTSUPP);
+  EXPECT_EQ(v::resize_cq(cq, 15), 0);  // the same entry count asks nothing of the device
+  EXPECT_EQ(v::resize_cq(cq, -1), EINVAL);
+  EXPECT_EQ(sim_->counters().commands, before);
+  EXPECT_EQ(cq->cqe, 15);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
+}
+
 TEST_F(CqTest, ModifyCqSetsModeration) {
   ibv_cq* cq = v::create_cq(verbs_, 8, nullptr, 0);
   ASSERT_NE(cq, nullptr);

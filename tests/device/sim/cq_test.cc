@@ -325,6 +325,28 @@ TEST_F(CqTest, ResizeSwitchesRingsAtAResizeCqe) {
   ASSERT_TRUE(Ok(DestroyCq(cqn)));
 }
 
+class NoResizeCqTest : public CqTest {
+ protected:
+  DeviceConfig Config() const override {
+    DeviceConfig c;
+    c.cq_resize = false;
+    return c;
+  }
+};
+
+TEST_F(NoResizeCqTest, ResizeIsRefusedWithoutTheCapability) {
+  const uint32_t cqn = NewCq(eqn_);
+  auto in = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, 8);
+  in.set(prm::modify_cq_in::cqn, cqn)
+      .set(prm::modify_cq_in::modify_field_select_resize_field_select, kAllResizeFields)
+      .set(MCqc::log_cq_size, 6)
+      .set(prm::modify_cq_in::pas[0], kQueueIova + 4 * 4096);
+  EXPECT_TRUE(Refused(Exec(in, 16), CommandStatus::BAD_PARAM_ERR,
+                      Syndrome::CQ_RESIZE_UNSUPPORTED));
+  EXPECT_EQ(QueryCq(cqn).get(QCqc::log_cq_size), 7u);
+  ASSERT_TRUE(Ok(DestroyCq(cqn)));
+}
+
 TEST_F(CqTest, TeardownRefusesLiveCqsAndForceFreesThem) {
   const uint32_t cqn = NewCq(eqn_);
   EXPECT_TRUE(Refused(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
