@@ -1,8 +1,8 @@
 // The driver's objects carrying data on the software ConnectX: two RC QPs on one device
 // connected by the device's own RoCE v2 GID, a send into a posted receive, an RDMA write, a
 // window of type 1 bound with ibv_bind_mw and written through, a UD send through an AH into an
-// SRQ, an armed CQ's completion event in the device's EQ, and a CQ resized over unpolled
-// completions. Everything through the verbs calls and the ops the provider installs. The MR is the
+// SRQ, an armed CQ's completion event in the device's EQ (moderated by count and by period),
+// and a CQ resized over unpolled completions. Everything through the verbs calls and the ops the provider installs. The MR is the
 // device's first mkey (index 1): its key must not be 0x100, the invalid lkey that ends a receive
 // scatter list.
 #include <atomic>
@@ -279,6 +279,67 @@ TEST_F(DataPathTest, ResizeCqKeepsUnpolledCompletionsInOrder) {
   for (std::size_t i = 0; i < wcs.size(); ++i) EXPECT_EQ(wcs[i].wr_id, 14 + i);
   ibv_wc extra;
   EXPECT_EQ(rings::PollCq(cq_, 1, &extra), 0);
+}
+
+TEST_F(DataPathTest, ModeratedEventsWaitForTheCountOrThePeriod) {
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  auto write = [&](uint64_t wr_id) {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
+    wr.wr.rdma.rkey = mr_->rkey;
+    ibv_send_wr* bad = nullptr;
+    return rings::PostSend(a, &wr, &bad);
+  };
+  const driver::CompletionEq* eq = device().comp_eq();
+  ASSERT_NE(eq, nullptr);
+  // EQE `i` of the device's first pass has owner 0; the driver set every owner bit to 1.
+  auto eqe_written = [&](uint32_t i) {
+    const auto* owner = reinterpret_cast<const uint8_t*>(eq->ring() + std::size_t{i} * 64 + 63);
+    return (std::atomic_ref<const uint8_t>(*owner).load(std::memory_order_acquire) & 1) == 0;
+  };
+  auto wait_eqe = [&](uint32_t i) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!eqe_written(i) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return eqe_written(i);
+  };
+
+  // Three completions per event, no period: two completions raise nothing, the third does.
+  ibv_modify_cq_attr moderation{};
+  moderation.attr_mask = IBV_CQ_ATTR_MODERATE;
+  moderation.moderate.cq_count = 3;
+  ASSERT_EQ(v::modify_cq(cq_, &moderation), 0);
+  ASSERT_EQ(rings::ReqNotifyCq(cq_, 0), 0);
+  ASSERT_EQ(write(1), 0);
+  ASSERT_EQ(write(2), 0);
+  ASSERT_EQ(Poll(cq_, 2).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(eqe_written(0));
+  ASSERT_EQ(write(3), 0);
+  ASSERT_EQ(Poll(cq_, 1).size(), 1u);
+  EXPECT_TRUE(wait_eqe(0));
+
+  // A count never reached: the period (4 ms after the completion) raises the event.
+  moderation.moderate.cq_count = 100;
+  moderation.moderate.cq_period = 4000;
+  ASSERT_EQ(v::modify_cq(cq_, &moderation), 0);
+  rings::CqEvent(cq_);
+  ASSERT_EQ(rings::ReqNotifyCq(cq_, 0), 0);
+  const auto posted = std::chrono::steady_clock::now();
+  ASSERT_EQ(write(4), 0);
+  ASSERT_EQ(Poll(cq_, 1).size(), 1u);
+  ASSERT_TRUE(wait_eqe(1));
+  EXPECT_GE(std::chrono::steady_clock::now() - posted, std::chrono::microseconds(4000));
 }
 
 TEST_F(DataPathTest, BindMwType1AndWriteThroughIt) {
