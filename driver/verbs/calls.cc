@@ -174,6 +174,16 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
 
 int destroy_cq(ibv_cq* cq) { return AsErrno(DestroyCq(cq ? Cq::From(cq) : nullptr)); }
 
+int resize_cq(ibv_cq* cq, int cqe) {
+  if (cq == nullptr) return EINVAL;
+  return AsErrno(ResizeCq(Cq::From(cq), cqe));
+}
+
+int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr) {
+  if (cq == nullptr || attr == nullptr) return EINVAL;
+  return AsErrno(ModifyCq(Cq::From(cq), *attr));
+}
+
 namespace {
 
 ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {

@@ -146,9 +146,10 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::general_obj_types,
              has_sw_icm ? (uint64_t{1} << prm::GENERAL_OBJECT_TYPES_SW_ICM) : 0)
         .set(cmd_hca_cap::max_num_eqs, c.max_num_eqs)
-        // CQ moderation (MODIFY_CQ cq_period / cq_max_count) only: no resize, no overrun
-        // ignore, no EQ remap, no period-mode change, no CQE compression.
+        // CQ moderation (MODIFY_CQ cq_period / cq_max_count) and resize when configured; no
+        // overrun ignore, no EQ remap, no period-mode change, no CQE compression.
         .set(cmd_hca_cap::cq_moderation, 1)
+        .set(cmd_hca_cap::cq_resize, c.cq_resize ? 1 : 0)
         // The internal timer counts nanoseconds: a 1 GHz device clock.
         .set(cmd_hca_cap::device_frequency_mhz, 1000)
         .set(cmd_hca_cap::device_frequency_khz, 1000000)

@@ -49,6 +49,7 @@ struct DeviceConfig {
   uint16_t num_interrupt_vectors = 16;  // eqc.intr must be below this (the MSI-X vectors modelled)
   uint8_t log_max_cq = 12;      // CQ numbers 0 .. 2^log_max_cq - 1
   uint8_t log_max_cq_sz = 22;   // CQEs per CQ
+  bool cq_resize = true;        // MODIFY_CQ op_mod 1 (cmd_hca_cap.cq_resize)
 
   // ---- queue pairs and shared receive queues ----
   uint8_t log_max_qp = 12;        // QP numbers: 2^log_max_qp - 2, from 2 (0 and 1 are the special QPs)

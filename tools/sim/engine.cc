@@ -129,6 +129,12 @@ Engine::PassResult Engine::Pass() {
     if (!moved) break;
     result.progressed = true;
   }
+  // Moderated completion events whose period ended; the thread wakes for the next one.
+  bool fired = false;
+  const uint64_t moderation = PollModeration(NowNs(), &fired);
+  result.progressed |= fired;
+  if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
+    result.next_deadline_ns = moderation;
   if (result.progressed) {
     // What QUERY_QP reports as the hardware's counters.
     for (auto& [qpn, qp] : fw_.qps_)

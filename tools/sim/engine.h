@@ -149,6 +149,12 @@ class Engine {
   // An affiliated QP event (prm::MLX5_EVENT_TYPE_WQ_*) on the first EQ that subscribes to it.
   void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
+  // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
+  bool ModerationDue(Cq& cq);
+  // The completion EQE of an armed CQ; the CQ is no longer armed.
+  void FireCompletionEvent(uint32_t cqn, Cq& cq);
+  // CQs whose moderation period ended fire; the earliest period still running, or 0.
+  uint64_t PollModeration(uint64_t now, bool* fired);
   // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
   // the last call (the device leaves a value there no driver writes).
   std::optional<uint64_t> TakeUarWord64(uint32_t page, uint64_t offset);

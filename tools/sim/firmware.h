@@ -274,6 +274,8 @@ class Firmware {
   Outcome DestroyCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ModifyCq(std::span<const std::byte> in, std::span<std::byte> out);
+  // MODIFY_CQ op_mod 1 on `cq` (firmware_cq.cc), its checks after ModifyCq's common ones.
+  Outcome ResizeCq(std::span<const std::byte> in, Cq& cq, uint32_t select);
 
   // Queue pairs (firmware_qp.cc) and their state transitions (firmware_qp_transitions.cc).
   Outcome CreateQp(std::span<const std::byte> in, std::span<std::byte> out);

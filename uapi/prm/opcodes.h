@@ -236,6 +236,12 @@ enum ModifyCqFieldSelect : uint32_t {
   CQ_MODIFY_EQN = 1u << 3,
   CQ_MODIFY_PERIOD_MODE = 1u << 4,
 };
+// MODIFY_CQ op_mod 1: the context fields the resize takes (resize_field_select).
+enum ResizeCqFieldSelect : uint32_t {
+  MLX5_MODIFY_CQ_MASK_LOG_SIZE = 1u << 0,
+  MLX5_MODIFY_CQ_MASK_PG_OFFSET = 1u << 1,
+  MLX5_MODIFY_CQ_MASK_PG_SIZE = 1u << 2,
+};
 
 // The command queue entry's transport type (cmd_queue_entry.type).
 inline constexpr uint8_t PCI_CMD_XPORT = 0x7;

@@ -121,6 +121,9 @@ enum class Syndrome : uint32_t {
   CQ_BUSY = 0x51000810,             // RES_BUSY: DESTROY_CQ while a QP or SRQ uses it
   CQ_RESIZE_UNSUPPORTED = 0x51000811,  // BAD_PARAM_ERR: MODIFY_CQ resize (cq_resize is 0)
   CQ_MODIFY_FIELD = 0x51000812,     // BAD_PARAM_ERR: modify_field_select names a field not modifiable
+  CQ_RESIZE_OUTSTANDING = 0x51000813,  // BAD_SIZE_OUTS_CQES_ERR: resize to fewer CQEs than are unpolled, or
+                                       // the old ring has no slot left for the resize CQE
+  CQ_RESIZE_STATE = 0x51000814,     // BAD_PARAM_ERR: resize of a CQ in error (overflowed)
   // Queue pairs.
   QP_ST_UNSUPPORTED = 0x51000901,   // BAD_PARAM_ERR: qpc.st not RC, UC or UD
   QP_UNSUPPORTED = 0x51000902,      // BAD_PARAM_ERR: a feature not advertised (qpc_ext, input_qpn,
@@ -312,6 +315,8 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(CQ_BUSY)
     ONCHIP_SIM_SYNDROME(CQ_RESIZE_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(CQ_MODIFY_FIELD)
+    ONCHIP_SIM_SYNDROME(CQ_RESIZE_OUTSTANDING)
+    ONCHIP_SIM_SYNDROME(CQ_RESIZE_STATE)
     ONCHIP_SIM_SYNDROME(QP_ST_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(QP_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(QP_STATE)
