@@ -56,6 +56,11 @@ vpci::SharedMemory Device::bar0() const { return {bar_.fd(), bar_.size()}; }
 
 Result<void> Device::MapDma(const vpci::DmaRegion& region) { return iommu_.Map(region); }
 
+Result<void> Device::MapProcessDma(uint64_t iova, uint64_t length, pid_t pid,
+                                   uint64_t remote_address) {
+  return iommu_.MapProcess(iova, length, pid, remote_address);
+}
+
 Result<void> Device::UnmapDma(uint64_t iova, uint64_t length) {
   return iommu_.Unmap(iova, length);
 }

@@ -81,9 +81,9 @@ class Engine {
   // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.
   bool ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
                  std::span<std::byte> out) const;
-  // The host bytes of [offset, offset + len) of a queue, if they lie in one page and mapping.
-  std::byte* QueuePointer(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
-                          uint64_t offset, uint64_t len, const Iommu::Access& access) const;
+  // The bus address of [offset, offset + len) of a queue, if the range lies in one page.
+  std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
+                                       uint64_t offset, uint64_t len) const;
   std::optional<uint32_t> LoadBe32(uint64_t bus) const;
 
   // ---- requester (engine_requester.cc) ----

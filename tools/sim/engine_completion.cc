@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <set>
@@ -108,11 +109,10 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   }
   const uint64_t offset = uint64_t{cq.producer_counter & (size - 1)} * cqe_bytes + (cqe_bytes - 64);
   {
-    Iommu::Access access(iommu_);
-    std::byte* p = QueuePointer(cq.pas, cq.log_page_bytes, offset, 64, access);
-    if (p == nullptr) return fail(kCqStatusWriteFail);
-    std::memcpy(p, bytes.data(), 63);
-    std::atomic_ref<std::byte>(p[63]).store(std::byte{op_own}, std::memory_order_release);
+    const auto bus = QueueAddress(cq.pas, cq.log_page_bytes, offset, 64);
+    bytes[63] = std::byte{op_own};
+    if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes))
+      return fail(kCqStatusWriteFail);
   }
   ++cq.producer_counter;
 
@@ -142,13 +142,12 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   std::memcpy(e.data, data.data(), std::min(data.size(), sizeof e.data));
   const uint8_t owner = (eq.producer_counter >> log_size) & 1;
   {
-    Iommu::Access access(iommu_);
-    std::byte* p = QueuePointer(eq.pas, eq.log_page_bytes,
-                                uint64_t{eq.producer_counter & (size - 1)} * sizeof e, sizeof e,
-                                access);
-    if (p == nullptr) return false;
-    std::memcpy(p, &e, sizeof e - 1);
-    std::atomic_ref<std::byte>(p[sizeof e - 1]).store(std::byte{owner}, std::memory_order_release);
+    const auto bus = QueueAddress(eq.pas, eq.log_page_bytes,
+                                  uint64_t{eq.producer_counter & (size - 1)} * sizeof e, sizeof e);
+    std::array<std::byte, sizeof e> bytes;
+    std::memcpy(bytes.data(), &e, sizeof e);
+    bytes[sizeof e - 1] = std::byte{owner};
+    if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes)) return false;
   }
   ++eq.producer_counter;
   const uint32_t st = static_cast<uint32_t>(eqc.get(prm::eqc::st));
