@@ -14,8 +14,10 @@ The device is function 0 of the device daemon (tools/onchip sim): run starts the
 none answers and leaves it running, so programs in two shells, each under tools/onchip run, see
 the same device, the same objects and the same GIDs (ONCHIP_DEVICE=simd:<socket>#1 picks the
 second function). --in-process gives the program a software ConnectX of its own instead.
-Memory a program registers must reach the daemon: memory mapped from a memfd or hugetlbfs file
-the program keeps open works; anonymous (malloc'd) memory is refused with the reason.
+Memory a program registers is reached by the daemon: pages of a memfd or hugetlbfs file the
+program keeps open are mapped by the daemon itself, anonymous (malloc'd) memory is read and
+written in the program with process_vm_readv/writev (same user; the registration fails with the
+kernel's reason when ptrace access is refused).
 """
 import os
 import subprocess

@@ -164,10 +164,27 @@ Result<void> Session::MapDma(Frame& frame) {
       req->length > end - req->iova)
     return Refuse(MessageType::kMapDma, EINVAL,
                   "DMA map outside the client's IOVA window or not whole 4 KiB pages");
-  if (req->has_fd == 0)
-    return Refuse(MessageType::kMapDma, EOPNOTSUPP,
-                  "the device daemon reaches only memory with an fd (memfd, hugepages) yet; "
-                  "register memory allocated from a memfd or hugetlbfs file");
+  if (req->has_fd == 0) {
+    // Memory without an fd (malloc'd, stack, anonymous mmap): the device reaches it in the
+    // client process itself (process_vm_readv/writev on the pid the socket's peer credentials
+    // name), as the kernel's IOMMU reaches pinned pages.
+    if (pid_ <= 0)
+      return Refuse(MessageType::kMapDma, ESRCH, "the client's pid is unknown (no SO_PEERCRED)");
+    if (auto mapped = function_->device->MapProcessDma(req->iova, req->length, pid_, req->host);
+        !mapped) {
+      const std::string why = std::string("the device cannot reach the client's memory: ") +
+                              mapped.error().describe() +
+                              (mapped.error().errno_value() == EPERM
+                                   ? " (process_vm_writev needs the same user and ptrace access: "
+                                     "see kernel.yama.ptrace_scope)"
+                                   : "");
+      return Reply(MessageType::kMapDma, static_cast<uint32_t>(mapped.error().errno_value()),
+                   std::as_bytes(std::span<const char>(why.data(), why.size())));
+    }
+    std::lock_guard lock(mu_);
+    mappings_[req->iova] = Mapping{req->length, nullptr};
+    return Reply(MessageType::kMapDma, 0);
+  }
   const int fd = frame.TakeFd(0);
   void* host = mmap(nullptr, req->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                     static_cast<off_t>(req->fd_offset));
@@ -204,7 +221,7 @@ Result<void> Session::UnmapDma(const Frame& frame) {
   }
   if (auto unmapped = function_->device->UnmapDma(req->iova, req->length); !unmapped)
     return Refuse(MessageType::kUnmapDma, unmapped.error().errno_value(), unmapped.error().what());
-  munmap(m.host, m.length);
+  if (m.host != nullptr) munmap(m.host, m.length);
   {
     std::lock_guard lock(mu_);
     mappings_.erase(req->iova);
@@ -240,7 +257,7 @@ void Session::Release() {
   for (auto& [iova, m] : mappings) {
     if (auto r = function_->device->UnmapDma(iova, m.length); !r)
       std::fprintf(stderr, "onchip simd: client %u unmap: %s\n", id_, r.error().describe().c_str());
-    munmap(m.host, m.length);
+    if (m.host != nullptr) munmap(m.host, m.length);
   }
   if (!cmds.empty() || !mappings.empty())
     std::fprintf(stderr, "onchip simd: client %u (pid %d) gone: %zu release command(s), %u failed, "

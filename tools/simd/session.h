@@ -4,7 +4,8 @@
 // interrupt eventfds, the client's IOVA window and uid) or kStatus (the daemon's state as JSON,
 // then the connection closes). Afterwards: firmware commands (refused with EPERM unless user
 // space may issue them; the uid stamped; creations and destructions noted), DMA map and unmap
-// (fd-backed memory the daemon maps itself, only inside the client's IOVA window). When the
+// (fd-backed memory the daemon maps itself; memory without an fd reached in the client process
+// with process_vm_readv/writev; only inside the client's IOVA window). When the
 // connection ends for any reason (exit, crash, SIGKILL, a malformed frame) the session releases
 // everything the client owned: QPs to ERR, objects in reverse creation order, DMA unmapped.
 #pragma once
@@ -51,7 +52,7 @@ class Session {
  private:
   struct Mapping {
     uint64_t length;
-    void* host;  // the daemon's own mapping of the client's memory
+    void* host;  // the daemon's own mapping of the client's fd, or null for process memory
   };
 
   Result<void> Serve(const Frame& frame);

@@ -7,7 +7,8 @@
 //     stores and loads; Kick() writes the device's eventfd (passed once); InterruptFd() is the
 //     vector's eventfd (passed once); MapDma sends the region's fd and offset, which the daemon
 //     maps itself; memory without an fd is looked up among this process's open fds (a memfd or
-//     hugetlbfs file mapped from an fd the process still holds) and otherwise refused;
+//     hugetlbfs file mapped from an fd the process still holds), else sent by address, and the
+//     daemon's device reaches it in this process (process_vm_readv/writev);
 //   - a cmd::Commander: every firmware command is a message; the daemon owns the command queue,
 //     stamps this client's uid, refuses what user space may not issue (EPERM) and answers with
 //     the output bytes.

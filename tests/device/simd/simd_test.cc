@@ -97,18 +97,24 @@ std::size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Memory with an fd, as the daemon needs it until it can reach anonymous memory.
+// Memory the daemon reaches: mapped from a memfd this process keeps open (the daemon maps the
+// same pages), or anonymous (the daemon reaches it with process_vm_readv/writev).
 struct SharedBuffer {
-  explicit SharedBuffer(std::size_t n) : size(n) {
+  explicit SharedBuffer(std::size_t n, bool anonymous = false) : size(n) {
+    if (anonymous) {
+      data = static_cast<uint8_t*>(
+          mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      return;
+    }
     fd = memfd_create("simd-test", MFD_CLOEXEC);
     EXPECT_EQ(ftruncate(fd, static_cast<off_t>(n)), 0);
     data = static_cast<uint8_t*>(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   }
   ~SharedBuffer() {
     munmap(data, size);
-    close(fd);
+    if (fd >= 0) close(fd);
   }
-  int fd;
+  int fd = -1;
   std::size_t size;
   uint8_t* data;
 };
@@ -123,7 +129,7 @@ struct Endpoint {
   std::vector<ibv_qp*> qps;
   ibv_gid gid{};
 
-  bool Open(const std::string& locator, int function) {
+  bool Open(const std::string& locator, int function, bool anonymous = false) {
     auto d = driver::Open(locator);
     EXPECT_TRUE(d) << d.error().describe();
     if (!d) return false;
@@ -131,7 +137,7 @@ struct Endpoint {
     ibv_context* ctx = device->verbs();
     pd = v::alloc_pd(ctx);
     cq = v::create_cq(ctx, 64, nullptr, 0);
-    buf = std::make_unique<SharedBuffer>(1 << 16);
+    buf = std::make_unique<SharedBuffer>(1 << 16, anonymous);
     if (pd == nullptr || cq == nullptr) return false;
     mr = v::reg_mr(pd, buf->data, buf->size, reinterpret_cast<uintptr_t>(buf->data),
                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -256,6 +262,22 @@ TEST_F(SimdTest, TwoClientsOnTwoFunctionsMoveBytesOverRc) {
   a.Close();
   b.Close();
   EXPECT_TRUE(WaitUntil([&] { return Count(daemon_->Status(), "\"uid\"") == 0; }));
+}
+
+TEST_F(SimdTest, AnonymousMemoryIsReachedInTheClientProcess) {
+  Endpoint a, b;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0, /*anonymous=*/true));
+  ASSERT_TRUE(b.Open(daemon_->locator(1), 1, /*anonymous=*/true));
+  ibv_qp* qa = a.Rc();
+  ibv_qp* qb = b.Rc();
+  ASSERT_TRUE(qa && qb);
+  ASSERT_TRUE(Connect(qa, qb->qp_num, b.gid));
+  ASSERT_TRUE(Connect(qb, qa->qp_num, a.gid));
+  for (int i = 0; i < 4096; ++i) a.buf->data[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_TRUE(Write(a, qa, b, 0, 4096));
+  EXPECT_EQ(std::memcmp(a.buf->data, b.buf->data, 4096), 0);
+  a.Close();
+  b.Close();
 }
 
 TEST_F(SimdTest, CommandsOnlyUserSpaceMayIssueAreRefused) {
