@@ -50,6 +50,9 @@ class Device final : public vpci::Function {
   // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
   std::optional<vpci::TphCapability> tph() const override;
   void Kick() override;
+  // The eventfd Kick() signals: a device daemon passes it to a client process once, so the
+  // client kicks with a write(2) and no round trip.
+  int KickFd() const { return eventfd_; }
   // One eventfd per interrupt vector below num_interrupt_vectors (the data engine's).
   int InterruptFd(uint16_t vector) const override { return engine_.InterruptFd(vector); }
 
