@@ -12,6 +12,7 @@
 #include "uapi/prm/qp.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/srq.h"
+#include "uapi/prm/wq.h"
 
 namespace onchip::simd {
 
@@ -27,6 +28,10 @@ const char* OwnedKindName(OwnedKind kind) {
     case OwnedKind::kCq: return "cq";
     case OwnedKind::kQp: return "qp";
     case OwnedKind::kSrq: return "srq";
+    case OwnedKind::kTis: return "tis";
+    case OwnedKind::kSq: return "sq";
+    case OwnedKind::kRq: return "rq";
+    case OwnedKind::kTir: return "tir";
   }
   return "unknown";
 }
@@ -46,6 +51,9 @@ bool CarriesUid(uint16_t opcode) {
     case prm::INIT2RTR_QP: case prm::RTR2RTS_QP: case prm::RTS2RTS_QP: case prm::SQERR2RTS_QP:
     case prm::SQD_RTS_QP: case prm::QP_2ERR: case prm::QP_2RST: case prm::QUERY_QP:
     case prm::CREATE_SRQ: case prm::DESTROY_SRQ: case prm::QUERY_SRQ: case prm::ARM_RQ:
+    case prm::CREATE_TIS: case prm::DESTROY_TIS: case prm::CREATE_TIR: case prm::DESTROY_TIR:
+    case prm::CREATE_SQ: case prm::MODIFY_SQ: case prm::DESTROY_SQ:
+    case prm::CREATE_RQ: case prm::MODIFY_RQ: case prm::DESTROY_RQ:
       return true;
     default:
       return false;
@@ -58,6 +66,7 @@ bool UserMayIssue(uint16_t opcode) {
     case prm::QUERY_HCA_CAP: case prm::QUERY_ADAPTER: case prm::QUERY_ISSI:
     case prm::QUERY_SPECIAL_CONTEXTS: case prm::QUERY_MKEY: case prm::QUERY_CQ:
     case prm::ALLOC_MEMIC: case prm::DEALLOC_MEMIC: case prm::NOP:
+    case prm::QUERY_TIS: case prm::QUERY_TIR: case prm::QUERY_SQ: case prm::QUERY_RQ:
       return true;
     default:
       return false;
@@ -121,6 +130,14 @@ void OwnedObjects::Note(std::span<const std::byte> in, std::span<const std::byte
     case prm::DESTROY_QP: Forget(OwnedKind::kQp, prm::Get(in, prm::destroy_qp_in::qpn)); break;
     case prm::CREATE_SRQ: add(OwnedKind::kSrq, prm::Get(out, prm::create_srq_out::srqn)); break;
     case prm::DESTROY_SRQ: Forget(OwnedKind::kSrq, prm::Get(in, prm::destroy_srq_in::srqn)); break;
+    case prm::CREATE_TIS: add(OwnedKind::kTis, prm::Get(out, prm::create_tis_out::tisn)); break;
+    case prm::DESTROY_TIS: Forget(OwnedKind::kTis, prm::Get(in, prm::destroy_tis_in::tisn)); break;
+    case prm::CREATE_SQ: add(OwnedKind::kSq, prm::Get(out, prm::create_sq_out::sqn)); break;
+    case prm::DESTROY_SQ: Forget(OwnedKind::kSq, prm::Get(in, prm::destroy_sq_in::sqn)); break;
+    case prm::CREATE_RQ: add(OwnedKind::kRq, prm::Get(out, prm::create_rq_out::rqn)); break;
+    case prm::DESTROY_RQ: Forget(OwnedKind::kRq, prm::Get(in, prm::destroy_rq_in::rqn)); break;
+    case prm::CREATE_TIR: add(OwnedKind::kTir, prm::Get(out, prm::create_tir_out::tirn)); break;
+    case prm::DESTROY_TIR: Forget(OwnedKind::kTir, prm::Get(in, prm::destroy_tir_in::tirn)); break;
     case prm::CREATE_GENERAL_OBJECT:
       objects_.push_back(Object{OwnedKind::kSwIcm,
                                 prm::Get(out, prm::general_obj_out_cmd_hdr::obj_id),
@@ -218,6 +235,30 @@ std::vector<std::vector<std::byte>> OwnedObjects::ReleaseCommands() const {
       case OwnedKind::kSrq: {
         prm::Message<prm::destroy_srq_in> in;
         in.set(prm::destroy_srq_in::opcode, prm::DESTROY_SRQ).set(prm::destroy_srq_in::srqn, o.id);
+        cmds.push_back(Bytes(in));
+        break;
+      }
+      case OwnedKind::kTis: {
+        prm::Message<prm::destroy_tis_in> in;
+        in.set(prm::destroy_tis_in::opcode, prm::DESTROY_TIS).set(prm::destroy_tis_in::tisn, o.id);
+        cmds.push_back(Bytes(in));
+        break;
+      }
+      case OwnedKind::kSq: {
+        prm::Message<prm::destroy_sq_in> in;
+        in.set(prm::destroy_sq_in::opcode, prm::DESTROY_SQ).set(prm::destroy_sq_in::sqn, o.id);
+        cmds.push_back(Bytes(in));
+        break;
+      }
+      case OwnedKind::kRq: {
+        prm::Message<prm::destroy_rq_in> in;
+        in.set(prm::destroy_rq_in::opcode, prm::DESTROY_RQ).set(prm::destroy_rq_in::rqn, o.id);
+        cmds.push_back(Bytes(in));
+        break;
+      }
+      case OwnedKind::kTir: {
+        prm::Message<prm::destroy_tir_in> in;
+        in.set(prm::destroy_tir_in::opcode, prm::DESTROY_TIR).set(prm::destroy_tir_in::tirn, o.id);
         cmds.push_back(Bytes(in));
         break;
       }

@@ -19,8 +19,10 @@
 
 namespace onchip::simd {
 
-enum class OwnedKind : uint8_t { kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq };
-inline constexpr std::size_t kOwnedKinds = 10;
+enum class OwnedKind : uint8_t {
+  kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq, kTis, kSq, kRq, kTir
+};
+inline constexpr std::size_t kOwnedKinds = 14;
 const char* OwnedKindName(OwnedKind kind);
 
 // A user-space command the daemon passes on; false for what only the function's owner issues
