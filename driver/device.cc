@@ -8,6 +8,7 @@
 #include "uapi/prm/caps.h"
 
 #include "driver/eq.h"
+#include "driver/events.h"
 #include "driver/hca.h"
 #include "driver/steering_tags.h"
 #include "driver/uar.h"
@@ -113,6 +114,12 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   ONCHIP_TRY(comp_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index));
   steering_tags_ = std::make_unique<SteeringTagTable>(
       *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
+  // The async EQ, as the kernel makes one per function, then the thread that consumes both.
+  ONCHIP_TRY(async_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index,
+                                             kAsyncEventMask));
+  if (bus_->InterruptFd(0) >= 0) {
+    ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get(), async_eq_.get()}));
+  }
   return {};
 }
 
@@ -132,10 +139,16 @@ TeardownReport Device::Close() {
   // Refuses new work, waits for what is in flight, releases every object children first.
   std::optional<ReleaseCounts> counts = registry_.Close();
   if (!counts) return report;  // closed before
+  // No event is dispatched past this point; the EQs can go.
+  if (events_) events_->Stop();
   report.released = counts->released;
   report.first_error = counts->first_error;
 
   // Every CQ is gone (the registry released them), so the EQ goes, then the UAR under it.
+  if (async_eq_) {
+    if (auto destroyed = async_eq_->Destroy(*cmdq_); destroyed) async_eq_.reset();
+    else note(destroyed);
+  }
   if (comp_eq_) {
     if (auto destroyed = comp_eq_->Destroy(*cmdq_); destroyed) comp_eq_.reset();
     else note(destroyed);

@@ -36,6 +36,7 @@
 namespace onchip::driver {
 
 class CompletionEq;
+class EventThread;
 class Uars;
 class SteeringTagTable;
 
@@ -84,6 +85,11 @@ class Device : public std::enable_shared_from_this<Device> {
   // The EQ itself (its ring: tests read the EQEs the device wrote); null before bring-up.
   const CompletionEq* comp_eq() const { return comp_eq_.get(); }
   SteeringTagTable& steering_tags() { return *steering_tags_; }
+  // The interrupt side (events.h): completion channels and async events. Null when the bus
+  // delivers no interrupts.
+  EventThread* events() { return events_.get(); }
+  // The async EQ (events.h kAsyncEventMask); null before bring-up.
+  const CompletionEq* async_eq() const { return async_eq_.get(); }
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }
 
@@ -134,6 +140,8 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<Uars> uars_;
   std::unique_ptr<CompletionEq> comp_eq_;
   std::unique_ptr<SteeringTagTable> steering_tags_;
+  std::unique_ptr<CompletionEq> async_eq_;
+  std::unique_ptr<EventThread> events_;  // after the EQs: it goes before them
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};
