@@ -111,14 +111,14 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   // CQs need an EQ to name: the function's completion EQ, on the shared UAR (as the kernel's
   // EQs sit on a UAR of the function, not of a process).
   ONCHIP_TRY(Bfreg* shared, uars_->Shared());
-  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index));
+  // It carries the async events too: one EQ, so one writer of the UAR page's EQ doorbell.
+  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index,
+                                            kCompletionEventMask | kAsyncEventMask));
   steering_tags_ = std::make_unique<SteeringTagTable>(
       *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
-  // The async EQ, as the kernel makes one per function, then the thread that consumes both.
-  ONCHIP_TRY(async_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index,
-                                             kAsyncEventMask));
+  // The thread that consumes the EQ's completions and async events (events.h).
   if (bus_->InterruptFd(0) >= 0) {
-    ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get(), async_eq_.get()}));
+    ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get()}));
   }
   return {};
 }
@@ -145,10 +145,6 @@ TeardownReport Device::Close() {
   report.first_error = counts->first_error;
 
   // Every CQ is gone (the registry released them), so the EQ goes, then the UAR under it.
-  if (async_eq_) {
-    if (auto destroyed = async_eq_->Destroy(*cmdq_); destroyed) async_eq_.reset();
-    else note(destroyed);
-  }
   if (comp_eq_) {
     if (auto destroyed = comp_eq_->Destroy(*cmdq_); destroyed) comp_eq_.reset();
     else note(destroyed);

@@ -4,14 +4,14 @@
 // kernel's completion EQs do) on the shared UAR, and destroyed at Close after every CQ is gone
 // (the device refuses DESTROY_EQ while a CQ names it). Its ring is 2^log_eq_size 64-byte EQEs
 // in a DmaMemory buffer from the device's memory provider; every EQE starts device-owned
-// (owner bit 1), as the PRM requires before the first pass. It subscribes to completion events
-// only (event type 0).
+// (owner bit 1), as the PRM requires before the first pass.
 //
 // It is created unarmed (eqc.st 0): the device writes EQEs for armed CQs into the ring but
 // raises no interrupt until a consumer arms it with the EQ doorbell. The device's event thread
 // (events.h) is that consumer: Next() / Advance() walk the ring by the owner bit, Arm() writes
-// the consumer index and re-arms through the UAR's EQ doorbell. The same class serves the async
-// EQ, created with the async event types' mask instead of completions'.
+// the consumer index and re-arms through the UAR's EQ doorbell. The device subscribes its EQ to
+// the async event types as well (events.h): one EQ on the shared UAR page, so no two EQs'
+// doorbell writes to that page's one EQ register can replace each other.
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 //
 // The thread waits on the function's interrupt eventfd for vector 0 (bus::Bus::InterruptFd,
 // the same eventfd whether the function lives in this process or behind a daemon) and on a wake
-// eventfd of its own. Each wake it drains its EQs (the completion EQ and the async EQ, both on
-// vector 0): every software-owned EQE is dispatched and consumed, then the EQ doorbell writes
+// eventfd of its own. Each wake it drains its EQs (the device's one EQ, on vector 0, subscribed
+// to completions and the async types below): every software-owned EQE is dispatched and consumed, then the EQ doorbell writes
 // the consumer index and re-arms the EQ, so the next EQE raises the next interrupt.
 //
 // Dispatch:
@@ -40,6 +40,8 @@
 
 namespace onchip::driver {
 
+// Completion events (event type 0).
+inline constexpr uint64_t kCompletionEventMask = uint64_t{1} << 0x00;
 // The async event types the kernel subscribes its async EQ to (event_bitmask[0] bits): path
 // migration, communication established, SQ drained, CQ error, WQ catastrophic, path migration
 // failed, port change, WQ invalid request, WQ access error, SRQ catastrophic, last WQE reached,
