@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "driver/cmd/run.h"
+#include "mmio/barriers.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/opcodes.h"
@@ -59,8 +60,9 @@ const prm::pod::mlx5_eqe* CompletionEq::Next() const {
 }
 
 void CompletionEq::UpdateCi(bus::Bus& bus, bool arm) const {
-  // Every EQE before ci is read before the device may write over its slot.
-  std::atomic_thread_fence(std::memory_order_release);
+  // Every EQE before ci is read before the device may write over its slot (x86 keeps earlier
+  // loads before a later store; the barrier keeps the compiler from sinking them).
+  mmio::ToDeviceBarrier();
   bus.Write32(prm::UarPageOffset(uar_index_) + (arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi),
               eqn_ << 24 | (ci_ & 0xffffff));
   bus.Notify();
