@@ -39,11 +39,11 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
   std::memcpy(av.rgid, attr.grh.dgid.raw, sizeof(av.rgid));
   pins.Keep();
   device.registry().Publish(op, ObjectKind::kAh, ah, ah->life,
-                            [](void* p) { return ReleaseAh(*static_cast<Ah*>(p)); });
+                            [](void* p) { return ReleaseAh(*static_cast<Ah*>(p), Release::kClose); });
   return ah;
 }
 
-Result<void> ReleaseAh(Ah& ah) {
+Result<void> ReleaseAh(Ah& ah, Release) {
   ah.pd->life.Unpin();
   return {};
 }

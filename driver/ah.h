@@ -38,6 +38,6 @@ inline constexpr int kPortOutOfRange = 0;
 Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr);
 Result<void> DestroyAh(Ah* ah);
 // Unpins the PD: how Close() releases an AH (there is no device object).
-Result<void> ReleaseAh(Ah& ah);
+Result<void> ReleaseAh(Ah& ah, Release why);
 
 }  // namespace onchip::driver

@@ -123,12 +123,94 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   cq->dp.verbs.cq.cqe = static_cast<int>(entries - 1);
   cq->dp.verbs.cq.handle = cq->cqn;
   device->registry().Publish(op, ObjectKind::kCq, cq, cq->life, [](void* p) {
-    return ReleaseCqOnDevice(*static_cast<Cq*>(p));
+    return ReleaseCqOnDevice(*static_cast<Cq*>(p), Release::kClose);
   });
   return cq;
 }
 
-Result<void> ReleaseCqOnDevice(Cq& cq) {
+Result<void> ResizeCq(Cq* cq, int cqe) {
+  if (cq == nullptr) return Fail(EINVAL, "resize_cq: null");
+  if (cqe < 0 || int64_t{cqe} * 64 > INT_MAX) return Fail(EINVAL, "resize_cq: cqe out of range");
+  const uint64_t entries = std::bit_ceil(uint64_t(cqe) + 1);
+  if (entries == cq->entries()) return {};
+  Device& device = *cq->device;
+  const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
+  if (!gen.get(prm::cmd_hca_cap::cq_resize))
+    return Fail(EOPNOTSUPP, "resize_cq: the device cannot resize CQs (cq_resize)");
+  const uint32_t log_entries = static_cast<uint32_t>(std::countr_zero(entries));
+  if (cqe == 0 || log_entries > kLogMaxCqEntries ||
+      log_entries > gen.get(prm::cmd_hca_cap::log_max_cq_sz))
+    return Fail(EINVAL, "resize_cq: entries outside what the device's CQs hold");
+
+  ONCHIP_TRY(auto op, device.registry().Begin("resize_cq: device closed"));
+  (void)op;
+  const std::size_t ring_bytes = bus::RoundUpPage(entries * cq->cqe_bytes);
+  ONCHIP_TRY(QueueBuffer ring, cq->parent_domain
+                                   ? QueueBuffer::Allocate(cq->parent_domain, ring_bytes,
+                                                           prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_CQ)
+                                   : QueueBuffer::Allocate(device, ring_bytes,
+                                                           prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_CQ));
+  if (ring.iova() % prm::ADAPTER_PAGE_SIZE != 0)
+    return Fail(EINVAL, "resize_cq: the allocator's CQ buffer is not page aligned");
+
+  using In = prm::modify_cq_in;
+  using Ctx = prm::cqc_bits<In::cq_context.bit_offset>;
+  const std::size_t pages = ring_bytes / prm::ADAPTER_PAGE_SIZE;
+  prm::Message<In> in(pages * 8);
+  in.set(In::opcode, prm::MODIFY_CQ)
+      .set(In::op_mod, prm::CQ_OPMOD_RESIZE)
+      .set(In::cqn, cq->cqn)
+      .set(In::modify_field_select_resize_field_select,
+           prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE | prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET |
+               prm::MLX5_MODIFY_CQ_MASK_PG_SIZE)
+      .set(Ctx::cqe_sz, cq->cqe_bytes == 128 ? 1 : kCqeSz64)
+      .set(Ctx::log_cq_size, log_entries)
+      .set(Ctx::log_page_size, 0)  // 4 KiB pages
+      .set(Ctx::page_offset, 0);
+  for (std::size_t i = 0; i < pages; ++i)
+    in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
+  Result<void> resized = cq->dp.ring.Resize(
+      static_cast<std::byte*>(ring.data()), static_cast<uint32_t>(entries), [&]() -> Result<void> {
+        ONCHIP_TRY(auto out, cmd::Run<prm::modify_cq_out>(device.commander(), in));
+        (void)out;
+        return {};
+      });
+  // The ring runs on the new buffer once the command succeeded, even when it found no resize CQE.
+  if (cq->dp.ring.buffer() == ring.data()) {
+    cq->ring = std::move(ring);
+    cq->log_entries = log_entries;
+    cq->dp.verbs.cq.cqe = static_cast<int>(entries - 1);
+  }
+  return resized;
+}
+
+Result<void> ModifyCq(Cq* cq, const ibv_modify_cq_attr& attr) {
+  if (cq == nullptr) return Fail(EINVAL, "modify_cq: null");
+  if (attr.attr_mask == 0 || attr.attr_mask >= IBV_CQ_ATTR_RESERVED)
+    return Fail(EINVAL, "modify_cq: attr_mask empty or beyond IBV_CQ_ATTR_MODERATE");
+  Device& device = *cq->device;
+  if (!device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::cq_moderation))
+    return Fail(EOPNOTSUPP, "modify_cq: the device has no CQ moderation (cq_moderation)");
+  using In = prm::modify_cq_in;
+  using Ctx = prm::cqc_bits<In::cq_context.bit_offset>;
+  if (attr.moderate.cq_period > Ctx::cq_period.max_value)
+    return Fail(EINVAL, "modify_cq: cq_period above what the CQ context holds");
+  ONCHIP_TRY(auto op, device.registry().Begin("modify_cq: device closed"));
+  (void)op;
+  prm::Message<In> in;
+  in.set(In::opcode, prm::MODIFY_CQ)
+      .set(In::op_mod, prm::CQ_OPMOD_MODIFY)
+      .set(In::cqn, cq->cqn)
+      .set(In::modify_field_select_resize_field_select,
+           prm::CQ_MODIFY_PERIOD | prm::CQ_MODIFY_COUNT)
+      .set(Ctx::cq_period, attr.moderate.cq_period)
+      .set(Ctx::cq_max_count, attr.moderate.cq_count);
+  ONCHIP_TRY(auto out, cmd::Run<prm::modify_cq_out>(device.commander(), in));
+  (void)out;
+  return {};
+}
+
+Result<void> ReleaseCqOnDevice(Cq& cq, Release) {
   prm::Message<prm::destroy_cq_in> in;
   in.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, cq.cqn);
   ONCHIP_TRY(auto out, cmd::Run<prm::destroy_cq_out>(cq.device->commander(), in));

@@ -18,6 +18,14 @@
 //   - the ring polls with a lock unless IBV_CREATE_CQ_ATTR_SINGLE_THREADED; an extended CQ gets
 //     start_poll / next_poll / end_poll and the readers of its wc_flags.
 // A CQ is pinned by the QPs and SRQs that use it (DestroyCq: EBUSY).
+//
+// ResizeCq (ibv_resize_cq) follows libmlx5 and mlx5_ib: cqe below 0 or cqe * 64 above INT_MAX
+// EINVAL; the same number of entries (roundup_pow2(cqe + 1)) succeeds at once; then the device's
+// cq_resize (else EOPNOTSUPP), cqe 0 or more entries than 2^log_max_cq_sz EINVAL. The new ring
+// comes from the same source as the first (the parent domain's allocator, or the device's), and
+// under the CQ's poll lock MODIFY_CQ op_mod 1 switches the device to it; the unpolled CQEs move
+// across (rings::CqRing::Resize) and ibv_cq.cqe becomes entries - 1. More unpolled CQEs than the
+// new ring holds: the device's BAD_SIZE_OUTS_CQES_ERR, EINVAL, and the CQ is as it was.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -67,9 +75,16 @@ inline constexpr uint64_t kCqSupportedWcFlags = rings::kSupportedWcFlags;
 
 // `device` serves the CQ; a parent domain in `attr` must belong to it.
 Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& attr);
+// ibv_resize_cq (see the header comment).
+Result<void> ResizeCq(Cq* cq, int cqe);
+// ibv_modify_cq, as libibverbs, uverbs and mlx5_ib check it: attr_mask 0 or beyond
+// IBV_CQ_ATTR_MODERATE EINVAL; no cq_moderation on the device EOPNOTSUPP; cq_period above the
+// context's 12 bits EINVAL; then MODIFY_CQ op_mod 0 sets cq_max_count and cq_period (both
+// selected in modify_field_select).
+Result<void> ModifyCq(Cq* cq, const ibv_modify_cq_attr& attr);
 // DESTROY_CQ; EBUSY while a QP or SRQ uses it; a firmware failure leaves it usable.
 Result<void> DestroyCq(Cq* cq);
 // DESTROY_CQ without freeing the handle: how Close() releases a CQ.
-Result<void> ReleaseCqOnDevice(Cq& cq);
+Result<void> ReleaseCqOnDevice(Cq& cq, Release why);
 
 }  // namespace onchip::driver

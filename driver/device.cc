@@ -86,12 +86,34 @@ Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, Devi
   return device;
 }
 
+Result<std::shared_ptr<Device>> Device::Attach(std::unique_ptr<bus::Bus> bus,
+                                               std::unique_ptr<cmd::Commander> commander) {
+  if (!bus || !commander) return Fail(EINVAL, "device: no bus or no commander");
+  std::shared_ptr<Device> device(new Device(std::move(bus)));
+  device->remote_commander_ = std::move(commander);
+  device->commander_ = device->remote_commander_.get();
+  auto up = [&]() -> Result<void> {
+    ONCHIP_TRY(alloc::ProviderOptions memory, alloc::ProviderOptions::FromEnvironment());
+    memory.mapper = device->bus_.get();
+    ONCHIP_TRY(device->memory_, alloc::MemoryProvider::Create(memory));
+    device->pages_ = std::make_unique<PageSupply>(*device->memory_);
+    ONCHIP_CHECK(hca::QueryCaps(*device->commander_, device->caps_));
+    return device->Serve();
+  }();
+  if (!up) {
+    device->Close();
+    return std::unexpected(up.error());
+  }
+  return device;
+}
+
 Result<void> Device::BringUp(const DeviceOptions& opts) {
   ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
   ONCHIP_TRY(alloc::ProviderOptions memory, alloc::ProviderOptions::FromEnvironment());
   memory.mapper = bus_.get();
   ONCHIP_TRY(memory_, alloc::MemoryProvider::Create(memory));
   ONCHIP_TRY(cmdq_, cmd::Cmdq::Create(*bus_, *memory_, opts.cmdq));
+  commander_ = cmdq_.get();
   pages_ = std::make_unique<PageSupply>(*memory_);
   ONCHIP_CHECK(hca::WaitFirmwareReady(*bus_, opts.firmware_ready_timeout));
   ONCHIP_CHECK(hca::EnableHca(*cmdq_));
@@ -105,14 +127,18 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
   initialized_ = true;
   ONCHIP_CHECK(hca::SetDriverVersion(*cmdq_, caps_));
   ONCHIP_CHECK(hca::QueryCaps(*cmdq_, caps_));
+  return Serve();
+}
+
+Result<void> Device::Serve() {
   memic_.Configure(caps_, bus_->bar0_size());
   sw_icm_.Configure(caps_);
-  uars_ = std::make_unique<Uars>(*cmdq_, *bus_, caps_);
+  uars_ = std::make_unique<Uars>(*commander_, *bus_, caps_);
   // CQs need an EQ to name: the function's completion EQ, on the shared UAR (as the kernel's
   // EQs sit on a UAR of the function, not of a process).
   ONCHIP_TRY(Bfreg* shared, uars_->Shared());
   // It carries the async events too: one EQ, so one writer of the UAR page's EQ doorbell.
-  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*cmdq_, *memory_, caps_, shared->uar_index,
+  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index,
                                             kCompletionEventMask | kAsyncEventMask));
   steering_tags_ = std::make_unique<SteeringTagTable>(
       *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
@@ -146,7 +172,7 @@ TeardownReport Device::Close() {
 
   // Every CQ is gone (the registry released them), so the EQ goes, then the UAR under it.
   if (comp_eq_) {
-    if (auto destroyed = comp_eq_->Destroy(*cmdq_); destroyed) comp_eq_.reset();
+    if (auto destroyed = comp_eq_->Destroy(*commander_); destroyed) comp_eq_.reset();
     else note(destroyed);
   }
   if (uars_) note(uars_->ReleaseShared());

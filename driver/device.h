@@ -61,6 +61,13 @@ struct TeardownReport {
 class Device : public std::enable_shared_from_this<Device> {
  public:
   static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
+  // A function someone else brought up and serves (a device daemon, as the kernel serves a
+  // function to user space): no ENABLE/INIT_HCA and no pages, commands through `commander`
+  // (which must outlive nothing but this device: the device owns it). Capabilities are queried;
+  // the device creates its own UAR and completion EQ under the commander's uid. Close() releases
+  // this device's objects and leaves the function up.
+  static Result<std::shared_ptr<Device>> Attach(std::unique_ptr<bus::Bus> bus,
+                                                std::unique_ptr<cmd::Commander> commander);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -74,7 +81,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // Where driver-allocated DMA memory comes from: hugepages (EAL, else memfd hugetlb, else memfd
   // 4 KiB), carved into buffers, each region mapped once through bus().
   alloc::MemoryProvider& memory() { return *memory_; }
-  cmd::Commander& commander() { return *cmdq_; }
+  cmd::Commander& commander() { return *commander_; }
+  // Whether another process brought the function up and owns its command queue (Attach).
+  bool attached() const { return remote_commander_ != nullptr; }
   const Caps& caps() const { return caps_; }
   MemicAllocator& memic() { return memic_; }
   SwIcmAllocator& sw_icm() { return sw_icm_; }
@@ -128,12 +137,17 @@ class Device : public std::enable_shared_from_this<Device> {
  private:
   explicit Device(std::unique_ptr<bus::Bus> bus);
   Result<void> BringUp(const DeviceOptions& opts);
+  // What bring-up does after INIT_HCA, and all an attached device does: capabilities, MEMIC and
+  // SW ICM, UARs, the completion EQ, the steering-tag table.
+  Result<void> Serve();
 
   // Declaration order is destruction order reversed: pages and the queue go before the memory
   // provider, the provider (which unmaps its regions through the bus) before the bus.
   std::unique_ptr<bus::Bus> bus_;
   std::unique_ptr<alloc::MemoryProvider> memory_;
   std::unique_ptr<cmd::Cmdq> cmdq_;
+  std::unique_ptr<cmd::Commander> remote_commander_;  // attached: the owner's command channel
+  cmd::Commander* commander_ = nullptr;                // cmdq_ or remote_commander_
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;
   std::unique_ptr<Uars> uars_;

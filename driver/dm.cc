@@ -99,12 +99,12 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
   }
   dm->ibv.handle = device->NextDmHandle();
   device->registry().Publish(op, ObjectKind::kDm, dm.get(), dm->life, [](void* p) {
-    return ReleaseDmOnDevice(*static_cast<Dm*>(p));
+    return ReleaseDmOnDevice(*static_cast<Dm*>(p), Release::kClose);
   });
   return dm.release();
 }
 
-Result<void> ReleaseDmOnDevice(Dm& dm) {
+Result<void> ReleaseDmOnDevice(Dm& dm, Release) {
   return dm.type == MLX5DV_DM_TYPE_MEMIC
              ? dm.device->memic().Free(dm.device->commander(), dm.memic)
              : dm.device->sw_icm().Free(dm.device->commander(), dm.icm);

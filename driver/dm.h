@@ -56,7 +56,7 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
 // usable; on success the Dm is deleted.
 Result<void> FreeDm(Dm* dm);
 // DEALLOC_MEMIC / DESTROY_GENERAL_OBJECT only, the handle stays; how Close() releases a DM.
-Result<void> ReleaseDmOnDevice(Dm& dm);
+Result<void> ReleaseDmOnDevice(Dm& dm, Release why);
 
 // mlx5dv_init_obj(MLX5DV_OBJ_DM): buf, length, and remote_va when asked for; comp_mask is
 // overwritten with the bits filled.

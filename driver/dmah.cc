@@ -74,12 +74,12 @@ Result<Dmah*> AllocDmah(const std::shared_ptr<Device>& device, const ibv_dmah_in
     ONCHIP_TRY(dmah->st_index, tags.Acquire(attr.cpu_id, attr.tph_mem_type));
   }
   device->registry().Publish(op, ObjectKind::kDmah, dmah.get(), dmah->life, [](void* p) {
-    return ReleaseDmahOnDevice(*static_cast<Dmah*>(p));
+    return ReleaseDmahOnDevice(*static_cast<Dmah*>(p), Release::kClose);
   });
   return dmah.release();
 }
 
-Result<void> ReleaseDmahOnDevice(Dmah& dmah) {
+Result<void> ReleaseDmahOnDevice(Dmah& dmah, Release) {
   if (dmah.st_index != 0) {
     dmah.device->steering_tags().Release(dmah.st_index);
     dmah.st_index = 0;

@@ -40,6 +40,6 @@ Result<Dmah*> AllocDmah(const std::shared_ptr<Device>& device, const ibv_dmah_in
 // the Dmah deleted.
 Result<void> DeallocDmah(Dmah* dmah);
 // Releases the steering-tag entry only; for Device::Close with the registry lock held.
-Result<void> ReleaseDmahOnDevice(Dmah& dmah);
+Result<void> ReleaseDmahOnDevice(Dmah& dmah, Release why);
 
 }  // namespace onchip::driver

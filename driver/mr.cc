@@ -151,7 +151,7 @@ Result<Key> CreateHostKey(Device& device, const bus::DmaMapping& mapping, uint32
 
 void Publish(Device& device, const Registry::Operation& op, Mr* mr) {
   device.registry().Publish(op, ObjectKind::kMr, mr, mr->life, [](void* p) {
-    return ReleaseMrOnDevice(*static_cast<Mr*>(p));
+    return ReleaseMrOnDevice(*static_cast<Mr*>(p), Release::kClose);
   });
 }
 
@@ -297,16 +297,18 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   return {};
 }
 
-Result<void> ReleaseMrOnDevice(Mr& mr) {
-  // A failed DESTROY_MKEY (a window still bound to it) leaves the MR registered, pins and pages.
-  ONCHIP_CHECK(DestroyMkey(mr.device->commander(), mr.mkey_index));
+Result<void> ReleaseMrOnDevice(Mr& mr, Release why) {
+  // A failed DESTROY_MKEY (a window still bound to it) leaves the MR registered, pins and pages,
+  // unless the whole function is going down.
+  auto destroyed = DestroyMkey(mr.device->commander(), mr.mkey_index);
+  if (!destroyed && why == Release::kDestroy) return destroyed;
   if (mr.dm) mr.dm->life.Unpin();
   if (mr.dmah) mr.dmah->life.Unpin();
   mr.pd->life.Unpin();
   // The key is gone, so nothing on the device names the pages any more. Unmapping a range this
   // MR mapped itself fails only if the bus already dropped it; the MR is released either way.
   (void)mr.mapping.Reset();
-  return {};
+  return destroyed;
 }
 
 Result<void> DeregMr(Mr* mr) {

@@ -78,6 +78,6 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
 Result<void> DeregMr(Mr* mr);
 // DESTROY_MKEY, then its parents are unpinned and its pages unmapped; the handle stays. How
 // Close() releases an MR.
-Result<void> ReleaseMrOnDevice(Mr& mr);
+Result<void> ReleaseMrOnDevice(Mr& mr, Release why);
 
 }  // namespace onchip::driver

@@ -52,15 +52,16 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
   mw->ibv.type = static_cast<ibv_mw_type>(type);
   pins.Keep();
   device.registry().Publish(op, ObjectKind::kMw, mw, mw->life, [](void* p) {
-    return ReleaseMwOnDevice(*static_cast<Mw*>(p));
+    return ReleaseMwOnDevice(*static_cast<Mw*>(p), Release::kClose);
   });
   return mw;
 }
 
-Result<void> ReleaseMwOnDevice(Mw& mw) {
-  ONCHIP_CHECK(DestroyMkey(mw.device->commander(), mw.mkey_index));
+Result<void> ReleaseMwOnDevice(Mw& mw, Release why) {
+  auto destroyed = DestroyMkey(mw.device->commander(), mw.mkey_index);
+  if (!destroyed && why == Release::kDestroy) return destroyed;
   mw.pd->life.Unpin();
-  return {};
+  return destroyed;
 }
 
 Result<void> DeallocMw(Mw* mw) {

@@ -37,6 +37,6 @@ Result<Mw*> AllocMw(Pd* pd, int type);
 // DESTROY_MKEY; a firmware failure leaves the window allocated.
 Result<void> DeallocMw(Mw* mw);
 // DESTROY_MKEY, then the PD is unpinned; the handle stays. How Close() releases a window.
-Result<void> ReleaseMwOnDevice(Mw& mw);
+Result<void> ReleaseMwOnDevice(Mw& mw, Release why);
 
 }  // namespace onchip::driver

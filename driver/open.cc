@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "driver/bus/sim/sim_bus.h"
+#include "driver/bus/simd/simd_client.h"
 #include "driver/bus/vfio/vfio_bus.h"
 
 namespace onchip::driver {
@@ -16,7 +17,6 @@ constexpr std::string_view kVfio = "vfio:";
 struct Makers {
   std::mutex mu;
   FunctionMaker sim = nullptr;
-  FunctionMaker sim_daemon = nullptr;
 };
 
 Makers& TheMakers() {
@@ -29,13 +29,12 @@ Result<std::unique_ptr<bus::Bus>> SoftwareBus(const Locator& locator) {
   {
     Makers& m = TheMakers();
     std::lock_guard lock(m.mu);
-    maker = locator.scheme == Locator::Scheme::kSim ? m.sim : m.sim_daemon;
+    maker = m.sim;
   }
   if (maker == nullptr)
-    return Fail(ENODEV, locator.scheme == Locator::Scheme::kSim
-                            ? "open: no in-process software ConnectX in this program (link "
-                              "//tools/plugin:embedded_sim)"
-                            : "open: no device-daemon client in this program");
+    return Fail(ENODEV,
+                "open: no in-process software ConnectX in this program (link "
+                "//tools/plugin:embedded_sim)");
   ONCHIP_TRY(std::unique_ptr<vpci::Function> function, maker(locator.address));
   ONCHIP_TRY(auto sim_bus, bus::SimBus::Open(std::move(function)));
   return std::unique_ptr<bus::Bus>(std::move(sim_bus));
@@ -69,11 +68,16 @@ void RegisterFunctionMaker(Locator::Scheme scheme, FunctionMaker maker) {
   Makers& m = TheMakers();
   std::lock_guard lock(m.mu);
   if (scheme == Locator::Scheme::kSim) m.sim = maker;
-  if (scheme == Locator::Scheme::kSimDaemon) m.sim_daemon = maker;
 }
 
 Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts) {
   std::unique_ptr<bus::Bus> reached;
+  if (locator.scheme == Locator::Scheme::kSimDaemon) {
+    // A function the daemon brought up: attach to it, commands through its channel.
+    ONCHIP_TRY(bus::simd::Attachment a, bus::simd::Attach(locator.address));
+    ONCHIP_TRY(auto sim_bus, bus::SimBus::Open(std::move(a.function), a.iova_base));
+    return Device::Attach(std::move(sim_bus), std::move(a.commander));
+  }
   if (locator.scheme == Locator::Scheme::kVfio) {
     ONCHIP_TRY(reached, bus::VfioBus::Open(locator.address));
   } else {

@@ -4,14 +4,16 @@
 // A locator names one PCI function:
 //   "sim"                  the software ConnectX inside this process
 //   "simd:<socket path>"   a software ConnectX served by a device daemon over a UNIX socket
+//                          (function 0; "simd:<socket path>#<n>" names function n)
 //   "vfio:<PCI address>"   a ConnectX bound to vfio-pci, e.g. "vfio:0000:3b:00.0"
 // Only the bus under the driver differs between them: the software ones are a vpci::Function
 // (uapi/vpci.h) under the sim bus, the real one is the VFIO bus.
 //
-// driver/ never names the software ConnectX. Whatever implements a software scheme registers a
-// maker for it (RegisterFunctionMaker); the in-process device does so from a library that only
-// the libibverbs plugin's build rule and tools link in (tools/plugin). Without a maker the
-// scheme answers ENODEV, saying what to link.
+// driver/ never names the software ConnectX. The in-process device registers a maker for "sim"
+// (RegisterFunctionMaker) from a library that only the libibverbs plugin's build rule and tools
+// link in (tools/plugin); without it "sim" answers ENODEV, saying what to link. "simd:" needs no
+// maker: the daemon's client (driver/bus/simd) speaks uapi/simd_protocol.h and attaches to a
+// function the daemon brought up (Device::Attach).
 //
 //   ONCHIP_TRY(auto device, driver::Open("sim"));
 //   ONCHIP_TRY(auto device, driver::Open(driver::Locator::Vfio("0000:3b:00.0")));
@@ -42,8 +44,8 @@ struct Locator {
 // Makes the virtual PCI function a software scheme names (`address` as in the locator).
 using FunctionMaker = Result<std::unique_ptr<vpci::Function>> (*)(std::string_view address);
 
-// Registers (or replaces) the maker of a software scheme. Thread-safe; makers registered from
-// static initialisers are seen by every later Open.
+// Registers (or replaces) the maker of the in-process scheme (kSim; other schemes are ignored).
+// Thread-safe; makers registered from static initialisers are seen by every later Open.
 void RegisterFunctionMaker(Locator::Scheme scheme, FunctionMaker maker);
 
 // Makes the bus the locator names and brings the device up on it. The function behind a

@@ -40,12 +40,12 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
   if (attr.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) pad->pd_context = attr.pd_context;
   pins.Keep();
   device->registry().Publish(op, ObjectKind::kParentDomain, pad, pad->pd.life, [](void* p) {
-    return ReleaseParentDomain(*static_cast<ParentDomain*>(p));
+    return ReleaseParentDomain(*static_cast<ParentDomain*>(p), Release::kClose);
   });
   return &pad->pd;
 }
 
-Result<void> ReleaseParentDomain(ParentDomain& pad) {
+Result<void> ReleaseParentDomain(ParentDomain& pad, Release) {
   pad.pd.protection_domain->life.Unpin();
   if (pad.td) pad.td->life.Unpin();
   return {};

@@ -39,7 +39,7 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
 // Called by DeallocPd; EBUSY while queue buffers use it.
 Result<void> DeallocParentDomain(ParentDomain* pad);
 // Drops its PD and TD pins (no device object of its own); how Close() releases it.
-Result<void> ReleaseParentDomain(ParentDomain& pad);
+Result<void> ReleaseParentDomain(ParentDomain& pad, Release why);
 
 // The register a QP created on `pd` rings: its thread domain's (lock-free when the TD has a
 // dedicated BlueFlame register) when `pd` is a parent domain with a TD, else the device's shared

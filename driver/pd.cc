@@ -20,12 +20,12 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
   pd->ibv.context = device->verbs();
   pd->ibv.handle = pd->pdn;
   device->registry().Publish(op, ObjectKind::kPd, pd, pd->life, [](void* p) {
-    return ReleasePdOnDevice(*static_cast<Pd*>(p));
+    return ReleasePdOnDevice(*static_cast<Pd*>(p), Release::kClose);
   });
   return pd;
 }
 
-Result<void> ReleasePdOnDevice(Pd& pd) {
+Result<void> ReleasePdOnDevice(Pd& pd, Release) {
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, pd.pdn);
   ONCHIP_TRY(auto out, cmd::Run<prm::dealloc_pd_out>(pd.device->commander(), in));

@@ -35,6 +35,6 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device);
 // firmware failure leaves it allocated and usable; on success the object is deleted.
 Result<void> DeallocPd(Pd* pd);
 // DEALLOC_PD only, the handle stays; how Close() releases a PD.
-Result<void> ReleasePdOnDevice(Pd& pd);
+Result<void> ReleasePdOnDevice(Pd& pd, Release why);
 
 }  // namespace onchip::driver

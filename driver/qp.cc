@@ -30,6 +30,10 @@ constexpr uint32_t kAtomicSeg = 16;
 constexpr uint32_t kDatagramSeg = 48;
 constexpr uint32_t kDataSeg = 16;
 constexpr uint32_t kInlineHeader = 4;
+// A raw packet WQE's Ethernet segment, and the rest of the 18-byte L2 header libmlx5 inlines
+// after it (2 bytes fit in the segment's inline_hdr_start; the other 16 take one more segment).
+constexpr uint32_t kEthSeg = 16;
+constexpr uint32_t kEthInlineRest = 16;
 // A bind (UMR) WQE's body: UMR control segment, mkey context and one 64-byte translation block.
 constexpr uint32_t kBindBody = 48 + 64 + 64;
 constexpr uint32_t kMinRqBytes = 64;
@@ -52,6 +56,7 @@ uint32_t SendOverhead(ibv_qp_type type, bool can_bind) {
   switch (type) {
     case IBV_QPT_RC: return kCtrlSeg + std::max(kRaddrSeg + kAtomicSeg, bind);
     case IBV_QPT_UC: return kCtrlSeg + std::max(kRaddrSeg, bind);
+    case IBV_QPT_RAW_PACKET: return kCtrlSeg + kEthSeg + kEthInlineRest;
     default: return kCtrlSeg + kDatagramSeg;
   }
 }
@@ -72,7 +77,7 @@ Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
   if (cap.max_send_wr > 0) {
     // A QP made without send_ops_flags may bind windows (ibv_bind_mw); one made with them
     // only when it asked for BIND_MW or LOCAL_INV.
-    const bool can_bind = attr.type != IBV_QPT_UD &&
+    const bool can_bind = attr.type != IBV_QPT_UD && attr.type != IBV_QPT_RAW_PACKET &&
                           (!attr.ex || (attr.send_ops_flags &
                                         (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)));
     const uint64_t overhead = SendOverhead(attr.type, can_bind);
@@ -105,9 +110,10 @@ Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
 }
 
 rings::QpTransport Transport(ibv_qp_type type) {
-  return type == IBV_QPT_RC   ? rings::QpTransport::kRc
-         : type == IBV_QPT_UC ? rings::QpTransport::kUc
-                              : rings::QpTransport::kUd;
+  return type == IBV_QPT_RC           ? rings::QpTransport::kRc
+         : type == IBV_QPT_UC         ? rings::QpTransport::kUc
+         : type == IBV_QPT_RAW_PACKET ? rings::QpTransport::kRaw
+                                      : rings::QpTransport::kUd;
 }
 
 // (Re)builds the rings over the QP's memory, empty: at creation and when the QP returns to
@@ -176,6 +182,28 @@ void CleanCqs(Qp& qp) {
   rings::SrqRing* srq = qp.srq ? &qp.srq->dp.ring : nullptr;
   qp.send_cq->dp.ring.Clean(qp.qpn, srq);
   if (qp.recv_cq != qp.send_cq) qp.recv_cq->dp.ring.Clean(qp.qpn, srq);
+  // A raw QP's receives complete under its RQ's number.
+  if (qp.raw.has_sq && qp.raw.has_rq) qp.recv_cq->dp.ring.Clean(qp.raw.rqn, srq);
+}
+
+// The numbers the CQ pollers find this QP's queues by: its own, and a raw QP's RQ number.
+Result<void> InsertNumbers(Qp& qp) {
+  ONCHIP_CHECK(qp.device->qpns().Insert(qp.qpn, &qp.dp.queues));
+  if (qp.raw.has_sq && qp.raw.has_rq) {
+    if (auto r = qp.device->qpns().Insert(qp.raw.rqn, &qp.dp.queues); !r) {
+      qp.device->qpns().Erase(qp.qpn);
+      return r;
+    }
+  }
+  qp.in_qpn_table = true;
+  return {};
+}
+
+void EraseNumbers(Qp& qp) {
+  if (!qp.in_qpn_table) return;
+  qp.device->qpns().Erase(qp.qpn);
+  if (qp.raw.has_sq && qp.raw.has_rq) qp.device->qpns().Erase(qp.raw.rqn);
+  qp.in_qpn_table = false;
 }
 
 Result<void> DestroyOnDevice(Device& device, uint32_t qpn) {
@@ -301,59 +329,13 @@ Result<void> RunSimple(Qp& qp, uint16_t opcode) {
   return {};
 }
 
-}  // namespace
-
-Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
-  if (pd == nullptr) return Fail(EINVAL, "create_qp: null PD");
-  switch (attr.type) {
-    case IBV_QPT_RC:
-    case IBV_QPT_UC:
-    case IBV_QPT_UD:
-      break;
-    case IBV_QPT_XRC_SEND:
-    case IBV_QPT_XRC_RECV:
-    case IBV_QPT_RAW_PACKET:
-    case IBV_QPT_DRIVER:
-      return Fail(EOPNOTSUPP, "create_qp: only RC, UC and UD QPs");
-    default:
-      return Fail(EINVAL, "create_qp: unknown QP type");
-  }
-  if (attr.create_flags & ~uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB})
-    return Fail(EOPNOTSUPP, "create_qp: create flags other than BLOCK_SELF_MCAST_LB");
-  if (attr.ex && (attr.send_ops_flags & ~rings::SupportedSendOps(Transport(attr.type))))
-    return Fail(EOPNOTSUPP, "create_qp: a send op this QP type cannot post");
-  if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
-    return Fail(EINVAL, "create_qp: a QP needs a send and a receive CQ");
-  const std::shared_ptr<Device>& device = pd->device;
-  if (attr.send_cq->device != device || attr.recv_cq->device != device ||
-      (attr.srq && attr.srq->device != device))
-    return Fail(EINVAL, "create_qp: a CQ or the SRQ belongs to another device");
-  ONCHIP_TRY(Geometry g, Size(*device, attr));
-  if (g.sq_bytes == 0 && g.rq_bytes == 0 && attr.srq == nullptr)
-    return Fail(EINVAL, "create_qp: neither a send nor a receive queue");
-
-  ONCHIP_TRY(auto op, device->registry().Begin("create_qp: device closed"));
-  ParentPins pins;
-  if (!pins.Take(pd->life)) return Fail(EBUSY, "create_qp: its PD is being freed");
-  if (!pins.Take(attr.send_cq->life)) return Fail(EBUSY, "create_qp: its send CQ is being destroyed");
-  if (!pins.Take(attr.recv_cq->life)) return Fail(EBUSY, "create_qp: its receive CQ is being destroyed");
-  if (attr.srq && !pins.Take(attr.srq->life)) return Fail(EBUSY, "create_qp: its SRQ is being destroyed");
-
-  const uint32_t bytes = g.rq_bytes + g.sq_bytes;
-  const std::size_t pages = bytes == 0 ? 1 : (bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
-  ONCHIP_TRY(QueueBuffer buffer, QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE,
-                                                       prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
-  if (buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0)
-    return Fail(EINVAL, "create_qp: the allocator's QP buffer is not page aligned");
-  ONCHIP_TRY(QueueBuffer doorbell, QueueBuffer::Allocate(pd, sizeof(prm::QpDoorbellRecord),
-                                                         sizeof(prm::QpDoorbellRecord),
-                                                         MLX5DV_RES_TYPE_DBR));
-  if (doorbell.iova() % sizeof(prm::QpDoorbellRecord) != 0)
-    return Fail(EINVAL, "create_qp: the allocator's doorbell record is not 8-byte aligned");
-  std::memset(doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
-  if (buffer.custom()) std::memset(buffer.data(), 0, buffer.size());
-  ONCHIP_TRY(Bfreg* bf, SendBfregFor(pd));
-
+// CREATE_QP for RC, UC and UD: the context libmlx5 and mlx5_ib would send, over `buffer`
+// (receive ring, then send ring) and `doorbell`. Returns the QP number.
+Result<uint32_t> CreateQpOnDevice(Device& device, Pd* pd, const QpAttributes& attr,
+                                  const Geometry& g, const Bfreg& bf_reg,
+                                  const QueueBuffer& doorbell, const QueueBuffer& buffer,
+                                  std::size_t pages) {
+  const Bfreg* bf = &bf_reg;
   using In = prm::create_qp_in;
   constexpr auto qpc = In::qpc;
   prm::Message<In> in(pages * 8);
@@ -378,7 +360,98 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   else in.set(qpc.no_sq, 1);
   for (std::size_t i = 0; i < pages; ++i)
     in.set(In::pas[i], buffer.iova() + i * prm::ADAPTER_PAGE_SIZE);
-  ONCHIP_TRY(auto out, cmd::Run<prm::create_qp_out>(device->commander(), in));
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_qp_out>(device.commander(), in));
+  return static_cast<uint32_t>(out.get(prm::create_qp_out::qpn));
+}
+
+}  // namespace
+
+Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
+  if (pd == nullptr) return Fail(EINVAL, "create_qp: null PD");
+  switch (attr.type) {
+    case IBV_QPT_RC:
+    case IBV_QPT_UC:
+    case IBV_QPT_UD:
+    case IBV_QPT_RAW_PACKET:
+      break;
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV:
+    case IBV_QPT_DRIVER:
+      return Fail(EOPNOTSUPP, "create_qp: only RC, UC, UD and raw packet QPs");
+    default:
+      return Fail(EINVAL, "create_qp: unknown QP type");
+  }
+  if (attr.create_flags & ~uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB})
+    return Fail(EOPNOTSUPP, "create_qp: create flags other than BLOCK_SELF_MCAST_LB");
+  const bool raw = attr.type == IBV_QPT_RAW_PACKET;
+  // A raw QP's SRQ would need an RQ on an RMP, which this device does not have.
+  if (raw && attr.srq) return Fail(EOPNOTSUPP, "create_qp: a raw packet QP on an SRQ");
+  if (raw && attr.ex && attr.send_ops_flags)
+    return Fail(EOPNOTSUPP, "create_qp: the ibv_wr_* API on a raw packet QP");
+  if (attr.ex && (attr.send_ops_flags & ~rings::SupportedSendOps(Transport(attr.type))))
+    return Fail(EOPNOTSUPP, "create_qp: a send op this QP type cannot post");
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
+    return Fail(EINVAL, "create_qp: a QP needs a send and a receive CQ");
+  const std::shared_ptr<Device>& device = pd->device;
+  if (attr.send_cq->device != device || attr.recv_cq->device != device ||
+      (attr.srq && attr.srq->device != device))
+    return Fail(EINVAL, "create_qp: a CQ or the SRQ belongs to another device");
+  ONCHIP_TRY(Geometry g, Size(*device, attr));
+  if (g.sq_bytes == 0 && g.rq_bytes == 0 && attr.srq == nullptr)
+    return Fail(EINVAL, "create_qp: neither a send nor a receive queue");
+
+  ONCHIP_TRY(auto op, device->registry().Begin("create_qp: device closed"));
+  ParentPins pins;
+  if (!pins.Take(pd->life)) return Fail(EBUSY, "create_qp: its PD is being freed");
+  if (!pins.Take(attr.send_cq->life)) return Fail(EBUSY, "create_qp: its send CQ is being destroyed");
+  if (!pins.Take(attr.recv_cq->life)) return Fail(EBUSY, "create_qp: its receive CQ is being destroyed");
+  if (attr.srq && !pins.Take(attr.srq->life)) return Fail(EBUSY, "create_qp: its SRQ is being destroyed");
+
+  // A raw QP's rings are two objects (RQ and SQ), each from page 0 of its own buffer.
+  const uint32_t bytes = raw ? g.rq_bytes : g.rq_bytes + g.sq_bytes;
+  const std::size_t pages = bytes == 0 ? 1 : (bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
+  ONCHIP_TRY(QueueBuffer buffer, QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE,
+                                                       prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
+  if (buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0)
+    return Fail(EINVAL, "create_qp: the allocator's QP buffer is not page aligned");
+  ONCHIP_TRY(QueueBuffer doorbell, QueueBuffer::Allocate(pd, sizeof(prm::QpDoorbellRecord),
+                                                         sizeof(prm::QpDoorbellRecord),
+                                                         MLX5DV_RES_TYPE_DBR));
+  if (doorbell.iova() % sizeof(prm::QpDoorbellRecord) != 0)
+    return Fail(EINVAL, "create_qp: the allocator's doorbell record is not 8-byte aligned");
+  std::memset(doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
+  if (buffer.custom()) std::memset(buffer.data(), 0, buffer.size());
+  QueueBuffer sq_buffer;
+  if (raw && g.sq_bytes) {
+    const std::size_t sq_pages = (g.sq_bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
+    ONCHIP_TRY(sq_buffer, QueueBuffer::Allocate(pd, sq_pages * prm::ADAPTER_PAGE_SIZE,
+                                                prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
+    if (sq_buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0)
+      return Fail(EINVAL, "create_qp: the allocator's SQ buffer is not page aligned");
+    if (sq_buffer.custom()) std::memset(sq_buffer.data(), 0, sq_buffer.size());
+  }
+  ONCHIP_TRY(Bfreg* bf, SendBfregFor(pd));
+
+  RawQpObjects raw_objects;
+  uint32_t qpn = 0;
+  if (raw) {
+    ONCHIP_TRY(raw_objects,
+               CreateRawQpObjects(*device, {.pdn = pd->protection().pdn,
+                                            .uar_index = bf->uar_index,
+                                            .dbr_iova = doorbell.iova(),
+                                            .send_cqn = attr.send_cq->cqn,
+                                            .recv_cqn = attr.recv_cq->cqn,
+                                            .sq_wqebb_count = g.sq.wqe_cnt,
+                                            .sq_iova = g.sq.wqe_cnt ? sq_buffer.iova() : 0,
+                                            .rq_wqe_count = g.rq.wqe_cnt,
+                                            .rq_log_stride = g.rq.wqe_shift,
+                                            .rq_iova = buffer.iova(),
+                                            .block_self_mcast_loopback =
+                                                (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0}));
+    qpn = raw_objects.qpn();
+  } else {
+    ONCHIP_TRY(qpn, CreateQpOnDevice(*device, pd, attr, g, *bf, doorbell, buffer, pages));
+  }
 
   auto* qp = new Qp{};
   qp->device = device;
@@ -387,14 +460,16 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   qp->recv_cq = attr.recv_cq;
   qp->srq = attr.srq;
   qp->type = attr.type;
-  qp->qpn = out.get(prm::create_qp_out::qpn);
+  qp->qpn = qpn;
+  qp->raw = raw_objects;
   qp->bf = bf;
   qp->sq = g.sq;
   qp->rq = g.rq;
   auto* base = static_cast<std::byte*>(buffer.data());
   if (qp->rq.wqe_cnt) qp->rq.start = base;
-  if (qp->sq.wqe_cnt) qp->sq.start = base + g.rq_bytes;
+  if (qp->sq.wqe_cnt) qp->sq.start = raw ? static_cast<std::byte*>(sq_buffer.data()) : base + g.rq_bytes;
   qp->buffer = std::move(buffer);
+  qp->sq_buffer = std::move(sq_buffer);
   qp->doorbell = std::move(doorbell);
   qp->sq_sig_all = attr.sq_sig_all;
   qp->send_ops_flags = attr.send_ops_flags;
@@ -416,16 +491,16 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     ready = rings::InstallWrOps(&qp->dp.verbs.qp_ex, attr.send_ops_flags, Transport(attr.type));
     qp->dp.verbs.comp_mask |= kVerbsQpEx;
   }
-  if (ready) ready = device->qpns().Insert(qp->qpn, &qp->dp.queues);
+  if (ready) ready = InsertNumbers(*qp);
   if (!ready) {
-    (void)DestroyOnDevice(*device, qp->qpn);
+    if (raw) (void)DestroyRawQpObjects(*device, qp->raw);
+    else (void)DestroyOnDevice(*device, qp->qpn);
     delete qp;  // its buffers go back; the pins drop with `pins`
     return std::unexpected(ready.error());
   }
-  qp->in_qpn_table = true;
   pins.Keep();
   device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
-    return ReleaseQpOnDevice(*static_cast<Qp*>(p));
+    return ReleaseQpOnDevice(*static_cast<Qp*>(p), Release::kClose);
   });
   return qp;
 }
@@ -434,8 +509,11 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
   if (qp == nullptr) return Fail(EINVAL, "modify_qp: null");
   const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp->ibv().state;
   const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr.qp_state : cur;
-  if (!ModifyQpIsOk(cur, next, qp->type, mask))
+  const bool raw = qp->type == IBV_QPT_RAW_PACKET;
+  if (raw ? !RawModifyIsOk(cur, next, mask) : !ModifyQpIsOk(cur, next, qp->type, mask))
     return Fail(EINVAL, "modify_qp: the attribute mask does not fit the transition");
+  if (mask & IBV_QP_RATE_LIMIT)
+    return Fail(EOPNOTSUPP, "modify_qp: no packet pacing (rate limits) on this device");
   ONCHIP_CHECK(CheckValues(*qp, attr, mask));
   // RESET to RESET changes nothing (mlx5_ib returns before any command).
   if (cur == IBV_QPS_RESET && next == IBV_QPS_RESET) return {};
@@ -451,7 +529,9 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
   const uint8_t dest_rd_atomic =
       (mask & IBV_QP_MAX_DEST_RD_ATOMIC) ? attr.max_dest_rd_atomic : qp->max_dest_rd_atomic;
 
-  if (*opcode == prm::QP_2ERR || *opcode == prm::QP_2RST) {
+  if (raw) {
+    ONCHIP_CHECK(ModifyRawQp(device, qp->raw, *opcode));
+  } else if (*opcode == prm::QP_2ERR || *opcode == prm::QP_2RST) {
     ONCHIP_CHECK(RunSimple(*qp, *opcode));
   } else {
     prm::Message<T> in;
@@ -513,8 +593,7 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
   if (next == IBV_QPS_RESET) {
     // Back to empty rings: the device forgot its progress, the record starts over, and the
     // QP's unpolled completions leave its CQs (out of the qpn table meanwhile).
-    device.qpns().Erase(qp->qpn);
-    qp->in_qpn_table = false;
+    EraseNumbers(*qp);
     CleanCqs(*qp);
     std::memset(qp->doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
     qp->port = 1;
@@ -522,8 +601,7 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
     qp->access_flags = 0;
     qp->max_dest_rd_atomic = 0;
     ONCHIP_CHECK(InitRings(*qp));
-    ONCHIP_CHECK(device.qpns().Insert(qp->qpn, &qp->dp.queues));
-    qp->in_qpn_table = true;
+    ONCHIP_CHECK(InsertNumbers(*qp));
   }
   GatePosting(*qp, next);
   qp->ibv().state = next;
@@ -535,6 +613,22 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
   Device& device = *qp->device;
   ONCHIP_TRY(auto op, device.registry().Begin("query_qp: device closed"));
   if (!qp->life.usable()) return Fail(EIO, "query_qp: device closed");
+  if (qp->type == IBV_QPT_RAW_PACKET) {
+    // No QP context: the state comes from the SQ and RQ, the rest from what the driver keeps.
+    ONCHIP_TRY(const ibv_qp_state state, QueryRawQpState(device, qp->raw, qp->ibv().state));
+    std::memset(attr, 0, sizeof(*attr));
+    attr->qp_state = attr->cur_qp_state = state;
+    attr->port_num = qp->port;
+    attr->cap = qp->init_cap;
+    std::memset(init, 0, sizeof(*init));
+    init->qp_context = qp->ibv().qp_context;
+    init->send_cq = qp->ibv().send_cq;
+    init->recv_cq = qp->ibv().recv_cq;
+    init->cap = qp->init_cap;
+    init->qp_type = qp->type;
+    init->sq_sig_all = qp->sq_sig_all ? 1 : 0;
+    return {};
+  }
   using O = prm::query_qp_out;
   prm::Message<prm::query_qp_in> in;
   in.set(prm::query_qp_in::opcode, prm::QUERY_QP).set(prm::query_qp_in::qpn, qp->qpn);
@@ -588,17 +682,18 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
   return {};
 }
 
-Result<void> ReleaseQpOnDevice(Qp& qp) {
-  ONCHIP_CHECK(DestroyOnDevice(*qp.device, qp.qpn));
+Result<void> ReleaseQpOnDevice(Qp& qp, Release why) {
+  auto destroyed = qp.type == IBV_QPT_RAW_PACKET ? DestroyRawQpObjects(*qp.device, qp.raw)
+                                                 : DestroyOnDevice(*qp.device, qp.qpn);
+  if (!destroyed && why == Release::kDestroy) return destroyed;
   // The number may be reused by the next QP: the pollers stop finding this one.
-  if (qp.in_qpn_table) qp.device->qpns().Erase(qp.qpn);
-  qp.in_qpn_table = false;
+  EraseNumbers(qp);
   CleanCqs(qp);
   if (qp.srq) qp.srq->life.Unpin();
   qp.recv_cq->life.Unpin();
   qp.send_cq->life.Unpin();
   qp.pd->life.Unpin();
-  return {};
+  return destroyed;
 }
 
 Result<void> DestroyQp(Qp* qp) {

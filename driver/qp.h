@@ -1,4 +1,5 @@
-// Queue pairs (ibv_create_qp, ibv_create_qp_ex) for RC, UC and UD. A Qp begins with the data
+// Queue pairs (ibv_create_qp, ibv_create_qp_ex) for RC, UC, UD and raw packet (driver/raw_qp.h:
+// SQ, RQ, TIS and TIR objects instead of a QP context; the SQ ring has its own buffer). A Qp begins with the data
 // path's DataPathQp (rdma-core's verbs_qp, whose comp_mask libibverbs' ibv_qp_to_qp_ex reads,
 // then the send and receive rings), so the ibv_qp* / ibv_qp_ex* libibverbs hands back convert
 // to Qp and post_send / post_recv / ibv_wr_* (driver/rings) run on the rings described here.
@@ -34,6 +35,7 @@
 #include "driver/cq.h"
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
+#include "driver/raw_qp.h"
 #include "driver/rings/data_path.h"
 #include "driver/srq.h"
 #include "driver/uar.h"
@@ -79,6 +81,8 @@ struct Qp {
   ibv_qp_type type = IBV_QPT_RC;
   QueueBuffer buffer;         // receive ring, then send ring
   QueueBuffer doorbell;       // prm::QpDoorbellRecord
+  QueueBuffer sq_buffer;      // raw packet QPs: the send ring (`buffer` holds the receive ring)
+  RawQpObjects raw;           // raw packet QPs: the device objects behind it
   Bfreg* bf = nullptr;
   SendRing sq;
   RecvRing rq;
@@ -103,6 +107,6 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr);
 Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask);
 Result<void> QueryQp(Qp* qp, int mask, ibv_qp_attr* attr, ibv_qp_init_attr* init);
 Result<void> DestroyQp(Qp* qp);
-Result<void> ReleaseQpOnDevice(Qp& qp);
+Result<void> ReleaseQpOnDevice(Qp& qp, Release why);
 
 }  // namespace onchip::driver

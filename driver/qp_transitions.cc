@@ -3,6 +3,7 @@
 #include <array>
 
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp_optional_fields.h"
 
 namespace onchip::driver {
 namespace {
@@ -180,43 +181,10 @@ uint32_t OptParamsOf(int mask) {
 }
 
 uint32_t TransitionOptParams(uint16_t opcode, ibv_qp_type type) {
-  const bool rc = type == IBV_QPT_RC, uc = type == IBV_QPT_UC;
-  constexpr uint32_t kAccess = prm::QP_OPTPAR_RRE | prm::QP_OPTPAR_RAE | prm::QP_OPTPAR_RWE;
-  switch (opcode) {
-    case prm::INIT2INIT_QP:
-      if (rc) return kAccess | prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_PRI_PORT | prm::QP_OPTPAR_LAG_TX_AFF;
-      if (uc)
-        return prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_PRI_PORT |
-               prm::QP_OPTPAR_LAG_TX_AFF;
-      return prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_Q_KEY | prm::QP_OPTPAR_PRI_PORT;
-    case prm::INIT2RTR_QP:
-      if (rc)
-        return prm::QP_OPTPAR_ALT_ADDR_PATH | kAccess | prm::QP_OPTPAR_PKEY_INDEX |
-               prm::QP_OPTPAR_LAG_TX_AFF;
-      if (uc)
-        return prm::QP_OPTPAR_ALT_ADDR_PATH | prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PKEY_INDEX |
-               prm::QP_OPTPAR_LAG_TX_AFF;
-      return prm::QP_OPTPAR_PKEY_INDEX | prm::QP_OPTPAR_Q_KEY;
-    case prm::RTR2RTS_QP:
-      if (rc)
-        return prm::QP_OPTPAR_ALT_ADDR_PATH | kAccess | prm::QP_OPTPAR_PM_STATE |
-               prm::QP_OPTPAR_RNR_TIMEOUT;
-      if (uc) return prm::QP_OPTPAR_ALT_ADDR_PATH | prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PM_STATE;
-      return prm::QP_OPTPAR_Q_KEY;
-    case prm::RTS2RTS_QP:
-      if (rc)
-        return kAccess | prm::QP_OPTPAR_RNR_TIMEOUT | prm::QP_OPTPAR_PM_STATE |
-               prm::QP_OPTPAR_ALT_ADDR_PATH;
-      if (uc) return prm::QP_OPTPAR_RWE | prm::QP_OPTPAR_PM_STATE | prm::QP_OPTPAR_ALT_ADDR_PATH;
-      return prm::QP_OPTPAR_Q_KEY;
-    case prm::SQERR2RTS_QP:
-    case prm::SQD_RTS_QP:
-      if (rc) return prm::QP_OPTPAR_RNR_TIMEOUT | kAccess;
-      if (uc) return prm::QP_OPTPAR_RWE;
-      return prm::QP_OPTPAR_Q_KEY;
-    default:
-      return 0;
-  }
+  const uint8_t st = type == IBV_QPT_RC   ? prm::QP_ST_RC
+                     : type == IBV_QPT_UC ? prm::QP_ST_UC
+                                          : prm::QP_ST_UD;
+  return prm::QpTransitionOptionalFields(opcode, st);
 }
 
 }  // namespace onchip::driver

@@ -30,8 +30,9 @@ ibv_qp_state VerbsQpState(uint8_t prm_state);
 
 // prm::QP_OPTPAR_* bits an attribute mask means (ib_mask_to_mlx5_opt).
 uint32_t OptParamsOf(int mask);
-// The prm::QP_OPTPAR_* bits the transition `opcode` takes for `type` (the kernel's opt_mask
-// table); 0 for RST2INIT (it takes its context whole) and for 2ERR / 2RST (no context).
+// The prm::QP_OPTPAR_* bits the transition `opcode` takes for `type`
+// (uapi/prm/qp_optional_fields.h, the firmware's table too); 0 for RST2INIT (it takes its
+// context whole) and for 2ERR / 2RST (no context).
 uint32_t TransitionOptParams(uint16_t opcode, ibv_qp_type type);
 
 }  // namespace onchip::driver

@@ -124,6 +124,13 @@ class ParentPins {
   std::size_t count_ = 0;
 };
 
+// Why an object is released on the device. kDestroy: the application destroys it, and a failed
+// command leaves it published, pinned and usable, so the destroy can be retried. kClose: Close()
+// takes the function down (TEARDOWN_HCA removes every firmware object with it), so a failed
+// command is reported but the host side (parent pins, tables, mappings) is undone anyway:
+// otherwise a parent stays pinned and its handle can never be freed.
+enum class Release : uint8_t { kDestroy, kClose };
+
 // What Close() released, per kind, and the first command that failed (teardown goes on past it).
 struct ReleaseCounts {
   std::array<uint32_t, kObjectKinds> released{};
@@ -203,7 +210,7 @@ class Registry {
 // already released is freed without a command.
 template <class T>
 Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life, const char* busy,
-                     Result<void> (*release)(T&)) {
+                     Result<void> (*release)(T&, Release)) {
   auto op = registry.Begin("destroy: device closed");
   if (!op) {
     // Close() has begun and releases every published object; the handle is freed after it.
@@ -221,7 +228,7 @@ Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life,
     case Life::Claim::kClaimed:
       break;
   }
-  if (auto released = release(*object); !released) {
+  if (auto released = release(*object, Release::kDestroy); !released) {
     life.Unclaim();
     return released;
   }

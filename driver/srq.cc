@@ -125,7 +125,7 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   attr.max_sge = srq->max_gs;
   pins.Keep();
   device->registry().Publish(op, ObjectKind::kSrq, srq, srq->life, [](void* p) {
-    return ReleaseSrqOnDevice(*static_cast<Srq*>(p));
+    return ReleaseSrqOnDevice(*static_cast<Srq*>(p), Release::kClose);
   });
   return srq;
 }
@@ -158,10 +158,11 @@ Result<ibv_srq_attr> QuerySrq(Srq* srq) {
   return attr;
 }
 
-Result<void> ReleaseSrqOnDevice(Srq& srq) {
-  ONCHIP_CHECK(DestroyOnDevice(*srq.device, srq.srqn));
+Result<void> ReleaseSrqOnDevice(Srq& srq, Release why) {
+  auto destroyed = DestroyOnDevice(*srq.device, srq.srqn);
+  if (!destroyed && why == Release::kDestroy) return destroyed;
   srq.pd->life.Unpin();
-  return {};
+  return destroyed;
 }
 
 Result<void> DestroySrq(Srq* srq) {

@@ -51,6 +51,6 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr);
 Result<void> ModifySrq(Srq* srq, const ibv_srq_attr& attr, int mask);
 Result<ibv_srq_attr> QuerySrq(Srq* srq);
 Result<void> DestroySrq(Srq* srq);
-Result<void> ReleaseSrqOnDevice(Srq& srq);
+Result<void> ReleaseSrqOnDevice(Srq& srq, Release why);
 
 }  // namespace onchip::driver

@@ -18,12 +18,12 @@ Result<Td*> AllocTd(const std::shared_ptr<Device>& device, const ibv_td_init_att
   td->device = device;
   td->ibv.context = device->verbs();
   device->registry().Publish(op, ObjectKind::kTd, td.get(), td->life, [](void* p) {
-    return ReleaseTdOnDevice(*static_cast<Td*>(p));
+    return ReleaseTdOnDevice(*static_cast<Td*>(p), Release::kClose);
   });
   return td.release();
 }
 
-Result<void> ReleaseTdOnDevice(Td& td) { return td.device->uars().FreeDedicated(td.dedicated); }
+Result<void> ReleaseTdOnDevice(Td& td, Release) { return td.device->uars().FreeDedicated(td.dedicated); }
 
 Result<void> DeallocTd(Td* td) {
   if (td == nullptr) return Fail(EINVAL, "dealloc_td: null");

@@ -29,6 +29,6 @@ Result<Td*> AllocTd(const std::shared_ptr<Device>& device, const ibv_td_init_att
 // EBUSY while a parent domain holds it; a DEALLOC_UAR failure leaves it allocated.
 Result<void> DeallocTd(Td* td);
 // DEALLOC_UAR of a dedicated UAR, the handle stays; how Close() releases a TD.
-Result<void> ReleaseTdOnDevice(Td& td);
+Result<void> ReleaseTdOnDevice(Td& td, Release why);
 
 }  // namespace onchip::driver

@@ -64,12 +64,47 @@ Result<void> CqRing::Init(const CqRingDesc& d) {
   bus_ = d.bus;
   qpns_ = d.qpns;
   lock_.set_locked(d.locked);
-  for (uint32_t i = 0; i < cqe_cnt_; ++i) {
-    auto* cqe = reinterpret_cast<pod::mlx5_cqe64*>(buf_ + std::size_t{i} * cqe_size_ + cqe_offset_);
-    cqe->op_own = prm::kCqeInitialOpOwn;
-  }
+  MarkInvalid(buf_, cqe_cnt_);
   ci_.store(0, std::memory_order_relaxed);
   arm_sn_ = 0;
+  return {};
+}
+
+void CqRing::MarkInvalid(std::byte* buf, uint32_t cqe_cnt) const {
+  for (uint32_t i = 0; i < cqe_cnt; ++i) {
+    auto* cqe = reinterpret_cast<pod::mlx5_cqe64*>(buf + std::size_t{i} * cqe_size_ + cqe_offset_);
+    cqe->op_own = prm::kCqeInitialOpOwn;
+  }
+}
+
+Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
+  const uint32_t ci = ci_.load(std::memory_order_relaxed);
+  uint32_t i = ci;
+  bool found = false;
+  // The CQEs before the device's resize CQE move to the new ring, one slot on: the resize CQE
+  // takes a count of its own, and the device's next CQE lands after the last copy.
+  while (i - ci < cqe_cnt_) {
+    const std::byte* src = NextCqe(i);
+    if (src == nullptr) break;
+    mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+    const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(src);
+    if (prm::CqeOpcodeOf(cqe->op_own) == prm::MLX5_CQE_RESIZE_CQ) {
+      found = true;
+      break;
+    }
+    const uint32_t to = i + 1;
+    std::byte* dest = buf + std::size_t{to & (cqe_cnt - 1)} * cqe_size_;
+    std::memcpy(dest, src - cqe_offset_, cqe_size_);
+    auto* d = reinterpret_cast<pod::mlx5_cqe64*>(dest + cqe_offset_);
+    d->op_own = static_cast<uint8_t>((d->op_own & ~prm::MLX5_CQE_OWNER_MASK) |
+                                     (prm::CqeOwnerFor(to, cqe_cnt) ? prm::MLX5_CQE_OWNER_MASK : 0));
+    ++i;
+  }
+  // The device writes into the new ring from the moment the command completed.
+  buf_ = buf;
+  cqe_cnt_ = cqe_cnt;
+  if (!found) return Fail(EIO, "resize_cq: the old ring holds no resize CQE");
+  StoreCi(ci + 1);
   return {};
 }
 

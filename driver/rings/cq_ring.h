@@ -27,6 +27,8 @@
 #include <infiniband/verbs.h>
 
 #include <atomic>
+#include <bit>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 
@@ -80,6 +82,24 @@ class CqRing {
   // it back to `srq` (null when the QP has none). Call it after the QP left the qpn table.
   void Clean(uint32_t qpn, SrqRing* srq);
 
+  // ibv_resize_cq's ring half. Under the poll lock: marks the `cqe_cnt` CQEs of `buf` (same CQE
+  // size, a power of two up to 2^24; EINVAL otherwise) invalid, runs `command` (the MODIFY_CQ
+  // resize; its failure is returned and the old ring stays), then copies the CQEs software has
+  // not polled, up to the device's RESIZE_CQ CQE, into `buf`, each one slot further on with the
+  // new ring's owner bit, and continues on `buf` past the resize CQE. EIO (the new ring in use)
+  // when the old ring holds no resize CQE after a successful command.
+  template <class Command>
+  Result<void> Resize(std::byte* buf, uint32_t cqe_cnt, Command&& command) {
+    if (buf == nullptr || cqe_cnt == 0 || !std::has_single_bit(cqe_cnt) || cqe_cnt > (1u << 24))
+      return Fail(EINVAL, "cq ring: a resized ring is a power of two of CQEs up to 2^24");
+    lock_.lock();
+    MarkInvalid(buf, cqe_cnt);
+    Result<void> done = command();
+    if (done) done = SwitchTo(buf, cqe_cnt);
+    lock_.unlock();
+    return done;
+  }
+
   // ibv_start_poll / ibv_next_poll / ibv_end_poll.
   int StartPoll(ibv_cq_ex* cq);
   int NextPoll(ibv_cq_ex* cq);
@@ -89,6 +109,7 @@ class CqRing {
   const ibv_wc& current() const { return cur_; }
   uint64_t current_timestamp() const { return cur_ts_; }
 
+  const std::byte* buffer() const { return buf_; }
   uint32_t consumer_index() const { return ci_.load(std::memory_order_relaxed); }
   uint32_t arm_sn() const { return arm_sn_; }
   uint32_t cqn() const { return cqn_; }
@@ -103,6 +124,8 @@ class CqRing {
   Parsed Parse(const std::byte* cqe, ibv_wc* wc, uint64_t* ts);
   int PollOne(ibv_cq_ex* cq);  // consumes CQEs until one completion: 0, ENOENT or EINVAL
   void StoreCi(uint32_t ci);
+  void MarkInvalid(std::byte* buf, uint32_t cqe_cnt) const;
+  Result<void> SwitchTo(std::byte* buf, uint32_t cqe_cnt);  // lock held, the command done
 
   std::byte* buf_ = nullptr;
   uint32_t cqe_cnt_ = 0;

@@ -113,6 +113,7 @@ uint64_t SupportedSendOps(QpTransport transport) {
                       IBV_QP_EX_WITH_BIND_MW;
   switch (transport) {
     case QpTransport::kUd: return send;
+    case QpTransport::kRaw: return 0;  // the engine executes no Ethernet send queue yet
     case QpTransport::kUc: return uc;
     case QpTransport::kRc:
       return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |

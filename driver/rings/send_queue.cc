@@ -83,12 +83,15 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   // UMR on RC and UC).
   const uint32_t data = std::max(d.max_send_sge * kDs,
                                  d.max_inline_data ? AlignUp(d.max_inline_data + 4, kDs) : 0);
-  const uint32_t remote = d.transport == QpTransport::kRc   ? 2 * kDs
+  // kRaw: the Ethernet segment and the rest of its inline L2 header.
+  const uint32_t remote = d.transport == QpTransport::kRc || d.transport == QpTransport::kRaw
+                              ? 2 * kDs
                           : d.transport == QpTransport::kUc ? kDs
                                                             : 0;
   const uint32_t av = d.transport == QpTransport::kUd ? sizeof(pod::mlx5_wqe_av) : 0;
   uint32_t worst = kDs + remote + av + data;
-  if (d.transport != QpTransport::kUd) worst = std::max<uint32_t>(worst, kUmrBindBytes);
+  if (d.transport == QpTransport::kRc || d.transport == QpTransport::kUc)
+    worst = std::max<uint32_t>(worst, kUmrBindBytes);
   if (worst / kDs > prm::kWqeDsMask)
     return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
   worst_bbs_ = AlignUp(worst, kBb) / kBb;
@@ -156,6 +159,8 @@ ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
     case QpTransport::kRc:
       if (IsAtomic(opcode) && !atomics_) return EOPNOTSUPP;
       return 0;
+    case QpTransport::kRaw:
+      return EOPNOTSUPP;
   }
   return EINVAL;
 }

@@ -44,7 +44,9 @@
 
 namespace onchip::driver::rings {
 
-enum class QpTransport : uint8_t { kRc, kUc, kUd };
+// kRaw: a raw packet QP's SQ. The software ConnectX's data engine does not yet execute Ethernet
+// send queues, so every work request on one is refused with EOPNOTSUPP before it is written.
+enum class QpTransport : uint8_t { kRc, kUc, kUd, kRaw };
 
 // The ring memory and the QP facts a send queue needs, as the object layer created them.
 struct SendQueueDesc {

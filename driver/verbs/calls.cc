@@ -252,6 +252,16 @@ int destroy_cq(ibv_cq* cq) {
   return 0;
 }
 
+int resize_cq(ibv_cq* cq, int cqe) {
+  if (cq == nullptr) return EINVAL;
+  return AsErrno(ResizeCq(Cq::From(cq), cqe));
+}
+
+int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr) {
+  if (cq == nullptr || attr == nullptr) return EINVAL;
+  return AsErrno(ModifyCq(Cq::From(cq), *attr));
+}
+
 namespace {
 
 ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {

@@ -56,6 +56,9 @@ ibv_comp_channel* create_comp_channel(ibv_context* context);
 ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 int destroy_cq(ibv_cq* cq);
+// ibv_resize_cq and ibv_modify_cq's provider ops: 0 or the errno (driver/cq.h).
+int resize_cq(ibv_cq* cq, int cqe);
+int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 
 // Queue pairs (driver/qp.h). create_qp is ibv_create_qp's provider op (libibverbs fills nothing
 // after it); create_qp_ex is ibv_create_qp_ex whole: comp_mask beyond PD, CREATE_FLAGS and

@@ -242,6 +242,8 @@ const verbs_context_ops kContextOps = [] {
   ops.reg_mr = OwnerOnly<RegMr>::Call;
   ops.req_notify_cq = driver::rings::ReqNotifyCq;
   ops.rereg_mr = OwnerOnly<ReregMr>::Call;
+  ops.resize_cq = OwnerOnly<driver::verbs::resize_cq>::Call;
+  ops.modify_cq = OwnerOnly<driver::verbs::modify_cq>::Call;
   return ops;
 }();
 

@@ -28,7 +28,7 @@ inline std::unique_ptr<sim::Device> MakeDevice(const sim::DeviceConfig& config =
 }
 
 // The device holds nothing a driver gave or created: pages, PDs, UARs, mkeys, device memory,
-// EQs, CQs, QPs, SRQs.
+// EQs, CQs, QPs, SRQs, and the SQs, RQs, TISes and TIRs of raw packet QPs.
 inline void ExpectNothingHeld(const sim::Device& sim) {
   const auto c = sim.counters();
   EXPECT_EQ(c.pages_held, 0u);
@@ -42,6 +42,10 @@ inline void ExpectNothingHeld(const sim::Device& sim) {
   EXPECT_EQ(c.cqs, 0u);
   EXPECT_EQ(c.qps, 0u);
   EXPECT_EQ(c.srqs, 0u);
+  EXPECT_EQ(c.sqs, 0u);
+  EXPECT_EQ(c.rqs, 0u);
+  EXPECT_EQ(c.tises, 0u);
+  EXPECT_EQ(c.tirs, 0u);
 }
 
 // A fresh software ConnectX per test (Config() chooses it); its tables must be consistent when

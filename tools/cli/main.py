@@ -4,6 +4,8 @@
   tools/onchip bench    benchmark device memory against host memory and print the report
   tools/onchip run -- CMD ARGS
                         run a verbs program (ibv_devinfo, pyverbs, your own) on onchip
+  tools/onchip sim start|status|stop
+                        the device daemon: one software ConnectX shared by many processes
   tools/onchip help [SUBCOMMAND]
                         this text, or a subcommand's options
 
@@ -23,6 +25,7 @@ import devices  # noqa: E402
 import progress  # noqa: E402
 import run  # noqa: E402
 import setup  # noqa: E402
+import simd  # noqa: E402
 import testing  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,7 +44,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser():
-    p = Parser(prog="tools/onchip", usage="tools/onchip {test,bench,run,help} ...",
+    p = Parser(prog="tools/onchip", usage="tools/onchip {test,bench,run,sim,help} ...",
                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                add_help=False)
     # The subcommands are listed once, in the description; argparse's own list is suppressed.
@@ -76,9 +79,21 @@ def parser():
     r.add_argument("--dev-node", choices=["auto", "host", "namespace"], default="auto",
                    help="how to make /dev/infiniband/uverbsN (default: mknod as root, else a "
                         "private mount namespace)")
+    r.add_argument("--in-process", action="store_true",
+                   help="give the program its own software ConnectX inside it (the 'sim' "
+                        "locator) instead of the shared device daemon")
+    r.add_argument("--socket", default="", metavar="PATH",
+                   help="the device daemon's socket (default: tools/onchip sim's)")
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS")
+
+    s = sub.add_parser("sim", description=simd.__doc__, formatter_class=raw)
+    s.add_argument("action", choices=["start", "status", "stop"])
+    s.add_argument("--socket", default="", metavar="PATH",
+                   help="the daemon's socket (default $XDG_RUNTIME_DIR/onchip/simd.sock, else "
+                        "/run/onchip/simd.sock)")
+    s.add_argument("--json", action="store_true", help="status: the daemon's JSON as it is")
     h = sub.add_parser("help")
-    h.add_argument("topic", nargs="?", choices=["test", "bench", "run", "help"])
+    h.add_argument("topic", nargs="?", choices=["test", "bench", "run", "sim", "help"])
     return p
 
 
@@ -89,6 +104,8 @@ def _terminate(signum, _frame):
 def dispatch(p, args, hugepages):
     if args.command == "run":
         return run.run(args)  # in the caller's directory; needs only the plugin, no test set-up
+    if args.command == "sim":
+        return simd.run(args)
     if args.command in (None, "help"):
         topic = getattr(args, "topic", None)
         if topic and topic != "help":

@@ -10,8 +10,14 @@ The exit status is CMD's.
   tools/onchip run -- ibv_devices
   tools/onchip run -- ibv_devinfo -v
 
-One process per device: each ibv_open_device starts its own software ConnectX inside the
-process that opens it; nothing is shared between processes yet.
+The device is function 0 of the device daemon (tools/onchip sim): run starts the daemon when
+none answers and leaves it running, so programs in two shells, each under tools/onchip run, see
+the same device, the same objects and the same GIDs (ONCHIP_DEVICE=simd:<socket>#1 picks the
+second function). --in-process gives the program a software ConnectX of its own instead.
+Memory a program registers is reached by the daemon: pages of a memfd or hugetlbfs file the
+program keeps open are mapped by the daemon itself, anonymous (malloc'd) memory is read and
+written in the program with process_vm_readv/writev (same user; the registration fails with the
+kernel's reason when ptrace access is refused).
 """
 import os
 import subprocess
@@ -19,6 +25,7 @@ import sys
 
 import bazel
 import progress
+import simd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN_TARGET = "//tools/plugin:libonchip-rdmav34.so"
@@ -44,5 +51,11 @@ def run(args):
     if not cmd:
         raise SystemExit("onchip run: no command (tools/onchip run -- CMD ARGS)")
     plugin = build_plugin()
-    progress.step("running %s on the software ConnectX" % " ".join(cmd), file=sys.stderr)
-    return launch.run(plugin, cmd, args.dev_node)
+    locator = "sim"
+    if not getattr(args, "in_process", False):
+        path = os.path.abspath(args.socket) if getattr(args, "socket", "") else simd.default_socket()
+        simd.start(path)
+        locator = "simd:%s#0" % path
+    progress.step("running %s on the software ConnectX (%s)" % (" ".join(cmd), locator),
+                  file=sys.stderr)
+    return launch.run(plugin, cmd, args.dev_node, locator)

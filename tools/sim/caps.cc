@@ -132,15 +132,24 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::mkey_pcie_tph, c.mkey_pcie_tph ? 1 : 0)
         .set(cmd_hca_cap::max_wqe_sz_rq, c.max_wqe_sz_rq)
         .set(cmd_hca_cap::log_max_transport_domain, c.log_max_transport_domain)
+        // Raw packet QPs: SQ and RQ objects (numbered with the QPs), one TIS per SQ, TIRs that
+        // dispatch to one RQ; no RQ tables (RSS), no checksum or LSO offloads.
+        .set(cmd_hca_cap::log_max_sq, c.log_max_qp)
+        .set(cmd_hca_cap::log_max_rq, c.log_max_qp)
+        .set(cmd_hca_cap::log_max_tis, c.log_max_tis)
+        .set(cmd_hca_cap::log_max_tir, c.log_max_tir)
+        .set(cmd_hca_cap::log_max_tis_per_sq, 0)
+        .set(cmd_hca_cap::log_max_wq_sz, c.log_max_wq_sz)
         .set(cmd_hca_cap::log_max_pd, c.log_max_pd)
         .set(cmd_hca_cap::roce_rw_supported, 1)
         .set(cmd_hca_cap::log_max_current_uc_list, 4)
         .set(cmd_hca_cap::general_obj_types,
              has_sw_icm ? (uint64_t{1} << prm::GENERAL_OBJECT_TYPES_SW_ICM) : 0)
         .set(cmd_hca_cap::max_num_eqs, c.max_num_eqs)
-        // CQ moderation (MODIFY_CQ cq_period / cq_max_count) only: no resize, no overrun
-        // ignore, no EQ remap, no period-mode change, no CQE compression.
+        // CQ moderation (MODIFY_CQ cq_period / cq_max_count) and resize when configured; no
+        // overrun ignore, no EQ remap, no period-mode change, no CQE compression.
         .set(cmd_hca_cap::cq_moderation, 1)
+        .set(cmd_hca_cap::cq_resize, c.cq_resize ? 1 : 0)
         // The internal timer counts nanoseconds: a 1 GHz device clock.
         .set(cmd_hca_cap::device_frequency_mhz, 1000)
         .set(cmd_hca_cap::device_frequency_khz, 1000000)

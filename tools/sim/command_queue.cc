@@ -1,9 +1,11 @@
 #include "tools/sim/command_queue.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <vector>
 
+#include "tools/sim/command_dma.h"
 #include "uapi/cmdq/mailbox.h"
 #include "uapi/prm/cmd_layout.h"
 
@@ -36,7 +38,10 @@ int CommandQueue::Poll() {
     // Slots the driver handed over even if their doorbell write was overwritten.
     Iommu::Access access(iommu_);
     for (uint32_t slot = 0; slot < slots_; ++slot) {
-      const std::byte* e = access.Translate(cmdq + uint64_t{slot} * stride_, cmdq::kEntryBytes);
+      const uint64_t addr = cmdq + uint64_t{slot} * stride_;
+      std::array<std::byte, cmdq::kEntryBytes> copy;
+      const std::byte* e = access.Translate(addr, cmdq::kEntryBytes);
+      if (!e && access.Read(addr, copy)) e = copy.data();
       if (!e) continue;
       if (cmdq::DeviceOwns(cmdq::ConstEntry(e, cmdq::kEntryBytes))) {
         rung |= 1u << slot;
@@ -66,7 +71,8 @@ bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
   DeliveryStatus delivery = DeliveryStatus::OK;
   {
     Iommu::Access access(iommu_);
-    std::byte* e = access.Translate(entry_addr, cmdq::kEntryBytes);
+    CommandDma dma(access);
+    std::byte* e = dma.Entry(entry_addr);
     if (!e) {
       std::lock_guard lock(mutex_);
       ++counters_.unreachable;
@@ -76,19 +82,24 @@ bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
     // The ownership byte is the handover point the driver stores to concurrently: one acquire
     // load, as in Poll.
     if (!cmdq::DeviceOwns(entry)) return false;  // not ours
-    auto in = cmdq::ReadInput(entry, access);
+    auto in = cmdq::ReadInput(entry, dma);
     if (!in) {
       delivery = in.error();
     } else {
       out_len = prm::Get(std::span<const std::byte>(entry), prm::cmd_queue_entry::output_length);
       // Validate the output chain before anything runs: a command whose answer cannot be
       // delivered must not change the device.
-      if (auto w = cmdq::WriteOutput(entry, access, {}); !w) delivery = w.error();
+      if (auto w = cmdq::WriteOutput(entry, dma, {}); !w) delivery = w.error();
       input = std::move(*in);
     }
     if (delivery != DeliveryStatus::OK) {
       cmdq::Complete(entry, delivery);
+      const bool delivered = dma.Flush();
       std::lock_guard lock(mutex_);
+      if (!delivered) {
+        ++counters_.unreachable;
+        return false;
+      }
       ++counters_.completed;
       ++counters_.delivery_errors;
       return true;
@@ -114,16 +125,22 @@ bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {
   firmware_.Execute(input, output);
 
   Iommu::Access access(iommu_);
-  std::byte* e = access.Translate(entry_addr, cmdq::kEntryBytes);
+  CommandDma dma(access);
+  std::byte* e = dma.Entry(entry_addr);
   if (!e) {  // the driver unmapped its queue while the command ran
     std::lock_guard lock(mutex_);
     ++counters_.unreachable;
     return false;
   }
   cmdq::Entry entry(e, cmdq::kEntryBytes);
-  auto w = cmdq::WriteOutput(entry, access, output);
+  auto w = cmdq::WriteOutput(entry, dma, output);
   cmdq::Complete(entry, w ? DeliveryStatus::OK : w.error());
+  const bool delivered = dma.Flush();
   std::lock_guard lock(mutex_);
+  if (!delivered) {  // process memory that can no longer be written (its process exited)
+    ++counters_.unreachable;
+    return false;
+  }
   ++counters_.completed;
   if (!w) ++counters_.delivery_errors;
   return true;

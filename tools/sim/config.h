@@ -49,6 +49,7 @@ struct DeviceConfig {
   uint16_t num_interrupt_vectors = 16;  // eqc.intr must be below this (the MSI-X vectors modelled)
   uint8_t log_max_cq = 12;      // CQ numbers 0 .. 2^log_max_cq - 1
   uint8_t log_max_cq_sz = 22;   // CQEs per CQ
+  bool cq_resize = true;        // MODIFY_CQ op_mod 1 (cmd_hca_cap.cq_resize)
 
   // ---- queue pairs and shared receive queues ----
   uint8_t log_max_qp = 12;        // QP numbers: 2^log_max_qp - 2, from 2 (0 and 1 are the special QPs)
@@ -57,6 +58,11 @@ struct DeviceConfig {
   uint8_t log_max_srq_sz = 15;    // WQEs per SRQ
   uint16_t max_wqe_sz_sq = 1024;  // bytes in one send WQE (16 basic blocks)
   uint16_t max_wqe_sz_rq = 512;   // bytes in one receive WQE (stride)
+  // Ethernet work queues (the SQs and RQs of raw packet QPs take their numbers from the QP
+  // numbers) and the transport objects: TISes (one per SQ) and TIRs (direct dispatch only).
+  uint8_t log_max_wq_sz = 15;     // WQEs per SQ / RQ
+  uint8_t log_max_tis = 10;
+  uint8_t log_max_tir = 10;
   uint8_t log_max_msg = 30;       // message size limit (qpc.log_msg_max)
   uint8_t log_max_ra_req_qp = 4;  // outstanding RDMA reads and atomics a QP initiates (log_sra_max)
   uint8_t log_max_ra_res_qp = 4;  // ... and answers (log_rra_max)

@@ -56,6 +56,11 @@ vpci::SharedMemory Device::bar0() const { return {bar_.fd(), bar_.size()}; }
 
 Result<void> Device::MapDma(const vpci::DmaRegion& region) { return iommu_.Map(region); }
 
+Result<void> Device::MapProcessDma(uint64_t iova, uint64_t length, pid_t pid,
+                                   uint64_t remote_address) {
+  return iommu_.MapProcess(iova, length, pid, remote_address);
+}
+
 Result<void> Device::UnmapDma(uint64_t iova, uint64_t length) {
   return iommu_.Unmap(iova, length);
 }
@@ -126,8 +131,16 @@ void Device::Run() {
     bar_.RestoreReadOnly();
     if (!health_stopped_.load()) bar_.TickHealthCounter();
     if (initializing) continue;
-    queue_.Poll();
-    const Engine::PassResult pass = engine_.Pass();
+    // The data path runs before the commands found in this pass: a command sees the work rung
+    // before it executed (a CQ resize finds the completions of sends posted before it, as on
+    // hardware, where the engine does not wait for the command interface). A pass that ran
+    // commands gets a second engine pass for what they changed.
+    Engine::PassResult pass = engine_.Pass();
+    if (queue_.Poll() > 0) {
+      const Engine::PassResult after = engine_.Pass();
+      pass.progressed |= after.progressed;
+      pass.next_deadline_ns = after.next_deadline_ns;
+    }
     deadline_ns = pass.next_deadline_ns;
     if (pass.progressed) {
       last_work = now;

@@ -44,9 +44,15 @@ class Device final : public vpci::Function {
   vpci::SharedMemory bar0() const override;
   Result<void> MapDma(const vpci::DmaRegion& region) override;
   Result<void> UnmapDma(uint64_t iova, uint64_t length) override;
+  // Maps anonymous memory of process `pid` at `remote_address` (Iommu::MapProcess: EPERM when
+  // the kernel refuses this process ptrace access to it); UnmapDma removes it like any mapping.
+  Result<void> MapProcessDma(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
   // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
   std::optional<vpci::TphCapability> tph() const override;
   void Kick() override;
+  // The eventfd Kick() signals: a device daemon passes it to a client process once, so the
+  // client kicks with a write(2) and no round trip.
+  int KickFd() const { return eventfd_; }
   // One eventfd per interrupt vector below num_interrupt_vectors (the data engine's).
   int InterruptFd(uint16_t vector) const override { return engine_.InterruptFd(vector); }
 

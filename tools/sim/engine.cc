@@ -129,6 +129,12 @@ Engine::PassResult Engine::Pass() {
     if (!moved) break;
     result.progressed = true;
   }
+  // Moderated completion events whose period ended; the thread wakes for the next one.
+  bool fired = false;
+  const uint64_t moderation = PollModeration(NowNs(), &fired);
+  result.progressed |= fired;
+  if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
+    result.next_deadline_ns = moderation;
   if (result.progressed) {
     // What QUERY_QP reports as the hardware's counters.
     for (auto& [qpn, qp] : fw_.qps_)
@@ -154,24 +160,20 @@ bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes
   return true;
 }
 
-std::byte* Engine::QueuePointer(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
-                                uint64_t offset, uint64_t len,
-                                const Iommu::Access& access) const {
+std::optional<uint64_t> Engine::QueueAddress(const std::vector<uint64_t>& pas,
+                                             uint32_t log_page_bytes, uint64_t offset,
+                                             uint64_t len) const {
   const uint64_t page = uint64_t{1} << log_page_bytes;
   const uint64_t index = offset >> log_page_bytes;
-  if (index >= pas.size() || (offset & (page - 1)) + len > page) return nullptr;
-  return access.Translate(pas[index] + (offset & (page - 1)), len);
+  if (index >= pas.size() || (offset & (page - 1)) + len > page) return std::nullopt;
+  return pas[index] + (offset & (page - 1));
 }
 
 std::optional<uint32_t> Engine::LoadBe32(uint64_t bus) const {
-  if (bus % 4 != 0) return std::nullopt;
-  Iommu::Access access(iommu_);
-  std::byte* p = access.Translate(bus, 4);
-  if (p == nullptr) return std::nullopt;
-  const uint32_t raw =
-      std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(p)).load(std::memory_order_acquire);
-  if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
-  return raw;
+  const auto raw = Iommu::Access(iommu_).LoadAcquire32(bus);
+  if (!raw) return std::nullopt;
+  if constexpr (std::endian::native == std::endian::little) return std::byteswap(*raw);
+  return *raw;
 }
 
 }  // namespace onchip::sim

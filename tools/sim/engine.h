@@ -81,9 +81,9 @@ class Engine {
   // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.
   bool ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
                  std::span<std::byte> out) const;
-  // The host bytes of [offset, offset + len) of a queue, if they lie in one page and mapping.
-  std::byte* QueuePointer(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
-                          uint64_t offset, uint64_t len, const Iommu::Access& access) const;
+  // The bus address of [offset, offset + len) of a queue, if the range lies in one page.
+  std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
+                                       uint64_t offset, uint64_t len) const;
   std::optional<uint32_t> LoadBe32(uint64_t bus) const;
 
   // ---- requester (engine_requester.cc) ----
@@ -151,6 +151,12 @@ class Engine {
   // subscribes to `type`.
   void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
+  // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
+  bool ModerationDue(Cq& cq);
+  // The completion EQE of an armed CQ; the CQ is no longer armed.
+  void FireCompletionEvent(uint32_t cqn, Cq& cq);
+  // CQs whose moderation period ended fire; the earliest period still running, or 0.
+  uint64_t PollModeration(uint64_t now, bool* fired);
   // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
   // the last call (the device leaves a value there no driver writes).
   std::optional<uint64_t> TakeUarWord64(uint32_t page, uint64_t offset);

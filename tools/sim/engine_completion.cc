@@ -12,12 +12,16 @@
 // the previous one; a change of the record's arm word counts as a request too, so arm stores of
 // two CQs to one UAR register that overwrite each other lose nothing. An armed CQ writes a
 // completion EQE to its EQ at the next CQE (the next solicited or error CQE when armed for
-// solicited only), at once if CQEs past the arm word's consumer index already exist. An EQ
+// solicited only), at once if CQEs past the arm word's consumer index already exist. Moderation
+// (cqc.cq_max_count, cqc.cq_period in microseconds, both 0 by default: none) holds that EQE back
+// until cq_max_count such completions arrived or cq_period passed since the first of them,
+// whichever comes first; a new arm starts the count and the period again. An EQ
 // armed through its UAR doorbell (0x40) signals its interrupt vector's eventfd once and waits
 // to be armed again; ALWAYS_ARMED EQs signal every EQE.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <set>
@@ -108,21 +112,53 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   }
   const uint64_t offset = uint64_t{cq.producer_counter & (size - 1)} * cqe_bytes + (cqe_bytes - 64);
   {
-    Iommu::Access access(iommu_);
-    std::byte* p = QueuePointer(cq.pas, cq.log_page_bytes, offset, 64, access);
-    if (p == nullptr) return fail(kCqStatusWriteFail);
-    std::memcpy(p, bytes.data(), 63);
-    std::atomic_ref<std::byte>(p[63]).store(std::byte{op_own}, std::memory_order_release);
+    const auto bus = QueueAddress(cq.pas, cq.log_page_bytes, offset, 64);
+    bytes[63] = std::byte{op_own};
+    if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes))
+      return fail(kCqStatusWriteFail);
   }
   ++cq.producer_counter;
 
-  if (cq.progress.armed && (!cq.progress.solicited_only || f.solicited || error)) {
-    cq.progress.armed = false;
-    cqc.set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
-    WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
-             prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
-  }
+  if (cq.progress.armed && (!cq.progress.solicited_only || f.solicited || error) &&
+      ModerationDue(cq))
+    FireCompletionEvent(cqn, cq);
   return true;
+}
+
+bool Engine::ModerationDue(Cq& cq) {
+  const prm::Bits cqc(cq.cqc);
+  const uint32_t max_count = static_cast<uint32_t>(cqc.get(prm::cqc::cq_max_count));
+  const uint32_t period_us = static_cast<uint32_t>(cqc.get(prm::cqc::cq_period));
+  if (max_count == 0 && period_us == 0) return true;
+  ++cq.progress.moderated;
+  if (max_count != 0 && cq.progress.moderated >= max_count) return true;
+  if (period_us != 0 && cq.progress.moderation_deadline_ns == 0)
+    cq.progress.moderation_deadline_ns = NowNs() + uint64_t{period_us} * 1000;
+  return false;
+}
+
+void Engine::FireCompletionEvent(uint32_t cqn, Cq& cq) {
+  cq.progress.armed = false;
+  cq.progress.moderated = 0;
+  cq.progress.moderation_deadline_ns = 0;
+  prm::Bits(cq.cqc).set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
+  WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
+           prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
+}
+
+uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
+  uint64_t next = 0;
+  for (auto& [cqn, cq] : fw_.cqs_) {
+    const uint64_t deadline = cq.progress.moderation_deadline_ns;
+    if (deadline == 0 || !cq.progress.armed) continue;
+    if (deadline <= now) {
+      FireCompletionEvent(cqn, cq);
+      *fired = true;
+    } else if (next == 0 || deadline < next) {
+      next = deadline;
+    }
+  }
+  return next;
 }
 
 bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data) {
@@ -142,13 +178,12 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   std::memcpy(e.data, data.data(), std::min(data.size(), sizeof e.data));
   const uint8_t owner = (eq.producer_counter >> log_size) & 1;
   {
-    Iommu::Access access(iommu_);
-    std::byte* p = QueuePointer(eq.pas, eq.log_page_bytes,
-                                uint64_t{eq.producer_counter & (size - 1)} * sizeof e, sizeof e,
-                                access);
-    if (p == nullptr) return false;
-    std::memcpy(p, &e, sizeof e - 1);
-    std::atomic_ref<std::byte>(p[sizeof e - 1]).store(std::byte{owner}, std::memory_order_release);
+    const auto bus = QueueAddress(eq.pas, eq.log_page_bytes,
+                                  uint64_t{eq.producer_counter & (size - 1)} * sizeof e, sizeof e);
+    std::array<std::byte, sizeof e> bytes;
+    std::memcpy(bytes.data(), &e, sizeof e);
+    bytes[sizeof e - 1] = std::byte{owner};
+    if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes)) return false;
   }
   ++eq.producer_counter;
   const uint32_t st = static_cast<uint32_t>(eqc.get(prm::eqc::st));
@@ -181,6 +216,8 @@ bool Engine::PollArms() {
     moved = true;
     cq.progress.arm_word = arm_word;
     cq.progress.armed = true;
+    cq.progress.moderated = 0;
+    cq.progress.moderation_deadline_ns = 0;
     cq.progress.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
     prm::Bits(cq.cqc).set(prm::cqc::st, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
                                                                    : prm::EQ_CQ_STATE_ARMED);

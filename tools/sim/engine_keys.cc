@@ -129,34 +129,29 @@ std::optional<uint64_t> Engine::AtomicAtKey(uint32_t key, uint64_t va, bool comp
   auto to_memory = [big_endian](uint64_t v) {
     return big_endian && std::endian::native == std::endian::little ? std::byteswap(v) : v;
   };
-  auto run = [&](std::byte* p) -> std::optional<uint64_t> {
-    if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 8 != 0) return std::nullopt;
-    std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(p));
-    if (compare_swap) {
-      uint64_t found = to_memory(compare);
-      word.compare_exchange_strong(found, to_memory(swap_add), std::memory_order_seq_cst);
-      return to_memory(found);  // the value found, whether or not it matched
-    }
-    uint64_t found = word.load(std::memory_order_seq_cst);
-    while (!word.compare_exchange_weak(found, to_memory(to_memory(found) + swap_add),
-                                       std::memory_order_seq_cst)) {
-    }
-    return to_memory(found);
+  // The word's next value from the one found in memory; a compare that does not match leaves it.
+  auto next = [&](uint64_t in_memory) -> uint64_t {
+    const uint64_t found = to_memory(in_memory);
+    if (compare_swap) return found == compare ? to_memory(swap_add) : in_memory;
+    return to_memory(found + swap_add);
   };
   const Firmware::Mkey* target = Target(key);
   if (target == nullptr) return std::nullopt;
   const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
   const Firmware::Mkey& t = *target;
+  std::optional<uint64_t> found;
   if (t.memic_start || t.sw_icm_id) {
     const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
     auto dm = fw_.DeviceMemoryLocked(key, off, 8, true);
     if (!dm) return std::nullopt;
-    return run(dm->data());
+    found = Iommu::UpdateWord64(dm->data(), next);
+  } else {
+    auto bus = fw_.MttTranslateLocked(key, va, 8, nullptr);
+    if (!bus) return std::nullopt;
+    found = Iommu::Access(iommu_).Update64(*bus, next);
   }
-  auto bus = fw_.MttTranslateLocked(key, va, 8, nullptr);
-  if (!bus) return std::nullopt;
-  Iommu::Access access(iommu_);
-  return run(access.Translate(*bus, 8));
+  if (!found) return std::nullopt;
+  return to_memory(*found);  // the value found, whether or not a compare matched
 }
 
 bool Engine::RemoteInvalidate(uint32_t rkey, uint32_t pd, uint32_t qpn) {

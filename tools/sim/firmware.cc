@@ -40,7 +40,9 @@ Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
       eq_ids_(0, EqCount(config)),
       cq_ids_(0, uint32_t{1} << config.log_max_cq),
       qp_ids_(kFirstQpn, QpCount(config)),
-      srq_ids_(0, uint32_t{1} << std::min<uint32_t>(config.log_max_srq, 24)) {}
+      srq_ids_(0, uint32_t{1} << std::min<uint32_t>(config.log_max_srq, 24)),
+      tis_ids_(1, (uint32_t{1} << config.log_max_tis) - 1),
+      tir_ids_(1, (uint32_t{1} << config.log_max_tir) - 1) {}
 
 Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
   std::lock_guard lock(mutex_);
@@ -162,6 +164,20 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::DESTROY_SRQ: h = &Firmware::DestroySrq; break;
     case prm::QUERY_SRQ: h = &Firmware::QuerySrq; break;
     case prm::ARM_RQ: h = &Firmware::ArmRq; break;
+    case prm::CREATE_TIS: h = &Firmware::CreateTis; break;
+    case prm::DESTROY_TIS: h = &Firmware::DestroyTis; break;
+    case prm::QUERY_TIS: h = &Firmware::QueryTis; break;
+    case prm::CREATE_SQ: h = &Firmware::CreateSq; break;
+    case prm::DESTROY_SQ: h = &Firmware::DestroySq; break;
+    case prm::QUERY_SQ: h = &Firmware::QuerySq; break;
+    case prm::MODIFY_SQ: h = &Firmware::ModifySq; break;
+    case prm::CREATE_RQ: h = &Firmware::CreateRq; break;
+    case prm::DESTROY_RQ: h = &Firmware::DestroyRq; break;
+    case prm::QUERY_RQ: h = &Firmware::QueryRq; break;
+    case prm::MODIFY_RQ: h = &Firmware::ModifyRq; break;
+    case prm::CREATE_TIR: h = &Firmware::CreateTir; break;
+    case prm::DESTROY_TIR: h = &Firmware::DestroyTir; break;
+    case prm::QUERY_TIR: h = &Firmware::QueryTir; break;
     default:
       return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
   }
@@ -182,6 +198,10 @@ Counters Firmware::counters() const {
   c.cqs = static_cast<uint32_t>(cqs_.size());
   c.qps = static_cast<uint32_t>(qps_.size());
   c.srqs = static_cast<uint32_t>(srqs_.size());
+  c.sqs = static_cast<uint32_t>(sqs_.size());
+  c.rqs = static_cast<uint32_t>(rqs_.size());
+  c.tises = static_cast<uint32_t>(tises_.size());
+  c.tirs = static_cast<uint32_t>(tirs_.size());
   c.pages_held = static_cast<uint32_t>(pages_.size());
   return c;
 }
@@ -220,12 +240,16 @@ const char* Firmware::CheckInvariants() const {
   if (object_ids_.in_use() != sw_icm_.size()) return "object pool and table disagree";
   if (eq_ids_.in_use() != eqs_.size()) return "eq pool and table disagree";
   if (cq_ids_.in_use() != cqs_.size()) return "cq pool and table disagree";
-  if (qp_ids_.in_use() != qps_.size()) return "qp pool and table disagree";
+  if (qp_ids_.in_use() != qps_.size() + sqs_.size() + rqs_.size())
+    return "qp pool and the QP, SQ and RQ tables disagree";
+  if (tis_ids_.in_use() != tises_.size()) return "tis pool and table disagree";
+  if (tir_ids_.in_use() != tirs_.size()) return "tir pool and table disagree";
   if (srq_ids_.in_use() != srqs_.size()) return "srq pool and table disagree";
   if (pages_.size() > config_.max_pages_held) return "more pages than the limit";
   if (state_ != HcaState::kInitialized &&
       !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() && memic_.empty() &&
-        sw_icm_.empty() && eqs_.empty() && cqs_.empty() && qps_.empty() && srqs_.empty()))
+        sw_icm_.empty() && eqs_.empty() && cqs_.empty() && qps_.empty() && srqs_.empty() &&
+        sqs_.empty() && rqs_.empty() && tises_.empty() && tirs_.empty()))
     return "objects alive outside kInitialized";
   std::map<uint32_t, uint32_t> pd_refs, icm_refs, klm_refs;
   std::map<uint64_t, uint32_t> memic_refs;
@@ -272,6 +296,42 @@ const char* Firmware::CheckInvariants() const {
     if (qp.pas.empty()) return "qp without pages";
     if (qp.rq_wqe_count == 0 && qp.sq_wqebb_count == 0) return "qp without a ring";
   }
+  std::map<uint32_t, uint32_t> tis_refs, rq_refs, td_refs;
+  for (const auto& [sqn, sq] : sqs_) {
+    if (qps_.contains(sqn) || rqs_.contains(sqn)) return "sq number shared";
+    if (!pds_.contains(sq.pd)) return "sq on a dead pd";
+    ++pd_queue_refs[sq.pd];
+    if (!cqs_.contains(sq.cqn)) return "sq on a dead cq";
+    ++cq_refs[sq.cqn];
+    if (!tises_.contains(sq.tisn)) return "sq on a dead tis";
+    ++tis_refs[sq.tisn];
+    if (prm::Get(std::span<const std::byte>(sq.sqc), prm::sqc::state) != sq.state)
+      return "sq context state and table disagree";
+  }
+  for (const auto& [rqn, rq] : rqs_) {
+    if (qps_.contains(rqn)) return "rq number shared";
+    if (!pds_.contains(rq.pd)) return "rq on a dead pd";
+    ++pd_queue_refs[rq.pd];
+    if (!cqs_.contains(rq.cqn)) return "rq on a dead cq";
+    ++cq_refs[rq.cqn];
+    if (prm::Get(std::span<const std::byte>(rq.rqc), prm::rqc::state) != rq.state)
+      return "rq context state and table disagree";
+  }
+  for (const auto& [tirn, tir] : tirs_) {
+    if (!rqs_.contains(tir.rqn)) return "tir on a dead rq";
+    ++rq_refs[tir.rqn];
+    if (!tds_.contains(tir.td)) return "tir on a dead transport domain";
+    ++td_refs[tir.td];
+  }
+  for (const auto& [tisn, tis] : tises_) {
+    if (!tds_.contains(tis.td)) return "tis on a dead transport domain";
+    ++td_refs[tis.td];
+    if (tis.sqs != tis_refs[tisn]) return "tis sq count wrong";
+  }
+  for (const auto& [rqn, rq] : rqs_)
+    if (rq.tirs != rq_refs[rqn]) return "rq tir count wrong";
+  for (const auto& [td, uid] : tds_)
+    if (TdUsers(td) != td_refs[td]) return "transport domain user count wrong";
   for (const auto& [srqn, srq] : srqs_) {
     if (!pds_.contains(srq.pd)) return "srq on a dead pd";
     ++pd_queue_refs[srq.pd];

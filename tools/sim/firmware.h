@@ -33,6 +33,7 @@
 #include "tools/sim/bar_layout.h"
 #include "tools/sim/caps.h"
 #include "tools/sim/config.h"
+#include "tools/sim/eth_queue_objects.h"
 #include "tools/sim/index_pool.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/outcome.h"
@@ -63,6 +64,10 @@ struct Counters {
   uint32_t cqs = 0;
   uint32_t qps = 0;
   uint32_t srqs = 0;
+  uint32_t sqs = 0;
+  uint32_t rqs = 0;
+  uint32_t tises = 0;
+  uint32_t tirs = 0;
   uint32_t pages_held = 0;
 };
 
@@ -269,6 +274,8 @@ class Firmware {
   Outcome DestroyCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ModifyCq(std::span<const std::byte> in, std::span<std::byte> out);
+  // MODIFY_CQ op_mod 1 on `cq` (firmware_cq.cc), its checks after ModifyCq's common ones.
+  Outcome ResizeCq(std::span<const std::byte> in, Cq& cq, uint32_t select);
 
   // Queue pairs (firmware_qp.cc) and their state transitions (firmware_qp_transitions.cc).
   Outcome CreateQp(std::span<const std::byte> in, std::span<std::byte> out);
@@ -292,6 +299,27 @@ class Firmware {
   Outcome DestroySrq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QuerySrq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ArmRq(std::span<const std::byte> in, std::span<std::byte> out);
+
+  // Raw packet QP objects (firmware_eth_queues.cc): SQ, RQ, TIS, TIR.
+  Outcome CreateTis(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyTis(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryTis(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome CreateSq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroySq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QuerySq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ModifySq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome CreateRq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyRq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryRq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ModifyRq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome CreateTir(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyTir(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryTir(std::span<const std::byte> in, std::span<std::byte> out);
+  // The checks an SQ's and an RQ's wq share; fills everything of `q` but the uid and state.
+  Outcome ReadWorkQueue(std::span<const std::byte> in, std::size_t wq_bit_offset, uint16_t uid,
+                        bool send, WorkQueue* q) const;
+  // Live TISes and TIRs naming each transport domain: DEALLOC_TRANSPORT_DOMAIN is RES_BUSY.
+  uint32_t TdUsers(uint32_t td) const;
 
   std::optional<std::span<std::byte>> DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
                                                          uint64_t len, bool through_window);
@@ -330,6 +358,12 @@ class Firmware {
   std::map<uint32_t, Qp> qps_;  // by qpn
   IndexPool srq_ids_;
   std::map<uint32_t, Srq> srqs_;  // by srqn
+  std::map<uint32_t, Sq> sqs_;    // by sqn (from qp_ids_)
+  std::map<uint32_t, Rq> rqs_;    // by rqn (from qp_ids_)
+  IndexPool tis_ids_;
+  std::map<uint32_t, Tis> tises_;  // by tisn
+  IndexPool tir_ids_;
+  std::map<uint32_t, Tir> tirs_;  // by tirn
 
   Counters counters_;
   std::vector<InjectedFailure> injected_;

@@ -11,13 +11,25 @@
 // kernel (uid 0) created, as on a real function. A CQ holds its EQ (DESTROY_EQ is RES_BUSY) and
 // is held by the QPs and SRQs naming it (Cq::users).
 //
-// MODIFY_CQ changes moderation only (cq_period, cq_max_count through modify_field_select); the
-// other fields (overrun, EQ remap, period mode) need capabilities this device does not
-// advertise, and resize (op_mod 1) needs cq_resize, which is 0.
+// MODIFY_CQ op_mod 0 changes moderation only (cq_period, cq_max_count through
+// modify_field_select); the other fields (overrun, EQ remap, period mode) need capabilities this
+// device does not advertise.
+//
+// MODIFY_CQ op_mod 1 resizes (cq_resize): resize_field_select takes log_cq_size, page_offset and
+// log_page_size from the context (fields not selected keep their values; cqe_sz is taken as
+// given), pas[] lists the new buffer's pages. The CQEs not yet polled (producer counter minus
+// the doorbell record's consumer index) must fit the new ring with a slot to spare, as
+// ibv_cq.cqe promises, and the old ring must have a free slot: there the device writes a
+// RESIZE_CQ CQE at the producer counter, with the old ring's owner bit, and from the next count
+// on writes into the new buffer. The driver copies the unpolled CQEs across itself, each one slot
+// further on, so that its consumer index passes the resize CQE. Command and data engine hold one
+// mutex, so no CQE lands in the old ring after the switch.
 #include <cstring>
 
 #include "tools/sim/firmware.h"
 #include "uapi/prm/cq.h"
+#include "uapi/prm/cqe.h"
+#include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/opcodes.h"
 
 namespace onchip::sim {
@@ -138,14 +150,17 @@ Outcome Firmware::ModifyCq(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::modify_cq_out>(in, out); !s.ok()) return s;
   if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
   const uint32_t op_mod = prm::Get(in, In::op_mod);
-  if (op_mod == prm::CQ_OPMOD_RESIZE) return Bad(Syndrome::CQ_RESIZE_UNSUPPORTED);
-  if (op_mod != prm::CQ_OPMOD_MODIFY) return Bad(Syndrome::BAD_OP_MOD);
+  if (op_mod == prm::CQ_OPMOD_RESIZE && !config_.cq_resize)
+    return Bad(Syndrome::CQ_RESIZE_UNSUPPORTED);
+  if (op_mod != prm::CQ_OPMOD_MODIFY && op_mod != prm::CQ_OPMOD_RESIZE)
+    return Bad(Syndrome::BAD_OP_MOD);
   if (prm::Get(in, In::cq_umem_valid)) return Bad(Syndrome::CQ_UNSUPPORTED);
   auto it = cqs_.find(prm::Get(in, In::cqn));
   if (it == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
     return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
   const uint32_t select = prm::Get(in, In::modify_field_select_resize_field_select);
+  if (op_mod == prm::CQ_OPMOD_RESIZE) return ResizeCq(in, it->second, select);
   if ((select & ~uint32_t{prm::CQ_MODIFY_PERIOD | prm::CQ_MODIFY_COUNT}) != 0)
     return Bad(Syndrome::CQ_MODIFY_FIELD);
   // Fields not selected are ignored, as firmware ignores them.
@@ -153,6 +168,78 @@ Outcome Firmware::ModifyCq(Bytes in, Out out) {
   if (select & prm::CQ_MODIFY_PERIOD) ctx.set(prm::cqc::cq_period, prm::Get(in, Ctx::cq_period));
   if (select & prm::CQ_MODIFY_COUNT)
     ctx.set(prm::cqc::cq_max_count, prm::Get(in, Ctx::cq_max_count));
+  return Outcome::Ok();
+}
+
+Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
+  using In = prm::modify_cq_in;
+  using Ctx = prm::cqc_bits<In::cq_context.bit_offset>;
+  constexpr uint32_t kResizeFields = prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE |
+                                     prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET |
+                                     prm::MLX5_MODIFY_CQ_MASK_PG_SIZE;
+  if ((select & ~kResizeFields) != 0) return Bad(Syndrome::CQ_MODIFY_FIELD);
+  if (cq.progress.overflowed) return Bad(Syndrome::CQ_RESIZE_STATE);
+  prm::Bits ctx(std::span<std::byte>(cq.cqc));
+  const uint32_t old_log_size = static_cast<uint32_t>(ctx.get(prm::cqc::log_cq_size));
+  const uint32_t old_cqe_bytes = ctx.get(prm::cqc::cqe_sz) == kCqeSz128 ? 128 : 64;
+  const uint32_t cqe_sz = prm::Get(in, Ctx::cqe_sz);
+  if (cqe_sz != kCqeSz64 && cqe_sz != kCqeSz128) return Bad(Syndrome::CQ_CQE_SIZE);
+  const uint32_t log_size = (select & prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE)
+                                ? prm::Get(in, Ctx::log_cq_size)
+                                : old_log_size;
+  if (log_size > config_.log_max_cq_sz) return Bad(Syndrome::CQ_SIZE);
+  const uint32_t log_page_size = (select & prm::MLX5_MODIFY_CQ_MASK_PG_SIZE)
+                                     ? prm::Get(in, Ctx::log_page_size)
+                                     : static_cast<uint32_t>(ctx.get(prm::cqc::log_page_size));
+  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::CQ_PAGE_SIZE);
+  if ((select & prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET) && prm::Get(in, Ctx::page_offset) != 0)
+    return Bad(Syndrome::CQ_PAGE_OFFSET);
+  std::vector<uint64_t> pas;
+  const uint32_t log_page_bytes = 12 + log_page_size;
+  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8,
+                                 log_size + (cqe_sz == kCqeSz128 ? 7 : 6), log_page_bytes,
+                                 {Syndrome::CQ_PAS_COUNT, Syndrome::CQ_PAS_ENTRY,
+                                  Syndrome::CQ_PAS_UNMAPPED},
+                                 &pas);
+      !s.ok())
+    return s;
+
+  // What software has not polled yet, by the consumer index it last published.
+  std::array<std::byte, 4> ci_bytes{};
+  if (!iommu_.Read(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4, ci_bytes))
+    return Bad(Syndrome::CQ_DBR_UNMAPPED);
+  uint32_t ci_be;
+  std::memcpy(&ci_be, ci_bytes.data(), sizeof ci_be);
+  cq.consumer_counter = prm::Be32::FromRaw(ci_be).host() & prm::kCqConsumerIndexMask;
+  const uint32_t outstanding =
+      (cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask;
+  const uint32_t old_size = uint32_t{1} << old_log_size;
+  if (outstanding >= (uint32_t{1} << log_size) || outstanding >= old_size)
+    return Refuse(CommandStatus::BAD_SIZE_OUTS_CQES_ERR, Syndrome::CQ_RESIZE_OUTSTANDING);
+
+  // The resize CQE at the switch point, in the old ring: all but op_own, then op_own.
+  const uint64_t old_page = uint64_t{1} << cq.log_page_bytes;
+  const uint64_t offset =
+      uint64_t{cq.producer_counter & (old_size - 1)} * old_cqe_bytes + (old_cqe_bytes - 64);
+  const uint64_t page_index = offset >> cq.log_page_bytes;
+  if (page_index >= cq.pas.size()) return Bad(Syndrome::CQ_PAS_UNMAPPED);
+  const uint64_t at = cq.pas[page_index] + (offset & (old_page - 1));
+  prm::pod::mlx5_cqe64 resize{};
+  resize.op_own = prm::CqeOpOwn(prm::MLX5_CQE_RESIZE_CQ,
+                                prm::CqeOwnerFor(cq.producer_counter, old_size));
+  std::array<std::byte, sizeof resize> bytes;
+  std::memcpy(bytes.data(), &resize, sizeof resize);
+  if (!iommu_.IsMapped(at, sizeof resize)) return Bad(Syndrome::CQ_PAS_UNMAPPED);
+  (void)iommu_.Write(at, std::span<const std::byte>(bytes).first(sizeof resize - 1));
+  (void)iommu_.Write(at + sizeof resize - 1, std::span<const std::byte>(bytes).last(1));
+  ++cq.producer_counter;
+
+  cq.pas = std::move(pas);
+  cq.log_page_bytes = log_page_bytes;
+  ctx.set(prm::cqc::log_cq_size, log_size)
+      .set(prm::cqc::log_page_size, log_page_size)
+      .set(prm::cqc::page_offset, 0)
+      .set(prm::cqc::cqe_sz, cqe_sz);
   return Outcome::Ok();
 }
 

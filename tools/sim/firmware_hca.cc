@@ -240,7 +240,14 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
 }
 
 void Firmware::ReleaseAllObjects() {
-  // Users before what they use: QPs hold SRQs, CQs and PDs; SRQs hold PDs; CQs hold EQs.
+  // Users before what they use: QPs hold SRQs, CQs and PDs; SRQs hold PDs; CQs hold EQs; TIRs
+  // hold RQs; SQs hold TISes; SQs and RQs hold CQs and PDs; TISes and TIRs hold transport domains.
+  tirs_.clear();
+  tir_ids_ = IndexPool(1, (uint32_t{1} << config_.log_max_tir) - 1);
+  sqs_.clear();
+  rqs_.clear();
+  tises_.clear();
+  tis_ids_ = IndexPool(1, (uint32_t{1} << config_.log_max_tis) - 1);
   qps_.clear();
   qp_ids_ = IndexPool(kFirstQpn, QpCount(config_));
   srqs_.clear();

@@ -17,11 +17,10 @@
 //   RTR2RTS    all: next_send_psn; RC: retry_count, rnr_retry, log_sra_max, ack_timeout
 //   others     optional fields only
 //
-// Optional fields per transition and transport are the ones mlx5 drivers may send (the kernel's
-// table of MLX5_QP_OPTPAR_* per transition): access flags (RRE, RAE with atomic_mode, RWE; UC
-// only RWE), PKEY_INDEX, PRI_PORT, Q_KEY (UD), RNR_TIMEOUT (min_rnr_nak, RC), PM_STATE (only
-// MIGRATED: no alternate path), LAG_TX_AFF, COUNTER_SET_ID (only 0: no counter sets), CQN_RCV
-// (UD, RTS2RTS: the receive CQ moves). ALT_ADDR_PATH is refused: path migration is not modelled.
+// Optional fields per transition and transport: uapi/prm/qp_optional_fields.h, the table the
+// driver sends from. Values this device takes: RAE with atomic_mode, PM_STATE only MIGRATED (no
+// alternate path), COUNTER_SET_ID only 0 (no counter sets), CQN_RCV (UD, RTS2RTS: the receive
+// CQ moves); ALT_ADDR_PATH is refused: path migration is not modelled.
 //
 // 2ERR moves the QP to ERR (the data engine then flushes its work); 2RST returns it to RST and
 // clears the engine's progress and the ring counters in the context, so a QP taken back through
@@ -33,6 +32,7 @@
 #include "tools/sim/firmware.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
+#include "uapi/prm/qp_optional_fields.h"
 
 namespace onchip::sim {
 
@@ -64,49 +64,6 @@ constexpr uint32_t kPkeyTableSize = 128;
 
 Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
-// The optional fields (opt_param_mask bits) a transition takes for a transport service.
-uint32_t OptionalFields(T t, uint8_t st) {
-  using namespace prm;
-  const bool rc = st == QP_ST_RC, uc = st == QP_ST_UC;
-  switch (t) {
-    case T::kInit2Init:
-      if (rc)
-        return QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE | QP_OPTPAR_PKEY_INDEX |
-               QP_OPTPAR_PRI_PORT | QP_OPTPAR_LAG_TX_AFF;
-      if (uc)
-        return QP_OPTPAR_RWE | QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_PRI_PORT | QP_OPTPAR_LAG_TX_AFF;
-      return QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_Q_KEY | QP_OPTPAR_PRI_PORT;
-    case T::kInit2Rtr:
-      if (rc)
-        return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE |
-               QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_LAG_TX_AFF;
-      if (uc)
-        return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RWE | QP_OPTPAR_PKEY_INDEX |
-               QP_OPTPAR_LAG_TX_AFF;
-      return QP_OPTPAR_PKEY_INDEX | QP_OPTPAR_Q_KEY;
-    case T::kRtr2Rts:
-      if (rc)
-        return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE |
-               QP_OPTPAR_PM_STATE | QP_OPTPAR_RNR_TIMEOUT;
-      if (uc) return QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_RWE | QP_OPTPAR_PM_STATE;
-      return QP_OPTPAR_Q_KEY;
-    case T::kRts2Rts:
-      if (rc)
-        return QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE | QP_OPTPAR_RNR_TIMEOUT |
-               QP_OPTPAR_PM_STATE | QP_OPTPAR_ALT_ADDR_PATH | QP_OPTPAR_COUNTER_SET_ID;
-      if (uc)
-        return QP_OPTPAR_RWE | QP_OPTPAR_PM_STATE | QP_OPTPAR_ALT_ADDR_PATH |
-               QP_OPTPAR_COUNTER_SET_ID;
-      return QP_OPTPAR_Q_KEY | QP_OPTPAR_CQN_RCV | QP_OPTPAR_COUNTER_SET_ID;
-    case T::kSqErr2Rts:
-    case T::kSqd2Rts:
-      if (rc) return QP_OPTPAR_RNR_TIMEOUT | QP_OPTPAR_RWE | QP_OPTPAR_RAE | QP_OPTPAR_RRE;
-      if (uc) return QP_OPTPAR_RWE;
-      return QP_OPTPAR_Q_KEY;
-    default:  // RST2INIT takes its fields unconditionally; 2ERR and 2RST carry no context
-      return 0;
-  }
-}
 
 bool StartsFrom(T t, prm::QpState s) {
   switch (t) {
@@ -279,7 +236,8 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
   if (carries_context) {
     if (prm::Get(in, H::ece) != 0) return Bad(Syndrome::QP_UNSUPPORTED);
     const uint32_t mask = prm::Get(in, H::opt_param_mask);
-    if ((mask & ~OptionalFields(t, qp.st)) != 0) return Bad(Syndrome::QP_OPT_PARAM);
+    if ((mask & ~prm::QpTransitionOptionalFields(prm::Get(in, H::opcode), qp.st)) != 0)
+      return Bad(Syndrome::QP_OPT_PARAM);
     if (mask & prm::QP_OPTPAR_ALT_ADDR_PATH) return Bad(Syndrome::QP_UNSUPPORTED);
     TakeMandatory(t, qp.st, s);
     TakeOptional(mask, s);

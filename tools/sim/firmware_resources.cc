@@ -83,6 +83,7 @@ Outcome Firmware::DeallocTd(Bytes in, Out out) {
   if (it == tds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::TD_UNKNOWN);
   if (it->second != prm::Get(in, In::uid))
     return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (TdUsers(it->first) != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::TD_BUSY);
   td_ids_.Free(it->first);
   tds_.erase(it);
   return Outcome::Ok();

@@ -1,9 +1,24 @@
 // The software ConnectX's IOMMU: the only way the device reaches host memory.
 //
-// The driver maps DMA regions (IOVA -> host memory); the device translates a bus address and a
-// length to a host pointer only if the whole range lies inside one mapping. Anything else
-// (unmapped, straddling two mappings, wrapping) yields nullptr and the caller fails the command;
-// nothing outside the mappings is ever touched.
+// The driver maps DMA regions (IOVA -> host memory); the device reaches a bus address range only
+// if the whole range lies inside one mapping. Anything else (unmapped, straddling two mappings,
+// wrapping) fails and the caller fails the command or the work request; nothing outside the
+// mappings is ever touched.
+//
+// Two kinds of mapping:
+//   - pointer memory (Map): the memory is in this process (the in-process device, or memory a
+//     device daemon mapped from the client's fd). The device may hold a pointer into it.
+//   - process memory (MapProcess): anonymous memory of another process (or of this one, by pid)
+//     that this process cannot map. The device reaches it only by copying, with
+//     process_vm_readv/process_vm_writev on that pid, the debugger's mechanism. The kernel checks
+//     ptrace access (same uid and dumpable, or CAP_SYS_PTRACE; with Yama ptrace_scope 1 also an
+//     ancestor or PR_SET_PTRACER), and MapProcess probes it so a refusal is a map-time error.
+//     Transfers are not atomic beyond what the kernel's copy gives; a short transfer or a target
+//     that has exited is a failed access, which the caller turns into the PRM's error. A pidfd
+//     taken at map time is checked before every transfer, so once the process has exited its pid
+//     (which the kernel may give to a new process) is never used again.
+// Translate gives pointers for pointer memory only; Read, Write, WriteHandover, LoadAcquire32 and
+// Update64 work on both kinds, so every device access goes through them or falls back to them.
 //
 // Concurrency: mappings change while commands run. A device thread that touches host memory does
 // so inside an Access (a shared lock); UnmapDma takes the lock exclusively, so when it returns no
@@ -11,14 +26,17 @@
 // returns"). An Access must not be held across a wait that needs the driver to progress.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 
-#include "uapi/cmdq/mailbox.h"
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
@@ -26,41 +44,111 @@ namespace onchip::sim {
 
 class Iommu {
  public:
+  Iommu() = default;
+  Iommu(const Iommu&) = delete;
+  Iommu& operator=(const Iommu&) = delete;
+  ~Iommu();
+
   // EINVAL: not 4 KiB aligned, zero length, null host, wrapping, or overlapping a mapping.
   Result<void> Map(const vpci::DmaRegion& region);
+  // [iova, iova + length) reaches [remote_address, + length) in process `pid` (a pid in this
+  // process's PID namespace). Same EINVAL rules as Map (remote_address must be 4 KiB aligned and
+  // non-zero). Probes access with a 1-byte read at map time: EPERM when the kernel refuses ptrace
+  // access to pid, ESRCH when no such process, EFAULT when remote_address is not mapped there.
+  Result<void> MapProcess(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
   // ENOENT: no mapping starts at iova with exactly that length.
   Result<void> Unmap(uint64_t iova, uint64_t length);
 
   std::size_t mapping_count() const;
 
-  // A window of translations valid while it lives.
-  class Access final : public cmdq::BlockAccess {
+  // A window of translations and transfers valid while it lives.
+  class Access final {
    public:
     explicit Access(const Iommu& iommu) : iommu_(iommu), lock_(iommu.mutex_) {}
-    // Host pointer for [iova, iova + len) if one mapping covers it, else nullptr.
+    // Host pointer for [iova, iova + len) if one pointer mapping covers it, else nullptr (also
+    // for process memory: use the copying calls below).
     std::byte* Translate(uint64_t iova, uint64_t len) const;
-    std::byte* Block(uint64_t addr) override { return Translate(addr, cmdq::kBlockBytes); }
+    // True if one mapping of either kind covers [iova, iova + len).
+    bool Mapped(uint64_t iova, uint64_t len) const;
+    // Whole transfers only: false if the range is not wholly inside one mapping or the target
+    // process gave less than everything (exited, unmapped its memory, read-only pages).
+    bool Read(uint64_t iova, std::span<std::byte> out) const;
+    bool Write(uint64_t iova, std::span<const std::byte> in) const;
+    // Writes `in` with its last byte stored last, as a release store: the handover of a
+    // structure whose last byte holds an ownership bit (CQE, EQE, cmdq entry). For process
+    // memory the last byte is a second write issued after the first has completed.
+    bool WriteHandover(uint64_t iova, std::span<const std::byte> in) const;
+    // A 4-byte aligned load with acquire order (doorbell records), the word as it lies in
+    // memory (no byte swap). For process memory a 4-byte
+    // copy: an aligned word is not split by the kernel's copy in practice, but nothing promises it.
+    std::optional<uint32_t> LoadAcquire32(uint64_t iova) const;
+    // Replaces the 8-byte aligned word w with next(w) atomically and returns w. On pointer memory
+    // a compare-and-swap loop: atomic with respect to the CPU too. On process memory a read and a
+    // write under one lock shared by every device in this process: atomic with respect to other
+    // device accesses made through Update64, not with respect to the target's CPU stores (the
+    // atomicity ConnectX promises for RDMA atomics, IBV_ATOMIC_HCA).
+    template <class F>
+    std::optional<uint64_t> Update64(uint64_t iova, F&& next) const;
 
    private:
     const Iommu& iommu_;
     std::shared_lock<std::shared_mutex> lock_;
   };
 
-  // Copies through a short-lived Access; false if the range is not wholly mapped.
+  // Through a short-lived Access; false if the range is not wholly mapped or not transferred.
   bool Read(uint64_t iova, std::span<std::byte> out) const;
   bool Write(uint64_t iova, std::span<const std::byte> in) const;
-  // True if [iova, iova + len) lies inside one mapping.
+  // True if [iova, iova + len) lies inside one mapping (of either kind).
   bool IsMapped(uint64_t iova, uint64_t len) const;
+
+  // The compare-and-swap loop Update64 runs on a pointer (8-byte aligned, else nullopt).
+  template <class F>
+  static std::optional<uint64_t> UpdateWord64(std::byte* p, F&& next);
 
  private:
   struct Mapping {
     uint64_t length;
-    std::byte* host;
+    std::byte* host;  // pointer memory, or nullptr for process memory
+    pid_t pid;        // process memory: the process and the address there
+    uint64_t remote;
+    int pidfd;        // process memory: a pidfd of the process (owned), or -1 without pidfds
   };
-  std::byte* TranslateLocked(uint64_t iova, uint64_t len) const;
+  // The mapping and the offset in it that cover [iova, iova + len), or nullptr.
+  const Mapping* FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const;
+  Result<void> Insert(uint64_t iova, const Mapping& m);
+  static bool ProcessRead(const Mapping& m, uint64_t offset, std::span<std::byte> out);
+  static bool ProcessWrite(const Mapping& m, uint64_t offset, std::span<const std::byte> in);
+  static std::mutex& ProcessAtomicMutex();
 
   mutable std::shared_mutex mutex_;
   std::map<uint64_t, Mapping> mappings_;  // by iova
 };
+
+template <class F>
+std::optional<uint64_t> Iommu::UpdateWord64(std::byte* p, F&& next) {
+  if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 8 != 0) return std::nullopt;
+  std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(p));
+  uint64_t found = word.load(std::memory_order_seq_cst);
+  while (!word.compare_exchange_weak(found, next(found), std::memory_order_seq_cst)) {
+  }
+  return found;
+}
+
+template <class F>
+std::optional<uint64_t> Iommu::Access::Update64(uint64_t iova, F&& next) const {
+  if (iova % 8 != 0) return std::nullopt;
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, 8, &offset);
+  if (m == nullptr) return std::nullopt;
+  if (m->host != nullptr) return UpdateWord64(m->host + offset, next);
+  std::lock_guard atomic_lock(ProcessAtomicMutex());
+  uint64_t found = 0;
+  if (!ProcessRead(*m, offset, std::as_writable_bytes(std::span(&found, 1)))) return std::nullopt;
+  const uint64_t value = next(found);
+  if (value != found &&
+      !ProcessWrite(*m, offset, std::as_bytes(std::span(&value, 1))))
+    return std::nullopt;
+  return found;
+}
 
 }  // namespace onchip::sim

@@ -12,6 +12,10 @@ struct CqProgress {
   bool armed = false;         // an event is due for the next (solicited) completion
   bool solicited_only = false;
   bool overflowed = false;    // a CQE found no room: the CQ is in error and writes nothing
+  // Moderation of the armed CQ's event (cqc.cq_max_count, cqc.cq_period): the completions that
+  // asked for it so far, and when the period started by the first of them ends (0: none running).
+  uint32_t moderated = 0;
+  uint64_t moderation_deadline_ns = 0;
 };
 
 struct QpProgress {

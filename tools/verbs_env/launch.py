@@ -60,7 +60,7 @@ def _raise_on_term(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def run(plugin, cmd, dev_node="auto"):
+def run(plugin, cmd, dev_node="auto", locator="sim"):
     plugin = os.path.abspath(plugin)
     if not plugin.endswith(SUFFIX) or not os.path.isfile(plugin):
         print("onchip run: %s is not a built lib<name>%s" % (plugin, SUFFIX), file=sys.stderr)
@@ -81,7 +81,8 @@ def run(plugin, cmd, dev_node="auto"):
                           file=sys.stderr)
                     return 1
                 namespace = True
-        sysfs_root = sysfs_tree.build(os.path.join(scratch, "sys"), uverbs, uverbs_node.CDEV)
+        sysfs_root = sysfs_tree.build(os.path.join(scratch, "sys"), uverbs, uverbs_node.CDEV,
+                                      locator)
         env = environment(plugin, sysfs_root)
         if namespace:
             dev = os.path.join(scratch, "dev")

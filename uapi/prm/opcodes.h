@@ -57,6 +57,23 @@ enum Opcode : uint16_t {
   NOP = 0x80d,
   ALLOC_TRANSPORT_DOMAIN = 0x816,
   DEALLOC_TRANSPORT_DOMAIN = 0x817,
+  CREATE_TIR = 0x900,
+  MODIFY_TIR = 0x901,
+  DESTROY_TIR = 0x902,
+  QUERY_TIR = 0x903,
+  CREATE_SQ = 0x904,
+  MODIFY_SQ = 0x905,
+  DESTROY_SQ = 0x906,
+  QUERY_SQ = 0x907,
+  CREATE_RQ = 0x908,
+  MODIFY_RQ = 0x909,
+  DESTROY_RQ = 0x90a,
+  QUERY_RQ = 0x90b,
+  CREATE_TIS = 0x912,
+  MODIFY_TIS = 0x913,
+  DESTROY_TIS = 0x914,
+  QUERY_TIS = 0x915,
+  CREATE_RQT = 0x916,
   CREATE_GENERAL_OBJECT = 0xa00,
   MODIFY_GENERAL_OBJECT = 0xa01,
   QUERY_GENERAL_OBJECT = 0xa02,
@@ -179,6 +196,15 @@ enum QpOptParam : uint32_t {
 };
 
 // SRQ states (srqc.state).
+// Ethernet work queues (the SQ and RQ objects a raw packet QP is built of): sqc.state, rqc.state
+// and the current state in MODIFY_SQ / MODIFY_RQ (sq_state, rq_state); wq.wq_type; rqc.mem_rq_type;
+// tirc.disp_type.
+enum SqcState : uint8_t { SQC_STATE_RST = 0x0, SQC_STATE_RDY = 0x1, SQC_STATE_ERR = 0x3 };
+enum RqcState : uint8_t { RQC_STATE_RST = 0x0, RQC_STATE_RDY = 0x1, RQC_STATE_ERR = 0x3 };
+enum WqType : uint8_t { WQ_TYPE_LINKED_LIST = 0x0, WQ_TYPE_CYCLIC = 0x1 };
+enum RqMemType : uint8_t { RQC_MEM_RQ_TYPE_MEMORY_RQ_INLINE = 0x0, RQC_MEM_RQ_TYPE_MEMORY_RQ_RMP = 0x1 };
+enum TirDispType : uint8_t { TIRC_DISP_TYPE_DIRECT = 0x0, TIRC_DISP_TYPE_INDIRECT = 0x1 };
+
 enum SrqState : uint8_t { SRQ_STATE_GOOD = 0x0, SRQ_STATE_ERROR = 0x1 };
 
 // ARM_RQ op_mod: which kind of receive queue srq_number names.
@@ -209,6 +235,12 @@ enum ModifyCqFieldSelect : uint32_t {
   CQ_MODIFY_OVERRUN = 1u << 2,
   CQ_MODIFY_EQN = 1u << 3,
   CQ_MODIFY_PERIOD_MODE = 1u << 4,
+};
+// MODIFY_CQ op_mod 1: the context fields the resize takes (resize_field_select).
+enum ResizeCqFieldSelect : uint32_t {
+  MLX5_MODIFY_CQ_MASK_LOG_SIZE = 1u << 0,
+  MLX5_MODIFY_CQ_MASK_PG_OFFSET = 1u << 1,
+  MLX5_MODIFY_CQ_MASK_PG_SIZE = 1u << 2,
 };
 
 // The command queue entry's transport type (cmd_queue_entry.type).

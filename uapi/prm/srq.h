@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "uapi/prm/field.h"
+#include "uapi/prm/wq.h"
 
 namespace onchip::prm {
 

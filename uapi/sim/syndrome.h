@@ -48,6 +48,7 @@ enum class Syndrome : uint32_t {
   PD_BUSY = 0x51000306,        // RES_BUSY: DEALLOC_PD with mkeys, QPs or SRQs alive on it
   TD_EXHAUSTED = 0x51000307,   // NO_RES_ERR
   TD_UNKNOWN = 0x51000308,     // BAD_RES_ERR: no such transport domain
+  TD_BUSY = 0x51000309,        // RES_BUSY: DEALLOC_TRANSPORT_DOMAIN while a TIS or TIR names it
   // MEMIC.
   MEMIC_UNSUPPORTED = 0x51000401,  // BAD_OP_ERR: device_mem_cap.memic is 0
   MEMIC_SIZE = 0x51000402,         // BAD_PARAM_ERR: memic_size 0, not a multiple of 64, too big
@@ -120,6 +121,9 @@ enum class Syndrome : uint32_t {
   CQ_BUSY = 0x51000810,             // RES_BUSY: DESTROY_CQ while a QP or SRQ uses it
   CQ_RESIZE_UNSUPPORTED = 0x51000811,  // BAD_PARAM_ERR: MODIFY_CQ resize (cq_resize is 0)
   CQ_MODIFY_FIELD = 0x51000812,     // BAD_PARAM_ERR: modify_field_select names a field not modifiable
+  CQ_RESIZE_OUTSTANDING = 0x51000813,  // BAD_SIZE_OUTS_CQES_ERR: resize to fewer CQEs than are unpolled, or
+                                       // the old ring has no slot left for the resize CQE
+  CQ_RESIZE_STATE = 0x51000814,     // BAD_PARAM_ERR: resize of a CQ in error (overflowed)
   // Queue pairs.
   QP_ST_UNSUPPORTED = 0x51000901,   // BAD_PARAM_ERR: qpc.st not RC, UC or UD
   QP_UNSUPPORTED = 0x51000902,      // BAD_PARAM_ERR: a feature not advertised (qpc_ext, input_qpn,
@@ -171,6 +175,43 @@ enum class Syndrome : uint32_t {
   SRQ_UNKNOWN = 0x51000a0f,         // BAD_RES_ERR: no such SRQ
   SRQ_BUSY = 0x51000a10,            // RES_BUSY: DESTROY_SRQ while a QP receives from it
   SRQ_LWM = 0x51000a11,             // BAD_PARAM_ERR: ARM_RQ limit not below the SRQ's WQE count
+  // Ethernet work queues and transport objects (SQ, RQ, TIS, TIR) a raw packet QP is built of.
+  WQ_UNSUPPORTED = 0x51000b01,  // BAD_PARAM_ERR: an SQ/RQ feature not advertised (hairpin, umem, striding, signatures, ...)
+  WQ_TYPE = 0x51000b02,  // BAD_PARAM_ERR: wq.wq_type not cyclic
+  WQ_SIZE = 0x51000b03,  // BAD_PARAM_ERR: wq.log_wq_sz above log_max_wq_sz
+  WQ_STRIDE = 0x51000b04,  // BAD_PARAM_ERR: wq.log_wq_stride not 64 bytes (SQ) or not 16..max_wqe_sz_rq (RQ)
+  WQ_PAGE_SIZE = 0x51000b05,  // BAD_PARAM_ERR: wq.log_wq_pg_sz above the largest page
+  WQ_PAGE_OFFSET = 0x51000b06,  // BAD_PARAM_ERR: wq.page_offset not 0
+  WQ_DBR_ALIGNMENT = 0x51000b07,  // BAD_PARAM_ERR: wq.dbr_addr not 8-byte aligned
+  WQ_DBR_UNMAPPED = 0x51000b08,  // BAD_PARAM_ERR: the doorbell record not mapped in the IOMMU
+  WQ_PAS_COUNT = 0x51000b09,  // BAD_PARAM_ERR: pas[] entries differ from the pages the WQ needs
+  WQ_PAS_ENTRY = 0x51000b0a,  // BAD_PARAM_ERR: a pas[] entry not aligned to the page size
+  WQ_PAS_UNMAPPED = 0x51000b0b,  // BAD_PARAM_ERR: a pas[] page not mapped in the IOMMU
+  WQ_PD_UNKNOWN = 0x51000b0c,  // BAD_RES_ERR: wq.pd names no live PD
+  WQ_CQ_UNKNOWN = 0x51000b0d,  // BAD_RES_ERR: sqc.cqn / rqc.cqn names no live CQ
+  WQ_UAR_UNKNOWN = 0x51000b0e,  // BAD_RES_ERR: the SQ's wq.uar_page names no allocated UAR
+  WQ_STATE = 0x51000b0f,  // BAD_PARAM_ERR: a state or a device counter set at creation
+  WQ_EXHAUSTED = 0x51000b10,  // NO_RES_ERR: every queue number in use (SQs and RQs share the QP numbers)
+  SQ_TIS = 0x51000b11,  // BAD_PARAM_ERR: sqc.tis_lst_sz not 1
+  SQ_TIS_UNKNOWN = 0x51000b12,  // BAD_RES_ERR: sqc.tis_num_0 names no live TIS
+  SQ_UNKNOWN = 0x51000b13,  // BAD_RES_ERR: no such SQ
+  RQ_UNKNOWN = 0x51000b14,  // BAD_RES_ERR: no such RQ
+  RQ_MEM_TYPE = 0x51000b15,  // BAD_PARAM_ERR: rqc.mem_rq_type not inline (no RMPs)
+  RQ_BUSY = 0x51000b16,  // RES_BUSY: DESTROY_RQ while a TIR dispatches to it
+  WQ_BAD_STATE = 0x51000b17,  // BAD_RES_STATE_ERR: MODIFY_SQ/RQ current state is not the queue's
+  WQ_TRANSITION = 0x51000b18,  // BAD_PARAM_ERR: MODIFY_SQ/RQ to a state the current one cannot reach
+  WQ_MODIFY_BITMASK = 0x51000b19,  // BAD_PARAM_ERR: modify_bitmask names a field not advertised
+  TIS_UNSUPPORTED = 0x51000b1a,  // BAD_PARAM_ERR: a TIS feature not advertised (TLS, LAG affinity, prio, underlay QP)
+  TIS_TD_UNKNOWN = 0x51000b1b,  // BAD_RES_ERR: tisc.transport_domain names no live transport domain
+  TIS_EXHAUSTED = 0x51000b1c,  // NO_RES_ERR: every TIS number in use
+  TIS_UNKNOWN = 0x51000b1d,  // BAD_RES_ERR: no such TIS
+  TIS_BUSY = 0x51000b1e,  // RES_BUSY: DESTROY_TIS while an SQ sends through it
+  TIR_UNSUPPORTED = 0x51000b1f,  // BAD_PARAM_ERR: a TIR feature not advertised (LRO, TLS, hashing, tunneled offload)
+  TIR_INDIRECT = 0x51000b20,  // BAD_PARAM_ERR: tirc.disp_type indirect (no RQ tables)
+  TIR_RQ_UNKNOWN = 0x51000b21,  // BAD_RES_ERR: tirc.inline_rqn names no live RQ
+  TIR_TD_UNKNOWN = 0x51000b22,  // BAD_RES_ERR: tirc.transport_domain names no live transport domain
+  TIR_EXHAUSTED = 0x51000b23,  // NO_RES_ERR: every TIR number in use
+  TIR_UNKNOWN = 0x51000b24,  // BAD_RES_ERR: no such TIR
 };
 
 constexpr const char* SyndromeName(uint32_t s) {
@@ -274,6 +315,8 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(CQ_BUSY)
     ONCHIP_SIM_SYNDROME(CQ_RESIZE_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(CQ_MODIFY_FIELD)
+    ONCHIP_SIM_SYNDROME(CQ_RESIZE_OUTSTANDING)
+    ONCHIP_SIM_SYNDROME(CQ_RESIZE_STATE)
     ONCHIP_SIM_SYNDROME(QP_ST_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(QP_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(QP_STATE)
@@ -320,6 +363,43 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(SRQ_UNKNOWN)
     ONCHIP_SIM_SYNDROME(SRQ_BUSY)
     ONCHIP_SIM_SYNDROME(SRQ_LWM)
+    ONCHIP_SIM_SYNDROME(TD_BUSY)
+    ONCHIP_SIM_SYNDROME(WQ_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(WQ_TYPE)
+    ONCHIP_SIM_SYNDROME(WQ_SIZE)
+    ONCHIP_SIM_SYNDROME(WQ_STRIDE)
+    ONCHIP_SIM_SYNDROME(WQ_PAGE_SIZE)
+    ONCHIP_SIM_SYNDROME(WQ_PAGE_OFFSET)
+    ONCHIP_SIM_SYNDROME(WQ_DBR_ALIGNMENT)
+    ONCHIP_SIM_SYNDROME(WQ_DBR_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(WQ_PAS_COUNT)
+    ONCHIP_SIM_SYNDROME(WQ_PAS_ENTRY)
+    ONCHIP_SIM_SYNDROME(WQ_PAS_UNMAPPED)
+    ONCHIP_SIM_SYNDROME(WQ_PD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(WQ_CQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(WQ_UAR_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(WQ_STATE)
+    ONCHIP_SIM_SYNDROME(WQ_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(SQ_TIS)
+    ONCHIP_SIM_SYNDROME(SQ_TIS_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(SQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(RQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(RQ_MEM_TYPE)
+    ONCHIP_SIM_SYNDROME(RQ_BUSY)
+    ONCHIP_SIM_SYNDROME(WQ_BAD_STATE)
+    ONCHIP_SIM_SYNDROME(WQ_TRANSITION)
+    ONCHIP_SIM_SYNDROME(WQ_MODIFY_BITMASK)
+    ONCHIP_SIM_SYNDROME(TIS_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(TIS_TD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(TIS_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(TIS_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(TIS_BUSY)
+    ONCHIP_SIM_SYNDROME(TIR_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(TIR_INDIRECT)
+    ONCHIP_SIM_SYNDROME(TIR_RQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(TIR_TD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(TIR_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(TIR_UNKNOWN)
 #undef ONCHIP_SIM_SYNDROME
   }
   return "UNKNOWN";

@@ -17,12 +17,27 @@ Result<std::unique_ptr<SimBus>> SimBus::Open(vpci::Function& function) {
     return Fail(EINVAL, "sim bus: function has no usable BAR0");
   void* p = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar.fd, 0);
   if (p == MAP_FAILED) return Fail(errno, "sim bus: mmap BAR0");
-  return std::unique_ptr<SimBus>(new SimBus(function, static_cast<std::byte*>(p), bar.size));
+  return std::unique_ptr<SimBus>(
+      new SimBus(function, static_cast<std::byte*>(p), bar.size, kDefaultIovaBase));
 }
 
 Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> function) {
   if (!function) return Fail(EINVAL, "sim bus: no function");
   ONCHIP_TRY(std::unique_ptr<SimBus> bus, Open(*function));
+  bus->owned_ = std::move(function);
+  return bus;
+}
+
+Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> function,
+                                             uint64_t iova_base) {
+  if (!function) return Fail(EINVAL, "sim bus: no function");
+  const vpci::SharedMemory bar = function->bar0();
+  if (bar.fd < 0 || bar.size == 0 || bar.size % kPageSize != 0)
+    return Fail(EINVAL, "sim bus: function has no usable BAR0");
+  void* p = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar.fd, 0);
+  if (p == MAP_FAILED) return Fail(errno, "sim bus: mmap BAR0");
+  std::unique_ptr<SimBus> bus(
+      new SimBus(*function, static_cast<std::byte*>(p), bar.size, iova_base));
   bus->owned_ = std::move(function);
   return bus;
 }

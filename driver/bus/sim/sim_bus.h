@@ -23,6 +23,10 @@ class SimBus final : public Bus {
   static Result<std::unique_ptr<SimBus>> Open(vpci::Function& function);
   // The same over a function the bus owns: it is destroyed after the bus has unmapped BAR0.
   static Result<std::unique_ptr<SimBus>> Open(std::unique_ptr<vpci::Function> function);
+  // The same with IOVAs handed out from `iova_base` up: a function shared with other processes
+  // (a device daemon) gives each client its own window.
+  static Result<std::unique_ptr<SimBus>> Open(std::unique_ptr<vpci::Function> function,
+                                              uint64_t iova_base);
   ~SimBus() override;
 
   std::byte* bar0() const override { return bar0_; }
@@ -40,15 +44,16 @@ class SimBus final : public Bus {
   Result<void> UnmapHost(uint64_t iova, uint64_t length) override;
 
  private:
-  SimBus(vpci::Function& function, std::byte* bar0, uint64_t size)
-      : function_(function), bar0_(bar0), bar0_size_(size) {}
+  SimBus(vpci::Function& function, std::byte* bar0, uint64_t size, uint64_t iova_base)
+      : function_(function), bar0_(bar0), bar0_size_(size), iova_(iova_base) {}
+  static constexpr uint64_t kDefaultIovaBase = uint64_t{1} << 32;
 
   std::unique_ptr<vpci::Function> owned_;  // destroyed last, after the destructor's munmap
   vpci::Function& function_;
   std::byte* bar0_;
   uint64_t bar0_size_;
   // 2^64 bytes of IOVA space outlast any run.
-  IovaSpace iova_{uint64_t{1} << 32};
+  IovaSpace iova_;
 };
 
 }  // namespace onchip::driver::bus

@@ -1,6 +1,7 @@
 // Completion queues on the software ConnectX: CREATE_CQ as libmlx5 and mlx5_ib size and check
 // it, the ring and doorbell record the device is told about, the extended CQ's attribute
-// checks, parent-domain memory with the CQ and DBR resource types, and teardown.
+// checks, parent-domain memory with the CQ and DBR resource types (a resize's ring too), a
+// refused resize, moderation through ibv_modify_cq, and teardown.
 #include <infiniband/mlx5dv.h>
 
 #include <cerrno>
@@ -208,8 +209,17 @@ TEST_F(CqTest, ParentDomainAllocatorSeesTheCqAndDbrTypes) {
   EXPECT_EQ(uint8_t(c->cqe(0)[63]), prm::kCqeInitialOpOwn);
   EXPECT_EQ(static_cast<const uint32_t*>(c->doorbell.data())[0], 0u);
   EXPECT_EQ(v::dealloc_pd(pad), EBUSY);  // the CQ's memory came through it
+  // A resize takes its ring from the same allocator, then gives the old one back.
+  ASSERT_EQ(v::resize_cq(ibv_cq_ex_to_cq(cq), 200), 0);
+  EXPECT_EQ(cq->cqe, 255);
+  ASSERT_EQ(recorder.allocs.size(), 3u);
+  EXPECT_EQ(recorder.allocs[2].type, MLX5DV_RES_TYPE_CQ);
+  EXPECT_EQ(c->ring.data(), recorder.allocs[2].ptr);
+  ASSERT_EQ(recorder.frees.size(), 1u);
+  EXPECT_EQ(recorder.frees[0], MLX5DV_RES_TYPE_CQ);
+  EXPECT_EQ(QueryCq(c->cqn, 4).get(prm::query_cq_out::pas[0]), c->ring.iova());
   EXPECT_EQ(v::destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
-  EXPECT_EQ(recorder.frees.size(), 2u);
+  EXPECT_EQ(recorder.frees.size(), 3u);
   EXPECT_EQ(v::dealloc_pd(pad), 0);
   EXPECT_EQ(v::dealloc_pd(pd), 0);
 }
@@ -220,6 +230,66 @@ TEST_F(CqTest, AFirmwareRefusalLeavesNothing) {
   EXPECT_EQ(v::create_cq(verbs_, 8, nullptr, 0), nullptr);
   EXPECT_NE(errno, 0);
   EXPECT_EQ(sim_->counters().cqs, 0u);
+}
+
+TEST_F(CqTest, ARefusedResizeLeavesTheCqAsItWas) {
+  ibv_cq* cq = v::create_cq(verbs_, 8, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  const driver::Cq* c = driver::Cq::From(cq);
+  const void* ring = c->ring.data();
+  sim_->firmware().InjectFailure({.count = 1, .opcode = prm::MODIFY_CQ});
+  EXPECT_NE(v::resize_cq(cq, 100), 0);
+  EXPECT_EQ(cq->cqe, 15);
+  EXPECT_EQ(c->ring.data(), ring);
+  EXPECT_EQ(QueryCq(c->cqn).get(Ctx::log_cq_size), 4u);
+  // It still resizes afterwards.
+  ASSERT_EQ(v::resize_cq(cq, 100), 0);
+  EXPECT_EQ(cq->cqe, 127);
+  EXPECT_EQ(QueryCq(c->cqn, 2).get(Ctx::log_cq_size), 7u);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
+}
+
+TEST_F(CqTest, ResizeWithoutTheDevicesCqResizeIsEopnotsupp) {
+  sim::DeviceConfig config;
+  config.cq_resize = false;
+  Open(config);
+  ibv_cq* cq = v::create_cq(verbs_, 8, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  const auto before = sim_->counters().commands;
+  EXPECT_EQ(v::resize_cq(cq, 100), EOPNOTSUPP);
+  EXPECT_EQ(v::resize_cq(cq, 15), 0);  // the same entry count asks nothing of the device
+  EXPECT_EQ(v::resize_cq(cq, -1), EINVAL);
+  EXPECT_EQ(sim_->counters().commands, before);
+  EXPECT_EQ(cq->cqe, 15);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
+}
+
+TEST_F(CqTest, ModifyCqSetsModeration) {
+  ibv_cq* cq = v::create_cq(verbs_, 8, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  const uint32_t cqn = driver::Cq::From(cq)->cqn;
+  ibv_modify_cq_attr attr{};
+  const auto before = sim_->counters().commands;
+  EXPECT_EQ(v::modify_cq(cq, &attr), EINVAL);  // empty attr_mask
+  attr.attr_mask = IBV_CQ_ATTR_RESERVED;
+  EXPECT_EQ(v::modify_cq(cq, &attr), EINVAL);
+  attr.attr_mask = IBV_CQ_ATTR_MODERATE;
+  attr.moderate.cq_period = 4096;  // cq_period is 12 bits
+  EXPECT_EQ(v::modify_cq(cq, &attr), EINVAL);
+  EXPECT_EQ(sim_->counters().commands, before);
+  attr.moderate.cq_count = 16;
+  attr.moderate.cq_period = 4095;
+  ASSERT_EQ(v::modify_cq(cq, &attr), 0);
+  auto out = QueryCq(cqn);
+  EXPECT_EQ(out.get(Ctx::cq_max_count), 16u);
+  EXPECT_EQ(out.get(Ctx::cq_period), 4095u);
+  attr.moderate.cq_count = 0;
+  attr.moderate.cq_period = 0;
+  ASSERT_EQ(v::modify_cq(cq, &attr), 0);
+  out = QueryCq(cqn);
+  EXPECT_EQ(out.get(Ctx::cq_max_count), 0u);
+  EXPECT_EQ(out.get(Ctx::cq_period), 0u);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
 }
 
 TEST_F(CqTest, CloseReleasesALiveCq) {

@@ -1,14 +1,16 @@
 // The driver's objects carrying data on the software ConnectX: two RC QPs on one device
 // connected by the device's own RoCE v2 GID, a send into a posted receive, an RDMA write, a
 // window of type 1 bound with ibv_bind_mw and written through, a UD send through an AH into an
-// SRQ, an armed CQ's completion event in the device's EQ, and the event thread turning it into
-// a completion channel record. Everything through the verbs calls and the ops the provider installs. The MR is the
+// SRQ, an armed CQ's completion event in the device's EQ (moderated by count and by period),
+// a CQ resized over unpolled completions, and the event thread turning an event into a
+// completion channel record. Everything through the verbs calls and the ops the provider installs. The MR is the
 // device's first mkey (index 1): its key must not be 0x100, the invalid lkey that ends a receive
 // scatter list.
 #include <dirent.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "driver/rings/data_path.h"
 #include "tests/device/fixture.h"
 #include "tools/sim/wire.h"
+#include "uapi/prm/cqe.h"
 #include "uapi/prm/eqe.h"
 
 namespace onchip::testing {
@@ -204,6 +207,146 @@ TEST_F(DataPathTest, AnArmedCqReportsItsNextCompletionOnTheEq) {
   std::memcpy(cqn_bytes, eqe.data + prm::kEqeCompletionCqnOffset, 4);
   const uint32_t cqn = uint32_t{cqn_bytes[1]} << 16 | uint32_t{cqn_bytes[2]} << 8 | cqn_bytes[3];
   EXPECT_EQ(cqn, driver::Cq::From(cq_)->cqn);
+}
+
+TEST_F(DataPathTest, ResizeCqKeepsUnpolledCompletionsInOrder) {
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  auto write = [&](uint64_t wr_id) {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
+    wr.wr.rdma.rkey = mr_->rkey;
+    ibv_send_wr* bad = nullptr;
+    return rings::PostSend(a, &wr, &bad);
+  };
+  const driver::Cq* c = driver::Cq::From(cq_);
+  // Waits, without polling, until the CQE at `index` of the current ring is software's.
+  auto wait_cqe = [&](uint32_t index) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const uint8_t op_own =
+          std::atomic_ref<uint8_t>(*reinterpret_cast<uint8_t*>(c->cqe(index) + 63))
+              .load(std::memory_order_acquire);
+      if (prm::CqeOpcodeOf(op_own) != prm::MLX5_CQE_INVALID &&
+          prm::CqeOwner(op_own) == prm::CqeOwnerFor(index, c->entries()))
+        return true;
+      std::this_thread::yield();
+    }
+    return false;
+  };
+  EXPECT_EQ(cq_->cqe, 127);
+  for (uint64_t id = 1; id <= 5; ++id) ASSERT_EQ(write(id), 0);
+  ASSERT_TRUE(wait_cqe(4));
+
+  // Five unpolled completions do not fit 4 entries: EINVAL, the CQ as it was.
+  EXPECT_EQ(v::resize_cq(cq_, 3), EINVAL);
+  EXPECT_EQ(cq_->cqe, 127);
+  EXPECT_EQ(v::resize_cq(cq_, -1), EINVAL);
+  EXPECT_EQ(v::resize_cq(cq_, 0), EINVAL);
+  EXPECT_EQ(v::resize_cq(cq_, 1 << sim_->config().log_max_cq_sz), EINVAL);
+  // The same number of entries: nothing to do, no command.
+  const auto before = sim_->counters().commands;
+  EXPECT_EQ(v::resize_cq(cq_, 100), 0);
+  EXPECT_EQ(sim_->counters().commands, before);
+
+  // Shrink to 8 entries over the five: they move across, later ones land after them.
+  const void* old_ring = c->ring.data();
+  ASSERT_EQ(v::resize_cq(cq_, 5), 0);
+  EXPECT_EQ(cq_->cqe, 7);
+  EXPECT_EQ(c->entries(), 8u);
+  EXPECT_NE(c->ring.data(), old_ring);
+  for (uint64_t id = 6; id <= 7; ++id) ASSERT_EQ(write(id), 0);
+  auto wcs = Poll(cq_, 7);
+  ASSERT_EQ(wcs.size(), 7u);
+  for (std::size_t i = 0; i < wcs.size(); ++i) {
+    EXPECT_EQ(wcs[i].status, IBV_WC_SUCCESS) << i;
+    EXPECT_EQ(wcs[i].wr_id, i + 1);
+    EXPECT_EQ(wcs[i].opcode, IBV_WC_RDMA_WRITE);
+  }
+  // Past the new ring's first wrap, then grown again with two unpolled: order kept.
+  for (uint64_t id = 8; id <= 13; ++id) ASSERT_EQ(write(id), 0);
+  wcs = Poll(cq_, 6);
+  ASSERT_EQ(wcs.size(), 6u);
+  for (uint64_t id = 14; id <= 15; ++id) ASSERT_EQ(write(id), 0);
+  ASSERT_TRUE(wait_cqe(c->dp.ring.consumer_index() + 1));
+  ASSERT_EQ(v::resize_cq(cq_, 200), 0);
+  EXPECT_EQ(cq_->cqe, 255);
+  ASSERT_EQ(write(16), 0);
+  wcs = Poll(cq_, 3);
+  ASSERT_EQ(wcs.size(), 3u);
+  for (std::size_t i = 0; i < wcs.size(); ++i) EXPECT_EQ(wcs[i].wr_id, 14 + i);
+  ibv_wc extra;
+  EXPECT_EQ(rings::PollCq(cq_, 1, &extra), 0);
+}
+
+TEST_F(DataPathTest, ModeratedEventsWaitForTheCountOrThePeriod) {
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  auto write = [&](uint64_t wr_id) {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
+    wr.wr.rdma.rkey = mr_->rkey;
+    ibv_send_wr* bad = nullptr;
+    return rings::PostSend(a, &wr, &bad);
+  };
+  const driver::CompletionEq* eq = device().comp_eq();
+  ASSERT_NE(eq, nullptr);
+  // EQE `i` of the device's first pass has owner 0; the driver set every owner bit to 1.
+  auto eqe_written = [&](uint32_t i) {
+    const auto* owner = reinterpret_cast<const uint8_t*>(eq->ring() + std::size_t{i} * 64 + 63);
+    return (std::atomic_ref<const uint8_t>(*owner).load(std::memory_order_acquire) & 1) == 0;
+  };
+  auto wait_eqe = [&](uint32_t i) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!eqe_written(i) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return eqe_written(i);
+  };
+
+  // Three completions per event, no period: two completions raise nothing, the third does.
+  ibv_modify_cq_attr moderation{};
+  moderation.attr_mask = IBV_CQ_ATTR_MODERATE;
+  moderation.moderate.cq_count = 3;
+  ASSERT_EQ(v::modify_cq(cq_, &moderation), 0);
+  ASSERT_EQ(rings::ReqNotifyCq(cq_, 0), 0);
+  ASSERT_EQ(write(1), 0);
+  ASSERT_EQ(write(2), 0);
+  ASSERT_EQ(Poll(cq_, 2).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(eqe_written(0));
+  ASSERT_EQ(write(3), 0);
+  ASSERT_EQ(Poll(cq_, 1).size(), 1u);
+  EXPECT_TRUE(wait_eqe(0));
+
+  // A count never reached: the period (4 ms after the completion) raises the event.
+  moderation.moderate.cq_count = 100;
+  moderation.moderate.cq_period = 4000;
+  ASSERT_EQ(v::modify_cq(cq_, &moderation), 0);
+  rings::CqEvent(cq_);
+  ASSERT_EQ(rings::ReqNotifyCq(cq_, 0), 0);
+  const auto posted = std::chrono::steady_clock::now();
+  ASSERT_EQ(write(4), 0);
+  ASSERT_EQ(Poll(cq_, 1).size(), 1u);
+  ASSERT_TRUE(wait_eqe(1));
+  EXPECT_GE(std::chrono::steady_clock::now() - posted, std::chrono::microseconds(4000));
 }
 
 TEST_F(DataPathTest, BindMwType1AndWriteThroughIt) {

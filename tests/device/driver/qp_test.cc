@@ -147,7 +147,7 @@ TEST_F(QpTest, UdCapsAndNoReceiveRingWithAnSrq) {
 
 TEST_F(QpTest, CreateChecks) {
   const auto before = Commands();
-  ibv_qp_init_attr a = Attr(IBV_QPT_RAW_PACKET);
+  ibv_qp_init_attr a = Attr(IBV_QPT_DRIVER);
   errno = 0;
   EXPECT_EQ(v::create_qp(pd_, &a), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

@@ -36,16 +36,27 @@ void StoreBe32(std::byte* p, uint32_t v) {
 }
 }  // namespace
 
-CommandWriter::CommandWriter(Device& device) : device_(device) {
+CommandWriter::CommandWriter(Device& device)
+    : CommandWriter(device, nullptr, [](Device& d, std::byte* arena) {
+        if (!d.MapDma({kArenaIova, kArenaBytes, arena, -1, 0})) std::abort();
+        return std::vector<Piece>{{kArenaIova, kArenaBytes}};
+      }) {}
+
+CommandWriter::CommandWriter(Device& device, std::byte* arena, const ArenaMapper& map)
+    : device_(device) {
   const auto bar = device.bar0();
   bar_size_ = bar.size;
   void* p = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar.fd, 0);
   if (p == MAP_FAILED) std::abort();
   bar_ = static_cast<std::byte*>(p);
-  arena_ = static_cast<std::byte*>(std::aligned_alloc(4096, kArenaBytes));
-  std::memset(arena_, 0, kArenaBytes);
+  owns_arena_ = arena == nullptr;
+  if (owns_arena_) {
+    arena = static_cast<std::byte*>(std::aligned_alloc(4096, kArenaBytes));
+    std::memset(arena, 0, kArenaBytes);
+  }
+  arena_ = arena;
   access_ = std::make_unique<Access>(arena_);
-  if (!device.MapDma({kArenaIova, kArenaBytes, arena_, -1, 0})) std::abort();
+  pieces_ = map(device, arena_);
   // cmdq_phy_addr: high dword, then the low dword (the kernel's order).
   StoreBe32(bar_ + prm::initial_seg::cmdq_phy_addr_63_32.bit_offset / 8,
             static_cast<uint32_t>(kArenaIova >> 32));
@@ -54,8 +65,8 @@ CommandWriter::CommandWriter(Device& device) : device_(device) {
 }
 
 CommandWriter::~CommandWriter() {
-  (void)device_.UnmapDma(kArenaIova, kArenaBytes);
-  std::free(arena_);
+  for (const auto& [iova, length] : pieces_) (void)device_.UnmapDma(iova, length);
+  if (owns_arena_) std::free(arena_);
   munmap(bar_, bar_size_);
 }
 

@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "tools/sim/device.h"
@@ -45,6 +47,12 @@ class CommandWriter {
   static constexpr std::size_t kPagePoolOffset = 4 << 20;       // pages for MANAGE_PAGES
 
   explicit CommandWriter(Device& device);
+  // How a test places the arena itself: `arena` (kArenaBytes, 4 KiB aligned, zeroed) is the
+  // caller's and outlives the writer; `map` maps it into the device's IOMMU at kArenaIova (as
+  // process memory, in pieces) and returns the (iova, length) pieces, which the destructor unmaps.
+  using Piece = std::pair<uint64_t, uint64_t>;
+  using ArenaMapper = std::function<std::vector<Piece>(Device&, std::byte* arena)>;
+  CommandWriter(Device& device, std::byte* arena, const ArenaMapper& map);
   ~CommandWriter();
   CommandWriter(const CommandWriter&) = delete;
   CommandWriter& operator=(const CommandWriter&) = delete;
@@ -91,6 +99,8 @@ class CommandWriter {
   std::byte* bar_ = nullptr;
   std::size_t bar_size_ = 0;
   std::byte* arena_ = nullptr;
+  bool owns_arena_ = true;
+  std::vector<Piece> pieces_;
   std::unique_ptr<Access> access_;
   uint8_t token_ = 1;
   std::size_t next_page_ = 0;

@@ -1,7 +1,11 @@
 // CREATE/DESTROY/QUERY/MODIFY_CQ: the context and page list kept and queried back, each refusal
 // with its status and syndrome and nothing changed, ownership of the CQ, its UAR and its EQ,
-// moderation through MODIFY_CQ, resize refused, teardown.
+// moderation through MODIFY_CQ, resize (the resize CQE in the old ring, the new ring's pages,
+// the unpolled-CQE bound), teardown.
+#include <cstring>
+
 #include "tests/device/sim/queues.h"
+#include "uapi/prm/cqe.h"
 #include "uapi/prm/hca.h"
 
 namespace onchip::sim::testing {
@@ -249,10 +253,9 @@ TEST_F(CqTest, ModifyChangesModerationOnly) {
     EXPECT_TRUE(Refused(Exec(m, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::CQ_MODIFY_FIELD))
         << bit;
   }
-  auto resize = Modify(cqn, 1);
-  resize.set(prm::modify_cq_in::op_mod, prm::CQ_OPMOD_RESIZE).set(MCqc::log_cq_size, 8);
-  EXPECT_TRUE(Refused(Exec(resize, 16), CommandStatus::BAD_PARAM_ERR,
-                      Syndrome::CQ_RESIZE_UNSUPPORTED));
+  auto bad_op_mod = Modify(cqn, prm::CQ_MODIFY_COUNT);
+  bad_op_mod.set(prm::modify_cq_in::op_mod, 2);
+  EXPECT_TRUE(Refused(Exec(bad_op_mod, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
   auto reserved = Modify(cqn, prm::CQ_MODIFY_COUNT);
   reserved.set(prm::Field<MCqc::bit_offset + 0x20, 32, "cqc.reserved_at_20">{}, 1);
   EXPECT_TRUE(Refused(Exec(reserved, 16), CommandStatus::BAD_PARAM_ERR,
@@ -263,6 +266,85 @@ TEST_F(CqTest, ModifyChangesModerationOnly) {
   EXPECT_EQ(q.get(QCqc::log_cq_size), 7u);
   EXPECT_TRUE(Refused(Exec(Modify(cqn + 1, prm::CQ_MODIFY_COUNT), 16),
                       CommandStatus::BAD_RES_ERR, Syndrome::CQ_UNKNOWN));
+}
+
+constexpr uint32_t kAllResizeFields = prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE |
+                                      prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET |
+                                      prm::MLX5_MODIFY_CQ_MASK_PG_SIZE;
+
+TEST_F(CqTest, ResizeSwitchesRingsAtAResizeCqe) {
+  // 128 CQEs in two pages at kQueueIova; the new rings lie past them.
+  const uint32_t cqn = NewCq(eqn_);
+  constexpr uint64_t kBigRing = kQueueIova + 4 * 4096;  // 256 CQEs, four pages
+  constexpr uint64_t kTinyRing = kQueueIova + 8 * 4096;  // 1 CQE, one page
+  auto resize = [&](uint32_t log_size, uint64_t iova, uint32_t pages, uint32_t select = kAllResizeFields) {
+    auto in = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, pages * 8);
+    in.set(prm::modify_cq_in::op_mod, prm::CQ_OPMOD_RESIZE)
+        .set(prm::modify_cq_in::cqn, cqn)
+        .set(prm::modify_cq_in::modify_field_select_resize_field_select, select)
+        .set(MCqc::log_cq_size, log_size);
+    for (uint32_t i = 0; i < pages; ++i)
+      in.set(prm::modify_cq_in::pas[i], iova + uint64_t{i} * 4096);
+    return Exec(in, 16);
+  };
+  std::memset(w_->host(kDbrIova), 0, 8);
+  std::memset(w_->host(kQueueIova), 0, 12 * 4096);
+
+  // Refusals change nothing: a page too few, a select bit resize does not take.
+  EXPECT_TRUE(Refused(resize(8, kBigRing, 3), CommandStatus::BAD_PARAM_ERR, Syndrome::CQ_PAS_COUNT));
+  EXPECT_TRUE(Refused(resize(8, kBigRing, 4, kAllResizeFields | (1u << 3)), CommandStatus::BAD_PARAM_ERR,
+                      Syndrome::CQ_MODIFY_FIELD));
+  EXPECT_TRUE(Refused(resize(23, kBigRing, 4), CommandStatus::BAD_PARAM_ERR, Syndrome::CQ_SIZE));
+  EXPECT_TRUE(Refused(resize(8, kUnmappedIova, 4), CommandStatus::BAD_PARAM_ERR,
+                      Syndrome::CQ_PAS_UNMAPPED));
+  EXPECT_EQ(QueryCq(cqn).get(QCqc::producer_counter), 0u);
+
+  // Grow: the resize CQE takes count 0 in the old ring (first pass: owner 0).
+  ASSERT_TRUE(Ok(resize(8, kBigRing, 4)));
+  EXPECT_EQ(uint8_t(w_->host(kQueueIova)[63]), prm::CqeOpOwn(prm::MLX5_CQE_RESIZE_CQ, false));
+  auto q = QueryCq(cqn);
+  EXPECT_EQ(q.get(QCqc::log_cq_size), 8u);
+  EXPECT_EQ(q.get(QCqc::producer_counter), 1u);
+  EXPECT_EQ(q.get(prm::query_cq_out::pas[0]), kBigRing);
+  EXPECT_EQ(q.get(prm::query_cq_out::pas[3]), kBigRing + 3 * 4096);
+
+  // Software has not consumed the resize CQE: one unpolled CQE does not fit a 1-CQE ring.
+  EXPECT_TRUE(Refused(resize(0, kTinyRing, 1), CommandStatus::BAD_SIZE_OUTS_CQES_ERR,
+                      Syndrome::CQ_RESIZE_OUTSTANDING));
+  // Consumer index 1 (big-endian in the record's first word): now it does.
+  const uint8_t ci_one[4] = {0, 0, 0, 1};
+  std::memcpy(w_->host(kDbrIova), ci_one, 4);
+  ASSERT_TRUE(Ok(resize(0, kTinyRing, 1)));
+  // Count 1 in the 256-CQE ring: slot 1, still the first pass.
+  EXPECT_EQ(uint8_t(w_->host(kBigRing + 64)[63]), prm::CqeOpOwn(prm::MLX5_CQE_RESIZE_CQ, false));
+  q = QueryCq(cqn);
+  EXPECT_EQ(q.get(QCqc::log_cq_size), 0u);
+  EXPECT_EQ(q.get(QCqc::producer_counter), 2u);
+  EXPECT_EQ(q.get(prm::query_cq_out::pas[0]), kTinyRing);
+  EXPECT_EQ(sim_->firmware().CheckInvariants(), nullptr);
+  ASSERT_TRUE(Ok(DestroyCq(cqn)));
+}
+
+class NoResizeCqTest : public CqTest {
+ protected:
+  DeviceConfig Config() const override {
+    DeviceConfig c;
+    c.cq_resize = false;
+    return c;
+  }
+};
+
+TEST_F(NoResizeCqTest, ResizeIsRefusedWithoutTheCapability) {
+  const uint32_t cqn = NewCq(eqn_);
+  auto in = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, 8);
+  in.set(prm::modify_cq_in::cqn, cqn)
+      .set(prm::modify_cq_in::modify_field_select_resize_field_select, kAllResizeFields)
+      .set(MCqc::log_cq_size, 6)
+      .set(prm::modify_cq_in::pas[0], kQueueIova + 4 * 4096);
+  EXPECT_TRUE(Refused(Exec(in, 16), CommandStatus::BAD_PARAM_ERR,
+                      Syndrome::CQ_RESIZE_UNSUPPORTED));
+  EXPECT_EQ(QueryCq(cqn).get(QCqc::log_cq_size), 7u);
+  ASSERT_TRUE(Ok(DestroyCq(cqn)));
 }
 
 TEST_F(CqTest, TeardownRefusesLiveCqsAndForceFreesThem) {

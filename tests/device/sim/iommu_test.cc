@@ -1,9 +1,17 @@
-// The IOMMU: mapping rules, bounds, and mappings changing under running commands.
+// The IOMMU: mapping rules, bounds, mappings changing under running commands, and process
+// memory (another process's anonymous memory reached by copying).
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "tests/device/sim/memory_child.h"
 #include "tests/device/sim/sim_fixture.h"
 #include "tools/sim/iommu.h"
 #include "uapi/prm/opcodes.h"
@@ -66,6 +74,177 @@ TEST(IommuTest, ReadWriteCopyOnlyInsideMappings) {
   EXPECT_TRUE(m.Read(0x10ff8, r));
   EXPECT_EQ(r[1], std::byte{2});
   EXPECT_FALSE(m.Read(0x11000, r));
+}
+
+uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+TEST(IommuProcessTest, MapRules) {
+  Iommu m;
+  Buffer b(4 * 4096);
+  const pid_t self = getpid();
+  EXPECT_EQ(m.MapProcess(0x1000, 0, self, Addr(b.p)).error().errno_value(), EINVAL);
+  EXPECT_EQ(m.MapProcess(0x1001, 4096, self, Addr(b.p)).error().errno_value(), EINVAL);
+  EXPECT_EQ(m.MapProcess(0x1000, 4096, self, Addr(b.p) + 8).error().errno_value(), EINVAL);
+  EXPECT_EQ(m.MapProcess(0x1000, 4096, self, 0).error().errno_value(), EINVAL);
+  EXPECT_EQ(m.MapProcess(0x1000, 4096, 0, Addr(b.p)).error().errno_value(), EINVAL);
+  ASSERT_TRUE(m.MapProcess(0x2000, 2 * 4096, self, Addr(b.p)));
+  // One address space of both kinds: overlaps are refused either way round.
+  EXPECT_EQ(m.Map({0x3000, 4096, b.p}).error().errno_value(), EINVAL);
+  EXPECT_EQ(m.MapProcess(0x1000, 2 * 4096, self, Addr(b.p)).error().errno_value(), EINVAL);
+  ASSERT_TRUE(m.Map({0x4000, 4096, b.p + 2 * 4096}));
+  EXPECT_EQ(m.MapProcess(0x4000, 4096, self, Addr(b.p)).error().errno_value(), EINVAL);
+  // An address the process does not have.
+  void* gone = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(gone, MAP_FAILED);
+  munmap(gone, 4096);
+  EXPECT_EQ(m.MapProcess(0x8000, 4096, self, Addr(gone)).error().errno_value(), EFAULT);
+  // A process that no longer exists.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_EQ(m.MapProcess(0x8000, 4096, child, Addr(b.p)).error().errno_value(), ESRCH);
+  EXPECT_EQ(m.mapping_count(), 2u);
+  ASSERT_TRUE(m.Unmap(0x2000, 2 * 4096));
+  EXPECT_EQ(m.mapping_count(), 1u);
+}
+
+TEST(IommuProcessTest, OwnPidIsReachedByCopyingOnly) {
+  Iommu m;
+  Buffer b(2 * 4096);
+  ASSERT_TRUE(m.MapProcess(0x10000, 2 * 4096, getpid(), Addr(b.p)));
+  Iommu::Access acc(m);
+  EXPECT_EQ(acc.Translate(0x10000, 8), nullptr);  // no pointer into process memory
+  EXPECT_TRUE(acc.Mapped(0x10000, 2 * 4096));
+  EXPECT_FALSE(acc.Mapped(0x10000, 2 * 4096 + 1));
+  const auto v = PatternBytes(100, 5);
+  EXPECT_TRUE(acc.Write(0x10ff0, v));  // across the page boundary
+  EXPECT_EQ(std::memcmp(b.p + 0xff0, v.data(), v.size()), 0);
+  std::vector<std::byte> r(100);
+  EXPECT_TRUE(acc.Read(0x10ff0, r));
+  EXPECT_EQ(r, v);
+  EXPECT_FALSE(acc.Read(0x11fa0, r));  // past the mapping's end: nothing copied
+  EXPECT_FALSE(acc.Write(0x11fa0, v));
+  EXPECT_EQ(b.p[0x1fa0], std::byte{0});
+}
+
+// The child's copy of `b` is a different page from ours after fork: the device reaching the
+// child's pid changes the child's bytes and not ours.
+TEST(IommuProcessTest, ForkedChildsMemoryThenTheChildDies) {
+  Iommu m;
+  Buffer b(2 * 4096);
+  MemoryChild child;
+  ASSERT_TRUE(m.MapProcess(0x40000, 2 * 4096, child.pid(), Addr(b.p)));
+  const auto v = PatternBytes(300, 9);
+  ASSERT_TRUE(m.Write(0x40f00, v));
+  EXPECT_EQ(child.Sum(b.p + 0xf00, v.size()), Checksum(v));
+  EXPECT_EQ(b.p[0xf00 + 1], std::byte{0});  // our copy untouched
+  child.Fill(b.p + 0x1000, 64, 3);
+  std::vector<std::byte> r(64);
+  ASSERT_TRUE(m.Read(0x41000, r));
+  EXPECT_EQ(r, PatternBytes(64, 3));
+  {
+    Iommu::Access acc(m);
+    // Handover: body, then the ownership byte.
+    std::vector<std::byte> cqe(64, std::byte{0x5a});
+    cqe[63] = std::byte{1};
+    ASSERT_TRUE(acc.WriteHandover(0x40040, cqe));
+    EXPECT_EQ(child.Sum(b.p + 0x40, 64), Checksum(cqe));
+    auto word = acc.LoadAcquire32(0x41000);
+    ASSERT_TRUE(word);
+    uint32_t expect;
+    std::memcpy(&expect, r.data(), 4);
+    EXPECT_EQ(*word, expect);
+    EXPECT_FALSE(acc.LoadAcquire32(0x41002));  // misaligned
+    // Fetch-and-add and a compare-and-swap that misses, then one that hits.
+    ASSERT_TRUE(acc.Write(0x41008, std::as_bytes(std::span<const uint64_t>(std::array<uint64_t, 1>{40}))));
+    EXPECT_EQ(acc.Update64(0x41008, [](uint64_t w) { return w + 2; }), 40u);
+    EXPECT_EQ(child.Load64(b.p + 0x1008), 42u);
+    EXPECT_EQ(acc.Update64(0x41008, [](uint64_t w) { return w == 7 ? 9 : w; }), 42u);
+    EXPECT_EQ(acc.Update64(0x41008, [](uint64_t w) { return w == 42 ? 9 : w; }), 42u);
+    EXPECT_EQ(child.Load64(b.p + 0x1008), 9u);
+    EXPECT_FALSE(acc.Update64(0x41004, [](uint64_t w) { return w; }));  // misaligned
+  }
+  child.Kill();
+  // The target is gone: every access fails, none crashes, the mapping stays until unmapped.
+  EXPECT_FALSE(m.Read(0x40000, r));
+  EXPECT_FALSE(m.Write(0x40000, v));
+  {
+    Iommu::Access acc(m);
+    EXPECT_FALSE(acc.WriteHandover(0x40040, r));
+    EXPECT_FALSE(acc.LoadAcquire32(0x41000));
+    EXPECT_FALSE(acc.Update64(0x41008, [](uint64_t w) { return w + 1; }));
+    EXPECT_TRUE(acc.Mapped(0x40000, 4096));
+  }
+  EXPECT_TRUE(m.Unmap(0x40000, 2 * 4096));
+}
+
+// Removes `cap` from this process's effective, permitted and inheritable sets.
+bool DropCapability(int cap) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  const uint32_t bit = 1u << (cap % 32);
+  data[cap / 32].effective &= ~bit;
+  data[cap / 32].permitted &= ~bit;
+  data[cap / 32].inheritable &= ~bit;
+  return syscall(SYS_capset, &header, data) == 0;
+}
+
+// The kernel refuses process_vm_readv without ptrace access: EPERM at map time, with the remedy
+// in the message. As root, a forked helper drops to another uid (or, where no other uid exists,
+// as in a user namespace mapping only root, gives up CAP_SYS_PTRACE, which its target still
+// holds) and maps our memory; as another user, the target makes itself non-dumpable.
+TEST(IommuProcessTest, RefusedWithoutPtraceAccessIsEpermAtMapTime) {
+  Buffer b(4096);
+  if (geteuid() == 0) {
+    const pid_t target = getpid();
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t helper = fork();
+    if (helper == 0) {
+      int answer = -1;
+      if ((setgroups(0, nullptr) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+           setresuid(65534, 65534, 65534) == 0) ||
+          DropCapability(CAP_SYS_PTRACE)) {
+        Iommu m;
+        auto r = m.MapProcess(0x1000, 4096, target, Addr(b.p));
+        answer = r ? 0 : r.error().errno_value();
+        if (!r && std::strstr(r.error().what(), "PR_SET_PTRACER") == nullptr) answer = -2;
+      }
+      (void)!write(fds[1], &answer, sizeof answer);
+      _exit(0);
+    }
+    ASSERT_GT(helper, 0);
+    close(fds[1]);
+    int answer = -3;
+    ASSERT_EQ(read(fds[0], &answer, sizeof answer), static_cast<ssize_t>(sizeof answer));
+    close(fds[0]);
+    waitpid(helper, nullptr, 0);
+    if (answer == -1) GTEST_SKIP() << "can neither switch to another uid nor drop CAP_SYS_PTRACE";
+    EXPECT_EQ(answer, EPERM) << "(-2: the message names no remedy)";
+    return;
+  }
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t target = fork();
+  if (target == 0) {
+    prctl(PR_SET_DUMPABLE, 0);
+    (void)!write(fds[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(fds[0], &c, 1), 1);
+  Iommu m;
+  auto r = m.MapProcess(0x1000, 4096, target, Addr(b.p));
+  kill(target, SIGKILL);
+  waitpid(target, nullptr, 0);
+  close(fds[0]);
+  close(fds[1]);
+  if (r) GTEST_SKIP() << "this process may trace a non-dumpable process (CAP_SYS_PTRACE)";
+  EXPECT_EQ(r.error().errno_value(), EPERM);
+  EXPECT_NE(std::strstr(r.error().what(), "PR_SET_PTRACER"), nullptr);
 }
 
 class IommuDeviceTest : public SimTest {};

@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include <unistd.h>
+
 #include "tools/sim/bar.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
@@ -64,6 +66,7 @@ struct Harness {
   Firmware firmware;
   Engine engine;
   uint32_t uar = 0, pd = 0, eqn = 0, srqn = 0;
+  bool quiet_timers = false;
   std::array<uint32_t, 2> cqn{};
   std::array<uint32_t, kQps> qpn{};
   std::array<uint32_t, kQps> sq_counter{};
@@ -92,10 +95,16 @@ struct Harness {
     return prm::Get(std::span<const std::byte>(out), f);
   }
 
-  void Setup() {
-    if (!iommu.Map({kArena, kArenaBytes, arena(), -1, 0})) Broken("map arena");
+  void Setup(const EngineFuzzOptions& options) {
+    const HostMemory memory = options.memory;
+    quiet_timers = options.quiet_timers;
     const uint32_t n = config.boot_pages + config.init_pages;
-    if (!iommu.Map({kPagesIova, uint64_t{n} * 4096, Align(pages_storage), -1, 0})) Broken("map pages");
+    auto map = [&](uint64_t iova, uint64_t length, std::byte* host) {
+      if (memory == HostMemory::kPointer) return iommu.Map({iova, length, host, -1, 0});
+      return iommu.MapProcess(iova, length, getpid(), reinterpret_cast<uint64_t>(host));
+    };
+    if (!map(kArena, kArenaBytes, arena())) Broken("map arena");
+    if (!map(kPagesIova, uint64_t{n} * 4096, Align(pages_storage))) Broken("map pages");
     Must(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16, "ENABLE_HCA");
     auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
     issi.set(prm::set_issi_in::current_issi, 1);
@@ -214,7 +223,8 @@ struct Harness {
     if (st == prm::QP_ST_RC) {
       const Gid gid = engine.gids()[3];
       b.set(Ctx::remote_qpn, remote).set(Ctx::next_rcv_psn, 7).set(Ctx::log_rra_max, 4)
-          .set(Ctx::min_rnr_nak, 1).set(Ctx::primary_address_path.vhca_port_num, 1)
+          .set(Ctx::min_rnr_nak, quiet_timers ? 0 : 1)
+          .set(Ctx::primary_address_path.vhca_port_num, 1)
           .set(Ctx::primary_address_path.src_addr_index, 3)
           .set(Ctx::primary_address_path.hop_limit, 64);
       for (int i = 0; i < 16; ++i) b.set(Ctx::primary_address_path.rgid_rip[i], gid[i]);
@@ -224,7 +234,7 @@ struct Harness {
     c.set(prm::rtr2rts_qp_in::qpn, qp).set(Ctx::next_send_psn, 7);
     if (st == prm::QP_ST_RC)
       c.set(Ctx::retry_count, 1).set(Ctx::rnr_retry, 1).set(Ctx::log_sra_max, 4)
-          .set(Ctx::primary_address_path.ack_timeout, 1);
+          .set(Ctx::primary_address_path.ack_timeout, quiet_timers ? 0 : 1);
     Must(c, 16, "RTR2RTS");
   }
 
@@ -247,12 +257,13 @@ struct Reader {
 
 }  // namespace
 
-EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size) {
+EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size,
+                            const EngineFuzzOptions& options) {
   EngineFuzzResult result;
   auto bar = Bar0::Create(DeviceConfig{});
   if (!bar) Broken("bar0");
   Harness h(std::move(*bar));
-  h.Setup();
+  h.Setup(options);
   Reader in{data, size};
   while (in.more()) {
     switch (in.u8() % 6) {

@@ -30,7 +30,19 @@ struct EngineFuzzResult {
   int errors = 0;  // QPs in the error state at the end
 };
 
+// How the harness maps its host memory: as pointer memory (Iommu::Map), or as process memory of
+// this process's own pid (Iommu::MapProcess), where every device access copies.
+enum class HostMemory { kPointer, kProcess };
+struct EngineFuzzOptions {
+  HostMemory memory = HostMemory::kPointer;
+  // The RC QPs get ack_timeout 0 (wait forever) and min_rnr_nak 0 (655 ms) instead of timers of
+  // microseconds: no timer fires during an input, so its result cannot depend on how fast the
+  // engine runs (copying process memory is slower), and the two kinds of memory can be compared.
+  bool quiet_timers = false;
+};
+
 // Runs one input; aborts if the device breaks an invariant.
-EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size);
+EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size,
+                            const EngineFuzzOptions& options = {});
 
 }  // namespace onchip::sim::fuzz

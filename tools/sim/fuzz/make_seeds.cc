@@ -20,6 +20,7 @@
 #include "uapi/prm/resources.h"
 #include "uapi/prm/srq.h"
 #include "uapi/prm/sw_icm.h"
+#include "uapi/prm/wq.h"
 
 namespace {
 
@@ -280,6 +281,91 @@ int main(int argc, char** argv) {
     AddRaw(s, dq.bytes(), 16);
     AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);
     Write(dir, "raw_qps", s);
+  }
+  {  // Raw mode: a raw packet QP's objects (TIS, SQ, RQ, TIR) on a CQ, moved, queried, torn down.
+    std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
+    constexpr uint32_t kUar = 8;  // the object set's UAR, transport domain and PD
+    constexpr uint32_t kTd = 1;
+    constexpr uint32_t kPd = 1;
+    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
+        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
+        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
+    AddRaw(s, eq.bytes(), 16);
+    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
+        .set(prm::create_cq_in::cq_context.uar_page, kUar)
+        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
+        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
+    AddRaw(s, cq.bytes(), 16);
+    auto tis = Cmd<prm::create_tis_in>(prm::CREATE_TIS);
+    tis.set(prm::tisc_bits<prm::create_tis_in::ctx.bit_offset>::transport_domain, kTd);
+    AddRaw(s, tis.bytes(), 16);
+    using SqC = prm::sqc_bits<prm::create_sq_in::ctx.bit_offset>;
+    using SqW = prm::wq_bits<SqC::wq.bit_offset>;
+    auto sq = Cmd<prm::create_sq_in>(prm::CREATE_SQ, 0, 8);  // 64 basic blocks: one page
+    sq.set(SqC::flush_in_error_en, 1).set(SqC::tis_lst_sz, 1).set(SqC::tis_num_0, 1)
+        .set(SqW::wq_type, prm::WQ_TYPE_CYCLIC).set(SqW::pd, kPd).set(SqW::uar_page, kUar)
+        .set(SqW::dbr_addr, kArenaIova + 0xf040).set(SqW::log_wq_stride, 6)
+        .set(SqW::log_wq_sz, 6)
+        .set(prm::Element<64>{prm::create_sq_in::size_bits, "pas"}, kArenaIova + 0xa000);
+    AddRaw(s, sq.bytes(), 16);
+    using RqC = prm::rqc_bits<prm::create_rq_in::ctx.bit_offset>;
+    using RqW = prm::wq_bits<RqC::wq.bit_offset>;
+    auto rq = Cmd<prm::create_rq_in>(prm::CREATE_RQ, 0, 8);  // 16 x 64 B: one page
+    rq.set(RqC::vsd, 1).set(RqW::wq_type, prm::WQ_TYPE_CYCLIC).set(RqW::pd, kPd)
+        .set(RqW::dbr_addr, kArenaIova + 0xf040).set(RqW::log_wq_stride, 6)
+        .set(RqW::log_wq_sz, 4)
+        .set(prm::Element<64>{prm::create_rq_in::size_bits, "pas"}, kArenaIova + 0xb000);
+    AddRaw(s, rq.bytes(), 16);
+    // The SQ and RQ take QP numbers 2 and 3.
+    using TirC = prm::tirc_bits<prm::create_tir_in::ctx.bit_offset>;
+    auto tir = Cmd<prm::create_tir_in>(prm::CREATE_TIR);
+    tir.set(TirC::inline_rqn, 3).set(TirC::transport_domain, kTd).set(TirC::self_lb_block, 2);
+    AddRaw(s, tir.bytes(), 16);
+    for (uint32_t next : {prm::SQC_STATE_RDY, prm::SQC_STATE_ERR, prm::SQC_STATE_RST}) {
+      auto ms = Cmd<prm::modify_sq_in>(prm::MODIFY_SQ);
+      ms.set(prm::modify_sq_in::sqn, 2)
+          .set(prm::modify_sq_in::sq_state,
+               next == prm::SQC_STATE_RDY ? prm::SQC_STATE_RST
+               : next == prm::SQC_STATE_ERR ? prm::SQC_STATE_RDY : prm::SQC_STATE_ERR)
+          .set(prm::sqc_bits<prm::modify_sq_in::ctx.bit_offset>::state, next);
+      AddRaw(s, ms.bytes(), 16);
+      auto mr = Cmd<prm::modify_rq_in>(prm::MODIFY_RQ);
+      mr.set(prm::modify_rq_in::rqn, 3)
+          .set(prm::modify_rq_in::rq_state,
+               next == prm::RQC_STATE_RDY ? prm::RQC_STATE_RST
+               : next == prm::RQC_STATE_ERR ? prm::RQC_STATE_RDY : prm::RQC_STATE_ERR)
+          .set(prm::rqc_bits<prm::modify_rq_in::ctx.bit_offset>::state, next);
+      AddRaw(s, mr.bytes(), 16);
+    }
+    auto qsq = Cmd<prm::query_sq_in>(prm::QUERY_SQ);
+    qsq.set(prm::query_sq_in::sqn, 2);
+    AddRaw(s, qsq.bytes(), prm::size_bytes<prm::query_sq_out> + 8);
+    auto qrq = Cmd<prm::query_rq_in>(prm::QUERY_RQ);
+    qrq.set(prm::query_rq_in::rqn, 3);
+    AddRaw(s, qrq.bytes(), prm::size_bytes<prm::query_rq_out> + 8);
+    auto qtir = Cmd<prm::query_tir_in>(prm::QUERY_TIR);
+    qtir.set(prm::query_tir_in::tirn, 1);
+    AddRaw(s, qtir.bytes(), prm::size_bytes<prm::query_tir_out>);
+    auto qtis = Cmd<prm::query_tis_in>(prm::QUERY_TIS);
+    qtis.set(prm::query_tis_in::tisn, 1);
+    AddRaw(s, qtis.bytes(), prm::size_bytes<prm::query_tis_out>);
+    auto drq = Cmd<prm::destroy_rq_in>(prm::DESTROY_RQ);
+    drq.set(prm::destroy_rq_in::rqn, 3);
+    AddRaw(s, drq.bytes(), 16);  // busy: the TIR dispatches to it
+    auto dtis = Cmd<prm::destroy_tis_in>(prm::DESTROY_TIS);
+    dtis.set(prm::destroy_tis_in::tisn, 1);
+    AddRaw(s, dtis.bytes(), 16);  // busy: the SQ sends through it
+    auto dtir = Cmd<prm::destroy_tir_in>(prm::DESTROY_TIR);
+    dtir.set(prm::destroy_tir_in::tirn, 1);
+    AddRaw(s, dtir.bytes(), 16);
+    AddRaw(s, drq.bytes(), 16);
+    auto dsq = Cmd<prm::destroy_sq_in>(prm::DESTROY_SQ);
+    dsq.set(prm::destroy_sq_in::sqn, 2);
+    AddRaw(s, dsq.bytes(), 16);
+    AddRaw(s, dtis.bytes(), 16);
+    Write(dir, "raw_eth_queues", s);
   }
   {  // Raw mode from cold: bring-up by hand, capabilities set.
     std::vector<uint8_t> s = {kFlagRaw};

@@ -14,5 +14,5 @@ exec "$root/tools/fuzz/run_afl.sh" firmware_fuzz tools/sim/fuzz/corpus "${1:-600
   tools/sim/firmware_memic.cc tools/sim/firmware_mkey.cc tools/sim/firmware_resources.cc \
   tools/sim/firmware_sw_icm.cc tools/sim/firmware_umr.cc tools/sim/firmware_queue.cc \
   tools/sim/firmware_eq.cc tools/sim/firmware_cq.cc tools/sim/firmware_qp.cc \
-  tools/sim/firmware_qp_transitions.cc tools/sim/firmware_srq.cc tools/sim/iommu.cc tools/sim/outcome.cc uapi/cmdq/mailbox.cc \
+  tools/sim/firmware_qp_transitions.cc tools/sim/firmware_srq.cc tools/sim/firmware_eth_queues.cc tools/sim/iommu.cc tools/sim/outcome.cc uapi/cmdq/mailbox.cc \
   uapi/cmd_status.cc uapi/result.cc uapi/prm/field.cc

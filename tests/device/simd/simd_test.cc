@@ -1,0 +1,424 @@
+// The device daemon (tools/simd) end to end: clients attach to its functions over the socket
+// with the "simd:" locator, connect RC QPs across the two functions and move bytes; a client
+// SIGKILLed mid-traffic leaves nothing behind while another client's traffic goes on; a daemon
+// that dies makes the next command fail EIO at once, and a restarted daemon serves new opens;
+// malformed frames are refused without hurting the daemon.
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "driver/bus/simd/frame_io.h"
+#include "driver/open.h"
+#include "driver/rings/data_path.h"
+#include "driver/verbs/calls.h"
+#include "tests/device/wait.h"
+#include "tools/sim/wire.h"
+#include "tools/simd/server.h"
+
+extern char** environ;
+
+namespace onchip::testing {
+namespace {
+
+namespace v = driver::verbs;
+namespace rings = driver::rings;
+
+// The daemon as a child process on a socket of its own.
+class Daemon {
+ public:
+  explicit Daemon(std::string socket) : socket_(std::move(socket)) {}
+  ~Daemon() { Kill(SIGTERM); }
+
+  bool Start() {
+    const char* argv[] = {"tools/simd/onchip-simd", "--socket", socket_.c_str(), nullptr};
+    if (posix_spawn(&pid_, argv[0], nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+      return false;
+    return WaitUntil([&] { return Answers(); });
+  }
+  bool Answers() const {
+    const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket_.c_str(), sizeof(a.sun_path) - 1);
+    const bool ok = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(s);
+    return ok;
+  }
+  void Kill(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  // The daemon's state (kStatus), or "" when it does not answer.
+  std::string Status() const {
+    const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket_.c_str(), sizeof(a.sun_path) - 1);
+    std::string text;
+    if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        simd::SendFrame(s, simd::MessageType::kStatus, 0, {})) {
+      if (auto f = simd::RecvFrame(s); f && f->header.status == 0)
+        text.assign(reinterpret_cast<const char*>(f->payload.data()), f->payload.size());
+    }
+    close(s);
+    return text;
+  }
+  const std::string& socket() const { return socket_; }
+  std::string locator(int function) const {
+    return "simd:" + socket_ + "#" + std::to_string(function);
+  }
+
+ private:
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Memory the daemon reaches: mapped from a memfd this process keeps open (the daemon maps the
+// same pages), or anonymous (the daemon reaches it with process_vm_readv/writev).
+struct SharedBuffer {
+  explicit SharedBuffer(std::size_t n, bool anonymous = false) : size(n) {
+    if (anonymous) {
+      data = static_cast<uint8_t*>(
+          mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      return;
+    }
+    fd = memfd_create("simd-test", MFD_CLOEXEC);
+    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(n)), 0);
+    data = static_cast<uint8_t*>(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  }
+  ~SharedBuffer() {
+    munmap(data, size);
+    if (fd >= 0) close(fd);
+  }
+  int fd = -1;
+  std::size_t size;
+  uint8_t* data;
+};
+
+// One client's verbs objects on one function: PD, CQ, an fd-backed MR, RC QPs.
+struct Endpoint {
+  std::shared_ptr<driver::Device> device;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_mr* mr = nullptr;
+  std::unique_ptr<SharedBuffer> buf;
+  std::vector<ibv_qp*> qps;
+  ibv_gid gid{};
+
+  bool Open(const std::string& locator, int function, bool anonymous = false) {
+    auto d = driver::Open(locator);
+    EXPECT_TRUE(d) << d.error().describe();
+    if (!d) return false;
+    device = *d;
+    ibv_context* ctx = device->verbs();
+    pd = v::alloc_pd(ctx);
+    cq = v::create_cq(ctx, 64, nullptr, 0);
+    buf = std::make_unique<SharedBuffer>(1 << 16, anonymous);
+    if (pd == nullptr || cq == nullptr) return false;
+    mr = v::reg_mr(pd, buf->data, buf->size, reinterpret_cast<uintptr_t>(buf->data),
+                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    EXPECT_NE(mr, nullptr) << strerror(errno);
+    const auto gids = sim::DeviceGids(simd::FunctionConfig(static_cast<uint32_t>(function)));
+    std::memcpy(gid.raw, gids[2].data(), 16);  // RoCE v2, IPv4-mapped
+    return mr != nullptr;
+  }
+  ibv_qp* Rc() {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 16;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    ibv_qp* qp = v::create_qp(pd, &a);
+    EXPECT_NE(qp, nullptr) << strerror(errno);
+    if (qp) qps.push_back(qp);
+    return qp;
+  }
+  void Close() {
+    for (ibv_qp* qp : qps) EXPECT_EQ(v::destroy_qp(qp), 0);
+    qps.clear();
+    if (mr) {
+      EXPECT_EQ(v::dereg_mr(mr), 0);
+    }
+    if (cq) {
+      EXPECT_EQ(v::destroy_cq(cq), 0);
+    }
+    if (pd) {
+      EXPECT_EQ(v::dealloc_pd(pd), 0);
+    }
+    mr = nullptr;
+    cq = nullptr;
+    pd = nullptr;
+    if (device) device->Close();
+    device.reset();
+  }
+};
+
+// RESET -> INIT -> RTR -> RTS towards `dest` on the peer with GID `dgid`.
+bool Connect(ibv_qp* qp, uint32_t dest, const ibv_gid& dgid) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    return false;
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = dest;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.dgid = dgid;
+  a.ah_attr.grh.sgid_index = 2;
+  a.ah_attr.grh.hop_limit = 64;
+  if (v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                               IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    return false;
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.sq_psn = 0;
+  a.max_rd_atomic = 1;
+  return v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+}
+
+// An RDMA write of `len` bytes from `from`'s buffer at `off` to `to`'s buffer at `off`, signaled;
+// true once its completion says success.
+bool Write(Endpoint& from, ibv_qp* qp, Endpoint& to, std::size_t off, uint32_t len) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(from.buf->data + off), len, from.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = off;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(to.buf->data + off);
+  wr.wr.rdma.rkey = to.mr->rkey;
+  ibv_send_wr* bad = nullptr;
+  if (rings::PostSend(qp, &wr, &bad) != 0) return false;
+  ibv_wc wc{};
+  int got = 0;
+  const bool done = WaitUntil([&] {
+    got = rings::PollCq(from.cq, 1, &wc);
+    return got != 0;
+  });
+  return done && got == 1 && wc.status == IBV_WC_SUCCESS;
+}
+
+class SimdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    signal(SIGPIPE, SIG_IGN);
+    daemon_ = std::make_unique<Daemon>("/tmp/onchip-simd-test-" + std::to_string(getpid()) + ".sock");
+    ASSERT_TRUE(daemon_->Start());
+  }
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(SimdTest, TwoClientsOnTwoFunctionsMoveBytesOverRc) {
+  Endpoint a, b;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(b.Open(daemon_->locator(1), 1));
+  ibv_qp* qa = a.Rc();
+  ibv_qp* qb = b.Rc();
+  ASSERT_TRUE(qa && qb);
+  ASSERT_TRUE(Connect(qa, qb->qp_num, b.gid));
+  ASSERT_TRUE(Connect(qb, qa->qp_num, a.gid));
+  for (int i = 0; i < 256; ++i) a.buf->data[i] = static_cast<uint8_t>(i ^ 0x5a);
+  ASSERT_TRUE(Write(a, qa, b, 0, 256));
+  EXPECT_EQ(std::memcmp(a.buf->data, b.buf->data, 256), 0);
+
+  const std::string status = daemon_->Status();
+  EXPECT_EQ(Count(status, "\"uid\""), 2u) << status;
+  a.Close();
+  b.Close();
+  EXPECT_TRUE(WaitUntil([&] { return Count(daemon_->Status(), "\"uid\"") == 0; }));
+}
+
+TEST_F(SimdTest, AnonymousMemoryIsReachedInTheClientProcess) {
+  Endpoint a, b;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0, /*anonymous=*/true));
+  ASSERT_TRUE(b.Open(daemon_->locator(1), 1, /*anonymous=*/true));
+  ibv_qp* qa = a.Rc();
+  ibv_qp* qb = b.Rc();
+  ASSERT_TRUE(qa && qb);
+  ASSERT_TRUE(Connect(qa, qb->qp_num, b.gid));
+  ASSERT_TRUE(Connect(qb, qa->qp_num, a.gid));
+  for (int i = 0; i < 4096; ++i) a.buf->data[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_TRUE(Write(a, qa, b, 0, 4096));
+  EXPECT_EQ(std::memcmp(a.buf->data, b.buf->data, 4096), 0);
+  a.Close();
+  b.Close();
+}
+
+TEST_F(SimdTest, CommandsOnlyUserSpaceMayIssueAreRefused) {
+  auto d = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(d) << d.error().describe();
+  // TEARDOWN_HCA belongs to the function's owner.
+  std::vector<std::byte> in(16), out(16);
+  in[0] = std::byte{0x01};
+  in[1] = std::byte{0x03};
+  auto r = (*d)->commander().Exec(in, out);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().errno_value(), EPERM);
+  // The function still works for this client.
+  ibv_pd* pd = v::alloc_pd((*d)->verbs());
+  ASSERT_NE(pd, nullptr) << strerror(errno);
+  EXPECT_EQ(v::dealloc_pd(pd), 0);
+}
+
+TEST_F(SimdTest, AKilledClientLeavesNothingWhileAnotherGoesOn) {
+  // This process: a client on function 0 with a loopback RC pair.
+  Endpoint self;
+  ASSERT_TRUE(self.Open(daemon_->locator(0), 0));
+  ibv_qp* q1 = self.Rc();
+  ibv_qp* q2 = self.Rc();
+  ASSERT_TRUE(q1 && q2);
+  ASSERT_TRUE(Connect(q1, q2->qp_num, self.gid));
+  ASSERT_TRUE(Connect(q2, q1->qp_num, self.gid));
+  const std::string before = daemon_->Status();
+
+  // A child process: a client on function 1 writing into its own loopback pair until killed.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    // DPDK's EAL, which the parent's memory came from, does not survive fork: the child's
+    // own device memory comes from memfd.
+    setenv("ONCHIP_ALLOC_TIER", "4k", 1);
+    Endpoint e;
+    if (!e.Open(daemon_->locator(1), 1)) _exit(1);
+    ibv_qp* c1 = e.Rc();
+    ibv_qp* c2 = e.Rc();
+    if (!c1 || !c2 || !Connect(c1, c2->qp_num, e.gid) || !Connect(c2, c1->qp_num, e.gid)) _exit(2);
+    bool told = false;
+    for (uint32_t n = 0;; ++n) {
+      if (!Write(e, c1, e, (n % 8) * 4096, 4096)) _exit(3);
+      if (!told && n > 4) {
+        (void)!write(ready[1], "r", 1);
+        told = true;
+      }
+    }
+  }
+  close(ready[1]);
+  char r = 0;
+  ASSERT_EQ(read(ready[0], &r, 1), 1) << "the child client never moved bytes";
+  close(ready[0]);
+  const std::string busy = daemon_->Status();
+  EXPECT_EQ(Count(busy, "\"uid\""), 2u) << busy;
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  // The daemon forgets the child: one client left, and function 1 holds only what it held before.
+  ASSERT_TRUE(WaitUntil([&] { return Count(daemon_->Status(), "\"uid\"") == 1; }))
+      << daemon_->Status();
+  const std::string after = daemon_->Status();
+  const auto function1 = [](const std::string& s) { return s.substr(s.find("\"index\": 1")); };
+  const auto upto_clients = [](const std::string& s) { return s.substr(0, s.find("\"commands\"")); };
+  EXPECT_EQ(upto_clients(function1(after)), upto_clients(function1(before))) << after;
+  EXPECT_NE(after.find("\"objects_total\": " ), std::string::npos);
+
+  // This client's traffic goes on.
+  for (int i = 0; i < 16; ++i) self.buf->data[i] = static_cast<uint8_t>(0xc0 + i);
+  ASSERT_TRUE(Write(self, q1, self, 0, 4096));
+  self.Close();
+}
+
+TEST_F(SimdTest, ADeadDaemonFailsTheNextCommandAtOnceAndARestartedOneServes) {
+  auto d = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(d) << d.error().describe();
+  daemon_->Kill(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  errno = 0;
+  ibv_pd* pd = v::alloc_pd((*d)->verbs());
+  EXPECT_EQ(pd, nullptr);
+  EXPECT_EQ(errno, EIO);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  (*d)->Close();
+
+  ASSERT_TRUE(daemon_->Start());
+  auto again = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(again) << again.error().describe();
+  ibv_pd* pd2 = v::alloc_pd((*again)->verbs());
+  ASSERT_NE(pd2, nullptr) << strerror(errno);
+  EXPECT_EQ(v::dealloc_pd(pd2), 0);
+}
+
+TEST_F(SimdTest, MalformedFramesAreRefusedAndTheDaemonGoesOn) {
+  auto raw = [&](std::span<const std::byte> bytes) {
+    const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, daemon_->socket().c_str(), sizeof(a.sun_path) - 1);
+    EXPECT_EQ(connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(send(s, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+    auto reply = simd::RecvFrame(s);
+    close(s);
+    return reply;
+  };
+  // Garbage instead of a header.
+  std::vector<std::byte> junk(64, std::byte{0x41});
+  auto r1 = raw(junk);
+  ASSERT_TRUE(r1);
+  EXPECT_EQ(r1->header.status, uint32_t(EPROTO));
+  // A command before hello.
+  simd::FrameHeader h;
+  h.type = static_cast<uint16_t>(simd::MessageType::kCommand);
+  auto r2 = raw(simd::AsBytes(h));
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->header.status, uint32_t(EPROTO));
+  // A length above the limit.
+  h.type = static_cast<uint16_t>(simd::MessageType::kHello);
+  h.length = simd::kMaxPayload + 1;
+  auto r3 = raw(simd::AsBytes(h));
+  ASSERT_TRUE(r3);
+  EXPECT_EQ(r3->header.status, uint32_t(EPROTO));
+  // A hello for a function the daemon does not serve.
+  simd::HelloRequest hello{.function = 7, .pid = 0};
+  h.length = sizeof(hello);
+  std::vector<std::byte> frame;
+  for (auto b : simd::AsBytes(h)) frame.push_back(b);
+  for (auto b : simd::AsBytes(hello)) frame.push_back(b);
+  auto r4 = raw(frame);
+  ASSERT_TRUE(r4);
+  EXPECT_EQ(r4->header.status, uint32_t(ENODEV));
+  // Still serving.
+  auto d = driver::Open(daemon_->locator(1));
+  ASSERT_TRUE(d) << d.error().describe();
+}
+
+}  // namespace
+}  // namespace onchip::testing

@@ -1,0 +1,68 @@
+// onchip-simd: the device daemon. Serves software ConnectX functions to other processes over a
+// UNIX socket until SIGTERM or SIGINT.
+//
+//   onchip-simd [--socket PATH] [--functions N]
+//
+// Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
+// for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it
+// in the background.
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "tools/simd/server.h"
+
+namespace {
+
+onchip::simd::Server* g_server = nullptr;
+
+void OnSignal(int) {
+  if (g_server != nullptr) g_server->Stop();
+}
+
+int Usage() {
+  std::fprintf(stderr, "usage: onchip-simd [--socket PATH] [--functions N]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  onchip::simd::ServerOptions options;
+  options.socket_path = onchip::simd::DefaultSocketPath();
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--socket" && i + 1 < argc) {
+      options.socket_path = argv[++i];
+    } else if (a == "--functions" && i + 1 < argc) {
+      const std::string_view n = argv[++i];
+      if (std::from_chars(n.data(), n.data() + n.size(), options.functions).ec != std::errc())
+        return Usage();
+    } else {
+      return Usage();
+    }
+  }
+  signal(SIGPIPE, SIG_IGN);
+  auto server = onchip::simd::Server::Start(options);
+  if (!server) {
+    std::fprintf(stderr, "onchip simd: %s\n", server.error().describe().c_str());
+    return 1;
+  }
+  g_server = server->get();
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  std::printf("onchip simd: serving %u function(s) on %s\n", options.functions,
+              options.socket_path.c_str());
+  std::fflush(stdout);
+  (*server)->Run();
+  g_server = nullptr;
+  server->reset();
+  std::printf("onchip simd: stopped\n");
+  return 0;
+}

@@ -1,0 +1,63 @@
+// What one client of the device daemon owns on its function, learned from the commands it
+// issued: the kernel's uverbs file in miniature. The daemon notes every command that succeeded
+// (a creation adds the object, a destruction removes it) and, when the client goes, builds the
+// commands that release what is left: every QP moved to ERR first (so the data engine stops
+// touching its queues and no new completion lands), then every object destroyed in the reverse
+// order of creation, children before the parents they were created on.
+//
+// It also answers which commands a client may issue at all (what user space may send through
+// DEVX), which carry the client's uid in the header (the firmware checks ownership by it), and
+// whether a MEMIC range a DEALLOC_MEMIC names is the client's own (MEMIC carries no uid).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace onchip::simd {
+
+enum class OwnedKind : uint8_t { kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq };
+inline constexpr std::size_t kOwnedKinds = 10;
+const char* OwnedKindName(OwnedKind kind);
+
+// A user-space command the daemon passes on; false for what only the function's owner issues
+// (ENABLE/INIT/TEARDOWN/DISABLE_HCA, pages, SET_HCA_CAP, SET_ISSI, ACCESS_REG, ...) and for
+// opcodes it does not know.
+bool UserMayIssue(uint16_t opcode);
+// Whether the command's header uid (input bytes 2-3) names the object owner; the daemon writes
+// the client's uid there, and 0 into every other command's header (its reserved bits).
+bool CarriesUid(uint16_t opcode);
+
+class OwnedObjects {
+ public:
+  // A refusal reason (static text) when the client may not issue `in` now, else nullptr: for now
+  // DEALLOC_MEMIC of a range the client did not allocate.
+  const char* Refusal(std::span<const std::byte> in) const;
+  // After `in` succeeded with output `out`: records a creation or forgets a destruction.
+  void Note(std::span<const std::byte> in, std::span<const std::byte> out);
+
+  // The commands that release everything left, in order (inputs without uid; stamp it). Each
+  // wants a 16-byte output.
+  std::vector<std::vector<std::byte>> ReleaseCommands() const;
+  void Clear() { objects_.clear(); }
+
+  std::array<uint32_t, kOwnedKinds> counts() const;
+  uint64_t memic_bytes() const;
+  std::size_t size() const { return objects_.size(); }
+
+ private:
+  struct Object {
+    OwnedKind kind;
+    uint32_t id = 0;        // the number the firmware gave (uar, pd, mkey index, eqn, ...)
+    uint16_t obj_type = 0;  // general objects
+    uint64_t addr = 0;      // MEMIC start
+    uint64_t size = 0;      // MEMIC bytes
+  };
+  void Forget(OwnedKind kind, uint64_t id_or_addr);
+  std::vector<Object> objects_;  // creation order
+};
+
+}  // namespace onchip::simd

@@ -1,0 +1,180 @@
+#include "tools/simd/server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "driver/bus/sim/sim_bus.h"
+
+namespace onchip::simd {
+
+std::string DefaultSocketPath() {
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  const std::string dir = (xdg != nullptr && *xdg != '\0') ? std::string(xdg) : "/run";
+  return dir + "/onchip/simd.sock";
+}
+
+sim::DeviceConfig FunctionConfig(uint32_t index) {
+  sim::DeviceConfig c;
+  c.mac[5] = static_cast<uint8_t>(c.mac[5] + index);
+  c.ipv4 = c.ipv4 + index;
+  return c;
+}
+
+namespace {
+
+Result<int> Listen(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path))
+    return Fail(EINVAL, "simd: socket path empty or too long");
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  // The directory, mode 0700 when we make it: the socket is as private as its directory.
+  if (const auto slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
+    std::string dir = path.substr(0, slash);
+    for (std::size_t i = 1; i <= dir.size(); ++i)
+      if (i == dir.size() || dir[i] == '/') mkdir(dir.substr(0, i).c_str(), 0700);
+  }
+  const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return Fail(errno, "simd: socket");
+  const bool answered = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(probe);
+  if (answered) return Fail(EADDRINUSE, "simd: a daemon already serves this socket");
+  unlink(path.c_str());  // a stale socket of a daemon that died
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(errno, "simd: socket");
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
+    const int e = errno;
+    close(fd);
+    return Fail(e, "simd: bind or listen on the socket");
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  if (options.functions == 0 || options.functions > 8)
+    return Fail(EINVAL, "simd: serve 1 to 8 functions");
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  for (uint32_t i = 0; i < options.functions; ++i) {
+    auto f = std::make_unique<ServedFunction>();
+    f->index = i;
+    ONCHIP_TRY(f->device, sim::Device::Create(FunctionConfig(i)));
+    ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(*f->device));
+    ONCHIP_TRY(f->driver, driver::Device::Open(std::move(bus)));
+    s->functions_.push_back(std::move(f));
+  }
+  if (pipe2(s->stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return Fail(errno, "simd: pipe");
+  ONCHIP_TRY(s->listen_fd_, Listen(options.socket_path));
+  return s;
+}
+
+Server::~Server() {
+  Reap(true);
+  for (auto& f : functions_) {
+    if (f->driver) {
+      const auto report = f->driver->Close();
+      if (report.objects() != 0 || report.first_error)
+        std::fprintf(stderr, "onchip simd: function %u: %s\n", f->index, report.describe().c_str());
+      f->driver.reset();
+    }
+    f->device.reset();
+  }
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    unlink(options_.socket_path.c_str());
+  }
+  for (int fd : stop_pipe_)
+    if (fd >= 0) close(fd);
+}
+
+void Server::Stop() {
+  const char b = 1;
+  (void)!write(stop_pipe_[1], &b, 1);
+}
+
+void Server::Reap(bool all) {
+  std::list<Client> done;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      if (all) it->session->Shutdown();
+      if (all || it->session->finished()) {
+        done.splice(done.end(), clients_, it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Client& c : done) c.thread.join();
+}
+
+void Server::Run() {
+  for (;;) {
+    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    // Wake now and then to join the threads of clients that left.
+    const int n = poll(p, 2, 1000);
+    if (n < 0 && errno != EINTR) break;
+    if ((p[1].revents & POLLIN) != 0) break;
+    Reap(false);
+    if ((p[0].revents & POLLIN) == 0) continue;
+    const int sock = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (sock < 0) continue;
+    std::vector<ServedFunction*> functions;
+    for (auto& f : functions_) functions.push_back(f.get());
+    std::lock_guard lock(mu_);
+    Client& c = clients_.emplace_back();
+    c.session = std::make_unique<Session>(sock, next_id_++, std::move(functions),
+                                          [this] { return StatusJson(); });
+    c.thread = std::thread([s = c.session.get()] { s->Run(); });
+  }
+  Reap(true);
+}
+
+std::string Server::StatusJson() const {
+  std::string s = "{\"pid\": " + std::to_string(getpid()) + ", \"socket\": \"" +
+                  options_.socket_path + "\", \"functions\": [";
+  for (std::size_t i = 0; i < functions_.size(); ++i) {
+    const ServedFunction& f = *functions_[i];
+    const sim::Counters c = f.device->counters();
+    const auto& cfg = f.device->config();
+    char mac[18];
+    std::snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", cfg.mac[0], cfg.mac[1],
+                  cfg.mac[2], cfg.mac[3], cfg.mac[4], cfg.mac[5]);
+    char ip[16];
+    std::snprintf(ip, sizeof(ip), "%u.%u.%u.%u", cfg.ipv4 >> 24, (cfg.ipv4 >> 16) & 0xff,
+                  (cfg.ipv4 >> 8) & 0xff, cfg.ipv4 & 0xff);
+    s += std::string(i ? ", " : "") + "{\"index\": " + std::to_string(f.index) + ", \"mac\": \"" +
+         mac + "\", \"ipv4\": \"" + ip + "\", \"uars\": " + std::to_string(c.uars) +
+         ", \"pds\": " + std::to_string(c.pds) + ", \"mkeys\": " + std::to_string(c.mkeys) +
+         ", \"eqs\": " + std::to_string(c.eqs) + ", \"cqs\": " + std::to_string(c.cqs) +
+         ", \"qps\": " + std::to_string(c.qps) + ", \"srqs\": " + std::to_string(c.srqs) +
+         ", \"memic_allocations\": " + std::to_string(c.memic_allocations) +
+         ", \"dma_mappings\": " + std::to_string(f.device->dma_mappings()) +
+         ", \"commands\": " + std::to_string(c.commands) + "}";
+  }
+  s += "], \"clients\": [";
+  {
+    std::lock_guard lock(mu_);
+    bool first = true;
+    for (const Client& c : clients_) {
+      std::string d = c.session->DescribeJson();
+      if (d.empty() || c.session->finished()) continue;
+      s += (first ? "" : ", ") + d;
+      first = false;
+    }
+  }
+  return s + "]}\n";
+}
+
+}  // namespace onchip::simd

@@ -1,0 +1,65 @@
+// The device daemon: software ConnectX functions served to client processes over one UNIX
+// socket (uapi/simd_protocol.h). Start() builds the functions (sim::Devices on the one wire of
+// this process, each with its own MAC, IPv4 address and GIDs) and brings each up with the
+// driver; Run() accepts clients, one thread per connection (session.h), until Stop().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/simd/served_function.h"
+#include "tools/simd/session.h"
+#include "uapi/result.h"
+
+namespace onchip::simd {
+
+struct ServerOptions {
+  std::string socket_path;
+  uint32_t functions = 2;
+};
+
+// $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock.
+std::string DefaultSocketPath();
+
+// Function i's MAC (last byte 1 + i) and IPv4 address (127.0.0.1 + i): what the verbs
+// environment's sysfs tree advertises for it.
+sim::DeviceConfig FunctionConfig(uint32_t index);
+
+class Server {
+ public:
+  // EADDRINUSE when a daemon already answers on the socket; a stale socket file is replaced.
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  ~Server();
+
+  // Accepts and serves clients until Stop(); then ends every session (each releases what its
+  // client owned), closes the functions and removes the socket.
+  void Run();
+  // Async-signal-safe.
+  void Stop();
+
+  std::string StatusJson() const;
+
+ private:
+  Server() = default;
+  void Reap(bool all);
+
+  ServerOptions options_;
+  int listen_fd_ = -1;
+  int stop_pipe_[2] = {-1, -1};
+  std::vector<std::unique_ptr<ServedFunction>> functions_;
+  struct Client {
+    std::unique_ptr<Session> session;
+    std::thread thread;
+  };
+  mutable std::mutex mu_;
+  std::list<Client> clients_;
+  uint32_t next_id_ = 1;
+};
+
+}  // namespace onchip::simd

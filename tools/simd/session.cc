@@ -1,0 +1,291 @@
+#include "tools/simd/session.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/field.h"
+
+namespace onchip::simd {
+
+Session::Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
+                 std::function<std::string()> status)
+    : sock_(sock), id_(id), functions_(std::move(functions)), status_(std::move(status)) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+    pid_ = cred.pid;
+    user_ = cred.uid;
+  }
+  // uid 0 is the daemon's own; client ids wrap around the 16-bit tag skipping it.
+  uid_ = static_cast<uint16_t>(id_ % 0xffff + 1);
+}
+
+Session::~Session() { close(sock_); }
+
+void Session::Shutdown() { shutdown(sock_, SHUT_RDWR); }
+
+Result<void> Session::Reply(MessageType type, uint32_t status, std::span<const std::byte> a,
+                            std::span<const std::byte> b, std::span<const int> fds) {
+  return SendFrame(sock_, type, status, {a, b}, fds);
+}
+
+Result<void> Session::Refuse(MessageType type, int errno_value, const char* why) {
+  return Reply(type, static_cast<uint32_t>(errno_value),
+               std::as_bytes(std::span<const char>(why, std::strlen(why))));
+}
+
+void Session::Run() {
+  for (;;) {
+    auto frame = RecvFrame(sock_);
+    if (!frame) {
+      // EOF is a client leaving; anything else is a client that broke the protocol: tell it (it
+      // may still read) and treat it as gone.
+      if (frame.error().errno_value() != EIO)
+        (void)Refuse(MessageType::kHello, EPROTO, frame.error().what());
+      break;
+    }
+    if (auto served = Serve(*frame); !served) break;
+  }
+  Release();
+  finished_.store(true);
+}
+
+Result<void> Session::Serve(const Frame& frame) {
+  const auto type = frame.type();
+  if (function_ == nullptr && type != MessageType::kHello && type != MessageType::kStatus) {
+    (void)Refuse(type, EPROTO, "the first message must be hello or status");
+    return Fail(EPROTO, "simd: message before hello");
+  }
+  switch (type) {
+    case MessageType::kHello: return Hello(frame);
+    case MessageType::kCommand: return Command(frame);
+    case MessageType::kMapDma: return MapDma(const_cast<Frame&>(frame));
+    case MessageType::kUnmapDma: return UnmapDma(frame);
+    case MessageType::kStatus: {
+      const std::string text = status_();
+      ONCHIP_CHECK(Reply(type, 0, std::as_bytes(std::span<const char>(text.data(), text.size()))));
+      return Fail(ECONNRESET, "simd: status answered");  // one status per connection
+    }
+  }
+  (void)Refuse(type, EPROTO, "unknown message type");
+  return Fail(EPROTO, "simd: unknown message type");
+}
+
+Result<void> Session::Hello(const Frame& frame) {
+  if (function_ != nullptr) {
+    (void)Refuse(MessageType::kHello, EPROTO, "hello twice");
+    return Fail(EPROTO, "simd: hello twice");
+  }
+  auto req = ReadStruct<HelloRequest>(frame.payload);
+  if (!req || !frame.fds.empty()) {
+    (void)Refuse(MessageType::kHello, EPROTO, "malformed hello");
+    return Fail(EPROTO, "simd: malformed hello");
+  }
+  if (req->function >= functions_.size()) {
+    (void)Refuse(MessageType::kHello, ENODEV, "the daemon serves no such function");
+    return Fail(ENODEV, "simd: no such function");
+  }
+  ServedFunction& f = *functions_[req->function];
+  HelloReply reply;
+  reply.bar0_size = f.device->bar0().size;
+  reply.iova_base = IovaBase(id_);
+  reply.iova_size = uint64_t{1} << kIovaWindowBits;
+  if (auto tph = f.device->tph()) {
+    reply.tph_st_table_offset = tph->st_table_offset;
+    reply.tph_st_table_size = tph->st_table_size;
+  }
+  reply.uid = uid_;
+  reply.functions = static_cast<uint16_t>(functions_.size());
+  reply.client_id = id_;
+  std::vector<int> fds = {f.device->bar0().fd, f.device->KickFd()};
+  for (uint16_t v = 0; v < f.device->config().num_interrupt_vectors && fds.size() < kMaxFds; ++v) {
+    const int fd = f.device->InterruptFd(v);
+    if (fd < 0) break;
+    fds.push_back(fd);
+  }
+  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 2);
+  {
+    std::lock_guard lock(mu_);
+    function_ = &f;
+  }
+  return Reply(MessageType::kHello, 0, AsBytes(reply), {}, fds);
+}
+
+Result<void> Session::Command(const Frame& frame) {
+  auto req = ReadStruct<CommandRequest>(frame.payload);
+  if (!req || frame.payload.size() != sizeof(CommandRequest) + req->in_length ||
+      req->in_length < 16 || req->out_length < 16 ||
+      req->out_length > kMaxPayload - sizeof(CommandReply) || !frame.fds.empty()) {
+    (void)Refuse(MessageType::kCommand, EPROTO, "malformed command");
+    return Fail(EPROTO, "simd: malformed command");
+  }
+  std::vector<std::byte> in(frame.payload.begin() + sizeof(CommandRequest), frame.payload.end());
+  const auto opcode = static_cast<uint16_t>(prm::Get(std::span<const std::byte>(in),
+                                                     prm::mbox_in::opcode));
+  CommandReply head{.delivery_errno = 0, .out_length = req->out_length};
+  std::vector<std::byte> out(req->out_length);
+  auto refuse = [&](int e) {
+    head.delivery_errno = static_cast<uint32_t>(e);
+    return Reply(MessageType::kCommand, 0, AsBytes(head), out);
+  };
+  if (!UserMayIssue(opcode)) return refuse(EPERM);
+  {
+    std::lock_guard lock(mu_);
+    if (const char* why = owned_.Refusal(in); why != nullptr) {
+      std::fprintf(stderr, "onchip simd: client %u: %s\n", id_, why);
+      return refuse(EPERM);
+    }
+  }
+  prm::Bits(std::span<std::byte>(in)).set(prm::mbox_in::uid, CarriesUid(opcode) ? uid_ : 0);
+  auto done = function_->driver->commander().Exec(in, out);
+  if (!done && !done.error().from_firmware()) return refuse(done.error().errno_value());
+  if (done) {
+    std::lock_guard lock(mu_);
+    owned_.Note(in, out);
+  }
+  return Reply(MessageType::kCommand, 0, AsBytes(head), out);
+}
+
+Result<void> Session::MapDma(Frame& frame) {
+  auto req = ReadStruct<MapDmaRequest>(frame.payload);
+  if (!req || frame.fds.size() != (req->has_fd != 0 ? 1u : 0u)) {
+    (void)Refuse(MessageType::kMapDma, EPROTO, "malformed DMA map");
+    return Fail(EPROTO, "simd: malformed map");
+  }
+  const uint64_t base = IovaBase(id_), end = base + (uint64_t{1} << kIovaWindowBits);
+  if (req->length == 0 || req->length % 4096 != 0 || req->iova % 4096 != 0 ||
+      req->fd_offset % 4096 != 0 || req->iova < base || req->iova > end ||
+      req->length > end - req->iova)
+    return Refuse(MessageType::kMapDma, EINVAL,
+                  "DMA map outside the client's IOVA window or not whole 4 KiB pages");
+  if (req->has_fd == 0) {
+    // Memory without an fd (malloc'd, stack, anonymous mmap): the device reaches it in the
+    // client process itself (process_vm_readv/writev on the pid the socket's peer credentials
+    // name), as the kernel's IOMMU reaches pinned pages.
+    if (pid_ <= 0)
+      return Refuse(MessageType::kMapDma, ESRCH, "the client's pid is unknown (no SO_PEERCRED)");
+    if (auto mapped = function_->device->MapProcessDma(req->iova, req->length, pid_, req->host);
+        !mapped) {
+      const std::string why = std::string("the device cannot reach the client's memory: ") +
+                              mapped.error().describe() +
+                              (mapped.error().errno_value() == EPERM
+                                   ? " (process_vm_writev needs the same user and ptrace access: "
+                                     "see kernel.yama.ptrace_scope)"
+                                   : "");
+      return Reply(MessageType::kMapDma, static_cast<uint32_t>(mapped.error().errno_value()),
+                   std::as_bytes(std::span<const char>(why.data(), why.size())));
+    }
+    std::lock_guard lock(mu_);
+    mappings_[req->iova] = Mapping{req->length, nullptr};
+    return Reply(MessageType::kMapDma, 0);
+  }
+  const int fd = frame.TakeFd(0);
+  void* host = mmap(nullptr, req->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                    static_cast<off_t>(req->fd_offset));
+  const int mmap_errno = errno;
+  close(fd);
+  if (host == MAP_FAILED)
+    return Refuse(MessageType::kMapDma, mmap_errno, "the daemon could not map the client's fd");
+  vpci::DmaRegion region{.iova = req->iova, .length = req->length, .host = host, .fd = -1,
+                         .fd_offset = 0};
+  if (auto mapped = function_->device->MapDma(region); !mapped) {
+    munmap(host, req->length);
+    return Refuse(MessageType::kMapDma, mapped.error().errno_value(), mapped.error().what());
+  }
+  {
+    std::lock_guard lock(mu_);
+    mappings_[req->iova] = Mapping{req->length, host};
+  }
+  return Reply(MessageType::kMapDma, 0);
+}
+
+Result<void> Session::UnmapDma(const Frame& frame) {
+  auto req = ReadStruct<UnmapDmaRequest>(frame.payload);
+  if (!req || !frame.fds.empty()) {
+    (void)Refuse(MessageType::kUnmapDma, EPROTO, "malformed DMA unmap");
+    return Fail(EPROTO, "simd: malformed unmap");
+  }
+  Mapping m;
+  {
+    std::lock_guard lock(mu_);
+    auto it = mappings_.find(req->iova);
+    if (it == mappings_.end() || it->second.length != req->length)
+      return Refuse(MessageType::kUnmapDma, ENOENT, "no DMA mapping of this client there");
+    m = it->second;
+  }
+  if (auto unmapped = function_->device->UnmapDma(req->iova, req->length); !unmapped)
+    return Refuse(MessageType::kUnmapDma, unmapped.error().errno_value(), unmapped.error().what());
+  if (m.host != nullptr) munmap(m.host, m.length);
+  {
+    std::lock_guard lock(mu_);
+    mappings_.erase(req->iova);
+  }
+  return Reply(MessageType::kUnmapDma, 0);
+}
+
+void Session::Release() {
+  if (function_ == nullptr) return;
+  std::vector<std::vector<std::byte>> cmds;
+  {
+    std::lock_guard lock(mu_);
+    cmds = owned_.ReleaseCommands();
+  }
+  uint32_t failed = 0;
+  for (auto& in : cmds) {
+    const auto opcode = static_cast<uint16_t>(prm::Get(std::span<const std::byte>(in),
+                                                       prm::mbox_in::opcode));
+    prm::Bits(std::span<std::byte>(in)).set(prm::mbox_in::uid, CarriesUid(opcode) ? uid_ : 0);
+    std::vector<std::byte> out(16);
+    if (auto r = function_->driver->commander().Exec(in, out); !r) {
+      ++failed;
+      std::fprintf(stderr, "onchip simd: client %u release: %s\n", id_,
+                   r.error().describe().c_str());
+    }
+  }
+  std::map<uint64_t, Mapping> mappings;
+  {
+    std::lock_guard lock(mu_);
+    owned_.Clear();
+    mappings.swap(mappings_);
+  }
+  for (auto& [iova, m] : mappings) {
+    if (auto r = function_->device->UnmapDma(iova, m.length); !r)
+      std::fprintf(stderr, "onchip simd: client %u unmap: %s\n", id_, r.error().describe().c_str());
+    if (m.host != nullptr) munmap(m.host, m.length);
+  }
+  if (!cmds.empty() || !mappings.empty())
+    std::fprintf(stderr, "onchip simd: client %u (pid %d) gone: %zu release command(s), %u failed, "
+                 "%zu DMA mapping(s) unmapped\n", id_, static_cast<int>(pid_), cmds.size(), failed,
+                 mappings.size());
+}
+
+std::string Session::DescribeJson() const {
+  std::lock_guard lock(mu_);
+  if (function_ == nullptr) return {};
+  std::string s = "{\"id\": " + std::to_string(id_) + ", \"pid\": " + std::to_string(pid_) +
+                  ", \"user\": " + std::to_string(user_) + ", \"uid\": " + std::to_string(uid_) +
+                  ", \"function\": " + std::to_string(function_->index) + ", \"objects\": {";
+  const auto counts = owned_.counts();
+  bool first = true;
+  for (std::size_t k = 0; k < kOwnedKinds; ++k) {
+    if (counts[k] == 0) continue;
+    s += std::string(first ? "" : ", ") + "\"" + OwnedKindName(static_cast<OwnedKind>(k)) +
+         "\": " + std::to_string(counts[k]);
+    first = false;
+  }
+  uint64_t dma_bytes = 0;
+  for (const auto& [iova, m] : mappings_) dma_bytes += m.length;
+  s += "}, \"objects_total\": " + std::to_string(owned_.size()) +
+       ", \"dma_mappings\": " + std::to_string(mappings_.size()) +
+       ", \"dma_bytes\": " + std::to_string(dma_bytes) +
+       ", \"memic_bytes\": " + std::to_string(owned_.memic_bytes()) + "}";
+  return s;
+}
+
+}  // namespace onchip::simd

@@ -1,0 +1,82 @@
+// One client connection of the device daemon: the kernel's side of an open uverbs file.
+//
+// The first frame is kHello (which function; the daemon answers with BAR0, the kick eventfd, the
+// interrupt eventfds, the client's IOVA window and uid) or kStatus (the daemon's state as JSON,
+// then the connection closes). Afterwards: firmware commands (refused with EPERM unless user
+// space may issue them; the uid stamped; creations and destructions noted), DMA map and unmap
+// (fd-backed memory the daemon maps itself; memory without an fd reached in the client process
+// with process_vm_readv/writev; only inside the client's IOVA window). When the
+// connection ends for any reason (exit, crash, SIGKILL, a malformed frame) the session releases
+// everything the client owned: QPs to ERR, objects in reverse creation order, DMA unmapped.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "driver/bus/simd/frame_io.h"
+#include "tools/simd/owned_objects.h"
+#include "tools/simd/served_function.h"
+
+namespace onchip::simd {
+
+class Session {
+ public:
+  // The window of IOVA space client `id` may map in: 64 GiB each, above the daemon's own.
+  static constexpr uint64_t kIovaWindowBits = 36;
+  static uint64_t IovaBase(uint32_t id) { return (uint64_t{id} + 1) << kIovaWindowBits; }
+
+  // `status` renders the daemon's state for a kStatus request.
+  Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
+          std::function<std::string()> status);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Serves the connection until it ends, then releases what the client owned.
+  void Run();
+  // Ends the connection from another thread (daemon shutdown); Run returns soon after.
+  void Shutdown();
+  bool finished() const { return finished_.load(); }
+
+  // This client as a JSON object (pid, uid, function, objects by kind, DMA mappings, MEMIC bytes);
+  // empty before its hello.
+  std::string DescribeJson() const;
+
+ private:
+  struct Mapping {
+    uint64_t length;
+    void* host;  // the daemon's own mapping of the client's fd, or null for process memory
+  };
+
+  Result<void> Serve(const Frame& frame);
+  Result<void> Hello(const Frame& frame);
+  Result<void> Command(const Frame& frame);
+  Result<void> MapDma(Frame& frame);
+  Result<void> UnmapDma(const Frame& frame);
+  Result<void> Reply(MessageType type, uint32_t status, std::span<const std::byte> a = {},
+                     std::span<const std::byte> b = {}, std::span<const int> fds = {});
+  Result<void> Refuse(MessageType type, int errno_value, const char* why);
+  void Release();
+
+  const int sock_;
+  const uint32_t id_;
+  const std::vector<ServedFunction*> functions_;
+  const std::function<std::string()> status_;
+  pid_t pid_ = 0;
+  uid_t user_ = 0;
+  uint16_t uid_ = 0;  // the firmware owner tag
+  ServedFunction* function_ = nullptr;
+  mutable std::mutex mu_;  // owned_ and mappings_ (Run writes, DescribeJson reads)
+  OwnedObjects owned_;
+  std::map<uint64_t, Mapping> mappings_;  // by IOVA
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace onchip::simd
