@@ -8,6 +8,7 @@
 #include "uapi/prm/caps.h"
 
 #include "driver/eq.h"
+#include "driver/events.h"
 #include "driver/hca.h"
 #include "driver/steering_tags.h"
 #include "driver/uar.h"
@@ -136,9 +137,15 @@ Result<void> Device::Serve() {
   // CQs need an EQ to name: the function's completion EQ, on the shared UAR (as the kernel's
   // EQs sit on a UAR of the function, not of a process).
   ONCHIP_TRY(Bfreg* shared, uars_->Shared());
-  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index));
+  // It carries the async events too: one EQ, so one writer of the UAR page's EQ doorbell.
+  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index,
+                                            kCompletionEventMask | kAsyncEventMask));
   steering_tags_ = std::make_unique<SteeringTagTable>(
       *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
+  // The thread that consumes the EQ's completions and async events (events.h).
+  if (bus_->InterruptFd(0) >= 0) {
+    ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get()}));
+  }
   return {};
 }
 
@@ -158,6 +165,8 @@ TeardownReport Device::Close() {
   // Refuses new work, waits for what is in flight, releases every object children first.
   std::optional<ReleaseCounts> counts = registry_.Close();
   if (!counts) return report;  // closed before
+  // No event is dispatched past this point; the EQs can go.
+  if (events_) events_->Stop();
   report.released = counts->released;
   report.first_error = counts->first_error;
 

@@ -36,6 +36,7 @@
 namespace onchip::driver {
 
 class CompletionEq;
+class EventThread;
 class Uars;
 class SteeringTagTable;
 
@@ -88,11 +89,15 @@ class Device : public std::enable_shared_from_this<Device> {
   SwIcmAllocator& sw_icm() { return sw_icm_; }
   const PageSupply& pages() const { return *pages_; }
   Uars& uars() { return *uars_; }
-  // The completion EQ every CQ reports to (eq.h), created at bring-up on the shared UAR.
+  // The completion EQ every CQ reports to (eq.h), created at bring-up on the shared UAR; it
+  // receives the async events as well (events.h).
   uint32_t comp_eqn() const;
   // The EQ itself (its ring: tests read the EQEs the device wrote); null before bring-up.
   const CompletionEq* comp_eq() const { return comp_eq_.get(); }
   SteeringTagTable& steering_tags() { return *steering_tags_; }
+  // The interrupt side (events.h): completion channels and async events. Null when the bus
+  // delivers no interrupts.
+  EventThread* events() { return events_.get(); }
   // ibv_device_attr_ex.max_dm_size as mlx5_ib reports it: max_memic_size with MEMIC, else 0.
   uint64_t max_dm_size() const { return memic_.max_size(); }
 
@@ -148,6 +153,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<Uars> uars_;
   std::unique_ptr<CompletionEq> comp_eq_;
   std::unique_ptr<SteeringTagTable> steering_tags_;
+  std::unique_ptr<EventThread> events_;  // after the EQs: it goes before them
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};

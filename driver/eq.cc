@@ -1,26 +1,28 @@
 #include "driver/eq.h"
 
 #include <cerrno>
+#include <atomic>
 #include <cstring>
 
 #include "driver/cmd/run.h"
+#include "mmio/barriers.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::driver {
 namespace {
 
 // The EQE's owner byte (struct mlx5_eqe: byte 63, bit 0).
 constexpr std::size_t kEqeOwnerByte = 63;
-// Event type 0: completion events (MLX5_EVENT_TYPE_COMP).
-constexpr uint64_t kCompletionEvents = uint64_t{1} << 0;
 
 }  // namespace
 
 Result<std::unique_ptr<CompletionEq>> CompletionEq::Create(cmd::Commander& commander,
                                                            alloc::MemoryProvider& memory,
-                                                           const Caps& caps, uint32_t uar_index) {
+                                                           const Caps& caps, uint32_t uar_index,
+                                                           uint64_t event_mask) {
   if (caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::log_max_eq_sz) < kLogEntries)
     return Fail(EINVAL, "completion EQ: the device's EQs are smaller than the driver needs");
   const std::size_t bytes = std::size_t{kEqeBytes} << kLogEntries;
@@ -40,12 +42,30 @@ Result<std::unique_ptr<CompletionEq>> CompletionEq::Create(cmd::Commander& comma
       .set(eqc.uar_page, uar_index)
       .set(eqc.intr, 0)
       .set(eqc.log_page_size, 0)  // 4 KiB pages: log_page_size counts from 4 KiB
-      .set(In::event_bitmask[0], kCompletionEvents);
+      .set(In::event_bitmask[0], event_mask);
   for (std::size_t i = 0; i < pages; ++i)
     in.set(In::pas[i], eq->ring_.iova() + i * prm::ADAPTER_PAGE_SIZE);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_eq_out>(commander, in));
   eq->eqn_ = out.get(prm::create_eq_out::eq_number);
+  eq->uar_index_ = uar_index;
   return eq;
+}
+
+const prm::pod::mlx5_eqe* CompletionEq::Next() const {
+  const std::byte* at = ring_.host() + std::size_t{ci_ & (entries() - 1)} * kEqeBytes;
+  const auto owner = std::atomic_ref<const std::byte>(at[kEqeOwnerByte]).load(std::memory_order_acquire);
+  // Software's iff the owner bit equals the consumer's pass parity.
+  if (((std::to_integer<uint32_t>(owner) ^ (ci_ >> kLogEntries)) & 1) != 0) return nullptr;
+  return reinterpret_cast<const prm::pod::mlx5_eqe*>(at);
+}
+
+void CompletionEq::UpdateCi(bus::Bus& bus, bool arm) const {
+  // Every EQE before ci is read before the device may write over its slot (x86 keeps earlier
+  // loads before a later store; the barrier keeps the compiler from sinking them).
+  mmio::ToDeviceBarrier();
+  bus.Write32(prm::UarPageOffset(uar_index_) + (arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi),
+              eqn_ << 24 | (ci_ & 0xffffff));
+  bus.Notify();
 }
 
 Result<void> CompletionEq::Destroy(cmd::Commander& commander) {

@@ -99,6 +99,14 @@ class Bus : public alloc::DmaMapper {
   // only when it said it sleeps (uapi/vpci.h), so posting makes no syscall while it is awake.
   virtual void DoorbellRung() { Notify(); }
 
+  // The eventfd the function signals for MSI-X vector `vector` (uapi/vpci.h InterruptFd): one
+  // count per interrupt of an armed EQ whose eqc.intr is `vector`. The bus's function owns it;
+  // -1 when the bus delivers no interrupts for that vector.
+  virtual int InterruptFd(uint16_t vector) const {
+    (void)vector;
+    return -1;
+  }
+
  protected:
   friend class DmaMapping;
   virtual Result<void> UnmapHost(uint64_t iova, uint64_t length) = 0;

@@ -1,11 +1,16 @@
 #include "driver/verbs/calls.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 
 #include "driver/ah.h"
 #include "driver/cq.h"
 #include "driver/dm.h"
 #include "driver/dmah.h"
+#include "driver/events.h"
 #include "driver/mr.h"
 #include "driver/mw.h"
 #include "driver/mw_bind.h"
@@ -47,7 +52,63 @@ std::shared_ptr<Device> DeviceOf(ibv_context* context) {
   return d ? d->weak_from_this().lock() : nullptr;  // null while the device is being destroyed
 }
 
+// The device's event thread, or null (no interrupts, or no device).
+EventThread* EventsOf(ibv_context* context) {
+  Device* d = Device::FromVerbs(context);
+  return d ? d->events() : nullptr;
+}
+
+// As the kernel looks up a CQ's completion channel: none is fine; one this device's event
+// thread does not know, or one of another context, is EBADF.
+int CheckChannel(ibv_context* context, ibv_comp_channel* channel) {
+  if (channel == nullptr) return 0;
+  EventThread* events = EventsOf(context);
+  return events && events->ChannelOf(channel, context) ? 0 : EBADF;
+}
+
+// A new CQ's events: completions to its channel, CQ errors to its context's async_fd.
+void WatchCq(ibv_context* context, Cq& cq, ibv_comp_channel* channel) {
+  EventThread* events = EventsOf(context);
+  if (events == nullptr) return;
+  const auto handle = reinterpret_cast<uint64_t>(&cq.dp.verbs.cq);
+  if (channel != nullptr) events->WatchCq(cq.cqn, handle, channel);
+  events->WatchQueue(EventQueueKind::kCq, cq.cqn, handle, context);
+}
+
+void WatchQueue(ibv_context* context, EventQueueKind kind, uint32_t number, const void* element) {
+  if (EventThread* events = EventsOf(context))
+    events->WatchQueue(kind, number, reinterpret_cast<uint64_t>(element), context);
+}
+
+void UnwatchQueue(ibv_context* context, EventQueueKind kind, uint32_t number) {
+  if (EventThread* events = EventsOf(context)) events->UnwatchQueue(kind, number);
+}
+
 }  // namespace
+
+ibv_comp_channel* create_comp_channel(ibv_context* context) {
+  if (context == nullptr) return Errno<ibv_comp_channel>(EINVAL);
+  EventThread* events = EventsOf(context);
+  if (events == nullptr) return Errno<ibv_comp_channel>(EOPNOTSUPP);
+  // malloc, as libibverbs allocates it: ibv_destroy_comp_channel frees it with free().
+  auto* channel = static_cast<ibv_comp_channel*>(std::malloc(sizeof(ibv_comp_channel)));
+  if (channel == nullptr) return Errno<ibv_comp_channel>(ENOMEM);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    const int e = errno;
+    std::free(channel);
+    return Errno<ibv_comp_channel>(e);
+  }
+  channel->context = context;
+  channel->fd = fds[0];
+  channel->refcnt = 0;
+  if (auto added = events->AddChannel(channel, context, fds[1]); !added) {  // takes fds[1]
+    close(fds[0]);
+    std::free(channel);
+    return Errno<ibv_comp_channel>(added.error().errno_value());
+  }
+  return channel;
+}
 
 ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) {
   return dv_alloc_dm(context, attr, nullptr);
@@ -140,14 +201,16 @@ ibv_dmah* alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
 
 int dealloc_dmah(ibv_dmah* dmah) { return AsErrno(DeallocDmah(dmah ? Dmah::From(dmah) : nullptr)); }
 
-ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* /*channel*/, int comp_vector) {
+ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector) {
   if (cqe <= 0 || comp_vector < 0) return Errno<ibv_cq>(EINVAL);
+  if (int e = CheckChannel(context, channel)) return Errno<ibv_cq>(e);
   CqAttributes attr;
   attr.cqe = static_cast<uint32_t>(cqe);
   attr.comp_vector = static_cast<uint32_t>(comp_vector);
   auto cq = CreateCq(DeviceOf(context), attr);
   if (!cq) return Errno<ibv_cq>(cq.error().errno_value());
   (*cq)->dp.verbs.cq.context = context;  // the device may serve several contexts
+  WatchCq(context, **cq, channel);
   return &(*cq)->dp.verbs.cq;
 }
 
@@ -165,14 +228,29 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
     if (attr->parent_domain == nullptr) return Errno<ibv_cq_ex>(EINVAL);
     a.parent_domain = Pd::From(attr->parent_domain);
   }
+  if (int e = CheckChannel(context, attr->channel)) return Errno<ibv_cq_ex>(e);
   auto cq = CreateCq(DeviceOf(context), a);
   if (!cq) return Errno<ibv_cq_ex>(cq.error().errno_value());
   ibv_cq_ex* ex = &(*cq)->dp.verbs.cq_ex;
   verbs_init_cq(&(*cq)->dp.verbs.cq, context, attr->channel, attr->cq_context);
+  WatchCq(context, **cq, attr->channel);
   return ex;
 }
 
-int destroy_cq(ibv_cq* cq) { return AsErrno(DestroyCq(cq ? Cq::From(cq) : nullptr)); }
+int destroy_cq(ibv_cq* cq) {
+  if (cq == nullptr) return EINVAL;
+  ibv_context* context = cq->context;
+  const uint32_t cqn = Cq::From(cq)->cqn;
+  const int channel_fd = cq->channel ? cq->channel->fd : -1;
+  if (int e = AsErrno(DestroyCq(Cq::From(cq)))) return e;  // frees *cq
+  // Its events stop, and its records still unread leave the channel (libibverbs 44 waits for
+  // no acknowledgement here: ibv_destroy_cq only drops the channel's reference afterwards).
+  if (EventThread* events = EventsOf(context)) {
+    events->UnwatchCq(cqn, reinterpret_cast<uint64_t>(cq), channel_fd);
+    events->UnwatchQueue(EventQueueKind::kCq, cqn);
+  }
+  return 0;
+}
 
 int resize_cq(ibv_cq* cq, int cqe) {
   if (cq == nullptr) return EINVAL;
@@ -203,7 +281,9 @@ ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
   auto qp = CreateQp(pd, a);
   if (!qp) return Errno<ibv_qp>(qp.error().errno_value());
   attr->cap = a.cap;
-  return &(*qp)->ibv();
+  ibv_qp& v = (*qp)->ibv();
+  WatchQueue(pd->ibv.context, EventQueueKind::kQp, v.qp_num, &v);
+  return &v;
 }
 
 }  // namespace
@@ -250,7 +330,14 @@ int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* ini
   return AsErrno(QueryQp(Qp::From(qp), attr_mask, attr, init_attr));
 }
 
-int destroy_qp(ibv_qp* qp) { return AsErrno(DestroyQp(qp ? Qp::From(qp) : nullptr)); }
+int destroy_qp(ibv_qp* qp) {
+  if (qp == nullptr) return EINVAL;
+  ibv_context* context = qp->context;
+  const uint32_t qpn = qp->qp_num;
+  if (int e = AsErrno(DestroyQp(Qp::From(qp)))) return e;
+  UnwatchQueue(context, EventQueueKind::kQp, qpn);
+  return 0;
+}
 
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
   if (qp == nullptr || mw == nullptr || mw_bind == nullptr) return EINVAL;
@@ -276,6 +363,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   if (!srq) return Errno<ibv_srq>(srq.error().errno_value());
   attr->attr.max_wr = a.max_wr;
   attr->attr.max_sge = a.max_sge;
+  WatchQueue(pd->context, EventQueueKind::kSrq, (*srq)->srqn, &(*srq)->dp.verbs.srq);
   return &(*srq)->dp.verbs.srq;
 }
 
@@ -301,6 +389,7 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   ibv_srq& v = (*srq)->dp.verbs.srq;
   v.context = context;
   v.srq_context = attr->srq_context;
+  WatchQueue(context, EventQueueKind::kSrq, (*srq)->srqn, &v);
   return &v;
 }
 
@@ -317,7 +406,14 @@ int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
   return 0;
 }
 
-int destroy_srq(ibv_srq* srq) { return AsErrno(DestroySrq(srq ? Srq::From(srq) : nullptr)); }
+int destroy_srq(ibv_srq* srq) {
+  if (srq == nullptr) return EINVAL;
+  ibv_context* context = srq->context;
+  const uint32_t srqn = Srq::From(srq)->srqn;
+  if (int e = AsErrno(DestroySrq(Srq::From(srq)))) return e;
+  UnwatchQueue(context, EventQueueKind::kSrq, srqn);
+  return 0;
+}
 
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (pd == nullptr || attr == nullptr) return Errno<ibv_ah>(EINVAL);

@@ -44,7 +44,13 @@ int dealloc_mw(ibv_mw* mw);
 ibv_dmah* alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr);
 int dealloc_dmah(ibv_dmah* dmah);
 
-// Completion queues (driver/cq.h). create_cq is the provider op: ibv_create_cq then runs
+// ibv_create_comp_channel for a context of this device: a pipe whose read end is the
+// channel's fd and whose write end the device's event thread keeps (driver/events.h); the struct
+// is malloc'd, as libibverbs' ibv_destroy_comp_channel frees it. EOPNOTSUPP when the device
+// delivers no interrupts.
+ibv_comp_channel* create_comp_channel(ibv_context* context);
+
+// Completion queues (driver/cq.h). A channel unknown to the device or of another context EBADF. create_cq is the provider op: ibv_create_cq then runs
 // verbs_init_cq itself. create_cq_ex is ibv_create_cq_ex whole: comp_mask beyond FLAGS and PD
 // EINVAL, and the CQ initialised as ibv_create_cq would (channel reference, cq_context).
 ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);

@@ -10,7 +10,14 @@
 // (the device's threads stayed in the parent; see provider.cc).
 // Errors follow calls.h: NULL with errno, or the errno returned.
 //
-// exports.lds makes these five the library's only dynamic symbols.
+// and, under libibverbs' own name and version (IBVERBS_1.0), ibv_create_comp_channel: libibverbs
+// 44 gives providers no hook for it (it writes a uverbs command to cmd_fd), so the plugin
+// interposes on it. `tools/onchip run` preloads the plugin (LD_PRELOAD), and a program that links
+// -lonchip-rdmav34 ahead of -libverbs binds to it too. For a context that is not onchip's it
+// calls libibverbs' definition (the next one in lookup order), so other providers see no change.
+//
+// exports.lds makes these the library's only dynamic symbols.
+#include <dlfcn.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
@@ -48,6 +55,18 @@ T* FailWith(int e) {
 }  // namespace
 
 extern "C" {
+
+ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+  if (context != nullptr && IsOnchipContext(context)) {
+    if (int e = CommandRefusal(context)) return FailWith<ibv_comp_channel>(e);
+    return onchip::driver::verbs::create_comp_channel(context);
+  }
+  using Create = ibv_comp_channel* (*)(ibv_context*);
+  static const auto next =
+      reinterpret_cast<Create>(dlvsym(RTLD_NEXT, "ibv_create_comp_channel", "IBVERBS_1.0"));
+  if (next == nullptr) return FailWith<ibv_comp_channel>(ENOSYS);
+  return next(context);
+}
 
 ibv_dmah* ibv_alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
   if (int e = CommandRefusal(context)) return FailWith<ibv_dmah>(e);

@@ -10,8 +10,10 @@
 // The context's file descriptors (libibverbs talks to no kernel here):
 //   - cmd_fd: /dev/null opened read-only. ioctl() fails with ENOTTY, so libibverbs reads GIDs
 //     from sysfs; write() fails with EBADF, so verbs that have no provider hook and write
-//     commands (ibv_create_comp_channel) fail cleanly instead of "succeeding" on /dev/null.
-//   - async_fd: the read end of a pipe the session owns the write end of.
+//     commands fail cleanly instead of "succeeding" on /dev/null. ibv_create_comp_channel is
+//     such a verb: the plugin defines it (exported_calls.cc) and answers it for onchip contexts.
+//   - async_fd: the read end of a pipe the session owns the write end of; the device's event
+//     thread writes the context's async events there (driver/events.h).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include <string>
 #include <type_traits>
 
+#include "driver/events.h"
 #include "driver/mr.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/abi34.h"
@@ -187,6 +190,7 @@ void FreeContext(ibv_context* context) {
   // In a forked child the device's threads do not exist: leave the parent's device alone and
   // release only what libibverbs gave this process.
   if (InOpeningProcess(context)) {
+    if (EventThread* events = c->session->device().events()) events->RemoveAsyncSink(context);
     c->session->device().StopServing(context);
     delete c->session;  // the last session on the device tears the driver down and stops it
   }
@@ -274,6 +278,9 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   c->owner = getpid();
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
+  // Async events of this context's objects (and port events) go to its async_fd.
+  if (EventThread* events = c->session->device().events())
+    events->AddAsyncSink(&c->vctx.context, c->session->async_write_fd());
   c->vctx.context.num_comp_vectors = 1;  // the device's one completion EQ (driver/eq.h)
   verbs_set_ops(&c->vctx, &kContextOps);
   return &c->vctx;

@@ -147,6 +147,8 @@ class Engine {
   bool WriteCqe(uint32_t cqn, const CqeFields& f);
   bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data);
   // An affiliated QP event (prm::MLX5_EVENT_TYPE_WQ_*) on the first EQ that subscribes to it.
+  // An event naming a QP (or, for the SRQ types, an SRQ) by number, to the first EQ that
+  // subscribes to `type`.
   void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
   // An armed CQ's completion that asks for an event: true when moderation lets it fire now.

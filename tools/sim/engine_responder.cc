@@ -36,6 +36,7 @@
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/eqe.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/srq.h"
 #include "uapi/prm/qp.h"
 #include "uapi/prm/recv_wqe.h"
 #include "uapi/prm/send_wqe.h"
@@ -135,6 +136,12 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     return;
   const Bytes qpc(qp.qpc);
   const bool rc = qp.st == prm::QP_ST_RC;
+  // The first request a connected QP receives in RTR establishes communication (the event
+  // software waits for before moving the QP to RTS when it has no other sign).
+  if (qp.state == prm::QP_STATE_RTR && qp.st != prm::QP_ST_UD && !pr.comm_established) {
+    pr.comm_established = true;
+    QpEvent(qpn, prm::MLX5_EVENT_TYPE_COMM_EST);
+  }
   const uint32_t user_index = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::user_index));
 
   auto answer = [&](PacketKind kind) {
@@ -230,6 +237,14 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       std::memcpy(&next, wqe.data(), sizeof next);
       srq.progress.head = next.next_wqe_index.host();
       ++srq.progress.counter;
+      // Fewer posted WQEs left than the armed watermark: the limit event, once; the watermark
+      // is cleared until ARM_RQ sets it again.
+      prm::Bits srqc(std::span<std::byte>(srq.srqc));
+      const uint32_t lwm = static_cast<uint32_t>(srqc.get(prm::srqc::lwm));
+      if (lwm != 0 && ((*producer - srq.progress.counter) & prm::kWqCounterMask) < lwm) {
+        srqc.set(prm::srqc::lwm, 0);
+        QpEvent(*qp.srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
+      }
       recv.wqe_counter = static_cast<uint16_t>(index);
       recv.pd = srq.pd;
       ParseScatter(wqe, sizeof next, &recv.list);

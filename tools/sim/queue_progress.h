@@ -21,6 +21,7 @@ struct CqProgress {
 struct QpProgress {
   uint32_t sq_wqe_counter = 0;  // 16-bit wqe_counter of the next send WQE to execute
   uint32_t rq_counter = 0;      // receive WQEs consumed
+  bool comm_established = false;  // a request arrived in RTR: COMM_EST raised once
 
   // Requester (RC): the WQE at sq_wqe_counter has been sent and waits for its response.
   bool awaiting = false;

@@ -40,9 +40,11 @@ def sanitizer_runtimes(plugin):
 
 def environment(plugin, sysfs_root):
     env = dict(os.environ)
-    preload = sanitizer_runtimes(plugin)
-    if preload:
-        env["LD_PRELOAD"] = ":".join(preload + [p for p in env.get("LD_PRELOAD", "").split(":") if p])
+    # The plugin itself is preloaded: it defines ibv_create_comp_channel (libibverbs gives
+    # providers no hook for it), which must come before libibverbs' in symbol lookup. Loading it
+    # early costs nothing else: libibverbs' later dlopen of the same file finds it loaded.
+    preload = sanitizer_runtimes(plugin) + [plugin]
+    env["LD_PRELOAD"] = ":".join(preload + [p for p in env.get("LD_PRELOAD", "").split(":") if p])
     env["SYSFS_PATH"] = sysfs_root
     # libibverbs appends "-rdmav34.so" to an absolute RDMAV_DRIVERS entry.
     env["RDMAV_DRIVERS"] = plugin[: -len(SUFFIX)]

@@ -17,10 +17,12 @@ namespace onchip::prm {
 // mlx5_eqe.type (the kernel's enum mlx5_event).
 enum EventType : uint8_t {
   MLX5_EVENT_TYPE_COMP = 0x00,
+  MLX5_EVENT_TYPE_COMM_EST = 0x02,
   MLX5_EVENT_TYPE_CQ_ERROR = 0x04,
   MLX5_EVENT_TYPE_WQ_CATAS_ERROR = 0x05,
   MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR = 0x10,
   MLX5_EVENT_TYPE_WQ_ACCESS_ERROR = 0x11,
+  MLX5_EVENT_TYPE_SRQ_RQ_LIMIT = 0x14,
 };
 
 inline constexpr std::size_t kEqeDataBytes = 28;

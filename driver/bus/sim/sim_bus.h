@@ -36,6 +36,7 @@ class SimBus final : public Bus {
   Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;
   std::optional<vpci::TphCapability> tph() const override { return function_.tph(); }
   void Notify() override { function_.Kick(); }
+  int InterruptFd(uint16_t vector) const override { return function_.InterruptFd(vector); }
   // Kicks only a sleeping engine: while it polls, a data-path doorbell costs no syscall.
   void DoorbellRung() override;
 

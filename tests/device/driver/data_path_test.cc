@@ -2,17 +2,24 @@
 // connected by the device's own RoCE v2 GID, a send into a posted receive, an RDMA write, a
 // window of type 1 bound with ibv_bind_mw and written through, a UD send through an AH into an
 // SRQ, an armed CQ's completion event in the device's EQ (moderated by count and by period),
-// and a CQ resized over unpolled completions. Everything through the verbs calls and the ops the provider installs. The MR is the
+// a CQ resized over unpolled completions, and the event thread turning an event into a
+// completion channel record. Everything through the verbs calls and the ops the provider installs. The MR is the
 // device's first mkey (index 1): its key must not be 0x100, the invalid lkey that ends a receive
 // scatter list.
+#include <dirent.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "driver/eq.h"
+#include "driver/events.h"
 #include "driver/mw.h"
 #include "driver/qp.h"
 #include "driver/rings/data_path.h"
@@ -464,6 +471,96 @@ TEST_F(DataPathTest, UdSendThroughAnAhIntoAnSrq) {
   for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
   qps_.clear();
   EXPECT_EQ(v::destroy_srq(srq), 0);
+}
+
+}  // namespace
+}  // namespace onchip::testing
+
+namespace onchip::testing {
+namespace {
+
+int Tasks() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+bool Readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+// The device's event thread consumes the completion EQE, re-arms the EQ and writes the CQ's
+// handle to its channel, once per arming; Close joins the thread.
+TEST_F(DataPathTest, TheEventThreadWritesTheCqHandleToItsChannel) {
+  driver::EventThread* events = device().events();
+  ASSERT_NE(events, nullptr);
+  ibv_comp_channel* ch = v::create_comp_channel(verbs_);
+  ASSERT_NE(ch, nullptr) << strerror(errno);
+  ibv_cq* cq = v::create_cq(verbs_, 16, ch, 0);
+  ASSERT_NE(cq, nullptr) << strerror(errno);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = cq;
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp* a = v::create_qp(pd_, &qa);
+  ibv_qp* b = v::create_qp(pd_, &qa);
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  const uint64_t interrupts_before = sim_->engine().interrupts();
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(rings::ReqNotifyCq(cq, 0), 0);
+    ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
+    wr.wr.rdma.rkey = mr_->rkey;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+    ASSERT_EQ(Poll(cq, 1).size(), 1u);
+    ASSERT_TRUE(Readable(ch->fd, 5000)) << "round " << round;
+    uint64_t handle = 0;
+    ASSERT_EQ(read(ch->fd, &handle, sizeof handle), ssize_t(sizeof handle));
+    EXPECT_EQ(handle, reinterpret_cast<uint64_t>(cq));
+    rings::CqEvent(cq);  // what ibv_get_cq_event does next: the arm sequence number moves
+    EXPECT_FALSE(Readable(ch->fd, 50)) << "one record per arming";
+  }
+  EXPECT_GE(events->eqes(), 3u);
+  EXPECT_GE(sim_->engine().interrupts() - interrupts_before, 3u);
+  EXPECT_EQ(v::destroy_qp(a), 0);
+  EXPECT_EQ(v::destroy_qp(b), 0);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
+  close(ch->fd);
+  std::free(ch);
+}
+
+// A channel of another device or context is EBADF; none is fine.
+TEST_F(DataPathTest, ACqOnAnUnknownChannelIsEbadf) {
+  ibv_comp_channel stray{verbs_, -1, 0};
+  errno = 0;
+  EXPECT_EQ(v::create_cq(verbs_, 4, &stray, 0), nullptr);
+  EXPECT_EQ(errno, EBADF);
+}
+
+// Close stops the event thread: no thread outlives the device.
+TEST_F(DataPathTest, CloseJoinsTheEventThread) {
+  ASSERT_NE(device().events(), nullptr);
+  EXPECT_EQ(v::dereg_mr(mr_), 0);
+  EXPECT_EQ(v::destroy_cq(cq_), 0);
+  EXPECT_EQ(v::dealloc_pd(pd_), 0);
+  const int before = Tasks();
+  const auto report = ctx_->Close();
+  EXPECT_FALSE(report.first_error) << report.describe();
+  EXPECT_EQ(Tasks(), before - 1);
+  ctx_.reset();
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ set -- \
   test_mr.MRTest.test_mr_rereg_addr test_mr.MRTest.test_reg_mr_bad_flags test_mr.MWTest \
   test_mr.DeviceMemoryAPITest test_mr.DmaBufMRTest test_mr.DmaBufTestCase \
   test_mr.DeviceMemoryTest \
-  test_parent_domain
-expected=126
+  test_parent_domain test_cq_events
+expected=128
 # No dma-buf exporter on this machine; no XRC domains; no RDMA atomic write (an extended QP with
 # No dma-buf exporter on this machine; no XRC domains; no RDMA atomic write (an extended QP with
 # ATOMIC_WRITE); all GID indices populated (the bad-flow GID test cannot run). Raw packet QPs
