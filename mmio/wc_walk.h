@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 namespace onchip::mmio::detail {
 
@@ -113,49 +112,10 @@ struct PieceDefaults {
   static void StoreHost(char* dst, const unsigned char* img, std::size_t w) { HostCopy(dst, img, w); }
 };
 
-// The pieces of a partial line [addr, addr+n) (inside one line, n < 64) when addr and n are
-// multiples of 4, the MEMIC contract: ascending and naturally aligned, with the widths PieceWidth
-// would choose, but worked out without a loop so each access is one fixed-width move. A 4-byte
-// piece up to the first 8-byte boundary, an 8-byte one up to the first 16-byte boundary, whole
-// 16-byte pieces, then an 8- and a 4-byte piece for what is left.
-struct PiecePlan {
-  bool lead4, lead8, tail8, tail4;
-  std::size_t at8, at16, end16, at4;  // offsets from addr
-
-  static PiecePlan Of(std::uintptr_t addr, std::size_t n) {
-    PiecePlan p;
-    p.lead4 = (addr & 4) != 0 && n >= 4;
-    p.at8 = p.lead4 ? 4 : 0;
-    p.lead8 = ((addr + p.at8) & 8) != 0 && n - p.at8 >= 8;
-    p.at16 = p.at8 + (p.lead8 ? 8 : 0);
-    p.end16 = p.at16 + ((n - p.at16) & ~std::size_t{15});
-    p.tail8 = n - p.end16 >= 8;
-    p.at4 = p.end16 + (p.tail8 ? 8 : 0);
-    p.tail4 = n - p.at4 >= 4;
-    return p;
-  }
-
-  // Calls piece(offset, width) for every piece, ascending. Always inlined, so the widths are
-  // constants where the accesses are emitted.
-  template <class F>
-  [[gnu::always_inline]] void ForEach(F&& piece) const {
-    if (lead4) piece(std::size_t{0}, std::integral_constant<std::size_t, 4>{});
-    if (lead8) piece(at8, std::integral_constant<std::size_t, 8>{});
-    for (std::size_t off = at16; off != end16; off += 16) piece(off, std::integral_constant<std::size_t, 16>{});
-    if (tail8) piece(end16, std::integral_constant<std::size_t, 8>{});
-    if (tail4) piece(at4, std::integral_constant<std::size_t, 4>{});
-  }
-};
-
-inline bool FourByteContract(std::uintptr_t device_addr, std::size_t n) {
-  return ((device_addr | n) & 3) == 0;
-}
-
 // [dst, dst+n) lies inside one line, n < 64. All source loads happen before the first store.
-// Under the 4-byte contract the pieces are fixed-width moves inlined into the caller; outside it
-// (host-memory uses, 1- and 2-byte pieces) the general loop runs out of line.
+// Out of line (and baseline ISA): it needs a stack buffer.
 template <class K>
-[[gnu::noinline]] void PartialLineToDeviceAnyWidth(char* dst, const char* src, std::size_t n) {
+[[gnu::noinline]] void PartialLineToDevice(char* dst, const char* src, std::size_t n) {
   alignas(16) unsigned char img[kLine];
   for (std::size_t off = 0, w; off < n; off += w) {
     w = PieceWidth(reinterpret_cast<std::uintptr_t>(dst + off), n - off);
@@ -168,60 +128,8 @@ template <class K>
   }
 }
 
-// A partial line that starts 16-byte aligned (small copies to an aligned DM offset, the common
-// case): up to three 16-byte pieces, then an 8- and a 4-byte one, each decided by one test of n.
 template <class K>
-[[gnu::always_inline]] inline void AlignedPartialLineToDevice(char* dst, const char* src, std::size_t n) {
-  using W4 = std::integral_constant<std::size_t, 4>;
-  using W8 = std::integral_constant<std::size_t, 8>;
-  using W16 = std::integral_constant<std::size_t, 16>;
-  const std::size_t at8 = n & ~std::size_t{15}, at4 = n - 4;
-  alignas(16) unsigned char img[kLine]{};
-  if (n >= 16) K::LoadSource(img, src, W16{});
-  if (n >= 32) K::LoadSource(img + 16, src + 16, W16{});
-  if (n >= 48) K::LoadSource(img + 32, src + 32, W16{});
-  if (n & 8) K::LoadSource(img + at8, src + at8, W8{});
-  if (n & 4) K::LoadSource(img + at4, src + at4, W4{});
-  CompilerBarrier();
-  if (n >= 16) K::StoreDevice(dst, img, W16{});
-  if (n >= 32) K::StoreDevice(dst + 16, img + 16, W16{});
-  if (n >= 48) K::StoreDevice(dst + 32, img + 32, W16{});
-  if (n & 8) K::StoreDevice(dst + at8, img + at8, W8{});
-  if (n & 4) K::StoreDevice(dst + at4, img + at4, W4{});
-}
-
-template <class K>
-[[gnu::always_inline]] inline void PartialLineToDevice(char* dst, const char* src, std::size_t n) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(dst);
-  if (!FourByteContract(addr, n)) [[unlikely]] {
-    PartialLineToDeviceAnyWidth<K>(dst, src, n);
-    return;
-  }
-  if ((addr & 15) == 0) {
-    AlignedPartialLineToDevice<K>(dst, src, n);
-    return;
-  }
-  // The image of the pieces, in registers (each piece has its own slot, so the compiler keeps
-  // them there rather than on the stack).
-  alignas(16) unsigned char lead4[4]{}, lead8[8]{}, body[48]{}, tail8[8]{}, tail4[4]{};
-  const PiecePlan plan = PiecePlan::Of(addr, n);
-  if (plan.lead4) K::LoadSource(lead4, src, std::integral_constant<std::size_t, 4>{});
-  if (plan.lead8) K::LoadSource(lead8, src + plan.at8, std::integral_constant<std::size_t, 8>{});
-  for (std::size_t off = plan.at16; off != plan.end16; off += 16)
-    K::LoadSource(body + (off - plan.at16), src + off, std::integral_constant<std::size_t, 16>{});
-  if (plan.tail8) K::LoadSource(tail8, src + plan.end16, std::integral_constant<std::size_t, 8>{});
-  if (plan.tail4) K::LoadSource(tail4, src + plan.at4, std::integral_constant<std::size_t, 4>{});
-  CompilerBarrier();
-  if (plan.lead4) K::StoreDevice(dst, lead4, std::integral_constant<std::size_t, 4>{});
-  if (plan.lead8) K::StoreDevice(dst + plan.at8, lead8, std::integral_constant<std::size_t, 8>{});
-  for (std::size_t off = plan.at16; off != plan.end16; off += 16)
-    K::StoreDevice(dst + off, body + (off - plan.at16), std::integral_constant<std::size_t, 16>{});
-  if (plan.tail8) K::StoreDevice(dst + plan.end16, tail8, std::integral_constant<std::size_t, 8>{});
-  if (plan.tail4) K::StoreDevice(dst + plan.at4, tail4, std::integral_constant<std::size_t, 4>{});
-}
-
-template <class K>
-[[gnu::noinline]] void PartialLineFromDeviceAnyWidth(char* dst, const char* src, std::size_t n) {
+[[gnu::noinline]] void PartialLineFromDevice(char* dst, const char* src, std::size_t n) {
   alignas(16) unsigned char img[kLine];
   for (std::size_t off = 0, w; off < n; off += w) {
     w = PieceWidth(reinterpret_cast<std::uintptr_t>(src + off), n - off);
@@ -231,19 +139,6 @@ template <class K>
     w = PieceWidth(reinterpret_cast<std::uintptr_t>(src + off), n - off);
     K::StoreHost(dst + off, img + off, w);
   }
-}
-
-template <class K>
-[[gnu::always_inline]] inline void PartialLineFromDevice(char* dst, const char* src, std::size_t n) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(src);
-  if (!FourByteContract(addr, n)) [[unlikely]] {
-    PartialLineFromDeviceAnyWidth<K>(dst, src, n);
-    return;
-  }
-  alignas(16) unsigned char img[kLine];
-  const PiecePlan plan = PiecePlan::Of(addr, n);
-  plan.ForEach([&](std::size_t off, auto w) { K::LoadDevice(img + off, src + off, w); });
-  plan.ForEach([&](std::size_t off, auto w) { K::StoreHost(dst + off, img + off, w); });
 }
 
 // Head (up to the first line boundary of dst), full lines ascending, tail; then K::End().
@@ -267,18 +162,11 @@ template <class K>
 // The whole copy. A destination that is line-aligned with a length in whole lines (every
 // BlueFlame-sized copy, most MEMIC copies) takes the short path: inlined lines, no stack frame.
 template <class K>
-[[gnu::always_inline]] inline void WalkToDevice(void* dst_v, const void* src_v, std::size_t len) {
+inline void WalkToDevice(void* dst_v, const void* src_v, std::size_t len) {
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
   if (((reinterpret_cast<std::uintptr_t>(dst) | len) & (kLine - 1)) == 0) [[likely]] {
     K::Lines(dst, src, len);
-    K::End();
-    return;
-  }
-  // Small copies inside one line (sequence numbers, order fields): the pieces inline, no frame.
-  if (len < kLine && (reinterpret_cast<std::uintptr_t>(dst) & (kLine - 1)) + len <= kLine &&
-      FourByteContract(reinterpret_cast<std::uintptr_t>(dst), len)) {
-    PartialLineToDevice<K>(dst, src, len);
     K::End();
     return;
   }
