@@ -34,8 +34,10 @@ int CommandQueue::Poll() {
     if (release) parked_ = 0;
   }
   uint32_t owned = 0;
-  if (cmdq != 0) {
-    // Slots the driver handed over even if their doorbell write was overwritten.
+  // Slots the driver handed over even if their doorbell write was overwritten. A disabled
+  // function reads no entry it was not rung for: after DISABLE_HCA the driver frees the queue
+  // page, and the device must not be looking at it then.
+  if (cmdq != 0 && (rung != 0 || firmware_.state() != HcaState::kDisabled)) {
     Iommu::Access access(iommu_);
     for (uint32_t slot = 0; slot < slots_; ++slot) {
       const uint64_t addr = cmdq + uint64_t{slot} * stride_;
