@@ -493,8 +493,8 @@ bool Readable(int fd, int timeout_ms) {
   return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
 }
 
-// The device's event thread consumes the completion EQE, re-arms the EQ and writes the CQ's
-// handle to its channel, once per arming; Close joins the thread.
+// The device's event thread consumes the completion EQE, writes the CQ's handle to its channel
+// and re-arms the EQ, once per arming of the CQ; Close joins the thread.
 TEST_F(DataPathTest, TheEventThreadWritesTheCqHandleToItsChannel) {
   driver::EventThread* events = device().events();
   ASSERT_NE(events, nullptr);
@@ -534,7 +534,10 @@ TEST_F(DataPathTest, TheEventThreadWritesTheCqHandleToItsChannel) {
     EXPECT_FALSE(Readable(ch->fd, 50)) << "one record per arming";
   }
   EXPECT_GE(events->eqes(), 3u);
-  EXPECT_GE(sim_->engine().interrupts() - interrupts_before, 3u);
+  // At least the first EQE came by interrupt. Later ones may not: the thread writes a record
+  // before it re-arms the EQ, so the next round's EQE can land while the EQ is unarmed and be
+  // found by the same drain, with no interrupt, as on the hardware.
+  EXPECT_GE(sim_->engine().interrupts() - interrupts_before, 1u);
   EXPECT_EQ(v::destroy_qp(a), 0);
   EXPECT_EQ(v::destroy_qp(b), 0);
   EXPECT_EQ(v::destroy_cq(cq), 0);
