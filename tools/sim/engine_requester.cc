@@ -48,6 +48,8 @@ T Load(Bytes b, std::size_t offset) {
 }
 
 bool OpcodeAllowed(uint8_t st, uint8_t opcode) {
+  // The kernel's REG_UMR QP registers memory: it posts UMRs (and NOPs), never a message.
+  if (st == prm::QP_ST_REG_UMR) return opcode == prm::MLX5_OPCODE_UMR || opcode == prm::MLX5_OPCODE_NOP;
   switch (opcode) {
     case prm::MLX5_OPCODE_NOP:
     case prm::MLX5_OPCODE_SEND:
@@ -197,7 +199,8 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
       CompleteSend(qpn, qp, {}, 0, 0);
       return true;
     case prm::MLX5_OPCODE_UMR: {
-      const UmrResult r = fw_.PostUmrLocked({.wqe = wqe, .qpn = qpn, .pd = qp.pd});
+      const UmrResult r = fw_.PostUmrLocked(
+          {.wqe = wqe, .qpn = qpn, .pd = qp.pd, .reg_umr = qp.st == prm::QP_ST_REG_UMR});
       CompleteSend(qpn, qp, r.syndrome, static_cast<uint8_t>(r.check), 0);
       return true;
     }

@@ -162,6 +162,7 @@ class Firmware {
   // The data engine (tools/sim/engine.h) runs the queues these tables hold, under mutex_.
   friend class Engine;
   UmrResult PostUmrLocked(const UmrRequest& request);
+  UmrResult PostMrUmrLocked(const UmrRequest& request);  // request.reg_umr
 
   struct Pd {
     uint16_t uid;

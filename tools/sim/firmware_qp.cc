@@ -55,8 +55,14 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
   const uint32_t st = prm::Get(in, qpc.st);
-  if (st != prm::QP_ST_RC && st != prm::QP_ST_UC && st != prm::QP_ST_UD)
+  if (st != prm::QP_ST_RC && st != prm::QP_ST_UC && st != prm::QP_ST_UD &&
+      st != prm::QP_ST_REG_UMR)
     return Bad(Syndrome::QP_ST_UNSUPPORTED);
+  // A REG_UMR QP changes any mkey of the function: only the kernel (uid 0) may have one, and it
+  // has no receive queue.
+  if (st == prm::QP_ST_REG_UMR && uid != 0) return Bad(Syndrome::QP_REG_UMR_USER);
+  if (st == prm::QP_ST_REG_UMR && prm::Get(in, qpc.rq_type) != prm::ZERO_LEN_RQ)
+    return Bad(Syndrome::QP_RQ_TYPE);
   // Capabilities this device does not advertise: the context extension, choosing the QP number,
   // UMEM buffers, ECE, offloads, core-direct, WQ signatures, the reserved lkey, counter sets,
   // ordering and isolation knobs, real-time CQE timestamps.

@@ -1,5 +1,6 @@
 // UMR work requests on memory windows: bind (the window gets one KLM into a parent mkey) and
-// invalidate (the window becomes free). The send-queue engine calls Firmware::PostUmr with the
+// invalidate (the window becomes free); and on MRs, from a REG_UMR QP only: a new access or PD
+// in place (PostMrUmrLocked, at the end). The send-queue engine calls Firmware::PostUmr with the
 // WQE bytes; rdma-core's set_bind_wr (providers/mlx5/qp.c) and the kernel's LOCAL_INV are the
 // writers this follows.
 //
@@ -77,6 +78,7 @@ UmrResult Firmware::PostUmr(const UmrRequest& r) {
 }
 
 UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
+  if (r.reg_umr) return PostMrUmrLocked(r);
   const Bytes w = r.wqe;
 
   // ---- The WQE's shape. ----
@@ -209,6 +211,66 @@ UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
   return {};
 }
 
+// A REG_UMR QP's UMR on an MR: the mkey segment's access bits and PD, as mkey_mask selects them,
+// replace the MR's; its key, translation and length stay. This is how the kernel re-registers an
+// MR's access or PD without changing its lkey and rkey (ibv_rereg_mr without a new translation).
+// Checks, in order: the WQE's shape (no translation: ds 8, xlt 0; mask only PD and the access
+// bits; the 0x40 check is honoured) LOCAL_QP_OP_ERR; the MR (exists with that key byte, not a
+// window, umr_en) and the new PD (exists, same uid as the MR) LOCAL_PROT_ERR.
+UmrResult Firmware::PostMrUmrLocked(const UmrRequest& r) {
+  constexpr uint64_t kMrMask = prm::MLX5_MKEY_MASK_PD | prm::MLX5_MKEY_MASK_LR |
+                               prm::MLX5_MKEY_MASK_LW | prm::MLX5_MKEY_MASK_RR |
+                               prm::MLX5_MKEY_MASK_RW | prm::MLX5_MKEY_MASK_A;
+  constexpr uint8_t kMrFlags = prm::MLX5_WQE_UMR_CTRL_FLAG_INLINE | prm::MLX5_UMR_CHECK_FREE;
+  const Bytes w = r.wqe;
+  if (w.size() < kHeadBytes) return BadWqe(UmrCheck::WQE_TOO_SHORT);
+  if (prm::OpcodeOf(prm::Get(w, Ctrl::opmod_idx_opcode)) != prm::MLX5_OPCODE_UMR)
+    return BadWqe(UmrCheck::NOT_UMR);
+  const uint32_t qpn_ds = prm::Get(w, Ctrl::qpn_ds);
+  if (prm::QpnOf(qpn_ds) != r.qpn) return BadWqe(UmrCheck::WQE_QPN);
+  if (prm::DsOf(qpn_ds) != kHeadDs) return BadWqe(UmrCheck::WQE_DS);
+  if (!ReservedClear(w, UmrCtrl{}) || !ReservedClear(w, MkeySeg{}))
+    return BadWqe(UmrCheck::RESERVED);
+  const uint32_t flags = prm::Get(w, UmrCtrl::flags);
+  if ((flags & ~uint32_t{kMrFlags}) != 0) return BadWqe(UmrCheck::UMR_FLAGS);
+  if (prm::Get(w, UmrCtrl::xlt_octowords) != 0 || prm::Get(w, UmrCtrl::xlt_offset) != 0 ||
+      prm::Get(w, UmrCtrl::xlt_offset_47_16) != 0)
+    return BadWqe(UmrCheck::XLT);
+  const uint64_t mask = prm::Get(w, UmrCtrl::mkey_mask);
+  if (mask == 0 || (mask & ~kMrMask) != 0) return BadWqe(UmrCheck::MKEY_MASK);
+
+  auto prot = [](UmrCheck c) { return Fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, c); };
+  const uint32_t key = prm::Get(w, Ctrl::imm);
+  auto it = mkeys_.find(key >> 8);
+  if (it == mkeys_.end()) return prot(UmrCheck::MR_UNKNOWN);
+  Mkey& mr = it->second;
+  prm::Bits mkc(mr.mkc);
+  if (mkc.get(prm::mkc::mkey_7_0) != (key & 0xff)) return prot(UmrCheck::MR_UNKNOWN);
+  if (mr.window) return prot(UmrCheck::MR_IS_WINDOW);
+  if (mkc.get(prm::mkc::umr_en) == 0) return prot(UmrCheck::MR_NO_UMR);
+  if ((flags & prm::MLX5_UMR_CHECK_FREE) && mkc.get(prm::mkc::free) != 0)
+    return prot(UmrCheck::MR_UNKNOWN);
+  const uint32_t new_pd = static_cast<uint32_t>(prm::Get(w, SegMkc::pd));
+  if (mask & prm::MLX5_MKEY_MASK_PD) {
+    auto pd = pds_.find(new_pd);
+    if (pd == pds_.end() || pd->second.uid != mr.uid) return prot(UmrCheck::MR_PD);
+  }
+
+  // ---- Apply: every check passed. ----
+  if (mask & prm::MLX5_MKEY_MASK_PD && new_pd != mr.pd) {
+    --pds_.at(mr.pd).mkeys;
+    ++pds_.at(new_pd).mkeys;
+    mr.pd = new_pd;
+    mkc.set(prm::mkc::pd, new_pd);
+  }
+  if (mask & prm::MLX5_MKEY_MASK_LR) mkc.set(prm::mkc::lr, prm::Get(w, SegMkc::lr));
+  if (mask & prm::MLX5_MKEY_MASK_LW) mkc.set(prm::mkc::lw, prm::Get(w, SegMkc::lw));
+  if (mask & prm::MLX5_MKEY_MASK_RR) mkc.set(prm::mkc::rr, prm::Get(w, SegMkc::rr));
+  if (mask & prm::MLX5_MKEY_MASK_RW) mkc.set(prm::mkc::rw, prm::Get(w, SegMkc::rw));
+  if (mask & prm::MLX5_MKEY_MASK_A) mkc.set(prm::mkc::a, prm::Get(w, SegMkc::a));
+  return {};
+}
+
 std::string_view UmrCheckName(UmrCheck c) {
   switch (c) {
 #define ONCHIP_UMR_CHECK(n) \
@@ -239,6 +301,10 @@ std::string_view UmrCheckName(UmrCheck c) {
     ONCHIP_UMR_CHECK(PARENT_ZERO_BASED)
     ONCHIP_UMR_CHECK(PARENT_RANGE)
     ONCHIP_UMR_CHECK(PARENT_ACCESS)
+    ONCHIP_UMR_CHECK(MR_UNKNOWN)
+    ONCHIP_UMR_CHECK(MR_IS_WINDOW)
+    ONCHIP_UMR_CHECK(MR_NO_UMR)
+    ONCHIP_UMR_CHECK(MR_PD)
 #undef ONCHIP_UMR_CHECK
   }
   return "UNKNOWN_UMR_CHECK";

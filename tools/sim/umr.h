@@ -1,7 +1,9 @@
 // What the send-queue engine hands the firmware for one UMR work request, and what it gets back.
 //
 // The firmware executes UMR WQEs that bind a memory window to a region of a parent mkey and that
-// invalidate (unbind) it: Firmware::PostUmr (firmware_umr.cc). The send-queue engine reads the
+// invalidate (unbind) it: Firmware::PostUmr (firmware_umr.cc); and, posted on a REG_UMR QP (the
+// kernel's own, which only uid 0 may create), UMRs that change an MR's access rights or PD in
+// place, keeping its keys (the same file). The send-queue engine reads the
 // WQE from the SQ, passes its bytes with the posting QP's number and PD, and turns a failure
 // into an error CQE: mlx5_err_cqe.syndrome = UmrResult::syndrome, vendor_err_synd =
 // UmrResult::check (the software ConnectX's name for the failed check, stable like the command
@@ -23,6 +25,7 @@ struct UmrRequest {
   std::span<const std::byte> wqe;
   uint32_t qpn = 0;  // the QP whose send queue holds the WQE
   uint32_t pd = 0;   // that QP's PD
+  bool reg_umr = false;  // that QP is a REG_UMR QP: its UMRs address MRs, not windows
 };
 
 // Which check refused a UMR. The syndrome each maps to is in UmrResult (see firmware_umr.cc).
@@ -56,6 +59,11 @@ enum class UmrCheck : uint8_t {
   PARENT_ZERO_BASED = 0x24,  // MW_BIND_ERR: start_addr 0 (registered zero-based)
   PARENT_RANGE = 0x25,      // MW_BIND_ERR: the KLM range leaves the parent
   PARENT_ACCESS = 0x26,     // MW_BIND_ERR: remote write or atomic window, parent lacks local write
+  // An MR changed in place by a REG_UMR QP's UMR (LOCAL_PROT_ERR).
+  MR_UNKNOWN = 0x30,        // no mkey at imm >> 8, or imm & 0xff is not its key byte
+  MR_IS_WINDOW = 0x31,      // the mkey is a memory window (windows are bound, not modified)
+  MR_NO_UMR = 0x32,         // the mkey was created with umr_en = 0
+  MR_PD = 0x33,             // the new PD does not exist or belongs to another uid
 };
 
 struct UmrResult {

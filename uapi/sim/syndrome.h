@@ -125,7 +125,7 @@ enum class Syndrome : uint32_t {
                                        // the old ring has no slot left for the resize CQE
   CQ_RESIZE_STATE = 0x51000814,     // BAD_PARAM_ERR: resize of a CQ in error (overflowed)
   // Queue pairs.
-  QP_ST_UNSUPPORTED = 0x51000901,   // BAD_PARAM_ERR: qpc.st not RC, UC or UD
+  QP_ST_UNSUPPORTED = 0x51000901,   // BAD_PARAM_ERR: qpc.st not RC, UC, UD or REG_UMR
   QP_UNSUPPORTED = 0x51000902,      // BAD_PARAM_ERR: a feature not advertised (qpc_ext, input_qpn,
                                     // UMEM, ECE, offloads, signatures, counter sets,
                                     // alternate path, ...)
@@ -157,6 +157,7 @@ enum class Syndrome : uint32_t {
   QP_GID_INDEX = 0x5100091b,        // BAD_PARAM_ERR: src_addr_index not below the GID table size
   QP_RRA_MAX = 0x5100091c,          // BAD_PARAM_ERR: log_rra_max above log_max_ra_res_qp
   QP_SRA_MAX = 0x5100091d,          // BAD_PARAM_ERR: log_sra_max above log_max_ra_req_qp
+  QP_REG_UMR_USER = 0x5100091e,     // BAD_PARAM_ERR: a REG_UMR QP asked for by a uid other than 0
   // Shared receive queues.
   SRQ_SIZE = 0x51000a01,            // BAD_PARAM_ERR: log_srq_size above log_max_srq_sz
   SRQ_STRIDE = 0x51000a02,          // BAD_PARAM_ERR: WQE stride above max_wqe_sz_rq
@@ -346,6 +347,7 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(QP_GID_INDEX)
     ONCHIP_SIM_SYNDROME(QP_RRA_MAX)
     ONCHIP_SIM_SYNDROME(QP_SRA_MAX)
+    ONCHIP_SIM_SYNDROME(QP_REG_UMR_USER)
     ONCHIP_SIM_SYNDROME(SRQ_SIZE)
     ONCHIP_SIM_SYNDROME(SRQ_STRIDE)
     ONCHIP_SIM_SYNDROME(SRQ_PAGE_SIZE)

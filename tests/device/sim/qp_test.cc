@@ -104,6 +104,7 @@ TEST_F(QpTest, AQpHoldsItsCqsAndPd) {
   EXPECT_TRUE(Ok(Exec(dealloc, 16)));
 }
 
+// REG_UMR, the kernel's registration QP, has its own rules (umr_test.cc).
 TEST_F(QpTest, RcUcAndUdOnly) {
   for (uint8_t st : {uint8_t{prm::QP_ST_RC}, uint8_t{prm::QP_ST_UC}, uint8_t{prm::QP_ST_UD}}) {
     QpShape shape;
@@ -113,7 +114,7 @@ TEST_F(QpTest, RcUcAndUdOnly) {
     EXPECT_TRUE(Ok(DestroyQp(static_cast<uint32_t>(r.get(prm::create_qp_out::qpn)))));
   }
   for (uint32_t st : {prm::QP_ST_XRC, prm::QP_ST_MLX, prm::QP_ST_DCI, prm::QP_ST_QP0,
-                      prm::QP_ST_QP1, prm::QP_ST_RAW_ETHERTYPE, prm::QP_ST_REG_UMR}) {
+                      prm::QP_ST_QP1, prm::QP_ST_RAW_ETHERTYPE}) {
     auto in = QpIn(pd_, cqn_);
     in.set(qpc.st, st);
     EXPECT_TRUE(RefusedUnchanged(in, CommandStatus::BAD_PARAM_ERR, Syndrome::QP_ST_UNSUPPORTED))

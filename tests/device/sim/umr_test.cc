@@ -10,6 +10,7 @@
 #include "uapi/prm/memic.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/umr.h"
 #include "uapi/prm/wqe.h"
@@ -470,6 +471,89 @@ TEST_F(UmrTest, ABoundWindowReachesItsParentsMemory) {
   auto d = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
   d.set(prm::dealloc_memic_in::memic_start_addr, off).set(prm::dealloc_memic_in::memic_size, 8192);
   ASSERT_TRUE(Ok(Exec(d, 16)));
+}
+
+// What the kernel's REG_UMR QP posts to change an MR in place (re-registration of access or PD).
+Wqe MrUmrWqe(uint32_t mr_key, uint64_t mask, uint8_t access, uint32_t pd, uint32_t qpn = kQpn) {
+  Wqe w;
+  w.bytes.assign(128, std::byte{0});
+  auto b = w.bits();
+  b.set(Ctrl::opmod_idx_opcode, prm::MLX5_OPCODE_UMR)
+      .set(Ctrl::qpn_ds, qpn << 8 | 8)
+      .set(Ctrl::imm, mr_key)
+      .set(UmrCtrl::flags, prm::MLX5_WQE_UMR_CTRL_FLAG_INLINE | prm::MLX5_UMR_CHECK_FREE)
+      .set(UmrCtrl::mkey_mask, mask)
+      .set(Seg::flags, access)
+      .set(SegMkc::pd, pd);
+  EXPECT_TRUE(b.ok()) << b.refused();
+  return w;
+}
+
+constexpr uint64_t kAccessMask = prm::MLX5_MKEY_MASK_LR | prm::MLX5_MKEY_MASK_LW |
+                                 prm::MLX5_MKEY_MASK_RR | prm::MLX5_MKEY_MASK_RW |
+                                 prm::MLX5_MKEY_MASK_A;
+
+TEST_F(UmrTest, ARegUmrQpChangesAnMrsAccessAndPdInPlace) {
+  const uint32_t mr = Mr(pd_);
+  const uint32_t other = AllocPd();
+  auto reg = [&](const Wqe& w) {
+    return sim_->firmware().PostUmr({.wqe = w.bytes, .qpn = kQpn, .pd = pd_, .reg_umr = true});
+  };
+  const uint8_t atomic = prm::MLX5_PERM_LOCAL_WRITE | prm::MLX5_PERM_ATOMIC | prm::MLX5_PERM_LOCAL_READ;
+  auto r = reg(MrUmrWqe(mr, kAccessMask | prm::MLX5_MKEY_MASK_PD, atomic, other));
+  ASSERT_TRUE(r.ok()) << UmrCheckName(r.check);
+  auto q = Query(mr);  // the same key
+  ASSERT_TRUE(Ok(q));
+  EXPECT_EQ(q.get(QMkc::a), 1u);
+  EXPECT_EQ(q.get(QMkc::rr), 0u);
+  EXPECT_EQ(q.get(QMkc::rw), 0u);
+  EXPECT_EQ(q.get(QMkc::lw), 1u);
+  EXPECT_EQ(q.get(QMkc::pd), other);
+  EXPECT_EQ(q.get(QMkc::start_addr), kMrVa);  // the translation stays
+  // The MR moved its hold to the new PD: the old one may go, the new one is busy.
+  auto dealloc = [&](uint32_t pd) {
+    auto in = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+    in.set(prm::dealloc_pd_in::pd, pd);
+    return Exec(in, 16);
+  };
+  EXPECT_FALSE(Ok(dealloc(other)));
+  ASSERT_TRUE(Ok(Destroy(mr)));
+  EXPECT_TRUE(Ok(dealloc(other)));
+}
+
+TEST_F(UmrTest, ARegUmrQpRefusesWhatItCannotChange) {
+  const uint32_t mr = Mr(pd_);
+  const uint32_t no_umr = Mr(pd_, /*mw_bind=*/false);
+  const uint32_t mw = Mw(1, pd_);
+  auto reg = [&](const Wqe& w) {
+    return sim_->firmware().PostUmr({.wqe = w.bytes, .qpn = kQpn, .pd = pd_, .reg_umr = true});
+  };
+  const auto before = Snapshot(mr);
+  auto prot = [](const UmrResult& r, UmrCheck c) {
+    return Refused(r, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, c);
+  };
+  EXPECT_TRUE(prot(reg(MrUmrWqe(Inc(mr), kAccessMask, kRw, 0)), UmrCheck::MR_UNKNOWN));
+  EXPECT_TRUE(prot(reg(MrUmrWqe(no_umr, kAccessMask, kRw, 0)), UmrCheck::MR_NO_UMR));
+  EXPECT_TRUE(prot(reg(MrUmrWqe(mw, kAccessMask, kRw, 0)), UmrCheck::MR_IS_WINDOW));
+  EXPECT_TRUE(prot(reg(MrUmrWqe(mr, prm::MLX5_MKEY_MASK_PD, 0, 0xabcd)), UmrCheck::MR_PD));
+  // A translation, a length or the key cannot change this way; nor can a window's mask be used.
+  EXPECT_TRUE(QpOpErr(reg(MrUmrWqe(mr, prm::MLX5_MKEY_MASK_LEN, 0, 0)), UmrCheck::MKEY_MASK));
+  EXPECT_TRUE(QpOpErr(reg(MrUmrWqe(mr, prm::MLX5_MKEY_MASK_KEY, 0, 0)), UmrCheck::MKEY_MASK));
+  EXPECT_TRUE(QpOpErr(reg(MrUmrWqe(mr, 0, 0, 0)), UmrCheck::MKEY_MASK));
+  EXPECT_TRUE(QpOpErr(reg(MrUmrWqe(mr, kAccessMask, kRw, 0, kOtherQpn)), UmrCheck::WQE_QPN));
+  EXPECT_EQ(Snapshot(mr), before);
+  // An ordinary QP's UMR has a window's shape or none: this one is refused before any key.
+  EXPECT_TRUE(QpOpErr(Post(MrUmrWqe(mr, kAccessMask, kRw, 0)), UmrCheck::MKEY_MASK));
+}
+
+// Only the function's owner (uid 0, the kernel) may have a REG_UMR QP.
+TEST_F(UmrTest, OnlyUidZeroCreatesARegUmrQp) {
+  auto in = Cmd<prm::create_qp_in>(prm::CREATE_QP);
+  in.set(prm::create_qp_in::uid, 7).set(prm::create_qp_in::qpc.st, prm::QP_ST_REG_UMR)
+      .set(prm::create_qp_in::qpc.rq_type, prm::ZERO_LEN_RQ);
+  auto r = Exec(in, prm::size_bytes<prm::create_qp_out>);
+  EXPECT_EQ(r.status, static_cast<uint8_t>(CommandStatus::BAD_PARAM_ERR));
+  EXPECT_EQ(r.syndrome, static_cast<uint32_t>(Syndrome::QP_REG_UMR_USER));
 }
 
 }  // namespace
