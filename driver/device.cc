@@ -1,5 +1,7 @@
 #include "driver/device.h"
 
+#include "driver/umr_queue.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -12,6 +14,7 @@
 #include "driver/hca.h"
 #include "driver/steering_tags.h"
 #include "driver/uar.h"
+#include "driver/umr_queue.h"
 
 namespace onchip::driver {
 
@@ -157,6 +160,20 @@ Device::~Device() {
   std::erase_if(ServedContexts(), [this](const auto& served) { return served.second == this; });
 }
 
+Result<UmrQueue*> Device::umr_queue() {
+  if (attached()) return Fail(EOPNOTSUPP, "umr: a REG_UMR queue is the function owner's");
+  std::lock_guard lock(umr_mu_);
+  if (registry_.closed()) return Fail(EIO, "umr: device closed");
+  if (umr_ && umr_->broken()) {
+    (void)umr_->Destroy(*commander_);  // a refused destroy leaves it to the function's teardown
+    umr_.reset();
+  }
+  if (!umr_) {
+    ONCHIP_TRY(umr_, UmrQueue::Create(*this));
+  }
+  return umr_.get();
+}
+
 TeardownReport Device::Close() {
   TeardownReport report;
   auto note = [&](const Result<void>& r) {
@@ -170,6 +187,14 @@ TeardownReport Device::Close() {
   report.released = counts->released;
   report.first_error = counts->first_error;
 
+  // The registration queue's CQ reports to the completion EQ: it goes first.
+  {
+    std::lock_guard lock(umr_mu_);
+    if (umr_) {
+      note(umr_->Destroy(*commander_));
+      umr_.reset();
+    }
+  }
   // Every CQ is gone (the registry released them), so the EQ goes, then the UAR under it.
   if (comp_eq_) {
     if (auto destroyed = comp_eq_->Destroy(*commander_); destroyed) comp_eq_.reset();

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -39,6 +40,7 @@ class CompletionEq;
 class EventThread;
 class Uars;
 class SteeringTagTable;
+class UmrQueue;
 
 struct DeviceOptions {
   std::chrono::milliseconds firmware_ready_timeout{120000};
@@ -95,6 +97,10 @@ class Device : public std::enable_shared_from_this<Device> {
   // The EQ itself (its ring: tests read the EQEs the device wrote); null before bring-up.
   const CompletionEq* comp_eq() const { return comp_eq_.get(); }
   SteeringTagTable& steering_tags() { return *steering_tags_; }
+  // The device's own memory-registration queue (umr_queue.h), made on first use: changes a live
+  // MR in place. EOPNOTSUPP on an attached function (a REG_UMR QP is the function owner's) and
+  // after Close; a broken queue is replaced by a new one.
+  Result<UmrQueue*> umr_queue();
   // The interrupt side (events.h): completion channels and async events. Null when the bus
   // delivers no interrupts.
   EventThread* events() { return events_.get(); }
@@ -154,6 +160,8 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<CompletionEq> comp_eq_;
   std::unique_ptr<SteeringTagTable> steering_tags_;
   std::unique_ptr<EventThread> events_;  // after the EQs: it goes before them
+  std::mutex umr_mu_;
+  std::unique_ptr<UmrQueue> umr_;        // its CQ reports to comp_eq_: it goes first
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};

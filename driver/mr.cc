@@ -7,6 +7,7 @@
 #include "driver/cmd/run.h"
 #include "driver/dmah.h"
 #include "driver/mkey.h"
+#include "driver/umr_queue.h"
 #include "uapi/prm/mkey.h"
 
 namespace onchip::driver {
@@ -133,7 +134,8 @@ Result<Key> CreateHostKey(Device& device, const bus::DmaMapping& mapping, uint32
   const uint64_t octowords = (npages + 1) / 2;
   prm::Message<C> in(octowords * 16);
   SetCommon(in, prm::MKC_ACCESS_MODE_MTT, access, pdn, variant, iova, length);
-  in.set(kMkc.umr_en, (access & IBV_ACCESS_MW_BIND) ? 1 : 0)
+  // As mlx5_ib: every host MR may be changed by a UMR (re-registration in place).
+  in.set(kMkc.umr_en, 1)
       .set(kMkc.log_page_size, log_page)
       .set(kMkc.translations_octword_size, octowords)
       .set(C::translations_octword_actual_size, octowords);
@@ -263,6 +265,29 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   ParentPins pins;
   if (change_pd && !pins.Take(new_pd->life))
     return Fail(EBUSY, "rereg_mr: the new PD is being freed");
+
+  // Access and PD alone change in place, as mlx5_ib does with a UMR: the keys stay, so a peer
+  // holding the rkey keeps reaching the MR. A zero-based switch moves start_addr, which a UMR
+  // here does not do; that, a new translation, or no registration queue (an attached function)
+  // re-creates the key below.
+  const bool same_base = ((new_access ^ static_cast<unsigned>(mr->access)) & IBV_ACCESS_ZERO_BASED) == 0;
+  if (!change_translation && same_base) {
+    if (auto umr = device.umr_queue(); umr) {
+      MkeyUpdate update;
+      if (change_pd) update.pdn = new_pd->protection().pdn;
+      if (change_access) update.access = new_access;
+      ONCHIP_CHECK((*umr)->UpdateMkey(mr->ibv.lkey, update));
+      if (change_pd) {
+        pins.Keep();
+        mr->pd->life.Unpin();
+        mr->pd = new_pd;
+        mr->ibv.pd = &new_pd->ibv;
+        mr->ibv.context = new_pd->ibv.context;
+      }
+      mr->access = static_cast<int>(new_access);
+      return {};
+    }
+  }
   const bus::DmaMapping& mapping = change_translation ? pages.mapping : mr->mapping;
   const uint32_t log_page = change_translation ? pages.log_page : mr->log_page_size;
   // The new key first: any failure up to its creation leaves the MR as it was.

@@ -15,18 +15,19 @@
 //     [addr, addr + length) are DMA-mapped through the bus once for the region (one IOVA range)
 //     and described by an MTT of the largest pages the memory allows (mkc.log_page_size): 2 MiB
 //     entries for a range of 2 MiB or more on hugetlb pages whose iova agrees with addr modulo
-//     2 MiB, else 4 KiB; mkc.start_addr is the iova, so work requests address the MR by iova. MW_BIND is allowed and sets mkc.umr_en: the software ConnectX binds
-//     windows only on an MR whose umr_en is set (onchip's convention, tools/sim/README.md).
+//     2 MiB, else 4 KiB; mkc.start_addr is the iova, so work requests address the MR by iova.
+//     Every host MR has mkc.umr_en (mlx5_ib's reg_create): a UMR may change it in place, and a
+//     window may bind on it (MW_BIND is accepted and, as on mlx5, not enforced by the device).
 //     A DMA handle (dmah.h) sets the mkey's PCIe TPH fields and is pinned by the MR.
 // lkey = rkey = mkey_index << 8 | variant. Dereg: DESTROY_MKEY, then the mapping goes.
 //
 // Re-registration (ibv_rereg_mr) of a host MR: IBV_REREG_MR_CHANGE_TRANSLATION (new addr and
 // length, addressed by addr), CHANGE_PD, CHANGE_ACCESS, in any combination; what a flag leaves
-// out stays as it was. The driver rewrites no key in place (no UMR on an MR's key: the software
-// ConnectX runs UMRs only on windows), so every re-registration makes
-// a new key over the new state, then destroys the old one: lkey and rkey always change (as with
-// the kernel when it re-creates the MR), ibv_mr.handle stays (the index of its first key; nothing
-// looks an MR up by handle, and a later MR may come to share it). Until the old key is destroyed
+// out stays as it was. PD and access alone change in place, as mlx5_ib does: one UMR on the MR's
+// mkey through the device's registration queue (umr_queue.h), so lkey and rkey stay. A new
+// translation, a ZERO_BASED switch (the start address moves) or no registration queue (an
+// attached function) makes a new key over the new state, then destroys the old one: lkey and
+// rkey change (the kernel's re-create path); ibv_mr.handle stays. Until the old key is destroyed
 // any failure leaves the MR exactly as it was; a refused destroy of the old key (a window bound
 // to it: EBUSY) destroys the new key and also leaves it as it was. Checks, in the kernel's order:
 // no flag or an unknown one -> EINVAL; a device-memory MR -> EINVAL; with CHANGE_ACCESS the

@@ -53,7 +53,7 @@ class MrReregTest : public DriverTest {
   char* buf_ = nullptr;
 };
 
-TEST_F(MrReregTest, ChangeAccessMakesANewKeyWithTheNewRights) {
+TEST_F(MrReregTest, ChangeAccessKeepsTheKeysAndChangesTheRights) {
   ibv_mr* mr = Reg(0, 8192, IBV_ACCESS_LOCAL_WRITE);
   ASSERT_NE(mr, nullptr) << strerror(errno);
   const uint32_t old_key = mr->lkey;
@@ -63,9 +63,9 @@ TEST_F(MrReregTest, ChangeAccessMakesANewKeyWithTheNewRights) {
 
   const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, access), 0);
-  EXPECT_NE(mr->lkey, old_key);
-  EXPECT_EQ(mr->lkey, mr->rkey);
-  EXPECT_EQ(mr->handle, handle);  // the object stays; only its key is new
+  EXPECT_EQ(mr->lkey, old_key);  // changed in place by the device's registration queue
+  EXPECT_EQ(mr->rkey, old_key);
+  EXPECT_EQ(mr->handle, handle);
   EXPECT_EQ(driver::Mr::From(mr)->access, access);
   EXPECT_EQ(mr->addr, buf_);
   EXPECT_EQ(mr->length, 8192u);
@@ -77,7 +77,6 @@ TEST_F(MrReregTest, ChangeAccessMakesANewKeyWithTheNewRights) {
   EXPECT_EQ(q.get(kQueriedMkc.start_addr), reinterpret_cast<uintptr_t>(buf_));
   EXPECT_EQ(q.get(kQueriedMkc.len), 8192u);
   EXPECT_EQ(q.get(kQueriedMkc.pd), PdnOf(pd_));
-  EXPECT_FALSE(KeyExists(old_key));
   EXPECT_EQ(sim_->counters().mkeys, mkeys);        // one key for one MR
   EXPECT_EQ(sim_->dma_mappings(), mappings);       // the pages stay mapped once
 
@@ -87,24 +86,27 @@ TEST_F(MrReregTest, ChangeAccessMakesANewKeyWithTheNewRights) {
             0);
   EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rw), 0u);
   EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rr), 0u);
-  // MW_BIND turns umr_en on.
+  EXPECT_EQ(mr->lkey, old_key);
+  // A zero-based switch moves the key's start address: that one makes a new key.
   ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
-                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND),
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED),
             0);
+  EXPECT_NE(mr->lkey, old_key);
+  EXPECT_FALSE(KeyExists(old_key));
   EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.umr_en), 1u);
   EXPECT_EQ(v::dereg_mr(mr), 0);
 }
 
-TEST_F(MrReregTest, ChangePdMovesTheKeyAndThePin) {
+TEST_F(MrReregTest, ChangePdKeepsTheKeysAndMovesThePin) {
   ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
   ibv_pd* other = v::alloc_pd(verbs_);
   ASSERT_TRUE(mr && other);
   const uint32_t old_key = mr->lkey;
   ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, other, nullptr, 0, 0), 0);
   EXPECT_EQ(mr->pd, other);
+  EXPECT_EQ(mr->lkey, old_key);
   EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.pd), PdnOf(other));
   EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.lw), 1u);  // access unchanged
-  EXPECT_FALSE(KeyExists(old_key));
   EXPECT_EQ(driver::Pd::From(pd_)->life.pins(), 0u);
   EXPECT_EQ(driver::Pd::From(other)->life.pins(), 1u);
   EXPECT_EQ(v::dealloc_pd(other), EBUSY);  // the MR now pins it
@@ -256,7 +258,7 @@ TEST_F(MrReregTest, FailedCreateLeavesTheMrAsItWas) {
   EXPECT_EQ(v::dereg_mr(mr), 0);
 }
 
-TEST_F(MrReregTest, AWindowBoundToTheOldKeyKeepsTheMrAsItWas) {
+TEST_F(MrReregTest, AWindowBoundToTheKeyBlocksOnlyANewTranslation) {
   ibv_mr* mr = Reg(0, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
   ibv_mw* mw = v::alloc_mw(pd_, IBV_MW_TYPE_1);
   ASSERT_TRUE(mr && mw);
@@ -275,35 +277,47 @@ TEST_F(MrReregTest, AWindowBoundToTheOldKeyKeepsTheMrAsItWas) {
   const uint32_t key = mr->lkey;
   const uint32_t mkeys = sim_->counters().mkeys;
   errno = 0;
-  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
-                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ),
+  // A new translation needs a new key, and the device keeps the old one while a window is bound.
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf_ + 8192, 4096, 0),
             EBUSY);
   EXPECT_EQ(errno, EBUSY);
   EXPECT_EQ(mr->lkey, key);
-  EXPECT_EQ(QueryMkey(key).get(kQueriedMkc.rr), 0u);
+  EXPECT_EQ(mr->addr, buf_);
   EXPECT_EQ(sim_->counters().mkeys, mkeys);  // the spare key went again
-  // Unbound, the MR re-registers.
-  post({.mr = mr, .addr = base, .length = 0, .mw_access_flags = 0});
+  // New rights change in place: the key and the window on it stay.
   EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ),
             0);
-  EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rr), 1u);
+  EXPECT_EQ(mr->lkey, key);
+  EXPECT_EQ(QueryMkey(key).get(kQueriedMkc.rr), 1u);
+  EXPECT_EQ(QueryMkey(mw->rkey).get(kQueriedMkc.free), 0u);
+  // Unbound, the MR takes a new translation.
+  post({.mr = mr, .addr = base, .length = 0, .mw_access_flags = 0});
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf_ + 8192, 4096, 0), 0);
+  EXPECT_NE(mr->lkey, key);
   EXPECT_EQ(v::dealloc_mw(mw), 0);
   EXPECT_EQ(v::dereg_mr(mr), 0);
 }
 
-TEST_F(MrReregTest, CloseReleasesAReregisteredMr) {
+TEST_F(MrReregTest, CloseReleasesAReregisteredMrAndTheRegistrationQueue) {
   ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
   ibv_pd* other = v::alloc_pd(verbs_);
   ASSERT_TRUE(mr && other);
   ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_TRANSLATION, other,
                         buf_ + 4096, 4096, 0),
             0);
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
+            0);
+  EXPECT_EQ(sim_->counters().qps, 1u);  // the REG_UMR QP
   const auto report = ctx_->Close();
   EXPECT_FALSE(report.first_error) << report.describe();
   EXPECT_EQ(report.of(driver::ObjectKind::kMr), 1u);
   EXPECT_EQ(report.of(driver::ObjectKind::kPd), 2u);
   EXPECT_EQ(sim_->counters().mkeys, 0u);
+  EXPECT_EQ(sim_->counters().qps, 0u);
+  EXPECT_EQ(sim_->counters().cqs, 0u);
+  EXPECT_EQ(sim_->counters().pds, 0u);
   errno = 0;
   EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, 0), EIO);
   EXPECT_EQ(v::dereg_mr(mr), 0);
