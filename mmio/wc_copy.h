@@ -5,8 +5,13 @@
 // stored (no loads between a line's stores), so a write-combining buffer fills without
 // interruption and can leave as one 64-byte TLP. A destination that does not start or end on a
 // line boundary gets partial head and tail lines: their source bytes are gathered first, then
-// stored ascending in naturally aligned pieces of 4, 8 or 16 bytes. One SFENCE (WcFlush) ends
-// every copy: when the call returns, every store of the copy is posted ahead of any later store.
+// stored ascending in naturally aligned pieces of 4, 8 or 16 bytes. A copy shorter than a line
+// under the contract below (a sequence number, an order field) is a few inlined moves held in
+// registers: no loop, no stack buffer. One SFENCE (WcFlush) ends every copy: when the call
+// returns, every store of the copy is posted ahead of any later store. The caller pays that fence
+// on every copy; the vendor's mlx5_memcpy_to_dm leaves it out and relies on the barrier of the
+// next doorbell, which orders nothing for a reader that is not a doorbell (a peer's RDMA READ
+// after a flag the CPU wrote elsewhere), so onchip keeps it.
 //
 // The caller guarantees (the hardware's rule for MEMIC, checked by the driver, EINVAL there):
 //   dst % 4 == 0 and len % 4 == 0. Under that contract no store narrower than 4 bytes is ever

@@ -104,13 +104,163 @@ inline void DeviceLoad(unsigned char* to, const char* src, std::size_t w) {
   }
 }
 
-// Default partial-line accesses; a recording kernel overrides them.
+// The register that carries a piece of W bytes (4, 8 or 16) of a short copy.
+template <std::size_t W>
+struct WordOf;
+template <>
+struct WordOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct WordOf<8> {
+  using type = uint64_t;
+};
+template <>
+struct WordOf<16> {
+  using type = __m128i;
+};
+template <std::size_t W>
+using Word = typename WordOf<W>::type;
+
+// Default partial-line accesses; a recording kernel overrides them. The *Word forms move one
+// piece by value, so a short copy's pieces live in registers and never in a stack buffer.
 struct PieceDefaults {
   static void LoadSource(unsigned char* img, const char* src, std::size_t w) { HostCopy(img, src, w); }
   static void StoreDevice(char* dst, const unsigned char* img, std::size_t w) { DeviceStore(dst, img, w); }
   static void LoadDevice(unsigned char* img, const char* src, std::size_t w) { DeviceLoad(img, src, w); }
   static void StoreHost(char* dst, const unsigned char* img, std::size_t w) { HostCopy(dst, img, w); }
+
+  template <std::size_t W>
+  [[gnu::always_inline]] static Word<W> LoadSourceWord(const char* src) {
+    Word<W> v;
+    std::memcpy(&v, src, W);
+    return v;
+  }
+  template <std::size_t W>
+  [[gnu::always_inline]] static void StoreDeviceWord(char* dst, Word<W> v) {
+    *reinterpret_cast<volatile Word<W>*>(dst) = v;
+  }
+  template <std::size_t W>
+  [[gnu::always_inline]] static Word<W> LoadDeviceWord(const char* src) {
+    return *reinterpret_cast<const volatile Word<W>*>(src);
+  }
+  template <std::size_t W>
+  [[gnu::always_inline]] static void StoreHostWord(char* dst, Word<W> v) {
+    std::memcpy(dst, &v, W);
+  }
 };
+
+inline bool ShortUnderContract(std::uintptr_t device_addr, std::size_t n) {
+  return n < kLine && ((device_addr | n) & 3) == 0;
+}
+
+// A copy shorter than a line under the device contract (a sequence number, an order field),
+// with `device_addr` the device side's address: the pieces PieceWidth would choose, ascending,
+// worked out without a loop (a 4-byte piece up to the first 8-byte boundary, an 8-byte one up to
+// the first 16-byte boundary, up to three 16-byte pieces, then an 8- and a 4-byte piece). Each
+// piece is one fixed-width move held in a named register, never a stack buffer, so the copy is
+// a few inlined moves. Ops::Load<W>(src) returns a piece, Ops::Store<W>(dst, piece) puts it;
+// every load happens before the first store.
+// Up to 16 bytes: up to four 4-byte pieces, fewer tests than working out wider ones (the
+// write-combining buffer joins them all the same), and few enough registers that the caller
+// needs no stack frame.
+template <class Ops>
+[[gnu::always_inline]] inline void TinyCopy(char* dst, const char* src, std::size_t n) {
+  Word<4> w0{}, w1{}, w2{}, w3{};
+  if (n >= 4) w0 = Ops::template Load<4>(src);
+  if (n >= 8) w1 = Ops::template Load<4>(src + 4);
+  if (n >= 12) w2 = Ops::template Load<4>(src + 8);
+  if (n >= 16) w3 = Ops::template Load<4>(src + 12);
+  CompilerBarrier();
+  if (n >= 4) Ops::template Store<4>(dst, w0);
+  if (n >= 8) Ops::template Store<4>(dst + 4, w1);
+  if (n >= 12) Ops::template Store<4>(dst + 8, w2);
+  if (n >= 16) Ops::template Store<4>(dst + 12, w3);
+}
+
+// 17 to 63 bytes from a 16-byte aligned device address (most device-memory offsets): 16-byte
+// pieces, then an 8- and a 4-byte one, each decided by one test of n; few enough registers
+// that the caller needs no stack frame.
+template <class Ops>
+[[gnu::always_inline]] inline void Aligned16Copy(char* dst, const char* src, std::size_t n) {
+  const std::size_t at8 = n & ~std::size_t{15}, at4 = n - 4;
+  Word<16> b0{}, b1{}, b2{};
+  Word<8> t8{};
+  Word<4> t4{};
+  b0 = Ops::template Load<16>(src);
+  if (n >= 32) b1 = Ops::template Load<16>(src + 16);
+  if (n >= 48) b2 = Ops::template Load<16>(src + 32);
+  if (n & 8) t8 = Ops::template Load<8>(src + at8);
+  if (n & 4) t4 = Ops::template Load<4>(src + at4);
+  CompilerBarrier();
+  Ops::template Store<16>(dst, b0);
+  if (n >= 32) Ops::template Store<16>(dst + 16, b1);
+  if (n >= 48) Ops::template Store<16>(dst + 32, b2);
+  if (n & 8) Ops::template Store<8>(dst + at8, t8);
+  if (n & 4) Ops::template Store<4>(dst + at4, t4);
+}
+
+template <class Ops>
+[[gnu::always_inline]] inline void ShortCopy(char* dst, const char* src, std::uintptr_t device_addr,
+                                             std::size_t n) {
+  const bool lead4 = (device_addr & 4) != 0 && n >= 4;
+  const std::size_t at8 = lead4 ? 4 : 0;
+  const bool lead8 = ((device_addr + at8) & 8) != 0 && n - at8 >= 8;
+  const std::size_t at16 = at8 + (lead8 ? 8 : 0);
+  const std::size_t bodies = (n - at16) / 16;  // 0..3
+  const std::size_t end16 = at16 + 16 * bodies;
+  const bool tail8 = n - end16 >= 8;
+  const std::size_t at4 = end16 + (tail8 ? 8 : 0);
+  const bool tail4 = n - at4 >= 4;
+  Word<4> l4{}, t4{};
+  Word<8> l8{}, t8{};
+  Word<16> b0{}, b1{}, b2{};
+  if (lead4) l4 = Ops::template Load<4>(src);
+  if (lead8) l8 = Ops::template Load<8>(src + at8);
+  if (bodies > 0) b0 = Ops::template Load<16>(src + at16);
+  if (bodies > 1) b1 = Ops::template Load<16>(src + at16 + 16);
+  if (bodies > 2) b2 = Ops::template Load<16>(src + at16 + 32);
+  if (tail8) t8 = Ops::template Load<8>(src + end16);
+  if (tail4) t4 = Ops::template Load<4>(src + at4);
+  CompilerBarrier();
+  if (lead4) Ops::template Store<4>(dst, l4);
+  if (lead8) Ops::template Store<8>(dst + at8, l8);
+  if (bodies > 0) Ops::template Store<16>(dst + at16, b0);
+  if (bodies > 1) Ops::template Store<16>(dst + at16 + 16, b1);
+  if (bodies > 2) Ops::template Store<16>(dst + at16 + 32, b2);
+  if (tail8) Ops::template Store<8>(dst + end16, t8);
+  if (tail4) Ops::template Store<4>(dst + at4, t4);
+}
+
+template <class K>
+struct ShortToDeviceOps {
+  template <std::size_t W>
+  [[gnu::always_inline]] static Word<W> Load(const char* src) { return K::template LoadSourceWord<W>(src); }
+  template <std::size_t W>
+  [[gnu::always_inline]] static void Store(char* dst, Word<W> v) { K::template StoreDeviceWord<W>(dst, v); }
+};
+
+template <class K>
+struct ShortFromDeviceOps {
+  template <std::size_t W>
+  [[gnu::always_inline]] static Word<W> Load(const char* src) { return K::template LoadDeviceWord<W>(src); }
+  template <std::size_t W>
+  [[gnu::always_inline]] static void Store(char* dst, Word<W> v) { K::template StoreHostWord<W>(dst, v); }
+};
+
+// 17 to 63 bytes to the device, then K::End(): out of line, so that its registers cost the tiny
+// and whole-line paths nothing.
+template <class K>
+[[gnu::noinline]] void ShortToDeviceAndEnd(char* dst, const char* src, std::size_t n) {
+  ShortCopy<ShortToDeviceOps<K>>(dst, src, reinterpret_cast<std::uintptr_t>(dst), n);
+  K::End();
+}
+
+template <class K>
+[[gnu::noinline]] void ShortFromDeviceAndEnd(char* dst, const char* src, std::size_t n) {
+  ShortCopy<ShortFromDeviceOps<K>>(dst, src, reinterpret_cast<std::uintptr_t>(src), n);
+  K::End();
+}
 
 // [dst, dst+n) lies inside one line, n < 64. All source loads happen before the first store.
 // Out of line (and baseline ISA): it needs a stack buffer.
@@ -160,14 +310,32 @@ template <class K>
 }
 
 // The whole copy. A destination that is line-aligned with a length in whole lines (every
-// BlueFlame-sized copy, most MEMIC copies) takes the short path: inlined lines, no stack frame.
+// BlueFlame-sized copy, most MEMIC copies) takes the direct path: inlined lines, no stack frame;
+// a copy of at most 16 bytes under the device contract is up to four inlined moves, one up to a
+// line from a 16-byte aligned address up to five, any other shorter than a line a few moves out
+// of line (ShortCopy).
 template <class K>
 inline void WalkToDevice(void* dst_v, const void* src_v, std::size_t len) {
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
-  if (((reinterpret_cast<std::uintptr_t>(dst) | len) & (kLine - 1)) == 0) [[likely]] {
+  const auto addr = reinterpret_cast<std::uintptr_t>(dst);
+  if (len <= 16 && ((addr | len) & 3) == 0) {
+    TinyCopy<ShortToDeviceOps<K>>(dst, src, len);
+    K::End();
+    return;
+  }
+  if (((addr | len) & (kLine - 1)) == 0) [[likely]] {
     K::Lines(dst, src, len);
     K::End();
+    return;
+  }
+  if (ShortUnderContract(addr, len)) {
+    if ((addr & 15) == 0) {
+      Aligned16Copy<ShortToDeviceOps<K>>(dst, src, len);
+      K::End();
+      return;
+    }
+    ShortToDeviceAndEnd<K>(dst, src, len);
     return;
   }
   WalkToDeviceUnaligned<K>(dst, src, len);
@@ -178,6 +346,20 @@ template <class K>
 inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
+  if (ShortUnderContract(reinterpret_cast<std::uintptr_t>(src), len)) {
+    if (len <= 16) {
+      TinyCopy<ShortFromDeviceOps<K>>(dst, src, len);
+      K::End();
+      return;
+    }
+    if ((reinterpret_cast<std::uintptr_t>(src) & 15) == 0) {
+      Aligned16Copy<ShortFromDeviceOps<K>>(dst, src, len);
+      K::End();
+      return;
+    }
+    ShortFromDeviceAndEnd<K>(dst, src, len);
+    return;
+  }
   std::size_t head = (kLine - (reinterpret_cast<std::uintptr_t>(src) & (kLine - 1))) & (kLine - 1);
   if (head > len) head = len;
   if (head != 0) {

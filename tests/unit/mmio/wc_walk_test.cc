@@ -44,6 +44,16 @@ struct RecordingToDevice {
     g_events.push_back({Op::kStore, reinterpret_cast<std::uintptr_t>(dst), w, true});
     std::memcpy(dst, img, w);
   }
+  template <std::size_t W>
+  static Word<W> LoadSourceWord(const char* src) {
+    Word<W> v;
+    LoadSource(reinterpret_cast<unsigned char*>(&v), src, W);
+    return v;
+  }
+  template <std::size_t W>
+  static void StoreDeviceWord(char* dst, Word<W> v) {
+    StoreDevice(dst, reinterpret_cast<const unsigned char*>(&v), W);
+  }
   static void End() { g_events.push_back({Op::kFence, 0, 0, false}); }
 };
 
@@ -60,6 +70,16 @@ struct RecordingFromDevice {
   static void StoreHost(char* dst, const unsigned char* img, std::size_t w) {
     g_events.push_back({Op::kStore, reinterpret_cast<std::uintptr_t>(dst), w, false});
     std::memcpy(dst, img, w);
+  }
+  template <std::size_t W>
+  static Word<W> LoadDeviceWord(const char* src) {
+    Word<W> v;
+    LoadDevice(reinterpret_cast<unsigned char*>(&v), src, W);
+    return v;
+  }
+  template <std::size_t W>
+  static void StoreHostWord(char* dst, Word<W> v) {
+    StoreHost(dst, reinterpret_cast<const unsigned char*>(&v), W);
   }
   static void End() {}
 };
