@@ -151,6 +151,15 @@ Result<Key> CreateHostKey(Device& device, const bus::DmaMapping& mapping, uint32
   return CreateKey(device, in, variant);
 }
 
+// A re-registration's PD change, once the device has it: the MR's pin moves to the new PD.
+void MovePd(Mr& mr, Pd* new_pd, ParentPins& pins) {
+  pins.Keep();
+  mr.pd->life.Unpin();
+  mr.pd = new_pd;
+  mr.ibv.pd = &new_pd->ibv;
+  mr.ibv.context = new_pd->ibv.context;
+}
+
 void Publish(Device& device, const Registry::Operation& op, Mr* mr) {
   device.registry().Publish(op, ObjectKind::kMr, mr, mr->life, [](void* p) {
     return ReleaseMrOnDevice(*static_cast<Mr*>(p), Release::kClose);
@@ -277,13 +286,7 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
       if (change_pd) update.pdn = new_pd->protection().pdn;
       if (change_access) update.access = new_access;
       ONCHIP_CHECK((*umr)->UpdateMkey(mr->ibv.lkey, update));
-      if (change_pd) {
-        pins.Keep();
-        mr->pd->life.Unpin();
-        mr->pd = new_pd;
-        mr->ibv.pd = &new_pd->ibv;
-        mr->ibv.context = new_pd->ibv.context;
-      }
+      if (change_pd) MovePd(*mr, new_pd, pins);
       mr->access = static_cast<int>(new_access);
       return {};
     }
@@ -300,13 +303,7 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
     return Fail(destroyed.error().errno_value(), "rereg_mr: the old key is still in use");
   }
   // The old key is gone: the MR is the new registration from here on.
-  if (change_pd) {
-    pins.Keep();
-    mr->pd->life.Unpin();
-    mr->pd = new_pd;
-    mr->ibv.pd = &new_pd->ibv;
-    mr->ibv.context = new_pd->ibv.context;
-  }
+  if (change_pd) MovePd(*mr, new_pd, pins);
   if (change_translation) {
     // Nothing names the old pages any more (see ReleaseMrOnDevice for why this cannot matter).
     (void)mr->mapping.Reset();

@@ -70,6 +70,18 @@ UmrResult Fail(prm::CqeSyndrome s, UmrCheck c) { return {s, c}; }
 UmrResult BadWqe(UmrCheck c) { return Fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, c); }
 UmrResult BadBind(UmrCheck c) { return Fail(prm::MLX5_CQE_SYNDROME_MW_BIND_ERR, c); }
 
+// What every UMR WQE must be before anything else is read: long enough for its head, a UMR, of
+// the posting QP, with the reserved bits of its UMR control and mkey segments clear.
+UmrResult CheckHead(Bytes w, uint32_t qpn) {
+  if (w.size() < kHeadBytes) return BadWqe(UmrCheck::WQE_TOO_SHORT);
+  if (prm::OpcodeOf(prm::Get(w, Ctrl::opmod_idx_opcode)) != prm::MLX5_OPCODE_UMR)
+    return BadWqe(UmrCheck::NOT_UMR);
+  if (prm::QpnOf(prm::Get(w, Ctrl::qpn_ds)) != qpn) return BadWqe(UmrCheck::WQE_QPN);
+  if (!ReservedClear(w, UmrCtrl{}) || !ReservedClear(w, MkeySeg{}))
+    return BadWqe(UmrCheck::RESERVED);
+  return {};
+}
+
 }  // namespace
 
 UmrResult Firmware::PostUmr(const UmrRequest& r) {
@@ -82,13 +94,8 @@ UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
   const Bytes w = r.wqe;
 
   // ---- The WQE's shape. ----
-  if (w.size() < kHeadBytes) return BadWqe(UmrCheck::WQE_TOO_SHORT);
-  if (prm::OpcodeOf(prm::Get(w, Ctrl::opmod_idx_opcode)) != prm::MLX5_OPCODE_UMR)
-    return BadWqe(UmrCheck::NOT_UMR);
+  if (UmrResult head = CheckHead(w, r.qpn); !head.ok()) return head;
   const uint32_t qpn_ds = prm::Get(w, Ctrl::qpn_ds);
-  if (prm::QpnOf(qpn_ds) != r.qpn) return BadWqe(UmrCheck::WQE_QPN);
-  if (!ReservedClear(w, UmrCtrl{}) || !ReservedClear(w, MkeySeg{}))
-    return BadWqe(UmrCheck::RESERVED);
   const uint32_t flags = prm::Get(w, UmrCtrl::flags);
   const uint32_t xlt = prm::Get(w, UmrCtrl::xlt_octowords);
   if ((flags & ~uint32_t{kKnownFlags}) != 0) return BadWqe(UmrCheck::UMR_FLAGS);
@@ -223,14 +230,8 @@ UmrResult Firmware::PostMrUmrLocked(const UmrRequest& r) {
                                prm::MLX5_MKEY_MASK_RW | prm::MLX5_MKEY_MASK_A;
   constexpr uint8_t kMrFlags = prm::MLX5_WQE_UMR_CTRL_FLAG_INLINE | prm::MLX5_UMR_CHECK_FREE;
   const Bytes w = r.wqe;
-  if (w.size() < kHeadBytes) return BadWqe(UmrCheck::WQE_TOO_SHORT);
-  if (prm::OpcodeOf(prm::Get(w, Ctrl::opmod_idx_opcode)) != prm::MLX5_OPCODE_UMR)
-    return BadWqe(UmrCheck::NOT_UMR);
-  const uint32_t qpn_ds = prm::Get(w, Ctrl::qpn_ds);
-  if (prm::QpnOf(qpn_ds) != r.qpn) return BadWqe(UmrCheck::WQE_QPN);
-  if (prm::DsOf(qpn_ds) != kHeadDs) return BadWqe(UmrCheck::WQE_DS);
-  if (!ReservedClear(w, UmrCtrl{}) || !ReservedClear(w, MkeySeg{}))
-    return BadWqe(UmrCheck::RESERVED);
+  if (UmrResult head = CheckHead(w, r.qpn); !head.ok()) return head;
+  if (prm::DsOf(prm::Get(w, Ctrl::qpn_ds)) != kHeadDs) return BadWqe(UmrCheck::WQE_DS);
   const uint32_t flags = prm::Get(w, UmrCtrl::flags);
   if ((flags & ~uint32_t{kMrFlags}) != 0) return BadWqe(UmrCheck::UMR_FLAGS);
   if (prm::Get(w, UmrCtrl::xlt_octowords) != 0 || prm::Get(w, UmrCtrl::xlt_offset) != 0 ||
