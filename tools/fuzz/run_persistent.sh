@@ -38,7 +38,7 @@ seeds=("$root/$corpus")
 [[ -d $out/queue ]] && seeds+=("$out/queue")
 echo "fuzzing for ${seconds}s into $out"
 set +e
-ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=0:symbolize=1} \
+ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=0:handle_abort=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
   "$bin" -t "$seconds" "$out" "${seeds[@]}" >"$out/run.log" 2>"$out/fuzz.log"
 rc=$?

@@ -53,6 +53,9 @@ void Session::Run() {
     if (auto served = Serve(*frame); !served) break;
   }
   Release();
+  // The client sees the connection end now, with everything it owned already released; the fd
+  // itself closes when the server reaps the session.
+  shutdown(sock_, SHUT_RDWR);
   finished_.store(true);
 }
 

@@ -1,0 +1,74 @@
+// Replays the daemon protocol fuzz target's corpus (seeds plus anything the fuzzer found and was
+// fixed) against a real daemon in this process: every input ends with the daemon closing the
+// connection, the daemon still answers, and nothing an input created outlives its connection.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/simd/fuzz/protocol_fuzz.h"
+
+namespace onchip::simd::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path CorpusDir() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  fs::path root = srcdir && workspace ? fs::path(srcdir) / workspace : fs::current_path();
+  return root / "tools/simd/fuzz/corpus";
+}
+
+// The functions' object counters as the status reports them, without the command count (which
+// grows with every input) and the clients (which come and go).
+std::string Objects(const std::string& status) {
+  const auto end = status.find("\"clients\"");
+  std::string functions = status.substr(0, end);
+  return std::regex_replace(functions, std::regex("\"commands\": [0-9]+"), "");
+}
+
+bool NoClients(const std::string& status) { return status.find("\"clients\": []") != std::string::npos; }
+
+std::string StatusWhenIdle() {
+  std::string status;
+  for (int i = 0; i < 200; ++i) {
+    status = DaemonStatus();
+    if (NoClients(status)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
+}
+
+TEST(ProtocolFuzzReplay, EveryInputEndsClosedAndLeavesNothingBehind) {
+  const std::string before = StatusWhenIdle();
+  ASSERT_FALSE(before.empty()) << "the daemon does not answer a status request";
+  std::map<std::string, ProtocolFuzzResult> got;
+  for (const auto& f : fs::directory_iterator(CorpusDir())) {
+    std::ifstream in(f.path(), std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // FuzzProtocol aborts if the daemon neither answers nor closes.
+    got[f.path().filename().string()] =
+        FuzzProtocol(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    const std::string after = StatusWhenIdle();
+    ASSERT_TRUE(NoClients(after)) << f.path().filename() << " left a client: " << after;
+    EXPECT_EQ(Objects(after), Objects(before)) << f.path().filename() << " left objects behind";
+  }
+  ASSERT_GE(got.size(), 8u) << "corpus missing under " << CorpusDir();
+  for (const auto& [name, r] : got) EXPECT_TRUE(r.closed_by_daemon) << name;
+  EXPECT_GE(got.at("status").replies, 1u);
+  EXPECT_GE(got.at("hello_alloc_pd").replies, 1u);
+  EXPECT_GE(got.at("command_before_hello").replies, 1u);  // EPROTO, then the close
+}
+
+}  // namespace
+}  // namespace onchip::simd::fuzz
