@@ -98,6 +98,9 @@ class Bus : public alloc::DmaMapper {
   // bus does nothing; a software device that polls its doorbells while traffic flows is told
   // only when it said it sleeps (uapi/vpci.h), so posting makes no syscall while it is awake.
   virtual void DoorbellRung() { Notify(); }
+  // Data-path doorbells that had to wake the device with a syscall (DoorbellRung on a software
+  // device that said it sleeps). A real bus, and a software device that is awake, add none.
+  virtual uint64_t doorbell_kicks() const { return 0; }
 
   // The eventfd the function signals for MSI-X vector `vector` (uapi/vpci.h InterruptFd): one
   // count per interrupt of an armed EQ whose eqc.intr is `vector`. The bus's function owns it;

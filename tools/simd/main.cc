@@ -1,7 +1,10 @@
 // onchip-simd: the device daemon. Serves software ConnectX functions to other processes over a
 // UNIX socket until SIGTERM or SIGINT.
 //
-//   onchip-simd [--socket PATH] [--functions N]
+//   onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS]
+//
+// --engine-idle-ms: how long each function's engine keeps polling after its last work before it
+// sleeps (default 1 ms); a longer period trades idle CPU for no wake-up syscall between bursts.
 //
 // Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
 // for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it
@@ -25,7 +28,7 @@ void OnSignal(int) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: onchip-simd [--socket PATH] [--functions N]\n");
+  std::fprintf(stderr, "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS]\n");
   return 2;
 }
 
@@ -42,6 +45,12 @@ int main(int argc, char** argv) {
       const std::string_view n = argv[++i];
       if (std::from_chars(n.data(), n.data() + n.size(), options.functions).ec != std::errc())
         return Usage();
+    } else if (a == "--engine-idle-ms" && i + 1 < argc) {
+      const std::string_view n = argv[++i];
+      uint32_t ms = 0;
+      if (std::from_chars(n.data(), n.data() + n.size(), ms).ec != std::errc() || ms == 0)
+        return Usage();
+      options.engine_idle_period = std::chrono::milliseconds(ms);
     } else {
       return Usage();
     }

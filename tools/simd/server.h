@@ -5,10 +5,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,9 @@ namespace onchip::simd {
 struct ServerOptions {
   std::string socket_path;
   uint32_t functions = 2;
+  // How long each function's engine polls after its last work before it sleeps (and the next
+  // doorbell pays a wake-up); unset: the software ConnectX's default.
+  std::optional<std::chrono::microseconds> engine_idle_period;
 };
 
 // $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock.

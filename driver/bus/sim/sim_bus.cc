@@ -47,7 +47,10 @@ SimBus::~SimBus() { munmap(bar0_, bar0_size_); }
 void SimBus::DoorbellRung() {
   mmio::DoorbellBeforeSleepCheckBarrier();
   auto* word = reinterpret_cast<uint32_t*>(bar0_ + vpci::kEngineSleepWordOffset);
-  if (std::atomic_ref<uint32_t>(*word).load(std::memory_order_seq_cst) != 0) function_.Kick();
+  if (std::atomic_ref<uint32_t>(*word).load(std::memory_order_seq_cst) != 0) [[unlikely]] {
+    doorbell_kicks_.fetch_add(1, std::memory_order_relaxed);
+    function_.Kick();
+  }
 }
 
 Result<uint64_t> SimBus::Map(const alloc::Region& r) {

@@ -10,6 +10,7 @@
 // kicks only when the word says the engine sleeps.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "driver/bus/bus.h"
@@ -39,6 +40,7 @@ class SimBus final : public Bus {
   int InterruptFd(uint16_t vector) const override { return function_.InterruptFd(vector); }
   // Kicks only a sleeping engine: while it polls, a data-path doorbell costs no syscall.
   void DoorbellRung() override;
+  uint64_t doorbell_kicks() const override { return doorbell_kicks_.load(std::memory_order_relaxed); }
 
  protected:
   Result<void> UnmapHost(uint64_t iova, uint64_t length) override;
@@ -54,6 +56,7 @@ class SimBus final : public Bus {
   uint64_t bar0_size_;
   // 2^64 bytes of IOVA space outlast any run.
   IovaSpace iova_;
+  std::atomic<uint64_t> doorbell_kicks_{0};
 };
 
 }  // namespace onchip::driver::bus

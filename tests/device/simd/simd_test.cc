@@ -17,7 +17,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,15 +44,19 @@ namespace rings = driver::rings;
 // The daemon as a child process on a socket of its own.
 class Daemon {
  public:
-  explicit Daemon(std::string socket) : socket_(std::move(socket)) {}
+  explicit Daemon(std::string socket, std::vector<std::string> extra_args = {})
+      : socket_(std::move(socket)), extra_args_(std::move(extra_args)) {}
   ~Daemon() { Kill(SIGTERM); }
 
   bool Start() {
-    const char* argv[] = {"tools/simd/onchip-simd", "--socket", socket_.c_str(), nullptr};
-    if (posix_spawn(&pid_, argv[0], nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+    std::vector<const char*> argv = {"tools/simd/onchip-simd", "--socket", socket_.c_str()};
+    for (const std::string& a : extra_args_) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], nullptr, nullptr, const_cast<char**>(argv.data()), environ) != 0)
       return false;
     return WaitUntil([&] { return Answers(); });
   }
+  pid_t pid() const { return pid_; }
   bool Answers() const {
     const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un a{};
@@ -88,8 +95,22 @@ class Daemon {
 
  private:
   std::string socket_;
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
 };
+
+// The CPU time (user + system) a process has used, from /proc/PID/stat.
+std::chrono::milliseconds CpuTime(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::vector<std::string> fields((std::istream_iterator<std::string>(rest)),
+                                  std::istream_iterator<std::string>());
+  if (fields.size() < 13) return std::chrono::milliseconds(-1);
+  const long ticks = std::stol(fields[11]) + std::stol(fields[12]);
+  return std::chrono::milliseconds(ticks * 1000 / sysconf(_SC_CLK_TCK));
+}
 
 std::size_t Count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -262,6 +283,41 @@ TEST_F(SimdTest, TwoClientsOnTwoFunctionsMoveBytesOverRc) {
   a.Close();
   b.Close();
   EXPECT_TRUE(WaitUntil([&] { return Count(daemon_->Status(), "\"uid\"") == 0; }));
+}
+
+// A daemon nobody uses sleeps: its two functions' engines and its accept loop cost under 1% of a
+// core.
+TEST_F(SimdTest, AnIdleDaemonUsesUnderOnePercentOfACore) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past bring-up
+  const auto before = CpuTime(daemon_->pid());
+  ASSERT_GE(before.count(), 0);
+  constexpr auto kWindow = std::chrono::seconds(4);
+  std::this_thread::sleep_for(kWindow);
+  const auto used = CpuTime(daemon_->pid()) - before;
+  EXPECT_LT(used.count() * 100, std::chrono::duration_cast<std::chrono::milliseconds>(kWindow).count())
+      << used.count() << " ms of CPU in " << kWindow.count() << " s";
+}
+
+// While the daemon's engine is awake (it polls for a while after each piece of work) a client's
+// posts and polls ring it without any syscall: the bus kicks only an engine that said it sleeps.
+TEST_F(SimdTest, WhileTheEngineIsAwakeAClientsPostsMakeNoWakeUpSyscall) {
+  // An engine that stays awake for 10 s after its last work, so a descheduled test thread on a
+  // busy machine cannot let it fall asleep between round trips.
+  Daemon awake("/tmp/onchip-simd-awake-" + std::to_string(getpid()) + ".sock",
+               {"--engine-idle-ms", "10000"});
+  ASSERT_TRUE(awake.Start());
+  Endpoint a;
+  ASSERT_TRUE(a.Open(awake.locator(0), 0));
+  ibv_qp* q1 = a.Rc();
+  ibv_qp* q2 = a.Rc();
+  ASSERT_TRUE(q1 && q2);
+  ASSERT_TRUE(Connect(q1, q2->qp_num, a.gid));
+  ASSERT_TRUE(Connect(q2, q1->qp_num, a.gid));
+  ASSERT_TRUE(Write(a, q1, a, 0, 64));  // wakes the engine if it slept
+  const uint64_t kicks = a.device->bus().doorbell_kicks();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(Write(a, q1, a, (i % 8) * 64, 64)) << i;
+  EXPECT_EQ(a.device->bus().doorbell_kicks() - kicks, 0u);
+  a.Close();
 }
 
 TEST_F(SimdTest, AnonymousMemoryIsReachedInTheClientProcess) {
