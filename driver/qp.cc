@@ -93,6 +93,7 @@ Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
     g.sq.wqe_cnt = static_cast<uint32_t>(ring / kSendWqeBb);
     g.sq.max_post = static_cast<uint32_t>(ring / wqe);
     g.sq.max_gs = cap.max_send_sge;
+    g.sq.can_bind = can_bind;
     g.sq.max_inline = static_cast<uint32_t>(wqe - overhead - kInlineHeader);
   }
   if (cap.max_recv_wr > 0 && attr.srq == nullptr) {
@@ -139,6 +140,7 @@ Result<void> InitRings(Qp& qp) {
                                 .max_send_sge = qp.sq.max_gs,
                                 .sq_sig_all = qp.sq_sig_all,
                                 .atomics = qp.atomics,
+                                .umr = qp.sq.can_bind,
                                 .locked = locked}));
     qp.dp.queues.sq = &qp.dp.sq;
   }

@@ -49,6 +49,7 @@ struct SendRing {
   uint32_t max_post = 0;       // WRs that fit (reported max_send_wr)
   uint32_t max_gs = 0;         // data segments per WR (max_send_sge)
   uint32_t max_inline = 0;     // max_inline_data
+  bool can_bind = false;       // sized for a UMR (bind / local invalidate) work request
 };
 struct RecvRing {
   std::byte* start = nullptr;

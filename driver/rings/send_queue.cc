@@ -90,7 +90,7 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
                                                             : 0;
   const uint32_t av = d.transport == QpTransport::kUd ? sizeof(pod::mlx5_wqe_av) : 0;
   uint32_t worst = kDs + remote + av + data;
-  if (d.transport == QpTransport::kRc || d.transport == QpTransport::kUc)
+  if ((d.transport == QpTransport::kRc || d.transport == QpTransport::kUc) && d.umr)
     worst = std::max<uint32_t>(worst, kUmrBindBytes);
   if (worst / kDs > prm::kWqeDsMask)
     return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
@@ -114,6 +114,7 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   state_max_gs_ = static_cast<int>(d.max_send_sge);
   sig_bits_ = d.sq_sig_all ? prm::MLX5_WQE_CTRL_CQ_UPDATE : 0;
   atomics_ = d.atomics;
+  umr_ = d.umr;
   lock_.set_locked(d.locked);
   return {};
 }
@@ -155,9 +156,11 @@ ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
       return 0;
     case QpTransport::kUc:
       if (opcode == prm::MLX5_OPCODE_RDMA_READ || IsAtomic(opcode)) return EINVAL;
+      if (opcode == prm::MLX5_OPCODE_UMR && !umr_) return EINVAL;
       return 0;
     case QpTransport::kRc:
       if (IsAtomic(opcode) && !atomics_) return EOPNOTSUPP;
+      if (opcode == prm::MLX5_OPCODE_UMR && !umr_) return EINVAL;
       return 0;
     case QpTransport::kRaw:
       return EOPNOTSUPP;

@@ -62,6 +62,9 @@ struct SendQueueDesc {
   uint32_t max_send_sge = 0;
   bool sq_sig_all = false;  // every WQE asks for a completion
   bool atomics = true;      // the QP was created with atomic access
+  // The ring was sized for a UMR (bind / local invalidate); else such a work request is EINVAL,
+  // as on a libmlx5 QP created with send_ops_flags that name neither.
+  bool umr = true;
   bool locked = true;       // false: a thread domain's QP, one poster at a time
 };
 
@@ -189,6 +192,7 @@ class SendQueue {
   int state_max_gs_ = 0;
   uint8_t sig_bits_ = 0;
   bool atomics_ = true;
+  bool umr_ = true;
   QueueLock lock_;
   std::unique_ptr<SendSlot[]> slots_;
 

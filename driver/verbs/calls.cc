@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "driver/ah.h"
 #include "driver/cq.h"
@@ -24,11 +26,24 @@
 namespace onchip::driver::verbs {
 namespace {
 
+// A failure's errno, for the verbs face. With ONCHIP_DEBUG set (to anything but 0) the failure's
+// full account (what failed, the firmware's status and syndrome when a command did) goes to
+// stderr first, as libmlx5 prints under MLX5_DEBUG_MASK: perftest or a pingpong says only
+// "Couldn't create QP".
+int ErrnoOf(const Error& e) {
+  static const bool debug = [] {
+    const char* v = std::getenv("ONCHIP_DEBUG");
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  }();
+  if (debug) std::fprintf(stderr, "onchip: %s\n", e.describe().c_str());
+  return e.errno_value();
+}
+
 // The verbs struct a driver object embeds first, or NULL with errno.
 template <class V, class T>
 V* VerbsOrErrno(Result<T*> r) {
   if (r) return &(*r)->ibv;
-  errno = r.error().errno_value();
+  errno = ErrnoOf(r.error());
   return nullptr;
 }
 
@@ -45,7 +60,7 @@ Result<T*> Through(ibv_context* context, Result<T*> r) {
   return r;
 }
 
-int AsErrno(const Result<void>& r) { return r ? 0 : r.error().errno_value(); }
+int AsErrno(const Result<void>& r) { return r ? 0 : ErrnoOf(r.error()); }
 
 std::shared_ptr<Device> DeviceOf(ibv_context* context) {
   Device* d = Device::FromVerbs(context);
@@ -105,7 +120,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) {
   if (auto added = events->AddChannel(channel, context, fds[1]); !added) {  // takes fds[1]
     close(fds[0]);
     std::free(channel);
-    return Errno<ibv_comp_channel>(added.error().errno_value());
+    return Errno<ibv_comp_channel>(ErrnoOf(added.error()));
   }
   return channel;
 }
@@ -208,7 +223,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int 
   attr.cqe = static_cast<uint32_t>(cqe);
   attr.comp_vector = static_cast<uint32_t>(comp_vector);
   auto cq = CreateCq(DeviceOf(context), attr);
-  if (!cq) return Errno<ibv_cq>(cq.error().errno_value());
+  if (!cq) return Errno<ibv_cq>(ErrnoOf(cq.error()));
   (*cq)->dp.verbs.cq.context = context;  // the device may serve several contexts
   WatchCq(context, **cq, channel);
   return &(*cq)->dp.verbs.cq;
@@ -230,7 +245,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   }
   if (int e = CheckChannel(context, attr->channel)) return Errno<ibv_cq_ex>(e);
   auto cq = CreateCq(DeviceOf(context), a);
-  if (!cq) return Errno<ibv_cq_ex>(cq.error().errno_value());
+  if (!cq) return Errno<ibv_cq_ex>(ErrnoOf(cq.error()));
   ibv_cq_ex* ex = &(*cq)->dp.verbs.cq_ex;
   verbs_init_cq(&(*cq)->dp.verbs.cq, context, attr->channel, attr->cq_context);
   WatchCq(context, **cq, attr->channel);
@@ -279,7 +294,7 @@ ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
     a.send_ops_flags = attr->send_ops_flags;
   }
   auto qp = CreateQp(pd, a);
-  if (!qp) return Errno<ibv_qp>(qp.error().errno_value());
+  if (!qp) return Errno<ibv_qp>(ErrnoOf(qp.error()));
   attr->cap = a.cap;
   ibv_qp& v = (*qp)->ibv();
   WatchQueue(pd->ibv.context, EventQueueKind::kQp, v.qp_num, &v);
@@ -342,7 +357,7 @@ int destroy_qp(ibv_qp* qp) {
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
   if (qp == nullptr || mw == nullptr || mw_bind == nullptr) return EINVAL;
   if (auto checked = CheckBind(*Mw::From(mw), mw_bind->bind_info, /*type_1_verb=*/true); !checked)
-    return checked.error().errno_value();
+    return ErrnoOf(checked.error());
   ibv_send_wr wr{};
   wr.wr_id = mw_bind->wr_id;
   wr.opcode = IBV_WR_BIND_MW;
@@ -360,7 +375,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   if (pd == nullptr || attr == nullptr) return Errno<ibv_srq>(EINVAL);
   SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
   auto srq = CreateSrq(Pd::From(pd), a);
-  if (!srq) return Errno<ibv_srq>(srq.error().errno_value());
+  if (!srq) return Errno<ibv_srq>(ErrnoOf(srq.error()));
   attr->attr.max_wr = a.max_wr;
   attr->attr.max_sge = a.max_sge;
   WatchQueue(pd->context, EventQueueKind::kSrq, (*srq)->srqn, &(*srq)->dp.verbs.srq);
@@ -382,7 +397,7 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
     return Errno<ibv_srq>(EINVAL);
   SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
   auto srq = CreateSrq(Pd::From(attr->pd), a);
-  if (!srq) return Errno<ibv_srq>(srq.error().errno_value());
+  if (!srq) return Errno<ibv_srq>(ErrnoOf(srq.error()));
   attr->attr.max_wr = a.max_wr;
   attr->attr.max_sge = a.max_sge;
   // ibv_create_srq_ex is inline in verbs.h: nothing fills these after the provider.
@@ -401,7 +416,7 @@ int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
   if (srq == nullptr || attr == nullptr) return EINVAL;
   auto r = QuerySrq(Srq::From(srq));
-  if (!r) return r.error().errno_value();
+  if (!r) return ErrnoOf(r.error());
   *attr = *r;
   return 0;
 }
@@ -420,7 +435,7 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   auto ah = CreateAh(Pd::From(pd), *attr);
   if (ah) return &(*ah)->dp.verbs;
   // libmlx5 refuses a bad port with NULL and errno as it was.
-  if (ah.error().errno_value() != kPortOutOfRange) errno = ah.error().errno_value();
+  if (const int e = ErrnoOf(ah.error()); e != kPortOutOfRange) errno = e;
   return nullptr;
 }
 

@@ -216,6 +216,34 @@ TEST_F(QpTest, ExtendedQpFillsTheWrApi) {
   EXPECT_EQ(v::destroy_qp(qp), 0);
 }
 
+// perftest's latency tests: an extended RC QP for RDMA READ only, one send WR. Its ring holds one
+// 64-byte WQE (no room kept for a UMR it cannot post), and a bind posted on it anyway is EINVAL.
+TEST_F(QpTest, AnExtendedQpWithoutBindHasNoUmrRoom) {
+  ibv_qp_init_attr_ex ex{};
+  ex.qp_type = IBV_QPT_RC;
+  ex.send_cq = ex.recv_cq = cq_;
+  ex.cap.max_send_wr = 1;
+  ex.cap.max_recv_wr = 1;
+  ex.cap.max_send_sge = ex.cap.max_recv_sge = 1;
+  ex.pd = pd_;
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  ex.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+  ibv_qp* qp = v::create_qp_ex(verbs_, &ex);
+  ASSERT_NE(qp, nullptr) << strerror(errno);
+  EXPECT_EQ(driver::Qp::From(qp)->sq.wqe_cnt, 1u);
+  ToInit(qp);
+  ibv_qp_attr rtr = RtrAttr(0x42);
+  ASSERT_EQ(v::modify_qp(qp, &rtr, kRcRtrMask), 0);
+  ibv_qp_attr rts = RtsAttr();
+  ASSERT_EQ(v::modify_qp(qp, &rts, kRcRtsMask), 0);
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_BIND_MW;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(driver::rings::PostSend(qp, &wr, &bad), EINVAL);
+  EXPECT_EQ(bad, &wr);
+  EXPECT_EQ(v::destroy_qp(qp), 0);
+}
+
 TEST_F(QpTest, RcToRtsAndQuery) {
   ibv_qp* qp = Create(IBV_QPT_RC);
   ASSERT_NE(qp, nullptr);
