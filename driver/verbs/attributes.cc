@@ -103,6 +103,9 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   a.phys_port_cnt = uint8_t(gen.get(prm::cmd_hca_cap::num_ports));
 
   ex.hca_core_clock = gen.get(prm::cmd_hca_cap::device_frequency_khz);
+  // CQEs carry the internal timer (63 bits of it, as mlx5_ib reports): what an extended CQ's
+  // completion timestamp and ibv_query_rt_values_ex read.
+  if (ex.hca_core_clock != 0) ex.completion_timestamp_mask = 0x7fff'ffff'ffff'ffffull;
   ex.max_dm_size = device.max_dm_size();
   ex.phys_port_cnt_ex = uint32_t(gen.get(prm::cmd_hca_cap::num_ports));
   return ex;

@@ -63,6 +63,10 @@ static void check_device_queries(struct ibv_context* ctx) {
         "query_device_ex's orig_attr equals query_device");
   CHECK(ex.max_dm_size >= 4096, "max_dm_size %llu", (unsigned long long)ex.max_dm_size);
   CHECK(ex.phys_port_cnt_ex == 1, "phys_port_cnt_ex %u", ex.phys_port_cnt_ex);
+  /* Completion timestamps (ibv_rc_pingpong -t checks both). */
+  CHECK(ex.hca_core_clock != 0 && ex.completion_timestamp_mask == 0x7fffffffffffffffull,
+        "hca_core_clock %llu kHz, completion_timestamp_mask %#llx",
+        (unsigned long long)ex.hca_core_clock, (unsigned long long)ex.completion_timestamp_mask);
 
   struct ibv_query_device_ex_input input = {.comp_mask = 1};
   rc = ibv_query_device_ex(ctx, &input, &ex);
