@@ -283,14 +283,16 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
       return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
     p.read_length = static_cast<uint32_t>(total);
   } else {
+    // Every key is checked before the payload grows, so a garbage length costs no memory.
+    for (const ListEntry& e : list)
+      if (!e.is_inline && !KeyAllows(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn))
+        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     p.payload.reserve(total);
     for (const ListEntry& e : list) {
       if (e.is_inline) {
         p.payload.insert(p.payload.end(), e.inline_bytes.begin(), e.inline_bytes.end());
         continue;
       }
-      if (!KeyAllows(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn))
-        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
       const std::size_t at = p.payload.size();
       p.payload.resize(at + e.length);
       if (!CopyFromKey(e.lkey, e.addr, std::span(p.payload).subspan(at)))
