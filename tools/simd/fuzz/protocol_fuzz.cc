@@ -31,7 +31,7 @@ struct Daemon {
     // Driver memory from 4 KiB memfds: no hugepage reservation and no DPDK in a fuzz process.
     setenv("ONCHIP_ALLOC_TIER", "4k", 0);
     path = "/tmp/onchip-protocol-fuzz-" + std::to_string(getpid()) + ".sock";
-    auto started = Server::Start({.socket_path = path, .functions = 2});
+    auto started = Server::Start({.socket_path = path, .functions = 2, .engine_idle_period = {}});
     if (!started) {
       std::fprintf(stderr, "protocol_fuzz: the daemon did not start: %s\n",
                    started.error().describe().c_str());
