@@ -142,11 +142,12 @@ Result<void> Device::Serve() {
   ONCHIP_TRY(Bfreg* shared, uars_->Shared());
   // It carries the async events too: one EQ, so one writer of the UAR page's EQ doorbell.
   ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index,
-                                            kCompletionEventMask | kAsyncEventMask));
+                                            kCompletionEventMask | kAsyncEventMask,
+                                            bus_->completion_vector()));
   steering_tags_ = std::make_unique<SteeringTagTable>(
       *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
   // The thread that consumes the EQ's completions and async events (events.h).
-  if (bus_->InterruptFd(0) >= 0) {
+  if (bus_->InterruptFd(bus_->completion_vector()) >= 0) {
     ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get()}));
   }
   return {};

@@ -22,7 +22,7 @@ constexpr std::size_t kEqeOwnerByte = 63;
 Result<std::unique_ptr<CompletionEq>> CompletionEq::Create(cmd::Commander& commander,
                                                            alloc::MemoryProvider& memory,
                                                            const Caps& caps, uint32_t uar_index,
-                                                           uint64_t event_mask) {
+                                                           uint64_t event_mask, uint16_t vector) {
   if (caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::log_max_eq_sz) < kLogEntries)
     return Fail(EINVAL, "completion EQ: the device's EQs are smaller than the driver needs");
   const std::size_t bytes = std::size_t{kEqeBytes} << kLogEntries;
@@ -40,7 +40,7 @@ Result<std::unique_ptr<CompletionEq>> CompletionEq::Create(cmd::Commander& comma
       .set(In::uid, 0)
       .set(eqc.log_eq_size, kLogEntries)
       .set(eqc.uar_page, uar_index)
-      .set(eqc.intr, 0)
+      .set(eqc.intr, vector)
       .set(eqc.log_page_size, 0)  // 4 KiB pages: log_page_size counts from 4 KiB
       .set(In::event_bitmask[0], event_mask);
   for (std::size_t i = 0; i < pages; ++i)

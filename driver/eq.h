@@ -34,13 +34,15 @@ class CompletionEq {
   static constexpr uint32_t kLogEntries = 8;
   static constexpr uint32_t kEqeBytes = 64;
 
-  // CREATE_EQ on `uar_index`. EINVAL when the device cannot hold kLogEntries EQEs; the
-  // provider's error when the ring cannot be allocated; the firmware's when it refuses.
-  // `event_mask` is event_bitmask[0] (bit n: event type n); completions by default.
+  // CREATE_EQ on `uar_index`, interrupting on MSI-X vector `vector`. EINVAL when the device
+  // cannot hold kLogEntries EQEs; the provider's error when the ring cannot be allocated; the
+  // firmware's when it refuses. `event_mask` is event_bitmask[0] (bit n: event type n);
+  // completions by default.
   static Result<std::unique_ptr<CompletionEq>> Create(cmd::Commander& commander,
                                                       alloc::MemoryProvider& memory,
                                                       const Caps& caps, uint32_t uar_index,
-                                                      uint64_t event_mask = 1);
+                                                      uint64_t event_mask = 1,
+                                                      uint16_t vector = 0);
   CompletionEq(const CompletionEq&) = delete;
   CompletionEq& operator=(const CompletionEq&) = delete;
   // The ring is freed; the EQ must have been destroyed (or the device torn down) first.

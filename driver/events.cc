@@ -105,8 +105,8 @@ std::optional<ibv_event_type> PortEventOf(uint8_t sub_type) {
 Result<std::unique_ptr<EventThread>> EventThread::Start(bus::Bus& bus,
                                                         std::vector<CompletionEq*> eqs) {
   std::unique_ptr<EventThread> t(new EventThread(bus, std::move(eqs)));
-  t->irq_fd_ = bus.InterruptFd(0);
-  if (t->irq_fd_ < 0) return Fail(ENODEV, "event thread: the function has no interrupt vector 0");
+  t->irq_fd_ = bus.InterruptFd(bus.completion_vector());
+  if (t->irq_fd_ < 0) return Fail(ENODEV, "event thread: the function gives this driver no interrupt vector");
   t->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (t->wake_fd_ < 0) return Fail(errno, "event thread: eventfd");
   try {

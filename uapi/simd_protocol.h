@@ -10,7 +10,8 @@
 //
 // A connection is one client of one function:
 //   client -> kHello (HelloRequest)            daemon -> kHello (HelloReply) + fds: BAR0 memfd,
-//                                              kick eventfd, one eventfd per interrupt vector
+//                                              kick eventfd, the eventfd of the client's own
+//                                              interrupt vector (none when all are taken)
 //   client -> kCommand (CommandRequest + input bytes)
 //                                              daemon -> kCommand (CommandReply + output bytes)
 //   client -> kMapDma (MapDmaRequest) + 0 or 1 fd        daemon -> kMapDma (status only)
@@ -68,10 +69,13 @@ struct HelloReply {
   uint64_t tph_st_table_offset = 0;
   uint16_t tph_st_table_size = 0;  // 0: no TPH
   uint16_t uid = 0;                // the owner tag the daemon stamps on this client's commands
-  uint16_t interrupt_vectors = 0;  // eventfds after BAR0 and the kick eventfd
+  uint16_t interrupt_vectors = 0;  // eventfds after BAR0 and the kick eventfd: 1, or 0 if none
   uint16_t functions = 0;          // how many functions the daemon serves
   uint32_t client_id = 0;
-  uint32_t reserved = 0;
+  // The MSI-X vector that eventfd signals: the client's own, as the kernel gives each devx user
+  // its own vectors; its EQs must name it (eqc.intr), and the daemon refuses any other.
+  uint16_t interrupt_vector = 0;
+  uint16_t reserved = 0;
 };
 static_assert(sizeof(HelloReply) == 48);
 

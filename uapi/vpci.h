@@ -86,6 +86,10 @@ class Function {
     (void)vector;
     return -1;
   }
+
+  // The vector this function's user gives its EQs: 0 for a function it has to itself; on a
+  // function shared through a daemon, the client's own (its other vectors are not its to read).
+  virtual uint16_t CompletionVector() const { return 0; }
 };
 
 }  // namespace onchip::vpci

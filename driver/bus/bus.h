@@ -105,6 +105,9 @@ class Bus : public alloc::DmaMapper {
   // The eventfd the function signals for MSI-X vector `vector` (uapi/vpci.h InterruptFd): one
   // count per interrupt of an armed EQ whose eqc.intr is `vector`. The bus's function owns it;
   // -1 when the bus delivers no interrupts for that vector.
+  // The vector the driver's EQs name (eqc.intr) and its event thread waits on (vpci.h
+  // CompletionVector).
+  virtual uint16_t completion_vector() const { return 0; }
   virtual int InterruptFd(uint16_t vector) const {
     (void)vector;
     return -1;

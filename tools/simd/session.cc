@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/eq.h"
 #include "uapi/prm/field.h"
 
 namespace onchip::simd {
@@ -107,15 +108,19 @@ Result<void> Session::Hello(const Frame& frame) {
   reply.functions = static_cast<uint16_t>(functions_.size());
   reply.client_id = id_;
   std::vector<int> fds = {f.device->bar0().fd, f.device->KickFd()};
-  for (uint16_t v = 0; v < f.device->config().num_interrupt_vectors && fds.size() < kMaxFds; ++v) {
-    const int fd = f.device->InterruptFd(v);
-    if (fd < 0) break;
-    fds.push_back(fd);
+  // Its own interrupt vector, if one is free: only that eventfd goes to the client.
+  const std::optional<uint16_t> vector = f.TakeVector();
+  if (vector && f.device->InterruptFd(*vector) >= 0) {
+    fds.push_back(f.device->InterruptFd(*vector));
+    reply.interrupt_vector = *vector;
+  } else if (vector) {
+    f.GiveBackVector(*vector);
   }
   reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 2);
   {
     std::lock_guard lock(mu_);
     function_ = &f;
+    vector_ = reply.interrupt_vectors ? std::optional<uint16_t>(reply.interrupt_vector) : std::nullopt;
   }
   return Reply(MessageType::kHello, 0, AsBytes(reply), {}, fds);
 }
@@ -138,6 +143,13 @@ Result<void> Session::Command(const Frame& frame) {
     return Reply(MessageType::kCommand, 0, AsBytes(head), out);
   };
   if (!UserMayIssue(opcode)) return refuse(EPERM);
+  // A client's EQs interrupt on its own vector (vector 0 when it has none: nobody reads it).
+  if (opcode == prm::CREATE_EQ &&
+      prm::Get(std::span<const std::byte>(in), prm::create_eq_in::eq_context_entry.intr) !=
+          vector_.value_or(0)) {
+    std::fprintf(stderr, "onchip simd: client %u: CREATE_EQ on another client's vector\n", id_);
+    return refuse(EPERM);
+  }
   {
     std::lock_guard lock(mu_);
     if (const char* why = owned_.Refusal(in); why != nullptr) {
@@ -256,6 +268,8 @@ void Session::Release() {
     std::lock_guard lock(mu_);
     owned_.Clear();
     mappings.swap(mappings_);
+    if (vector_) function_->GiveBackVector(*vector_);
+    vector_.reset();
   }
   for (auto& [iova, m] : mappings) {
     if (auto r = function_->device->UnmapDma(iova, m.length); !r)

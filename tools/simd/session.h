@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,7 @@ class Session {
   uid_t user_ = 0;
   uint16_t uid_ = 0;  // the firmware owner tag
   ServedFunction* function_ = nullptr;
+  std::optional<uint16_t> vector_;  // its interrupt vector (ServedFunction::TakeVector)
   mutable std::mutex mu_;  // owned_ and mappings_ (Run writes, DescribeJson reads)
   OwnedObjects owned_;
   std::map<uint64_t, Mapping> mappings_;  // by IOVA

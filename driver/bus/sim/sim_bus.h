@@ -38,6 +38,7 @@ class SimBus final : public Bus {
   std::optional<vpci::TphCapability> tph() const override { return function_.tph(); }
   void Notify() override { function_.Kick(); }
   int InterruptFd(uint16_t vector) const override { return function_.InterruptFd(vector); }
+  uint16_t completion_vector() const override { return function_.CompletionVector(); }
   // Kicks only a sleeping engine: while it polls, a data-path doorbell costs no syscall.
   void DoorbellRung() override;
   uint64_t doorbell_kicks() const override { return doorbell_kicks_.load(std::memory_order_relaxed); }

@@ -127,9 +127,10 @@ std::optional<Backing> FindBacking(const void* host, uint64_t length) {
 class SimdFunction final : public vpci::Function {
  public:
   SimdFunction(std::shared_ptr<Connection> conn, int bar0_fd, uint64_t bar0_size, int kick_fd,
-               std::vector<int> interrupt_fds, std::optional<vpci::TphCapability> tph)
+               std::vector<int> interrupt_fds, uint16_t vector,
+               std::optional<vpci::TphCapability> tph)
       : conn_(std::move(conn)), bar0_fd_(bar0_fd), bar0_size_(bar0_size), kick_fd_(kick_fd),
-        interrupt_fds_(std::move(interrupt_fds)), tph_(tph) {}
+        interrupt_fds_(std::move(interrupt_fds)), vector_(vector), tph_(tph) {}
   ~SimdFunction() override {
     close(bar0_fd_);
     close(kick_fd_);
@@ -170,16 +171,19 @@ class SimdFunction final : public vpci::Function {
     (void)!write(kick_fd_, &one, sizeof(one));
   }
 
+  // The client's one vector (the daemon's hello names it); the others are not its to read.
   int InterruptFd(uint16_t vector) const override {
-    return vector < interrupt_fds_.size() ? interrupt_fds_[vector] : -1;
+    return vector == vector_ && !interrupt_fds_.empty() ? interrupt_fds_[0] : -1;
   }
+  uint16_t CompletionVector() const override { return vector_; }
 
  private:
   std::shared_ptr<Connection> conn_;
   int bar0_fd_;
   uint64_t bar0_size_;
   int kick_fd_;
-  std::vector<int> interrupt_fds_;
+  std::vector<int> interrupt_fds_;  // at most one: the eventfd of vector_
+  uint16_t vector_;
   std::optional<vpci::TphCapability> tph_;
 };
 
@@ -227,7 +231,7 @@ Result<Attachment> Attach(std::string_view address) {
   ONCHIP_TRY(Frame reply, conn->Call(MessageType::kHello, {onchip::simd::AsBytes(hello)}));
   ONCHIP_CHECK(CheckReply(reply, "hello to the device daemon"));
   ONCHIP_TRY(const HelloReply h, onchip::simd::ReadStruct<HelloReply>(reply.payload));
-  if (reply.fds.size() != 2u + h.interrupt_vectors || h.bar0_size == 0)
+  if (reply.fds.size() != 2u + h.interrupt_vectors || h.interrupt_vectors > 1 || h.bar0_size == 0)
     return Fail(EPROTO, "simd: hello reply without BAR0, kick and interrupt fds");
   const int bar0_fd = reply.TakeFd(0);
   const int kick_fd = reply.TakeFd(1);
@@ -239,7 +243,7 @@ Result<Attachment> Attach(std::string_view address) {
                               .st_table_size = h.tph_st_table_size};
   Attachment a;
   a.function = std::make_unique<SimdFunction>(conn, bar0_fd, h.bar0_size, kick_fd,
-                                              std::move(interrupts), tph);
+                                              std::move(interrupts), h.interrupt_vector, tph);
   a.commander = std::make_unique<SimdCommander>(conn);
   a.connection = conn;
   a.iova_base = h.iova_base;
