@@ -100,6 +100,13 @@ struct DeviceConfig {
   // How long the data engine keeps polling its doorbells after the last work it found before it
   // sets the sleep word (uapi/vpci.h) and waits for Kick(). Short: machines here have 2 cores.
   std::chrono::microseconds engine_idle_period{1000};
+  // While awake, how long after its last work the engine spins on its doorbells before it naps
+  // between passes, and how long each nap is. A spinner that yields loses its core to a busy
+  // poller for a whole scheduler slice (milliseconds); a napper is woken by its timer and
+  // preempts the poller at once, so on 2 cores a ping-pong pair of pollers plus the engine keeps
+  // round trips near engine_nap instead of the slice.
+  std::chrono::microseconds engine_spin_period{20};
+  std::chrono::microseconds engine_nap{10};
 
   // ---- RoCE port 1: the address its GIDs come from (wire.h DeviceGids). Devices in one
   // process reach each other by GID, so each needs its own: give every further device another

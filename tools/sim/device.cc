@@ -2,8 +2,8 @@
 
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,6 +95,8 @@ void Device::Run() {
     thread_clock_.store(cid);
     thread_clock_valid_.store(true);
   }
+  // Naps are short; the default 50 us timer slack would make each one several times longer.
+  prctl(PR_SET_TIMERSLACK, 1000UL);
   bool initializing = true;
   const int idle_ms = static_cast<int>(std::max<int64_t>(1, config_.idle_poll_period.count()));
   bool awake = false;
@@ -102,8 +104,11 @@ void Device::Run() {
   uint64_t deadline_ns = 0;
   while (!stop_.load()) {
     if (awake) {
-      // Polling: give the other threads of a small machine the core between passes.
-      sched_yield();
+      if (std::chrono::steady_clock::now() - last_work >= config_.engine_spin_period) {
+        const auto nap = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.engine_nap);
+        const timespec ts{.tv_sec = 0, .tv_nsec = static_cast<long>(nap.count())};
+        nanosleep(&ts, nullptr);
+      }
     } else {
       int timeout_ms = idle_ms;
       if (deadline_ns != 0) {

@@ -6,8 +6,8 @@
 // signals, with a timeout of config.idle_poll_period, and on every wakeup polls the command
 // queue, runs a data-engine pass, advances the health counter (unless a test stopped it) and the
 // internal timer, and clears `initializing` once config.init_delay has passed. After a pass
-// that found work it stays awake, polling doorbells without being kicked (yielding the CPU
-// between passes), until config.engine_idle_period passes without work; then it sets the
+// that found work it stays awake, polling doorbells without being kicked (spinning for
+// config.engine_spin_period, then napping config.engine_nap between passes), until config.engine_idle_period passes without work; then it sets the
 // engine's sleep word (uapi/vpci.h), looks once more, and sleeps. An idle device therefore costs
 // one short wakeup per period.
 //
