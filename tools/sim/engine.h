@@ -117,6 +117,10 @@ class Engine {
   const Firmware::Mkey* Target(uint32_t key) const;
   // Copies through a key the caller has checked (KeyAllows); false if it cannot (gone since).
   bool CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out);
+  // Appends `len` bytes read through `key` to `out`, growing it only after every page of the
+  // range proved reachable (a key may span far more than the memory mapped behind it: a garbage
+  // length must cost no memory). False, with `out` unchanged, if any byte is not.
+  bool AppendFromKey(uint32_t key, uint64_t va, uint64_t len, std::vector<std::byte>& out);
   bool CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in);
   // Runs an 8-byte atomic at va on a word in host byte order, or big-endian when `big_endian`;
   // the value before it (as a number), or nullopt.

@@ -92,6 +92,31 @@ bool Engine::CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out) {
   return true;
 }
 
+bool Engine::AppendFromKey(uint32_t key, uint64_t va, uint64_t len, std::vector<std::byte>& out) {
+  if (len == 0) return true;
+  const Firmware::Mkey* target = Target(key);
+  if (target == nullptr) return false;
+  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
+  if (target->memic_start || target->sw_icm_id) {
+    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
+    if (!fw_.DeviceMemoryLocked(key, off, len, true)) return false;
+  } else {
+    for (uint64_t done = 0; done < len;) {
+      uint64_t page = 0;
+      auto bus = fw_.MttTranslateLocked(key, va + done, len - done, &page);
+      if (!bus) return false;
+      const uint64_t n = std::min<uint64_t>(len - done, page - ((va + done) & (page - 1)));
+      if (!iommu_.IsMapped(*bus, n)) return false;
+      done += n;
+    }
+  }
+  const std::size_t at = out.size();
+  out.resize(at + len);
+  if (CopyFromKey(key, va, std::span(out).subspan(at))) return true;
+  out.resize(at);
+  return false;
+}
+
 bool Engine::CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in) {
   if (in.empty()) return true;
   const Firmware::Mkey* target = Target(key);

@@ -283,19 +283,15 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
       return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
     p.read_length = static_cast<uint32_t>(total);
   } else {
-    // Every key is checked before the payload grows, so a garbage length costs no memory.
-    for (const ListEntry& e : list)
-      if (!e.is_inline && !KeyAllows(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn))
-        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
-    p.payload.reserve(total);
+    // The payload grows one entry at a time, each only after its key and its memory proved
+    // good, so a garbage length costs no memory.
     for (const ListEntry& e : list) {
       if (e.is_inline) {
         p.payload.insert(p.payload.end(), e.inline_bytes.begin(), e.inline_bytes.end());
         continue;
       }
-      const std::size_t at = p.payload.size();
-      p.payload.resize(at + e.length);
-      if (!CopyFromKey(e.lkey, e.addr, std::span(p.payload).subspan(at)))
+      if (!KeyAllows(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn) ||
+          !AppendFromKey(e.lkey, e.addr, e.length, p.payload))
         return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     }
   }
@@ -459,6 +455,12 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
     pr.sq_wqe_counter = (pr.sq_wqe_counter + bbs) & prm::kWqCounterMask;
     moved = true;
   }
+  // A producer counter still ahead after a whole ring was flushed names WQEs that were never
+  // posted (software may not run more than a ring ahead): the device catches up to it instead
+  // of flushing garbage for up to 64K passes.
+  if (moved && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0 &&
+      ((*producer - pr.sq_wqe_counter) & prm::kWqCounterMask) >= qp.sq_wqebb_count)
+    pr.sq_wqe_counter = *producer & prm::kWqCounterMask;
   return moved;
 }
 

@@ -204,8 +204,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
                                                          : PacketKind::kAtomicResponse);
       if (op == prm::MLX5_OPCODE_RDMA_READ) {
         if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn)) return;
-        r.payload.resize(p.read_length);
-        if (!CopyFromKey(p.rkey, p.raddr, r.payload)) return;
+        if (!AppendFromKey(p.rkey, p.raddr, p.read_length, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
         r.atomic_big_endian = AtomicsBigEndian();
@@ -377,8 +376,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
-      r.payload.resize(p.read_length);
-      if (!CopyFromKey(p.rkey, p.raddr, r.payload)) {
+      if (!AppendFromKey(p.rkey, p.raddr, p.read_length, r.payload)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
