@@ -383,8 +383,8 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
       if (wr->opcode == IBV_WR_BIND_MW)
         err = b.PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
                        wr->bind_mw.rkey, wr->bind_mw.bind_info);
-      else
-        err = b.PutUmr(true, wr->invalidate_rkey, 0, ibv_mw_bind_info{});
+      else  // the window keeps its key byte: the next bind names it by that key
+        err = b.PutUmr(true, wr->invalidate_rkey, wr->invalidate_rkey, ibv_mw_bind_info{});
       break;
     default: break;
   }
@@ -528,7 +528,8 @@ void SendQueue::WrLocalInv(uint64_t wr_id, unsigned flags, uint32_t invalidate_r
   if (!WrBegin(prm::MLX5_OPCODE_UMR)) return;
   wr_.Begin(wr_id, flags, prm::MLX5_OPCODE_UMR, Be32::FromHost(invalidate_rkey).raw(),
             IBV_WC_LOCAL_INV, true);
-  (void)wr_.PutUmr(true, invalidate_rkey, 0, ibv_mw_bind_info{});  // an invalidate cannot fail
+  // An invalidate cannot fail; the window keeps its key byte, as on the other post path.
+  (void)wr_.PutUmr(true, invalidate_rkey, invalidate_rkey, ibv_mw_bind_info{});
   wr_.Finish();
   ++wr_nreq_;
 }
