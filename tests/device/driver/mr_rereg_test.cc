@@ -258,6 +258,48 @@ TEST_F(MrReregTest, FailedCreateLeavesTheMrAsItWas) {
   EXPECT_EQ(v::dereg_mr(mr), 0);
 }
 
+// The first in-place change brings up the device's REG_UMR queue (PD, CQ, QP and its three
+// transitions). When the firmware fails any of those commands the rereg still happens, over a
+// new key as it would without UMR, and the device keeps no part of the half-built queue; the
+// next rereg builds the queue and changes the MR in place, keeping its key.
+TEST_F(MrReregTest, AFailedUmrQueueBringUpFallsBackToANewKeyAndLeavesNothingBehind) {
+  ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  bool remote_read = false;
+  for (const uint16_t opcode : {prm::ALLOC_PD, prm::CREATE_CQ, prm::CREATE_QP, prm::RST2INIT_QP,
+                                prm::INIT2RTR_QP, prm::RTR2RTS_QP}) {
+    SCOPED_TRACE(::testing::Message() << "opcode 0x" << std::hex << opcode);
+    const sim::Counters before = sim_->counters();
+    const size_t mappings = sim_->dma_mappings();
+    sim_->InjectFailure({.count = 1, .opcode = opcode, .status = prm::CommandStatus::INT_ERR,
+                         .syndrome = 0x1234});
+    remote_read = !remote_read;
+    const int access = IBV_ACCESS_LOCAL_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ : 0);
+    EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, access), 0);
+    auto issued = [opcode](const sim::Counters& c) {
+      auto it = c.by_opcode.find(opcode);
+      return it == c.by_opcode.end() ? uint64_t{0} : it->second;
+    };
+    EXPECT_EQ(issued(sim_->counters()), issued(before) + 1) << "the injected failure was not reached";
+    sim_->firmware().ClearInjectedFailures();
+    const sim::Counters after = sim_->counters();
+    EXPECT_EQ(after.pds, before.pds);
+    EXPECT_EQ(after.cqs, before.cqs);
+    EXPECT_EQ(after.qps, before.qps);
+    EXPECT_EQ(after.mkeys, before.mkeys);  // the new key replaced the old one
+    EXPECT_EQ(after.pages_held, before.pages_held);
+    EXPECT_EQ(sim_->dma_mappings(), mappings);
+    EXPECT_EQ(QueryMkey(mr->lkey).get(kQueriedMkc.rr), remote_read ? 1u : 0u);
+  }
+  const uint32_t key = mr->lkey;
+  EXPECT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE | (remote_read ? 0 : IBV_ACCESS_REMOTE_READ)),
+            0);
+  EXPECT_EQ(mr->lkey, key) << "with the queue up, the change is made in place";
+  EXPECT_EQ(QueryMkey(key).get(kQueriedMkc.rr), remote_read ? 0u : 1u);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+}
+
 TEST_F(MrReregTest, AWindowBoundToTheKeyBlocksOnlyANewTranslation) {
   ibv_mr* mr = Reg(0, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
   ibv_mw* mw = v::alloc_mw(pd_, IBV_MW_TYPE_1);
