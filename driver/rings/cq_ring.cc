@@ -112,7 +112,7 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   const std::byte* at = buf_ + std::size_t{ci & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
   const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
   // The device writes op_own last; read it once.
-  const uint8_t op_own = *static_cast<const volatile uint8_t*>(&cqe->op_own);
+  const uint8_t op_own = mmio::LoadDeviceWord(cqe->op_own);
   if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID) return nullptr;
   if (prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci, cqe_cnt_)) return nullptr;
   return at;

@@ -23,6 +23,7 @@
 #include "driver/mw.h"
 #include "driver/qp.h"
 #include "driver/rings/data_path.h"
+#include "mmio/device_word.h"
 #include "tests/device/fixture.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe.h"
@@ -199,8 +200,13 @@ TEST_F(DataPathTest, AnArmedCqReportsItsNextCompletionOnTheEq) {
   // EQE 0 of the completion EQ, written in the device's first pass (owner 0), names the CQ.
   const driver::CompletionEq* eq = device().comp_eq();
   ASSERT_NE(eq, nullptr);
+  // The device writes the EQE after the CQE: wait for its owner byte (the handover) first.
+  const auto* ring = reinterpret_cast<const prm::pod::mlx5_eqe*>(eq->ring());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((mmio::LoadDeviceWord(ring->owner) & 1) != 0 && std::chrono::steady_clock::now() < deadline) {
+  }
   prm::pod::mlx5_eqe eqe;
-  std::memcpy(&eqe, eq->ring(), sizeof eqe);
+  std::memcpy(&eqe, ring, sizeof eqe);
   EXPECT_EQ(eqe.type, prm::MLX5_EVENT_TYPE_COMP);
   EXPECT_EQ(eqe.owner & 1, 0);
   uint8_t cqn_bytes[4];
