@@ -16,6 +16,7 @@ PACKAGES = [
     "libdpdk-dev", "libnuma-dev",    # DPDK's EAL for hugepage memory
     "libibverbs-dev", "rdma-core",   # kernel uverbs ABI headers, libibverbs
     "ibverbs-utils", "python3-pyverbs",  # peers' tools and tests run against onchip
+    "perftest",           # ib_write_lat & co. between two processes through the device daemon
 ]
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"

@@ -119,6 +119,9 @@ def main(argv):
     p.add_argument("--dev-node", choices=["auto", "host", "namespace"], default="auto",
                    help="how to make /dev/infiniband/uverbsN: mknod on the host (root), a private "
                         "mount namespace, or the first that works (default)")
+    p.add_argument("--device", default="sim", metavar="LOCATOR",
+                   help="the device the plugin opens: sim (in-process, the default) or "
+                        "simd:SOCKET#N (function N of a device daemon)")
     p.add_argument("--inside-namespace", metavar="SCRATCH", help=argparse.SUPPRESS)
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
@@ -129,7 +132,7 @@ def main(argv):
         return inside_namespace(args.inside_namespace, cmd)
     if not args.plugin:
         p.error("--plugin is required")
-    return run(args.plugin, cmd, args.dev_node)
+    return run(args.plugin, cmd, args.dev_node, args.device)
 
 
 if __name__ == "__main__":

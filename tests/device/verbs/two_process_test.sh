@@ -1,0 +1,88 @@
+#!/bin/bash
+# Unmodified programs in pairs, a server and a client in two processes, on one software ConnectX
+# served by the device daemon, as a user runs them in two shells: rdma-core's ibv_*_pingpong
+# (ibv_rc_pingpong plain and with -e, -j, -N, -t, -c) and Debian's perftest latency and
+# bandwidth tests. Each pair must exit 0 on both sides and print its result line.
+# Arguments: LAUNCH_PY PLUGIN SIMD
+set -u
+launch="$(readlink -f "$1")"; plugin="$(readlink -f "$2")"; simd="$(readlink -f "$3")"
+# Under /tmp: a UNIX socket's path must fit in 108 bytes, which Bazel's TEST_TMPDIR does not.
+work="$(mktemp -d /tmp/onchip-pairs.XXXXXX)"
+sock="$work/simd.sock"
+"$simd" --socket "$sock" --functions 2 >"$work/simd.log" 2>&1 &
+daemon=$!
+cleanup() { kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { echo "not ok - the daemon did not listen on $sock"; cat "$work/simd.log"; exit 1; }
+
+failures=0 passes=0 port=$((20000 + $$ % 20000))
+
+# pair NAME PATTERN SERVER_ARGV... -- CLIENT_EXTRA...: the server, then the client (the server's
+# argv plus the extras and 127.0.0.1), each within 60 s; both must exit 0 and print PATTERN (the
+# server SERVER_PATTERN instead when set: the passive side of a one-sided test prints no result).
+pair() {
+  local name="$1" pattern="$2"; shift 2
+  local server=() extra=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do server+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  extra=("$@")
+  port=$((port + 1))
+  local slog="$work/$name.server" clog="$work/$name.client"
+  timeout 60 /usr/bin/python3 "$launch" --device "simd:$sock#0" --plugin "$plugin" -- \
+    "${server[@]}" -p "$port" >"$slog" 2>&1 &
+  local spid=$!
+  local crc=1
+  for _ in $(seq 40); do  # the client retries until the server listens
+    sleep 0.25
+    timeout 60 /usr/bin/python3 "$launch" --device "simd:$sock#0" --plugin "$plugin" -- \
+      "${server[@]}" "${extra[@]}" -p "$port" 127.0.0.1 >"$clog" 2>&1
+    crc=$?
+    grep -qiE "couldn't connect|unable to open file descriptor" "$clog" || break
+    kill -0 "$spid" 2>/dev/null || break
+  done
+  wait "$spid"; local src=$?
+  if [ $src -eq 0 ] && [ $crc -eq 0 ] && grep -qE "${SERVER_PATTERN:-$pattern}" "$slog" &&
+     grep -qE "$pattern" "$clog"; then
+    echo "ok - $name"; passes=$((passes + 1))
+  else
+    echo "not ok - $name (server exit $src, client exit $crc)"
+    echo "--- server"; tail -15 "$slog"; echo "--- client"; tail -15 "$clog"
+    failures=$((failures + 1))
+  fi
+}
+
+# RoCE needs a GRH: -g 1 is the port's RoCE v2 link-local GID.
+for flags in "" "-e" "-j" "-N" "-t" "-c"; do
+  # shellcheck disable=SC2086
+  pair "ibv_rc_pingpong${flags:+ $flags}" "iters in" ibv_rc_pingpong -g 1 -n 20 $flags
+done
+pair ibv_uc_pingpong "iters in" ibv_uc_pingpong -g 1 -n 20
+pair ibv_ud_pingpong "iters in" ibv_ud_pingpong -g 1 -n 20
+pair ibv_srq_pingpong "iters in" ibv_srq_pingpong -g 1 -n 20
+
+if command -v ib_write_lat >/dev/null; then
+  table='^ *#bytes'
+  for t in ib_send_lat ib_write_lat; do
+    pair "$t" "$table" "$t" -x 1 -n 50
+  done
+  for t in ib_read_lat ib_atomic_lat; do
+    SERVER_PATTERN="remote address" pair "$t" "$table" "$t" -x 1 -n 50
+  done
+  for t in ib_send_bw ib_write_bw ib_read_bw; do
+    pair "$t" "$table" "$t" -x 1 -n 50
+  done
+  free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+  if [ "$free" -ge 64 ]; then
+    pair "ib_write_lat --use_hugepages" "$table" ib_write_lat -x 1 -n 50 --use_hugepages
+    pair "ib_read_bw --use_hugepages" "$table" ib_read_bw -x 1 -n 50 --use_hugepages
+  else
+    echo "ok - perftest --use_hugepages # SKIP fewer than 64 free 2 MiB hugepages"
+  fi
+else
+  echo "not ok - perftest is not installed (apt-get install perftest; tools/onchip test installs it)"
+  failures=$((failures + 1))
+fi
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
