@@ -146,10 +146,13 @@ void EventThread::Run() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::vector<pollfd> fds;
-  std::vector<const void*> watched;  // the channel behind fds[2 + i]
+  std::vector<const void*> watched;  // the channel behind fds[3 + i]
+  int link_fd = bus_.LinkFd();
   for (;;) {
     Drain();
-    fds.assign({{irq_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
+    // fds[2]: the function's link, POLLRDHUP only (replies on it are the commander's to read);
+    // a negative fd is ignored by poll.
+    fds.assign({{irq_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {link_fd, POLLRDHUP, 0}});
     watched.clear();
     {
       std::lock_guard lock(mu_);
@@ -164,16 +167,33 @@ void EventThread::Run() {
     uint64_t count;
     if (fds[0].revents & POLLIN) [[maybe_unused]] ssize_t n = read(irq_fd_, &count, sizeof count);
     if (fds[1].revents & POLLIN) [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+    if (fds[2].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+      FunctionLost();
+      link_fd = -1;
+      continue;
+    }
     std::lock_guard lock(mu_);
     for (std::size_t i = 0; i < watched.size(); ++i) {
-      if (!(fds[2 + i].revents & (POLLERR | POLLHUP))) continue;
+      if (!(fds[3 + i].revents & (POLLERR | POLLHUP))) continue;
       auto it = channels_.find(watched[i]);
-      if (it != channels_.end() && it->second.fd == fds[2 + i].fd) {
+      if (it != channels_.end() && it->second.fd == fds[3 + i].fd) {
         close(it->second.fd);
         channels_.erase(it);  // the application destroyed the channel; its address may be reused
       }
     }
   }
+}
+
+void EventThread::FunctionLost() {
+  bus_.MarkGone();
+  std::lock_guard lock(mu_);
+  // As the kernel reports a device whose function died: IBV_EVENT_DEVICE_FATAL to every context,
+  // and the completion channels end (a reader blocked in ibv_get_cq_event returns an error
+  // instead of waiting for events that will never come).
+  const AsyncEventDesc fatal{0, static_cast<uint32_t>(IBV_EVENT_DEVICE_FATAL), 0};
+  for (const auto& [context, fd] : async_sinks_) [[maybe_unused]] ssize_t n = write(fd, &fatal, sizeof fatal);
+  for (auto& [channel, c] : channels_)
+    if (c.fd >= 0) close(std::exchange(c.fd, -1));
 }
 
 void EventThread::Drain() {

@@ -18,6 +18,10 @@
 // objects already destroyed). The sinks' write ends are non-blocking: a reader that lets 8192
 // events pile up loses the newest rather than stalling the device's events.
 //
+// A function that can vanish (a device daemon's: bus::Bus::LinkFd) is watched too: when its
+// link hangs up the bus is marked gone (posts and empty polls then fail with EIO), every context
+// gets IBV_EVENT_DEVICE_FATAL on its async fd and every completion channel's write end closes.
+//
 // A channel's write end belongs to this object from AddChannel on. The application ends a
 // channel with ibv_destroy_comp_channel, which closes the read end (libibverbs' own code): the
 // thread sees the write end's POLLERR and closes it. Stop() (and the destructor) joins the
@@ -96,6 +100,8 @@ class EventThread {
   void Run();
   void Drain();
   void Dispatch(const prm::pod::mlx5_eqe& eqe);  // with mu_ held
+  // The bus's link hung up: marks the bus gone, reports IBV_EVENT_DEVICE_FATAL, ends channels.
+  void FunctionLost();
   void Wake();
 
   struct Channel {

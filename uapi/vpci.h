@@ -90,6 +90,9 @@ class Function {
   // The vector this function's user gives its EQs: 0 for a function it has to itself; on a
   // function shared through a daemon, the client's own (its other vectors are not its to read).
   virtual uint16_t CompletionVector() const { return 0; }
+  // An fd that hangs up when this function is gone for good (a daemon's function: the
+  // connection to the daemon); -1 for a function that lives as long as this process holds it.
+  virtual int LinkFd() const { return -1; }
 };
 
 }  // namespace onchip::vpci

@@ -102,20 +102,32 @@ class Bus : public alloc::DmaMapper {
   // device that said it sleeps). A real bus, and a software device that is awake, add none.
   virtual uint64_t doorbell_kicks() const { return 0; }
 
-  // The eventfd the function signals for MSI-X vector `vector` (uapi/vpci.h InterruptFd): one
-  // count per interrupt of an armed EQ whose eqc.intr is `vector`. The bus's function owns it;
-  // -1 when the bus delivers no interrupts for that vector.
   // The vector the driver's EQs name (eqc.intr) and its event thread waits on (vpci.h
   // CompletionVector).
   virtual uint16_t completion_vector() const { return 0; }
+  // The eventfd the function signals for MSI-X vector `vector` (uapi/vpci.h InterruptFd): one
+  // count per interrupt of an armed EQ whose eqc.intr is `vector`. The bus's function owns it;
+  // -1 when the bus delivers no interrupts for that vector.
   virtual int InterruptFd(uint16_t vector) const {
     (void)vector;
     return -1;
   }
 
+  // An fd that hangs up (POLLHUP / POLLRDHUP) when the function is gone for good, as a device
+  // daemon's connection does when the daemon dies (vpci.h LinkFd); -1 for a function that cannot
+  // vanish under this process. The device's event thread watches it and then calls MarkGone.
+  virtual int LinkFd() const { return -1; }
+  // Whether the function is gone: the data path checks it with one relaxed load where it would
+  // otherwise post to, or wait on, a device that will never answer (EIO, as after a fatal error).
+  bool gone() const { return gone_.load(std::memory_order_relaxed); }
+  void MarkGone() { gone_.store(true, std::memory_order_relaxed); }
+
  protected:
   friend class DmaMapping;
   virtual Result<void> UnmapHost(uint64_t iova, uint64_t length) = 0;
+
+ private:
+  std::atomic<bool> gone_{false};
 };
 
 inline constexpr uint64_t kPageSize = 4096;

@@ -58,6 +58,8 @@ ibv_wc_status StatusOfSyndrome(uint8_t syndrome);
 
 class CqRing {
  public:
+  // Whether the bus's function is gone (bus::Bus::gone): one relaxed load.
+  bool device_gone() const { return bus_ != nullptr && bus_->gone(); }
   CqRing() = default;
   CqRing(const CqRing&) = delete;
   CqRing& operator=(const CqRing&) = delete;

@@ -34,6 +34,8 @@ struct RecvQueueDesc {
 
 class RecvQueue {
  public:
+  // Whether the bus's function is gone (bus::Bus::gone): one relaxed load.
+  bool device_gone() const { return bus_ != nullptr && bus_->gone(); }
   RecvQueue() = default;
   RecvQueue(const RecvQueue&) = delete;
   RecvQueue& operator=(const RecvQueue&) = delete;

@@ -80,6 +80,8 @@ struct SendSlot {
 
 class SendQueue {
  public:
+  // Whether the bus's function is gone (bus::Bus::gone): one relaxed load.
+  bool device_gone() const { return bus_ != nullptr && bus_->gone(); }
   SendQueue() = default;
   SendQueue(const SendQueue&) = delete;
   SendQueue& operator=(const SendQueue&) = delete;

@@ -34,6 +34,8 @@ struct SrqRingDesc {
 
 class SrqRing {
  public:
+  // Whether the bus's function is gone (bus::Bus::gone): one relaxed load.
+  bool device_gone() const { return bus_ != nullptr && bus_->gone(); }
   SrqRing() = default;
   SrqRing(const SrqRing&) = delete;
   SrqRing& operator=(const SrqRing&) = delete;

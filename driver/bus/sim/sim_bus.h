@@ -39,6 +39,7 @@ class SimBus final : public Bus {
   void Notify() override { function_.Kick(); }
   int InterruptFd(uint16_t vector) const override { return function_.InterruptFd(vector); }
   uint16_t completion_vector() const override { return function_.CompletionVector(); }
+  int LinkFd() const override { return function_.LinkFd(); }
   // Kicks only a sleeping engine: while it polls, a data-path doorbell costs no syscall.
   void DoorbellRung() override;
   uint64_t doorbell_kicks() const override { return doorbell_kicks_.load(std::memory_order_relaxed); }

@@ -176,6 +176,7 @@ class SimdFunction final : public vpci::Function {
     return vector == vector_ && !interrupt_fds_.empty() ? interrupt_fds_[0] : -1;
   }
   uint16_t CompletionVector() const override { return vector_; }
+  int LinkFd() const override { return conn_->fd(); }
 
  private:
   std::shared_ptr<Connection> conn_;

@@ -3,8 +3,10 @@
 // SIGKILLed mid-traffic leaves nothing behind while another client's traffic goes on; a daemon
 // that dies makes the next command fail EIO at once, and a restarted daemon serves new opens;
 // malformed frames are refused without hurting the daemon.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include "driver/bus/simd/frame_io.h"
+#include "driver/device.h"
+#include "driver/events.h"
 #include "driver/open.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/calls.h"
@@ -431,6 +435,61 @@ TEST_F(SimdTest, ADeadDaemonFailsTheNextCommandAtOnceAndARestartedOneServes) {
   ibv_pd* pd2 = v::alloc_pd((*again)->verbs());
   ASSERT_NE(pd2, nullptr) << strerror(errno);
   EXPECT_EQ(v::dealloc_pd(pd2), 0);
+}
+
+// A daemon killed under a client with traffic: within a second the client's async fd reports
+// IBV_EVENT_DEVICE_FATAL, posts fail with EIO, an empty poll returns -EIO (the completions
+// already written are still polled), and a command verb fails with EIO. Closing still frees
+// everything the client held.
+TEST_F(SimdTest, ADeadDaemonIsSeenByPostPollCommandsAndTheAsyncFdWithinASecond) {
+  Endpoint a;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0));
+  ibv_qp* q1 = a.Rc();
+  ibv_qp* q2 = a.Rc();
+  ASSERT_TRUE(q1 && q2);
+  ASSERT_TRUE(Connect(q1, q2->qp_num, a.gid));
+  ASSERT_TRUE(Connect(q2, q1->qp_num, a.gid));
+  ASSERT_TRUE(Write(a, q1, a, 4096, 64));
+  int async[2];
+  ASSERT_EQ(pipe2(async, O_CLOEXEC | O_NONBLOCK), 0);
+  a.device->events()->AddAsyncSink(a.device->verbs(), async[1]);
+
+  daemon_->Kill(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  pollfd p{async[0], POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 1000), 1) << "no async event within a second of the daemon's death";
+  struct {
+    uint64_t element;
+    uint32_t event_type;
+    uint32_t reserved;
+  } desc{};
+  ASSERT_EQ(read(async[0], &desc, sizeof desc), static_cast<ssize_t>(sizeof desc));
+  EXPECT_EQ(desc.event_type, static_cast<uint32_t>(IBV_EVENT_DEVICE_FATAL));
+
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf->data), 8, a.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(driver::rings::PostSend(q1, &wr, &bad), EIO);
+  EXPECT_EQ(bad, &wr);
+  ibv_wc wc;
+  EXPECT_EQ(driver::rings::PollCq(a.cq, 1, &wc), -EIO);
+  errno = 0;
+  EXPECT_EQ(v::alloc_pd(a.device->verbs()), nullptr);
+  EXPECT_EQ(errno, EIO);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+
+  a.device->events()->RemoveAsyncSink(a.device->verbs());
+  close(async[0]);
+  close(async[1]);
+  a.qps.clear();
+  a.mr = nullptr;
+  a.cq = nullptr;
+  a.pd = nullptr;
+  a.Close();  // the device's teardown frees what the dead daemon can no longer destroy
+  ASSERT_TRUE(daemon_->Start());
 }
 
 TEST_F(SimdTest, MalformedFramesAreRefusedAndTheDaemonGoesOn) {
