@@ -51,8 +51,11 @@ def run(args, cwd=None, file=None, terse=False):
 
 def query_tests(targets, tiers):
     """The test targets under `targets` whose tags match `tiers` (Bazel's tag-filter syntax:
-    comma-separated, a leading '-' excludes); None (said on stderr) when the query fails."""
-    every = "tests(%s)" % " + ".join(targets)
+    comma-separated, a leading '-' excludes), manual ones left out; None (said on stderr) when
+    the query fails."""
+    # Tests tagged manual run on demand only (bazel test //their:label), never in a tier run.
+    every = "(tests(%s) except attr(tags, '\\bmanual\\b', tests(%s)))" % (
+        " + ".join(targets), " + ".join(targets))
     expr = every
     wanted = [t for t in (tiers or "").split(",") if t and not t.startswith("-")]
     excluded = [t[1:] for t in (tiers or "").split(",") if t.startswith("-")]
