@@ -72,6 +72,7 @@ Device* Device::FromVerbs(ibv_context* ctx) {
 }
 
 Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
+  registry_.SetGoneFlag(&bus_->gone_flag());
   verbs_.cmd_fd = -1;
   verbs_.async_fd = -1;
   verbs_.num_comp_vectors = 1;  // the one completion EQ

@@ -177,6 +177,12 @@ class Registry {
   // kind by kind in ObjectKind order. Once only: later calls return nullopt.
   std::optional<ReleaseCounts> Close();
   bool closed() const { return (gate_.load(std::memory_order_acquire) & kClosing) != 0; }
+
+  // Whether the function is gone for good (bus::Bus::gone, set by the owning Device): a destroy
+  // whose command then fails still releases and frees the object, as libibverbs treats a destroy
+  // on a disassociated device as done. nullptr: never gone.
+  void SetGoneFlag(const std::atomic<bool>* gone) { gone_ = gone; }
+  bool function_gone() const { return gone_ != nullptr && gone_->load(std::memory_order_relaxed); }
   // Blocks until a Close() that has begun has released every object (for a destroy that lost
   // the race to Close: the handle may be freed once Close() is done with it).
   void WaitClosed() const;
@@ -202,12 +208,14 @@ class Registry {
   // kClosing | kReleasedAll | operations in flight. Begin and End are one atomic add each.
   std::atomic<uint64_t> gate_{0};
   std::array<Table, kObjectKinds> tables_;
+  const std::atomic<bool>* gone_ = nullptr;
 };
 
 // The destroy every kind shares: a ticket, the claim, `release` on the device (its commands and
 // the unpinning of its parents), withdrawal, then the handle is freed. EBUSY (`busy`) while
-// children pin the object; a failed release leaves it published and usable; a handle Close()
-// already released is freed without a command.
+// children pin the object; a failed release leaves it published and usable, unless the function
+// is gone (then it is released as at Close and freed); a handle Close() already released is
+// freed without a command.
 template <class T>
 Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life, const char* busy,
                      Result<void> (*release)(T&, Release)) {
@@ -229,8 +237,12 @@ Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life,
       break;
   }
   if (auto released = release(*object, Release::kDestroy); !released) {
-    life.Unclaim();
-    return released;
+    if (!registry.function_gone()) {
+      life.Unclaim();
+      return released;
+    }
+    // Nothing can destroy it on a function that is gone: undo the host side and free it.
+    (void)release(*object, Release::kClose);
   }
   life.MarkReleased();
   registry.Withdraw(*op, kind, object);

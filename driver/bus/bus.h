@@ -121,6 +121,7 @@ class Bus : public alloc::DmaMapper {
   // otherwise post to, or wait on, a device that will never answer (EIO, as after a fatal error).
   bool gone() const { return gone_.load(std::memory_order_relaxed); }
   void MarkGone() { gone_.store(true, std::memory_order_relaxed); }
+  const std::atomic<bool>& gone_flag() const { return gone_; }
 
  protected:
   friend class DmaMapping;

@@ -488,11 +488,8 @@ TEST_F(SimdTest, ADeadDaemonIsSeenByPostPollCommandsAndTheAsyncFdWithinASecond) 
   a.device->events()->RemoveAsyncSink(a.device->verbs());
   close(async[0]);
   close(async[1]);
-  a.qps.clear();
-  a.mr = nullptr;
-  a.cq = nullptr;
-  a.pd = nullptr;
-  a.Close();  // the device's teardown frees what the dead daemon can no longer destroy
+  // Destroys succeed on a function that is gone and free every handle (LeakSanitizer checks).
+  a.Close();
   ASSERT_TRUE(daemon_->Start());
 }
 
