@@ -60,6 +60,13 @@ Result<T*> Through(ibv_context* context, Result<T*> r) {
   return r;
 }
 
+// True when `object` was created through another context than `context`. The kernel looks every
+// handle up in the caller's uverbs file only, so another context's object is not found there.
+template <class T>
+bool OfAnotherContext(const T* object, const ibv_context* context) {
+  return object != nullptr && object->context != context;
+}
+
 int AsErrno(const Result<void>& r) { return r ? 0 : ErrnoOf(r.error()); }
 
 std::shared_ptr<Device> DeviceOf(ibv_context* context) {
@@ -143,6 +150,8 @@ ibv_pd* alloc_pd(ibv_context* context) {
 int dealloc_pd(ibv_pd* pd) { return AsErrno(DeallocPd(pd ? Pd::From(pd) : nullptr)); }
 
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access) {
+  // An ioctl method's handle lookup that finds nothing is ENOENT.
+  if (pd != nullptr && dm != nullptr && dm->context != pd->context) return Errno<ibv_mr>(ENOENT);
   return VerbsOrErrno<ibv_mr>(RegDmMr(pd ? Pd::From(pd) : nullptr, dm ? Dm::From(dm) : nullptr,
                                       dm_offset, length, access));
 }
@@ -150,6 +159,10 @@ ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, uns
 int dereg_mr(ibv_mr* mr) { return AsErrno(DeregMr(mr ? Mr::From(mr) : nullptr)); }
 
 int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  if (mr != nullptr && (flags & IBV_REREG_MR_CHANGE_PD) && OfAnotherContext(pd, mr->context)) {
+    errno = EINVAL;  // REREG_MR is a write command: the PD's lookup finds nothing
+    return EINVAL;
+  }
   const int e = AsErrno(ReregMr(mr ? Mr::From(mr) : nullptr, flags, pd ? Pd::From(pd) : nullptr,
                                 addr, length, static_cast<unsigned>(access)));
   if (e != 0) errno = e;
@@ -280,6 +293,11 @@ int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr) {
 namespace {
 
 ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
+  // A write command's lookup that finds nothing is EINVAL.
+  if (OfAnotherContext(attr->send_cq, pd->ibv.context) ||
+      OfAnotherContext(attr->recv_cq, pd->ibv.context) ||
+      OfAnotherContext(attr->srq, pd->ibv.context))
+    return Errno<ibv_qp>(EINVAL);
   QpAttributes a;
   a.type = attr->qp_type;
   a.send_cq = attr->send_cq ? Cq::From(attr->send_cq) : nullptr;
