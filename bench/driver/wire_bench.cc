@@ -16,6 +16,12 @@
 //                           as the device's engine thread does): no RDMA on the software device
 //                           can beat it, since its engine is such a thread
 //   rdma_write_bw / rdma_read_bw  32 operations in flight, bytes per second
+//   <op>.onchip_2proc/N, <op>.host_2proc/N, <op>.floor_2proc/N
+//                           the same latency rows between two processes, each a client of one
+//                           device daemon (function 0 here, function 1 in a forked peer), and
+//                           the floor between the same two processes over a shared page; only
+//                           when ONCHIP_BENCH_DAEMON names the daemon's socket (tools/onchip
+//                           bench starts one), else the context says onchip.daemon=absent
 // for op in rdma_write, rdma_read, send_recv (8 B to 64 KiB) and atomic_fetch_add,
 // atomic_cmp_swap (8 B). Latency rows carry the per-operation p50_ns and p99_ns counters (a
 // steady_clock read per operation, about 20 ns, is inside them); a failed operation ends its row
@@ -25,8 +31,12 @@
 // device model, so DM against host measures the model and the driver, not a NIC; the header says
 // so. The engine is a thread of this process: the floor is the cost of waking that thread.
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include <algorithm>
@@ -43,10 +53,12 @@
 #include <vector>
 
 #include "driver/context.h"
+#include "driver/open.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/calls.h"
 #include "tools/sim/device.h"
 #include "tools/sim/wire.h"
+#include "tools/simd/server.h"
 
 namespace onchip {
 namespace {
@@ -88,11 +100,17 @@ int64_t NowNs() {
       .count();
 }
 
+[[noreturn]] void Die(const char* what, const std::string& why) {
+  std::fprintf(stderr, "onchip wire_bench: %s on the software ConnectX: %s\n", what, why.c_str());
+  std::exit(1);
+}
+
 // A buffer of kMaxBytes either in host memory or in device memory, with its MR.
 struct Buffer {
   ibv_mr* mr = nullptr;
   ibv_dm* dm = nullptr;
   std::byte* host = nullptr;  // host buffers only
+  int memfd = -1;             // host pages a device daemon maps too
   // The address an SGE or a remote address names: the VA for host memory, the offset for a
   // zero-based DM MR.
   uint64_t addr() const { return dm != nullptr ? 0 : reinterpret_cast<uint64_t>(host); }
@@ -101,15 +119,116 @@ struct Buffer {
 constexpr unsigned kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
+// One end of an RC connection: a CQ, a QP, and a host and a device-memory buffer of kMaxBytes.
+// Host memory comes from a memfd when a device daemon must reach it (the daemon maps the same
+// pages), else from the heap.
+struct End {
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;
+  Buffer host, dm;
+
+  void Open(ibv_context* verbs, ibv_pd* pd, bool shared_pages) {
+    cq = v::create_cq(verbs, 2 * kQueueDepth, nullptr, 0);
+    if (cq == nullptr) Die("create_cq", std::strerror(errno));
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = kQueueDepth;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    qp = v::create_qp(pd, &a);
+    if (qp == nullptr) Die("create_qp", std::strerror(errno));
+    if (shared_pages) {
+      host.memfd = memfd_create("wire_bench", MFD_CLOEXEC);
+      if (host.memfd < 0 || ftruncate(host.memfd, kMaxBytes) != 0) Die("memfd", std::strerror(errno));
+      void* m = mmap(nullptr, kMaxBytes, PROT_READ | PROT_WRITE, MAP_SHARED, host.memfd, 0);
+      if (m == MAP_FAILED) Die("mmap of the memfd", std::strerror(errno));
+      host.host = static_cast<std::byte*>(m);
+    } else {
+      host.host = static_cast<std::byte*>(std::aligned_alloc(4096, kMaxBytes));
+      if (host.host == nullptr) Die("aligned_alloc", "out of memory");
+    }
+    std::memset(host.host, 0, kMaxBytes);
+    host.mr = v::reg_mr(pd, host.host, kMaxBytes, reinterpret_cast<uintptr_t>(host.host), kAccess);
+    if (host.mr == nullptr) Die("reg_mr", std::strerror(errno));
+    ibv_alloc_dm_attr da{.length = kMaxBytes, .log_align_req = 6, .comp_mask = 0};
+    dm.dm = v::alloc_dm(verbs, &da);
+    if (dm.dm == nullptr) Die("alloc_dm", std::strerror(errno));
+    dm.mr = v::reg_dm_mr(pd, dm.dm, 0, kMaxBytes, kAccess | IBV_ACCESS_ZERO_BASED);
+    if (dm.mr == nullptr) Die("reg_dm_mr", std::strerror(errno));
+  }
+
+  // Destroys what Open made; false (said on stderr) if any release failed.
+  bool Close() {
+    bool clean = true;
+    auto check = [&](int rc, const char* what) {
+      if (rc != 0) {
+        std::fprintf(stderr, "onchip wire_bench: %s failed: %s\n", what, std::strerror(rc));
+        clean = false;
+      }
+    };
+    check(v::destroy_qp(qp), "destroy_qp");
+    check(v::dereg_mr(host.mr), "dereg_mr");
+    check(v::dereg_mr(dm.mr), "dereg_mr of a DM MR");
+    check(v::free_dm(dm.dm), "free_dm");
+    if (host.memfd >= 0) {
+      munmap(host.host, kMaxBytes);
+      close(host.memfd);
+    } else {
+      std::free(host.host);
+    }
+    check(v::destroy_cq(cq), "destroy_cq");
+    return clean;
+  }
+};
+
+// RESET -> INIT -> RTR -> RTS towards QP `dest` of the port with GID `dgid`.
+void Connect(ibv_qp* q, uint32_t dest, const ibv_gid& dgid) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  if (v::modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+    Die("modify_qp to INIT", std::strerror(errno));
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_4096;
+  a.dest_qp_num = dest;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 16;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.dgid = dgid;
+  a.ah_attr.grh.sgid_index = kRoceV2GidIndex;
+  a.ah_attr.grh.hop_limit = 64;
+  if (v::modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+    Die("modify_qp to RTR", std::strerror(errno));
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.sq_psn = 0;
+  a.max_rd_atomic = 16;
+  if (v::modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                              IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+    Die("modify_qp to RTS", std::strerror(errno));
+}
+
+ibv_gid GidOf(const sim::DeviceConfig& config) {
+  ibv_gid gid{};
+  const auto gids = sim::DeviceGids(config);
+  std::memcpy(gid.raw, gids[kRoceV2GidIndex].data(), sizeof gid.raw);
+  return gid;
+}
+
+// Two ends of one process on the in-process software ConnectX, connected to each other.
 struct Fixture {
   std::unique_ptr<sim::Device> sim;
   std::unique_ptr<Context> ctx;
   ibv_pd* pd = nullptr;
-  ibv_cq* cq[2] = {};
-  ibv_qp* qp[2] = {};
-  Buffer host[2];  // host[0] local, host[1] remote
-  Buffer dm[2];    // dm[0] local, dm[1] remote
-  ibv_gid gid{};
+  End end[2];  // end[0] posts, end[1] is the remote side
 
   Fixture() {
     sim::DeviceConfig config;
@@ -121,98 +240,26 @@ struct Fixture {
     auto c = Context::Open(*sim);
     if (!c) Die("cannot open the device", c.error().describe());
     ctx = std::make_unique<Context>(std::move(*c));
-    ibv_context* verbs = ctx->verbs();
-    pd = v::alloc_pd(verbs);
+    pd = v::alloc_pd(ctx->verbs());
     if (pd == nullptr) Die("alloc_pd", std::strerror(errno));
-    const auto gids = sim::DeviceGids(sim->config());
-    std::memcpy(gid.raw, gids[kRoceV2GidIndex].data(), sizeof gid.raw);
-    for (int i = 0; i < 2; ++i) {
-      cq[i] = v::create_cq(verbs, 2 * kQueueDepth, nullptr, 0);
-      if (cq[i] == nullptr) Die("create_cq", std::strerror(errno));
-      ibv_qp_init_attr a{};
-      a.send_cq = a.recv_cq = cq[i];
-      a.qp_type = IBV_QPT_RC;
-      a.cap.max_send_wr = a.cap.max_recv_wr = kQueueDepth;
-      a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-      qp[i] = v::create_qp(pd, &a);
-      if (qp[i] == nullptr) Die("create_qp", std::strerror(errno));
-      host[i].host = static_cast<std::byte*>(std::aligned_alloc(4096, kMaxBytes));
-      if (host[i].host == nullptr) Die("aligned_alloc", "out of memory");
-      std::memset(host[i].host, 0, kMaxBytes);
-      host[i].mr = v::reg_mr(pd, host[i].host, kMaxBytes, reinterpret_cast<uintptr_t>(host[i].host), kAccess);
-      if (host[i].mr == nullptr) Die("reg_mr", std::strerror(errno));
-      ibv_alloc_dm_attr da{.length = kMaxBytes, .log_align_req = 6, .comp_mask = 0};
-      dm[i].dm = v::alloc_dm(verbs, &da);
-      if (dm[i].dm == nullptr) Die("alloc_dm", std::strerror(errno));
-      dm[i].mr = v::reg_dm_mr(pd, dm[i].dm, 0, kMaxBytes, kAccess | IBV_ACCESS_ZERO_BASED);
-      if (dm[i].mr == nullptr) Die("reg_dm_mr", std::strerror(errno));
-    }
-    Connect(qp[0], qp[1]->qp_num);
-    Connect(qp[1], qp[0]->qp_num);
-  }
-
-  void Connect(ibv_qp* q, uint32_t dest) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    if (v::modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-      Die("modify_qp to INIT", std::strerror(errno));
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_4096;
-    a.dest_qp_num = dest;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 16;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = gid;
-    a.ah_attr.grh.sgid_index = kRoceV2GidIndex;
-    a.ah_attr.grh.hop_limit = 64;
-    if (v::modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
-      Die("modify_qp to RTR", std::strerror(errno));
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0;
-    a.max_rd_atomic = 16;
-    if (v::modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
-      Die("modify_qp to RTS", std::strerror(errno));
+    for (End& e : end) e.Open(ctx->verbs(), pd, /*shared_pages=*/false);
+    const ibv_gid gid = GidOf(sim->config());
+    Connect(end[0].qp, end[1].qp->qp_num, gid);
+    Connect(end[1].qp, end[0].qp->qp_num, gid);
   }
 
   bool Close() {
-    bool clean = true;
-    auto check = [&](int rc, const char* what) {
-      if (rc != 0) {
-        std::fprintf(stderr, "onchip wire_bench: %s failed: %s\n", what, std::strerror(rc));
-        clean = false;
-      }
-    };
-    for (int i = 0; i < 2; ++i) {
-      check(v::destroy_qp(qp[i]), "destroy_qp");
-      check(v::dereg_mr(host[i].mr), "dereg_mr");
-      check(v::dereg_mr(dm[i].mr), "dereg_mr of a DM MR");
-      check(v::free_dm(dm[i].dm), "free_dm");
-      std::free(host[i].host);
-      check(v::destroy_cq(cq[i]), "destroy_cq");
+    bool clean = end[0].Close() & end[1].Close();
+    if (const int rc = v::dealloc_pd(pd); rc != 0) {
+      std::fprintf(stderr, "onchip wire_bench: dealloc_pd failed: %s\n", std::strerror(rc));
+      clean = false;
     }
-    check(v::dealloc_pd(pd), "dealloc_pd");
     const driver::TeardownReport r = ctx->Close();
     if (r.first_error || r.objects() != 0 || r.pages_still_held) {
       std::fprintf(stderr, "onchip wire_bench: the device still held objects: %s\n", r.describe().c_str());
       clean = false;
     }
     return clean;
-  }
-
-  [[noreturn]] static void Die(const char* what, const std::string& why) {
-    std::fprintf(stderr, "onchip wire_bench: %s on the software ConnectX: %s\n", what, why.c_str());
-    std::exit(1);
   }
 };
 
@@ -258,24 +305,38 @@ bool PollOne(benchmark::State& state, ibv_cq* cq) {
   return true;
 }
 
+// Where a write, read or atomic lands: a remote buffer's address and rkey.
+struct Remote {
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+};
+
+Remote RemoteOf(const Buffer& b) { return {b.addr(), b.mr->rkey}; }
+
+// The signaled work request of one operation from `sge` to `remote`.
+ibv_send_wr MakeWr(Op op, ibv_sge* sge, Remote remote) {
+  ibv_send_wr wr{};
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = OpcodeOf(op);
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (op == Op::kFetchAdd || op == Op::kCmpSwap) {
+    wr.wr.atomic = {.remote_addr = remote.addr, .compare_add = 1, .swap = 2, .rkey = remote.rkey};
+  } else if (op != Op::kSend) {
+    wr.wr.rdma = {.remote_addr = remote.addr, .rkey = remote.rkey};
+  }
+  return wr;
+}
+
 // One work request from QP 0 to QP 1 at a time; for a SEND, a receive is posted on QP 1 first and
 // the operation ends when both the receive and the send completed.
 void Latency(benchmark::State& state, Op op, Where where) {
   Fixture& f = F();
   const auto len = static_cast<uint32_t>(state.range(0));
-  const Buffer& local = where == Where::kLocalDm ? f.dm[0] : f.host[0];
-  const Buffer& remote = where == Where::kRemoteDm ? f.dm[1] : f.host[1];
+  const Buffer& local = where == Where::kLocalDm ? f.end[0].dm : f.end[0].host;
+  const Buffer& remote = where == Where::kRemoteDm ? f.end[1].dm : f.end[1].host;
   ibv_sge sge{.addr = local.addr(), .length = len, .lkey = local.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = OpcodeOf(op);
-  wr.send_flags = IBV_SEND_SIGNALED;
-  if (op == Op::kFetchAdd || op == Op::kCmpSwap) {
-    wr.wr.atomic = {.remote_addr = remote.addr(), .compare_add = 1, .swap = 2, .rkey = remote.mr->rkey};
-  } else if (op != Op::kSend) {
-    wr.wr.rdma = {.remote_addr = remote.addr(), .rkey = remote.mr->rkey};
-  }
+  ibv_send_wr wr = MakeWr(op, &sge, RemoteOf(remote));
   ibv_sge rsge{.addr = remote.addr(), .length = len, .lkey = remote.mr->lkey};
   ibv_recv_wr rwr{};
   rwr.sg_list = &rsge;
@@ -285,16 +346,16 @@ void Latency(benchmark::State& state, Op op, Where where) {
     const int64_t t0 = NowNs();
     ibv_send_wr* bad = nullptr;
     ibv_recv_wr* rbad = nullptr;
-    if (op == Op::kSend && rings::PostRecv(f.qp[1], &rwr, &rbad) != 0) {
+    if (op == Op::kSend && rings::PostRecv(f.end[1].qp, &rwr, &rbad) != 0) {
       state.SkipWithError("ibv_post_recv failed");
       break;
     }
-    if (rings::PostSend(f.qp[0], &wr, &bad) != 0) {
+    if (rings::PostSend(f.end[0].qp, &wr, &bad) != 0) {
       state.SkipWithError("ibv_post_send failed");
       break;
     }
-    if (op == Op::kSend && !PollOne(state, f.cq[1])) break;
-    if (!PollOne(state, f.cq[0])) break;
+    if (op == Op::kSend && !PollOne(state, f.end[1].cq)) break;
+    if (!PollOne(state, f.end[0].cq)) break;
     samples.Add(NowNs() - t0);
   }
   samples.Report(state);
@@ -305,20 +366,15 @@ void Latency(benchmark::State& state, Op op, Where where) {
 void Bandwidth(benchmark::State& state, Op op, Where where) {
   Fixture& f = F();
   const auto len = static_cast<uint32_t>(state.range(0));
-  const Buffer& local = f.host[0];
-  const Buffer& remote = where == Where::kRemoteDm ? f.dm[1] : f.host[1];
+  const Buffer& local = f.end[0].host;
   ibv_sge sge{.addr = local.addr(), .length = len, .lkey = local.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = OpcodeOf(op);
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma = {.remote_addr = remote.addr(), .rkey = remote.mr->rkey};
+  ibv_send_wr wr = MakeWr(op, &sge, RemoteOf(where == Where::kRemoteDm ? f.end[1].dm : f.end[1].host));
+  ibv_cq* cq = f.end[0].cq;
   int in_flight = 0;
   std::array<ibv_wc, 16> wc;
   for (auto _ : state) {
     while (in_flight == kBwInFlight) {
-      const int n = rings::PollCq(f.cq[0], static_cast<int>(wc.size()), wc.data());
+      const int n = rings::PollCq(cq, static_cast<int>(wc.size()), wc.data());
       for (int i = 0; i < n; ++i)
         if (wc[i].status != IBV_WC_SUCCESS) {
           state.SkipWithError(("completion error: status " + std::to_string(wc[i].status)).c_str());
@@ -331,73 +387,293 @@ void Bandwidth(benchmark::State& state, Op op, Where where) {
       in_flight -= n;
     }
     ibv_send_wr* bad = nullptr;
-    if (rings::PostSend(f.qp[0], &wr, &bad) != 0) {
+    if (rings::PostSend(f.end[0].qp, &wr, &bad) != 0) {
       state.SkipWithError("ibv_post_send failed");
       return;
     }
     ++in_flight;
   }
   while (in_flight > 0) {
-    const int n = rings::PollCq(f.cq[0], static_cast<int>(wc.size()), wc.data());
+    const int n = rings::PollCq(cq, static_cast<int>(wc.size()), wc.data());
     if (n < 0) break;
     in_flight -= n;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
-// The software floor: this thread copies N bytes into a shared buffer and publishes a sequence
-// number; a second thread, spinning on it, copies the bytes out and answers with the same number.
+// How the floor's peer and the two-process peer wait, as the software ConnectX's engine thread
+// does (sim::DeviceConfig): spin for engine_spin_period after the last work, then nap engine_nap
+// between looks, so on a small shared machine they pay the same scheduling the device does.
+class EngineLikeWait {
+ public:
+  EngineLikeWait() { prctl(PR_SET_TIMERSLACK, 1000UL); }
+  void Worked() { last_work_ = std::chrono::steady_clock::now(); }
+  void Idle() const {
+    if (std::chrono::steady_clock::now() - last_work_ < engine_.engine_spin_period) return;
+    const timespec nap{.tv_sec = 0,
+                       .tv_nsec = static_cast<long>(std::chrono::nanoseconds(engine_.engine_nap).count())};
+    nanosleep(&nap, nullptr);
+  }
+
+ private:
+  const sim::DeviceConfig engine_;
+  std::chrono::steady_clock::time_point last_work_ = std::chrono::steady_clock::now();
+};
+
+// The software floor: one side copies N bytes into a shared buffer and publishes a sequence
+// number; the other, watching it, copies the bytes out and answers with the same number.
 struct alignas(64) Mailbox {
   std::atomic<uint64_t> ping{0};
+  std::atomic<uint32_t> len{0};
   alignas(64) std::atomic<uint64_t> pong{0};
   alignas(64) std::atomic<bool> stop{false};
 };
 
-void Floor(benchmark::State& state) {
-  const auto len = static_cast<std::size_t>(state.range(0));
-  std::vector<std::byte> src(kMaxBytes, std::byte{1}), shared(kMaxBytes), dst(kMaxBytes);
-  Mailbox box;
-  // The peer waits as the software ConnectX's engine thread does (sim::DeviceConfig): it spins
-  // for engine_spin_period after its last work, then naps engine_nap between looks, so on a
-  // small shared machine the floor pays the same scheduling the device does.
-  const sim::DeviceConfig engine;
-  std::thread peer([&] {
-    prctl(PR_SET_TIMERSLACK, 1000UL);
-    const timespec nap{.tv_sec = 0, .tv_nsec = static_cast<long>(std::chrono::nanoseconds(engine.engine_nap).count())};
-    uint64_t seen = 0;
-    auto last_work = std::chrono::steady_clock::now();
-    while (!box.stop.load(std::memory_order_relaxed)) {
-      const uint64_t s = box.ping.load(std::memory_order_acquire);
-      if (s == seen) {
-        if (std::chrono::steady_clock::now() - last_work >= engine.engine_spin_period) nanosleep(&nap, nullptr);
-        continue;
-      }
-      std::memcpy(dst.data(), shared.data(), len);
-      seen = s;
-      box.pong.store(s, std::memory_order_release);
-      last_work = std::chrono::steady_clock::now();
-    }
-  });
+// The answering side's step: true if there was a ping to answer.
+bool AnswerFloor(Mailbox& box, uint64_t& seen, const std::byte* shared, std::byte* dst) {
+  const uint64_t s = box.ping.load(std::memory_order_acquire);
+  if (s == seen) return false;
+  std::memcpy(dst, shared, box.len.load(std::memory_order_relaxed));
+  seen = s;
+  box.pong.store(s, std::memory_order_release);
+  return true;
+}
+
+// The measuring side: N bytes in, a ping, wait for the pong.
+void PingFloor(benchmark::State& state, Mailbox& box, std::byte* shared) {
+  const auto len = static_cast<uint32_t>(state.range(0));
+  const std::vector<std::byte> src(kMaxBytes, std::byte{1});
+  box.len.store(len, std::memory_order_relaxed);
+  uint64_t seq = box.pong.load(std::memory_order_acquire);
   Samples samples;
-  uint64_t seq = 0;
   for (auto _ : state) {
     const int64_t t0 = NowNs();
-    std::memcpy(shared.data(), src.data(), len);
+    std::memcpy(shared, src.data(), len);
     box.ping.store(++seq, std::memory_order_release);
     while (box.pong.load(std::memory_order_acquire) != seq) {
     }
     samples.Add(NowNs() - t0);
   }
+  samples.Report(state);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
+}
+
+// The floor between this thread and one other of the same process.
+void Floor(benchmark::State& state) {
+  std::vector<std::byte> shared(kMaxBytes), dst(kMaxBytes);
+  Mailbox box;
+  std::thread peer([&] {
+    EngineLikeWait wait;
+    uint64_t seen = 0;
+    while (!box.stop.load(std::memory_order_relaxed)) {
+      if (AnswerFloor(box, seen, shared.data(), dst.data()))
+        wait.Worked();
+      else
+        wait.Idle();
+    }
+  });
+  PingFloor(state, box, shared.data());
   box.stop.store(true);
   peer.join();
+}
+
+// ---- Two processes, each a client of one device daemon ----
+
+// A page both processes map (made before the fork): the floor's mailbox and shared bytes, and
+// where the peer's receives land.
+struct PeerPage {
+  Mailbox box;
+  alignas(64) std::atomic<bool> receive_into_dm{false};
+  alignas(64) std::byte shared[kMaxBytes];
+};
+
+// What the peer tells this process once its end is open.
+struct PeerHello {
+  uint32_t qpn;
+  uint32_t host_rkey;
+  uint32_t dm_rkey;
+  uint64_t host_addr;
+};
+
+std::string DaemonLocator(const std::string& socket, int function) {
+  return "simd:" + socket + "#" + std::to_string(function);
+}
+
+bool WriteAll(int fd, const void* p, std::size_t n) { return write(fd, p, n) == static_cast<ssize_t>(n); }
+bool ReadAll(int fd, void* p, std::size_t n) { return read(fd, p, n) == static_cast<ssize_t>(n); }
+
+// The forked peer, on function 1: it keeps one receive posted and answers each SEND with one of
+// the same size (a SEND row is a round trip, as ib_send_lat measures), answers the floor's pings,
+// and leaves when the page says stop. Its return value is its exit status.
+int RunPeer(const std::string& socket, int fd, PeerPage* page) {
+  auto d = driver::Open(DaemonLocator(socket, 1));
+  if (!d) Die("the peer cannot open function 1", d.error().describe());
+  ibv_context* verbs = (*d)->verbs();
+  ibv_pd* pd = v::alloc_pd(verbs);
+  if (pd == nullptr) Die("alloc_pd in the peer", std::strerror(errno));
+  End e;
+  e.Open(verbs, pd, /*shared_pages=*/true);
+  const PeerHello hello{e.qp->qp_num, e.host.mr->rkey, e.dm.mr->rkey, e.host.addr()};
+  uint32_t parent_qpn = 0;
+  if (!WriteAll(fd, &hello, sizeof hello) || !ReadAll(fd, &parent_qpn, sizeof parent_qpn))
+    Die("the peer's handshake", "the benchmark process went away");
+  Connect(e.qp, parent_qpn, GidOf(simd::FunctionConfig(0)));
+  auto post_receive = [&] {
+    const Buffer& into = page->receive_into_dm.load(std::memory_order_acquire) ? e.dm : e.host;
+    ibv_sge sge{.addr = into.addr(), .length = kMaxBytes, .lkey = into.mr->lkey};
+    ibv_recv_wr rwr{};
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    if (rings::PostRecv(e.qp, &rwr, &bad) != 0) Die("ibv_post_recv in the peer", std::strerror(errno));
+  };
+  post_receive();
+  const char ready = 1;
+  if (!WriteAll(fd, &ready, 1)) Die("the peer's handshake", "the benchmark process went away");
+
+  std::vector<std::byte> floor_dst(kMaxBytes);
+  EngineLikeWait wait;
+  uint64_t seen = page->box.ping.load();
+  std::array<ibv_wc, 8> wc;
+  while (!page->box.stop.load(std::memory_order_relaxed)) {
+    bool worked = AnswerFloor(page->box, seen, page->shared, floor_dst.data());
+    const int n = rings::PollCq(e.cq, static_cast<int>(wc.size()), wc.data());
+    if (n < 0) Die("ibv_poll_cq in the peer", "the device failed");
+    for (int i = 0; i < n; ++i) {
+      worked = true;
+      if (wc[i].status != IBV_WC_SUCCESS) Die("a completion in the peer", ibv_wc_status_str(wc[i].status));
+      if (wc[i].opcode != IBV_WC_RECV) continue;  // an answer's own completion
+      post_receive();
+      ibv_sge sge{.addr = e.host.addr(), .length = wc[i].byte_len, .lkey = e.host.mr->lkey};
+      ibv_send_wr answer = MakeWr(Op::kSend, &sge, {});
+      ibv_send_wr* bad = nullptr;
+      if (rings::PostSend(e.qp, &answer, &bad) != 0) Die("ibv_post_send in the peer", std::strerror(errno));
+    }
+    if (worked)
+      wait.Worked();
+    else
+      wait.Idle();
+  }
+  const bool clean = e.Close() && v::dealloc_pd(pd) == 0;
+  (*d)->Close();
+  return clean ? 0 : 1;
+}
+
+// This process's end on function 0, connected to the peer's on function 1.
+struct TwoProcess {
+  PeerPage* page = nullptr;
+  pid_t peer = -1;
+  std::shared_ptr<driver::Device> device;
+  ibv_pd* pd = nullptr;
+  End end;
+  PeerHello hello{};
+
+  // Forks the peer and connects to it; a failure ends the benchmark with the reason.
+  void Start(const std::string& socket) {
+    void* m = mmap(nullptr, sizeof(PeerPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) Die("mmap of the shared page", std::strerror(errno));
+    page = new (m) PeerPage();
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) Die("socketpair", std::strerror(errno));
+    peer = fork();
+    if (peer < 0) Die("fork", std::strerror(errno));
+    if (peer == 0) {
+      close(fds[0]);
+      _exit(RunPeer(socket, fds[1], page));
+    }
+    close(fds[1]);
+    auto d = driver::Open(DaemonLocator(socket, 0));
+    if (!d) Die("cannot open function 0 of the device daemon", d.error().describe());
+    device = *d;
+    pd = v::alloc_pd(device->verbs());
+    if (pd == nullptr) Die("alloc_pd", std::strerror(errno));
+    end.Open(device->verbs(), pd, /*shared_pages=*/true);
+    const uint32_t qpn = end.qp->qp_num;
+    char ready = 0;
+    if (!ReadAll(fds[0], &hello, sizeof hello) || !WriteAll(fds[0], &qpn, sizeof qpn) ||
+        !ReadAll(fds[0], &ready, 1))
+      Die("the handshake with the peer process", "it exited (its error is above)");
+    close(fds[0]);
+    Connect(end.qp, hello.qpn, GidOf(simd::FunctionConfig(1)));
+  }
+
+  bool Close() {
+    page->box.stop.store(true);
+    int status = 0;
+    waitpid(peer, &status, 0);
+    bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean) std::fprintf(stderr, "onchip wire_bench: the peer process did not end cleanly\n");
+    clean &= end.Close();
+    clean &= v::dealloc_pd(pd) == 0;
+    device->Close();
+    munmap(page, sizeof(PeerPage));
+    return clean;
+  }
+};
+
+std::unique_ptr<TwoProcess>& TwoProcessSlot() {
+  static std::unique_ptr<TwoProcess> t;
+  return t;
+}
+
+// One operation at a time from this process to the peer: writes, reads and atomics on the
+// peer's buffer (DM or host); a SEND's time is the round trip to the peer's answer.
+void LatencyTwoProcess(benchmark::State& state, Op op, bool remote_dm) {
+  TwoProcess& t = *TwoProcessSlot();
+  const auto len = static_cast<uint32_t>(state.range(0));
+  const Buffer& local = t.end.host;
+  ibv_sge sge{.addr = local.addr(), .length = len, .lkey = local.mr->lkey};
+  const Remote remote = remote_dm ? Remote{0, t.hello.dm_rkey} : Remote{t.hello.host_addr, t.hello.host_rkey};
+  ibv_send_wr wr = MakeWr(op, &sge, remote);
+  ibv_sge rsge{.addr = local.addr(), .length = kMaxBytes, .lkey = local.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  // One operation to the peer, and for a SEND its answer: false with the row's error set.
+  auto once = [&] {
+    ibv_send_wr* bad = nullptr;
+    ibv_recv_wr* rbad = nullptr;
+    if (op == Op::kSend && rings::PostRecv(t.end.qp, &rwr, &rbad) != 0) {
+      state.SkipWithError("ibv_post_recv failed");
+      return false;
+    }
+    if (rings::PostSend(t.end.qp, &wr, &bad) != 0) {
+      state.SkipWithError("ibv_post_send failed");
+      return false;
+    }
+    // The send's completion and the answer's may come in either order, on one CQ.
+    for (int want = op == Op::kSend ? 2 : 1; want > 0; --want)
+      if (!PollOne(state, t.end.cq)) return false;
+    return true;
+  };
+  if (op == Op::kSend) {
+    // The peer's one posted receive lands where this row says from the next one on: one
+    // unmeasured exchange puts the row's receive in place.
+    t.page->receive_into_dm.store(remote_dm, std::memory_order_release);
+    if (!once()) return;
+  }
+  Samples samples;
+  for (auto _ : state) {
+    const int64_t t0 = NowNs();
+    if (!once()) break;
+    samples.Add(NowNs() - t0);
+  }
   samples.Report(state);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(len));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
+}
+
+// The floor between this process and the peer, over the shared page.
+void FloorTwoProcess(benchmark::State& state) {
+  TwoProcess& t = *TwoProcessSlot();
+  PingFloor(state, t.page->box, t.page->shared);
 }
 
 void Sizes(benchmark::internal::Benchmark* b) {
   for (int64_t n : {8, 64, 512, 4096, 65536}) b->Arg(n);
   b->UseRealTime();
 }
+
+void AtomicSize(benchmark::internal::Benchmark* b) { b->Arg(8)->UseRealTime(); }
 
 void Register() {
   struct Row {
@@ -432,6 +708,23 @@ void Register() {
       Latency(s, op, Where::kRemoteHost);
     })->Arg(8)->UseRealTime();
     benchmark::RegisterBenchmark((n + ".floor").c_str(), Floor)->Arg(8)->UseRealTime();
+  }
+  if (TwoProcessSlot()) {
+    for (const Row r : {Row{"rdma_write", Op::kWrite}, Row{"rdma_read", Op::kRead},
+                        Row{"send_recv", Op::kSend}, Row{"atomic_fetch_add", Op::kFetchAdd},
+                        Row{"atomic_cmp_swap", Op::kCmpSwap}}) {
+      const std::string n = r.name;
+      const Op op = r.op;
+      void (*sizes)(benchmark::internal::Benchmark*) =
+          op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
+      benchmark::RegisterBenchmark((n + ".onchip_2proc").c_str(), [op](benchmark::State& s) {
+        LatencyTwoProcess(s, op, /*remote_dm=*/true);
+      })->Apply(sizes);
+      benchmark::RegisterBenchmark((n + ".host_2proc").c_str(), [op](benchmark::State& s) {
+        LatencyTwoProcess(s, op, /*remote_dm=*/false);
+      })->Apply(sizes);
+      benchmark::RegisterBenchmark((n + ".floor_2proc").c_str(), FloorTwoProcess)->Apply(sizes);
+    }
   }
   for (const Row r : {Row{"rdma_write_bw", Op::kWrite}, Row{"rdma_read_bw", Op::kRead}}) {
     const std::string n = r.name;
@@ -468,9 +761,17 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  // The two-process rows fork their peer first, before this process opens any device.
+  const char* daemon = std::getenv("ONCHIP_BENCH_DAEMON");
+  if (daemon != nullptr && *daemon != '\0') {
+    auto& t = onchip::TwoProcessSlot();
+    t = std::make_unique<onchip::TwoProcess>();
+    t->Start(daemon);
+  }
   benchmark::AddCustomContext("onchip.device", "software ConnectX (tools/sim, in-process)");
   benchmark::AddCustomContext("onchip.wire",
                               "two RC QPs of one process on one device, looped back by GID");
+  benchmark::AddCustomContext("onchip.daemon", onchip::TwoProcessSlot() ? daemon : "absent");
   onchip::Register();
   onchip::RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -482,6 +783,12 @@ int main(int argc, char** argv) {
                   reporter.Ratio(std::string(op) + ".onchip/" + n + "/real_time", floor),
                   reporter.Ratio(std::string(op) + ".host/" + n + "/real_time", floor));
     }
+  if (onchip::TwoProcessSlot())
+    for (const char* op : {"rdma_write", "rdma_read", "send_recv"})
+      std::printf("%-22s DM %6.2fx  host %6.2fx of the floor (two processes)\n",
+                  (std::string(op) + "/8").c_str(),
+                  reporter.Ratio(std::string(op) + ".onchip_2proc/8/real_time", std::string(op) + ".floor_2proc/8/real_time"),
+                  reporter.Ratio(std::string(op) + ".host_2proc/8/real_time", std::string(op) + ".floor_2proc/8/real_time"));
   const double write8 = reporter.Ratio("rdma_write.onchip/8/real_time", "rdma_write.floor/8/real_time");
   if (write8 > 0)
     std::printf("goal: 8-byte RDMA WRITE into DM within 3x of the floor: %.2fx: %s\n", write8,
@@ -489,7 +796,11 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   // Closed and destroyed here, before static destruction takes the software ConnectX's fabric.
   auto& fixture = onchip::FixtureSlot();
-  const bool clean = !fixture || fixture->Close();
+  bool clean = !fixture || fixture->Close();
   fixture.reset();
+  if (auto& t = onchip::TwoProcessSlot()) {
+    clean &= t->Close();
+    t.reset();
+  }
   return clean ? 0 : 1;
 }

@@ -9,6 +9,8 @@ The device (--device, default auto): a ConnectX bound to vfio-pci when there is 
 driver can open (the suites get it in ONCHIP_VFIO_PCI), otherwise the software ConnectX. Every
 ConnectX found is named in the header with why it is or is not used.
 --suite PATH runs prebuilt benchmark binaries instead of building //bench (no Bazel needed).
+The wire suite's two-process rows need a device daemon: bench starts one of its own for the run
+(stopped at the end); with --suite they run when ONCHIP_BENCH_DAEMON names a daemon's socket.
 
 --out DIR (default out/bench) receives one JSON per suite (named after the suite) and report.txt,
 report.json, report.svg; bench overwrites those names and touches nothing else in DIR.
@@ -24,6 +26,7 @@ is measured here, never asserted, and on a shared or virtual machine a miss is o
 import json
 import re
 import os
+import shutil
 import tempfile
 import platform
 import subprocess
@@ -32,6 +35,7 @@ import bazel
 import devices
 import progress
 import report
+import simd
 
 MODES = {
     # --quick leaves out the 1 GiB hugepage-versus-4k read test: faulting in 2 GiB takes longer
@@ -231,6 +235,35 @@ def run(args, choice):
         except FileNotFoundError:
             pass
     env = choice.suite_env(os.environ)
+    daemon = None
+    if not args.suite and "ONCHIP_BENCH_DAEMON" not in env:
+        daemon = private_daemon()
+        if daemon:
+            env["ONCHIP_BENCH_DAEMON"] = daemon
+    try:
+        return run_suites(args, choice, suites, env, mode, warning)
+    finally:
+        if daemon:
+            simd.stop(daemon)
+            shutil.rmtree(os.path.dirname(daemon), ignore_errors=True)
+
+
+def private_daemon():
+    """Starts a device daemon of this run's own (the two-process rows of the wire suite use it)
+    and returns its socket; None, with a note, when it cannot start: those rows then say they
+    need the daemon."""
+    # A UNIX socket's path must stay under 108 bytes: a short directory under /tmp.
+    path = os.path.join(tempfile.mkdtemp(prefix="onchip-bench-", dir="/tmp"), "simd.sock")
+    try:
+        simd.start(path)
+        return path
+    except SystemExit as e:
+        progress.note("note: no device daemon for the two-process rows: %s" % e)
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        return None
+
+
+def run_suites(args, choice, suites, env, mode, warning):
     paths, failed, missed = [], [], []
     for i, (label, binary) in enumerate(suites, 1):
         json_path = os.path.join(args.out, suite_json_name(label))
