@@ -80,21 +80,28 @@ TEST_F(DmTest, AllocMemicFillsTheVerbsStruct) {
 }
 
 // A device serves every context a provider opened on it; each object points at the context it
-// was created through, and its children at their parent's.
+// was created through, and its children at their parent's. Another context's DM is not found
+// (ENOENT, as the kernel's handle lookup in an ioctl method answers).
 TEST_F(DmTest, ObjectsPointAtTheContextTheyWereCreatedThrough) {
   ibv_context first{}, second{};
   ctx_->device().Serve(&first);
   ctx_->device().Serve(&second);
   ibv_alloc_dm_attr attr{.length = 64, .log_align_req = 0, .comp_mask = 0};
   ibv_dm* dm = v::alloc_dm(&first, &attr);
+  ibv_dm* own = v::alloc_dm(&second, &attr);
   ibv_pd* pd = v::alloc_pd(&second);
-  ASSERT_TRUE(dm && pd);
-  ibv_mr* mr = v::reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED);
+  ASSERT_TRUE(dm && own && pd);
+  errno = 0;
+  EXPECT_EQ(v::reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED), nullptr);
+  EXPECT_EQ(errno, ENOENT);
+  ibv_mr* mr = v::reg_dm_mr(pd, own, 0, 64, IBV_ACCESS_ZERO_BASED);
   ASSERT_NE(mr, nullptr);
   EXPECT_EQ(dm->context, &first);
+  EXPECT_EQ(own->context, &second);
   EXPECT_EQ(pd->context, &second);
   EXPECT_EQ(mr->context, &second);
   EXPECT_EQ(v::dereg_mr(mr), 0);
+  EXPECT_EQ(v::free_dm(own), 0);
   EXPECT_EQ(v::free_dm(dm), 0);
   EXPECT_EQ(v::dealloc_pd(pd), 0);
   ctx_->device().StopServing(&first);
