@@ -37,7 +37,10 @@ int CommandQueue::Poll() {
   // Slots the driver handed over even if their doorbell write was overwritten. A disabled
   // function reads no entry it was not rung for: after DISABLE_HCA the driver frees the queue
   // page, and the device must not be looking at it then.
-  if (cmdq != 0 && (rung != 0 || firmware_.state() != HcaState::kDisabled)) {
+  const auto now = std::chrono::steady_clock::now();
+  const bool scan = rung != 0 || now - last_scan_ >= kOwnershipScanPeriod;
+  if (cmdq != 0 && scan && (rung != 0 || firmware_.state() != HcaState::kDisabled)) {
+    last_scan_ = now;
     Iommu::Access access(iommu_);
     for (uint32_t slot = 0; slot < slots_; ++slot) {
       const uint64_t addr = cmdq + uint64_t{slot} * stride_;

@@ -6,13 +6,17 @@
 // command on the firmware, writes the output and completes the entry (ownership cleared last).
 //
 // Shared memory cannot latch doorbell writes the way a register does: two rings written between
-// two polls leave only the last value. So Poll() also runs every slot whose ownership bit is set
-// (the driver sets it last, after the entry is complete), which is what a rung slot looks like.
+// two polls leave only the last value. So when any ring arrived, Poll() also runs every slot whose
+// ownership bit is set (the driver sets it last, after the entry is complete), which is what a
+// rung slot looks like. Without a ring it looks at the slots only every kOwnershipScanPeriod: a
+// ring is never lost to zero, so that look is a safety net, and the busy engine's passes do not
+// pay for reading every slot each time.
 //
 // A stall (fault injection) parks a command un-completed, as a hung firmware command would, so a
 // driver's timeout path can be exercised; ReleaseStall() lets parked commands run.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -48,11 +52,14 @@ class CommandQueue {
   // Runs the entry of `slot`; false if it was parked or unreachable.
   bool RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked);
 
+  static constexpr std::chrono::milliseconds kOwnershipScanPeriod{1};
+
   Bar0& bar_;
   Iommu& iommu_;
   Firmware& firmware_;
   const uint32_t slots_;
   const uint32_t stride_;
+  std::chrono::steady_clock::time_point last_scan_{};  // Poll's thread only
 
   mutable std::mutex mutex_;  // guards the stall state and counters
   bool stall_armed_ = false;

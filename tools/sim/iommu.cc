@@ -83,6 +83,7 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   if (it == mappings_.end() || it->second.length != length)
     return Fail(ENOENT, "sim iommu: unmap: no such mapping");
   if (it->second.pidfd >= 0) close(it->second.pidfd);
+  if (last_found_.load(std::memory_order_relaxed) == &*it) last_found_.store(nullptr, std::memory_order_relaxed);
   mappings_.erase(it);
   return {};
 }
@@ -94,12 +95,22 @@ std::size_t Iommu::mapping_count() const {
 
 const Iommu::Mapping* Iommu::FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const {
   if (len == 0 || iova + len < iova) return nullptr;
+  auto covers = [&](const std::pair<const uint64_t, Mapping>& m) {
+    return iova >= m.first && iova - m.first < m.second.length &&
+           len <= m.second.length - (iova - m.first);
+  };
+  // The device's accesses cluster (doorbell records, one queue's pages): the mapping found last
+  // answers most lookups without walking the tree.
+  if (const auto* last = last_found_.load(std::memory_order_relaxed); last != nullptr && covers(*last)) {
+    *offset = iova - last->first;
+    return &last->second;
+  }
   auto it = mappings_.upper_bound(iova);
   if (it == mappings_.begin()) return nullptr;
   --it;
-  const uint64_t off = iova - it->first;
-  if (off >= it->second.length || len > it->second.length - off) return nullptr;
-  *offset = off;
+  if (!covers(*it)) return nullptr;
+  last_found_.store(&*it, std::memory_order_relaxed);
+  *offset = iova - it->first;
   return &it->second;
 }
 

@@ -122,6 +122,9 @@ class Iommu {
 
   mutable std::shared_mutex mutex_;
   std::map<uint64_t, Mapping> mappings_;  // by iova
+  // The mapping FindLocked found last (a hint; nodes change only under the exclusive lock, and
+  // Unmap clears it before erasing the node it names).
+  mutable std::atomic<const std::pair<const uint64_t, Mapping>*> last_found_{nullptr};
 };
 
 template <class F>
