@@ -25,6 +25,7 @@
 #include "driver/rings/data_path.h"
 #include "mmio/device_word.h"
 #include "tests/device/fixture.h"
+#include "tests/device/rc_connect.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/eqe.h"
@@ -71,36 +72,10 @@ class DataPathTest : public DriverTest {
     return qp;
   }
   void Connect(ibv_qp* qp, uint32_t dest) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = dest;
-    a.rq_psn = 0xabc000 + qp->qp_num;  // what the peer's sq_psn says
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = gid_;
-    a.ah_attr.grh.sgid_index = 2;
-    a.ah_attr.grh.hop_limit = 64;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-              0);
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0xabc000 + dest;
-    a.max_rd_atomic = 1;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
-              0);
+    // Each side's sq_psn is what the other's rq_psn says.
+    const RcPath path{.dgid = gid_, .sq_psn = 0xabc000 + dest, .rq_psn = 0xabc000 + qp->qp_num};
+    const RcConnectResult r = ConnectRc(qp, dest, path);
+    ASSERT_TRUE(r) << r.describe();
   }
   // Polls until `n` completions arrived (or 5 s passed).
   std::vector<ibv_wc> Poll(ibv_cq* cq, int n) {

@@ -28,6 +28,7 @@
 
 #include "driver/rings/data_path.h"
 #include "tests/device/fixture.h"
+#include "tests/device/rc_connect.h"
 #include "tools/sim/wire.h"
 
 #ifndef ONCHIP_SOAK_OPS
@@ -200,34 +201,11 @@ class Worker {
   }
 
   bool ConnectRc(ibv_qp* q, uint32_t dest) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    if (!Modify(q, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "to INIT"))
-      return false;
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = dest;
-    a.max_dest_rd_atomic = 4;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = gid_;
-    a.ah_attr.grh.sgid_index = kGidIndex;
-    a.ah_attr.grh.hop_limit = 64;
-    if (!Modify(q, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "to RTR"))
-      return false;
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 4;
-    return Modify(q, a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "to RTS");
+    const RcPath path{.dgid = gid_, .sgid_index = kGidIndex, .rd_atomic = 4,
+                      .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC};
+    const RcConnectResult r = testing::ConnectRc(q, dest, path);
+    if (!r) ADD_FAILURE() << r.describe();
+    return bool(r);
   }
 
   bool ConnectPair(int p) {

@@ -33,6 +33,7 @@
 #include "driver/open.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/calls.h"
+#include "tests/device/rc_connect.h"
 #include "tests/device/wait.h"
 #include "tools/sim/wire.h"
 #include "tools/simd/server.h"
@@ -204,36 +205,7 @@ struct Endpoint {
 
 // RESET -> INIT -> RTR -> RTS towards `dest` on the peer with GID `dgid`.
 bool Connect(ibv_qp* qp, uint32_t dest, const ibv_gid& dgid) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = dest;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 1;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  a.ah_attr.grh.dgid = dgid;
-  a.ah_attr.grh.sgid_index = 2;
-  a.ah_attr.grh.hop_limit = 64;
-  if (v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                               IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = 0;
-  a.max_rd_atomic = 1;
-  return v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+  return bool(testing::ConnectRc(qp, dest, {.dgid = dgid}));
 }
 
 // An RDMA write of `len` bytes from `from`'s buffer at `off` to `to`'s buffer at `off`, signaled;

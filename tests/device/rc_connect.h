@@ -1,0 +1,68 @@
+// An RC QP taken RESET -> INIT -> RTR -> RTS towards a peer QP, through the driver's verbs calls,
+// with the attributes each transition requires: what every test that moves bytes between two RC
+// QPs does first. RoCE needs a GRH, so the path names the peer's GID and the local GID index.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+
+#include "driver/verbs/calls.h"
+
+namespace onchip::testing {
+
+struct RcPath {
+  ibv_gid dgid{};              // the peer port's GID
+  uint8_t sgid_index = 2;      // RoCE v2, IPv4-mapped (tools/sim/wire.h)
+  ibv_mtu mtu = IBV_MTU_1024;
+  uint8_t rd_atomic = 1;       // max_rd_atomic and max_dest_rd_atomic
+  uint32_t sq_psn = 0;         // must equal the peer's rq_psn
+  uint32_t rq_psn = 0;         // must equal the peer's sq_psn
+  unsigned access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+};
+
+struct RcConnectResult {
+  int err = 0;                  // 0, or the errno of the refused transition
+  const char* transition = "";  // which one: "to INIT", "to RTR", "to RTS"
+  explicit operator bool() const { return err == 0; }
+  std::string describe() const { return std::string(transition) + ": errno " + std::to_string(err); }
+};
+
+inline RcConnectResult ConnectRc(ibv_qp* qp, uint32_t dest_qpn, const RcPath& path) {
+  namespace v = driver::verbs;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = path.access;
+  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    return {e, "to INIT"};
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = path.mtu;
+  a.dest_qp_num = dest_qpn;
+  a.rq_psn = path.rq_psn;
+  a.max_dest_rd_atomic = path.rd_atomic;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.dgid = path.dgid;
+  a.ah_attr.grh.sgid_index = path.sgid_index;
+  a.ah_attr.grh.hop_limit = 64;
+  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    return {e, "to RTR"};
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.sq_psn = path.sq_psn;
+  a.max_rd_atomic = path.rd_atomic;
+  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+    return {e, "to RTS"};
+  return {};
+}
+
+}  // namespace onchip::testing
