@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "uapi/prm/eqe.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
 #include "uapi/prm/uar_page.h"
@@ -121,6 +122,13 @@ Engine::PassResult Engine::Pass() {
       if (qp.state == prm::QP_STATE_ERR) {
         moved |= FlushSend(qpn, qp);
         moved |= FlushRecv(qpn, qp);
+        // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
+        // event tells software it may now destroy the QP without losing an SRQ WQE.
+        if (qp.srqn && !qp.progress.last_wqe_reached) {
+          qp.progress.last_wqe_reached = true;
+          QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
+          moved = true;
+        }
         continue;
       }
       moved |= SendStep(qpn, qp, now, &deadline);

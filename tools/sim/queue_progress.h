@@ -22,6 +22,7 @@ struct QpProgress {
   uint32_t sq_wqe_counter = 0;  // 16-bit wqe_counter of the next send WQE to execute
   uint32_t rq_counter = 0;      // receive WQEs consumed
   bool comm_established = false;  // a request arrived in RTR: COMM_EST raised once
+  bool last_wqe_reached = false;  // in ERR on an SRQ, nothing more taken from it: raised once
 
   // Requester (RC): the WQE at sq_wqe_counter has been sent and waits for its response.
   bool awaiting = false;

@@ -152,6 +152,105 @@ static void check_async(struct ibv_context* ctx, struct ibv_pd* pd, struct ibv_m
         "async-event objects destroyed");
 }
 
+/* Waits for the next async event and checks it is `want` on `element`; acks it. */
+static void expect_async(struct ibv_context* ctx, enum ibv_event_type want, const void* element,
+                         const char* what) {
+  struct ibv_async_event ev;
+  const int type = next_async(ctx, &ev);
+  const void* got = NULL;
+  if (type == IBV_EVENT_CQ_ERR)
+    got = ev.element.cq;
+  else if (type >= 0)
+    got = ev.element.qp;
+  CHECK(type == (int)want && got == element, "%s: event %d (%d) on the right object (%s)", what,
+        type, (int)want, got == element ? "yes" : "no");
+  if (type >= 0) ibv_ack_async_event(&ev);
+}
+
+/* One signaled work request from qp, waited for; returns its completion status or -1. */
+static int post_and_wait(struct ibv_qp* qp, struct ibv_cq* cq, struct ibv_send_wr* wr) {
+  struct ibv_send_wr* bad;
+  if (ibv_post_send(qp, wr, &bad)) return -1;
+  for (int spins = 0; spins < 5000000; ++spins) {
+    struct ibv_wc wc;
+    const int got = ibv_poll_cq(cq, 1, &wc);
+    if (got < 0) return -1;
+    if (got == 1 && wc.qp_num == qp->qp_num) return wc.status;
+  }
+  return -1;
+}
+
+/* The affiliated errors the IBTA names, through ibv_get_async_event: a QP on an SRQ that enters
+ * the error state says its last WQE was reached; a responder refusing an RDMA WRITE for its rkey
+ * says QP_ACCESS_ERR; one whose receive names a bad lkey cannot go on (QP_FATAL); a CQ overrun
+ * says CQ_ERR. (SQ_DRAINED needs RTS to SQD, which mlx5 has no command for.) */
+static void check_error_events(struct ibv_context* ctx, struct ibv_pd* pd, struct ibv_mr* mr,
+                               char* buf, const union ibv_gid* gid) {
+  struct ibv_cq* cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+  struct ibv_cq* tiny = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+  struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+  struct ibv_srq* srq = ibv_create_srq(pd, &sa);
+  struct ibv_qp* on_srq = cq && srq ? make_qp_srq(pd, cq, srq) : NULL;
+  struct ibv_qp* req = cq ? make_qp(pd, cq) : NULL;
+  struct ibv_qp* resp = cq ? make_qp(pd, cq) : NULL;
+  struct ibv_qp* flood = tiny ? make_qp(pd, tiny) : NULL;
+  struct ibv_qp* sink = cq ? make_qp(pd, cq) : NULL;
+  int up = on_srq && req && resp && flood && sink &&
+           connect_qp(on_srq, req->qp_num, gid) == 0 && connect_qp(req, resp->qp_num, gid) == 0 &&
+           connect_qp(resp, req->qp_num, gid) == 0 && connect_qp(flood, sink->qp_num, gid) == 0 &&
+           connect_qp(sink, flood->qp_num, gid) == 0;
+  CHECK(up, "QPs and CQs for the error events");
+  if (!up) return;
+  CHECK(!readable(ctx->async_fd, 0), "no async event yet");
+
+  struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+  CHECK(ibv_modify_qp(on_srq, &err, IBV_QP_STATE) == 0, "a QP on an SRQ moved to ERR");
+  expect_async(ctx, IBV_EVENT_QP_LAST_WQE_REACHED, on_srq, "IBV_EVENT_QP_LAST_WQE_REACHED");
+
+  struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = kBytes, .lkey = mr->lkey};
+  struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1,
+                           .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+  wr.wr.rdma.remote_addr = (uintptr_t)buf;
+  wr.wr.rdma.rkey = mr->rkey ^ 0x5a5a00;
+  const int status = post_and_wait(req, cq, &wr);
+  CHECK(status == IBV_WC_REM_ACCESS_ERR, "an RDMA WRITE with a bad rkey: status %d "
+        "(REM_ACCESS_ERR)", status);
+  expect_async(ctx, IBV_EVENT_QP_ACCESS_ERR, resp, "the responder's IBV_EVENT_QP_ACCESS_ERR");
+
+  /* Both back to RESET and connected again, then a receive that names a bad lkey. */
+  struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+  CHECK(ibv_modify_qp(req, &reset, IBV_QP_STATE) == 0 && ibv_modify_qp(resp, &reset, IBV_QP_STATE) == 0 &&
+            connect_qp(req, resp->qp_num, gid) == 0 && connect_qp(resp, req->qp_num, gid) == 0,
+        "the pair reconnected");
+  struct ibv_sge bad_sge = {.addr = (uintptr_t)(buf + kBytes), .length = kBytes,
+                            .lkey = mr->lkey ^ 0x5a5a00};
+  struct ibv_recv_wr rwr = {.wr_id = 2, .sg_list = &bad_sge, .num_sge = 1};
+  struct ibv_recv_wr* rbad;
+  CHECK(ibv_post_recv(resp, &rwr, &rbad) == 0, "a receive with a bad lkey posted");
+  wr.opcode = IBV_WR_SEND;
+  const int sent = post_and_wait(req, cq, &wr);
+  CHECK(sent == IBV_WC_REM_OP_ERR, "a SEND into it: status %d (REM_OP_ERR)", sent);
+  expect_async(ctx, IBV_EVENT_QP_FATAL, resp, "the responder's IBV_EVENT_QP_FATAL");
+
+  /* More completions than the CQ holds, none polled. */
+  const int room = tiny->cqe + 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.rkey = mr->rkey;
+  int posted = 0;
+  for (int i = 0; i <= room; ++i) {
+    struct ibv_send_wr* bad;
+    posted += ibv_post_send(flood, &wr, &bad) == 0;
+  }
+  CHECK(posted == room + 1, "%d signaled writes on a CQ of %d entries", posted, room);
+  expect_async(ctx, IBV_EVENT_CQ_ERR, tiny, "IBV_EVENT_CQ_ERR for the overrun CQ");
+
+  reap(cq, 8);  /* whatever the error paths flushed */
+  CHECK(ibv_destroy_qp(on_srq) == 0 && ibv_destroy_qp(req) == 0 && ibv_destroy_qp(resp) == 0 &&
+            ibv_destroy_qp(flood) == 0 && ibv_destroy_qp(sink) == 0 && ibv_destroy_srq(srq) == 0 &&
+            ibv_destroy_cq(tiny) == 0 && ibv_destroy_cq(cq) == 0,
+        "error-event objects destroyed");
+}
+
 /* One SEND from a to b: b's receive and a's send complete on `cq`. */
 static int send_once(struct ibv_qp* a, struct ibv_qp* b, struct ibv_mr* mr, char* buf) {
   struct ibv_sge rs = {.addr = (uintptr_t)(buf + kBytes), .length = kBytes, .lkey = mr->lkey};
@@ -217,7 +316,7 @@ int main(void) {
 
   struct ibv_pd* pd = ibv_alloc_pd(ctx);
   char* buf = calloc(2, kBytes);
-  struct ibv_mr* mr = pd ? ibv_reg_mr(pd, buf, 2 * kBytes, IBV_ACCESS_LOCAL_WRITE) : NULL;
+  struct ibv_mr* mr = pd ? ibv_reg_mr(pd, buf, 2 * kBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
   struct ibv_qp* a = pd && cq ? make_qp(pd, cq) : NULL;
   struct ibv_qp* b = pd && cq ? make_qp(pd, cq) : NULL;
   union ibv_gid gid;
@@ -261,6 +360,7 @@ int main(void) {
   CHECK(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel");
 
   check_async(ctx, pd, mr, buf, &gid);
+  check_error_events(ctx, pd, mr, buf, &gid);
 
   ibv_dereg_mr(mr);
   ibv_dealloc_pd(pd);
