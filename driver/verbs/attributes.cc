@@ -111,12 +111,12 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   return ex;
 }
 
-int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
+int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port, bool link_up,
                    ibv_port_attr* out) {
   const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
   if (port < 1 || port > gen.get(prm::cmd_hca_cap::num_ports)) return EINVAL;
   std::memset(out, 0, sizeof(*out));
-  out->state = IBV_PORT_ACTIVE;
+  out->state = link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   out->max_mtu = IBV_MTU_4096;
   // A standard 1500-byte Ethernet MTU leaves room for 1024-byte RoCE payloads.
   out->active_mtu = IBV_MTU_1024;
@@ -134,7 +134,7 @@ int PortAttributes(const driver::Device& device, const Identity& id, uint8_t por
   out->init_type_reply = 0;
   out->active_width = 2;   // 4X
   out->active_speed = 32;  // EDR: 4 lanes x 25 Gb/s = 100 Gb/s
-  out->phys_state = 5;     // LinkUp
+  out->phys_state = link_up ? 5 : 3;  // LinkUp, or Disabled (mlx5_ib for a RoCE port whose link is down)
   out->link_layer = IBV_LINK_LAYER_ETHERNET;
   out->flags = 0;
   out->port_cap_flags2 = 0;

@@ -31,8 +31,9 @@ struct Identity {
 ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity& id);
 
 // Port `port` (1-based): EINVAL if the device has no such port, else the RoCE port as mlx5_ib
-// describes it with the link up. On success fills `out` completely.
-int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
+// describes it, ACTIVE and LinkUp while `link_up`, else DOWN and Disabled. On success fills `out`
+// completely.
+int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port, bool link_up,
                    ibv_port_attr* out);
 
 }  // namespace onchip::driver::verbs

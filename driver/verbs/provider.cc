@@ -28,6 +28,7 @@
 
 #include "driver/events.h"
 #include "driver/mr.h"
+#include "driver/port.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/abi34.h"
 #include "driver/verbs/attributes.h"
@@ -120,7 +121,9 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* input,
 int QueryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   if (attr == nullptr) return EINVAL;
   OnchipContext* c = From(context);
-  return PortAttributes(c->session->device(), c->id, port, attr);
+  auto up = driver::QueryLinkUp(c->session->device());
+  if (!up) return up.error().errno_value();
+  return PortAttributes(c->session->device(), c->id, port, *up, attr);
 }
 
 // ibv_dereg_mr hands over the verbs_mr; driver::Mr begins with that very layout.

@@ -79,6 +79,11 @@ class Device final : public vpci::Function {
   void StallNext(std::optional<uint16_t> opcode = std::nullopt) { queue_.StallNext(opcode); }
   void ReleaseStall();
   void StopHealthCounter(bool stopped) { health_stopped_.store(stopped); }
+  // The port's link down or up (Firmware::SetLinkUp); the engine raises PORT_CHANGE at once.
+  void SetLinkUp(bool up) {
+    firmware_.SetLinkUp(up);
+    Kick();
+  }
 
   // ---- counters ----
   Counters counters() const { return firmware_.counters(); }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -102,12 +103,18 @@ Engine::PassResult Engine::Pass() {
     if (port_.Pending()) port_.Take();
     return result;
   }
+  if (fw_.port_change_ != 0) {
+    PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
+    result.progressed = true;
+  }
   result.progressed |= PollArms();
   result.progressed |= PollEqDoorbells();
   for (int round = 0; round < kMaxRounds; ++round) {
     const uint64_t now = NowNs();
     bool moved = false;
-    if (port_.Pending()) {
+    if (port_.Pending() && !fw_.link_up_) {
+      port_.Take();  // a port whose link is down receives nothing
+    } else if (port_.Pending()) {
       std::vector<Packet> inbound = port_.Take();
       for (Packet& p : inbound) {
         if (p.kind == PacketKind::kRequest)

@@ -149,7 +149,10 @@ class Engine {
   // Writes one CQE to `cqn` and the event its arming asks for. False when the CQ is gone or full
   // (a full CQ goes to error and reports a CQ error event).
   bool WriteCqe(uint32_t cqn, const CqeFields& f);
-  bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data);
+  bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data, uint8_t sub_type = 0);
+  // A PORT_CHANGE event of port 1 (the firmware's pending link change) on every EQ that
+  // subscribes to it, as the kernel's async EQ does.
+  void PortEvent(uint8_t sub_type);
   // An affiliated QP event (prm::MLX5_EVENT_TYPE_WQ_*) on the first EQ that subscribes to it.
   // An event naming a QP (or, for the SRQ types, an SRQ) by number, to the first EQ that
   // subscribes to `type`.

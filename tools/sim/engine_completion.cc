@@ -161,7 +161,7 @@ uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
   return next;
 }
 
-bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data) {
+bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data, uint8_t sub_type) {
   auto it = fw_.eqs_.find(eqn);
   if (it == fw_.eqs_.end()) return false;
   Eq& eq = it->second;
@@ -175,6 +175,7 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   if (((eq.producer_counter - eq.consumer_counter) & 0xffffff) >= size) return false;
   prm::pod::mlx5_eqe e{};
   e.type = type;
+  e.sub_type = sub_type;
   std::memcpy(e.data, data.data(), std::min(data.size(), sizeof e.data));
   const uint8_t owner = (eq.producer_counter >> log_size) & 1;
   {
@@ -201,6 +202,14 @@ void Engine::QpEvent(uint32_t qpn, uint8_t type) {
     WriteEqe(eqn, type, prm::EqeQueueData(prm::kEqeCompletionCqnOffset, qpn));
     return;
   }
+}
+
+void Engine::PortEvent(uint8_t sub_type) {
+  std::array<std::byte, prm::kEqeDataBytes> data{};
+  data[prm::kEqePortByte] = std::byte{1 << 4};  // port 1
+  for (const auto& [eqn, eq] : fw_.eqs_)
+    if ((eq.event_bitmask[prm::MLX5_EVENT_TYPE_PORT_CHANGE / 64] >> (prm::MLX5_EVENT_TYPE_PORT_CHANGE % 64)) & 1)
+      WriteEqe(eqn, prm::MLX5_EVENT_TYPE_PORT_CHANGE, data, sub_type);
 }
 
 void Engine::SignalVector(uint32_t vector) {

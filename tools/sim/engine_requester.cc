@@ -317,6 +317,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
 }
 
 void Engine::Transmit(Packet&& p) {
+  if (!fw_.link_up_) return;  // lost on a down link: RC notices by its ACK timeout
   if (std::find(gids_.begin(), gids_.end(), p.dgid) != gids_.end()) {
     port_.Push(std::move(p));
     return;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/eqe.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
 
@@ -126,6 +127,7 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::TEARDOWN_HCA: h = &Firmware::TeardownHca; break;
     case prm::SET_DRIVER_VERSION: h = &Firmware::SetDriverVersion; break;
     case prm::NOP: h = &Firmware::Nop; break;
+    case prm::QUERY_VPORT_STATE: h = &Firmware::QueryVportState; break;
     case prm::ALLOC_UAR: h = &Firmware::AllocUar; break;
     case prm::DEALLOC_UAR: h = &Firmware::DeallocUar; break;
     case prm::ALLOC_PD: h = &Firmware::AllocPd; break;
@@ -209,6 +211,18 @@ Counters Firmware::counters() const {
 HcaState Firmware::state() const {
   std::lock_guard lock(mutex_);
   return state_;
+}
+
+void Firmware::SetLinkUp(bool up) {
+  std::lock_guard lock(mutex_);
+  if (link_up_ == up) return;
+  link_up_ = up;
+  port_change_ = up ? prm::MLX5_PORT_CHANGE_SUBTYPE_ACTIVE : prm::MLX5_PORT_CHANGE_SUBTYPE_DOWN;
+}
+
+bool Firmware::link_up() const {
+  std::lock_guard lock(mutex_);
+  return link_up_;
 }
 
 std::string Firmware::driver_version() const {

@@ -113,6 +113,10 @@ class Firmware {
 
   Counters counters() const;
   HcaState state() const;
+  // Takes the port's link down or up (a cable pulled, a switch port disabled): QUERY_VPORT_STATE
+  // follows at once, and the data engine raises PORT_CHANGE on its next pass.
+  void SetLinkUp(bool up);
+  bool link_up() const;
   // What SET_DRIVER_VERSION and ACCESS_REG(HOST_ENDIANNESS) last recorded.
   std::string driver_version() const;
   uint32_t host_endianness() const;
@@ -215,6 +219,7 @@ class Firmware {
   Outcome TeardownHca(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome SetDriverVersion(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome Nop(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryVportState(std::span<const std::byte> in, std::span<std::byte> out);
   int64_t PagesWanted() const;
   void ReleaseAllObjects();
 
@@ -334,6 +339,11 @@ class Firmware {
   mutable std::mutex mutex_;
   HcaState state_ = HcaState::kDisabled;
   uint16_t current_issi_ = 0;
+  // The port's link: QUERY_VPORT_STATE reports it and the data engine moves no packet while it
+  // is down. A change waits in port_change_ (the PORT_CHANGE sub_type) until the engine's next
+  // pass raises the event.
+  bool link_up_ = true;
+  uint8_t port_change_ = 0;
   uint32_t host_endianness_he_ = 0;
   std::string driver_version_;
   std::array<uint32_t, 4> sw_owner_id_{};

@@ -4,6 +4,7 @@
 
 #include "tools/sim/firmware.h"
 #include "uapi/prm/caps.h"
+#include "uapi/prm/eqe.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/opcodes.h"
 
@@ -284,6 +285,23 @@ Outcome Firmware::SetDriverVersion(Bytes in, Out out) {
     v.push_back(c);
   }
   driver_version_ = std::move(v);
+  return Outcome::Ok();
+}
+
+// The NIC vport's state is the port's link; op_mod 2 asks for the uplink, the same port here.
+// Another vport's (other_vport) needs an e-switch manager, which this function is not.
+Outcome Firmware::QueryVportState(Bytes in, Out out) {
+  using In = prm::query_vport_state_in;
+  if (Outcome s = CheckShape<In, prm::query_vport_state_out>(in, out); !s.ok()) return s;
+  constexpr uint32_t kVnicVport = 0, kUplink = 2;
+  const uint32_t op_mod = prm::Get(in, In::op_mod);
+  if (op_mod != kVnicVport && op_mod != kUplink) return BadOpMod();
+  if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+  const uint32_t state = link_up_ ? prm::MLX5_VPORT_STATE_UP : prm::MLX5_VPORT_STATE_DOWN;
+  prm::Bits(out)
+      .set(prm::query_vport_state_out::admin_state, prm::MLX5_VPORT_STATE_UP)
+      .set(prm::query_vport_state_out::state, state);
   return Outcome::Ok();
 }
 

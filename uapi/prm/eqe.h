@@ -20,10 +20,25 @@ enum EventType : uint8_t {
   MLX5_EVENT_TYPE_COMM_EST = 0x02,
   MLX5_EVENT_TYPE_CQ_ERROR = 0x04,
   MLX5_EVENT_TYPE_WQ_CATAS_ERROR = 0x05,
+  MLX5_EVENT_TYPE_PORT_CHANGE = 0x09,
   MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR = 0x10,
   MLX5_EVENT_TYPE_WQ_ACCESS_ERROR = 0x11,
   MLX5_EVENT_TYPE_SRQ_LAST_WQE = 0x13,
   MLX5_EVENT_TYPE_SRQ_RQ_LIMIT = 0x14,
+};
+
+// mlx5_eqe.sub_type of a PORT_CHANGE event.
+enum PortChangeSubtype : uint8_t {
+  MLX5_PORT_CHANGE_SUBTYPE_DOWN = 1,
+  MLX5_PORT_CHANGE_SUBTYPE_ACTIVE = 4,
+};
+// Port change event: the port number in bits 7:4 of data byte 8 (EQE byte 40).
+inline constexpr std::size_t kEqePortByte = 8;
+
+// query_vport_state_out.state.
+enum VportState : uint8_t {
+  MLX5_VPORT_STATE_DOWN = 0,
+  MLX5_VPORT_STATE_UP = 1,
 };
 
 inline constexpr std::size_t kEqeDataBytes = 28;

@@ -377,4 +377,39 @@ struct register_host_endianness_bits {
 
 using register_host_endianness = register_host_endianness_bits<>;
 
+template <std::size_t B = 0>
+struct query_vport_state_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 16, "query_vport_state_in.opcode"> opcode{};
+  static constexpr Field<B + 0x30, 16, "query_vport_state_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x40, 1, "query_vport_state_in.other_vport"> other_vport{};
+  static constexpr Field<B + 0x50, 16, "query_vport_state_in.vport_number"> vport_number{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x10, 16},
+      {B + 0x20, 16},
+      {B + 0x41, 15},
+      {B + 0x60, 32},
+  }};
+};
+
+using query_vport_state_in = query_vport_state_in_bits<>;
+
+template <std::size_t B = 0>
+struct query_vport_state_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 8, "query_vport_state_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "query_vport_state_out.syndrome"> syndrome{};
+  static constexpr Field<B + 0x78, 4, "query_vport_state_out.admin_state"> admin_state{};
+  static constexpr Field<B + 0x7c, 4, "query_vport_state_out.state"> state{};
+  static constexpr std::array<ReservedBits, 3> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 32},
+      {B + 0x60, 24},
+  }};
+};
+
+using query_vport_state_out = query_vport_state_out_bits<>;
+
 }  // namespace onchip::prm

@@ -49,6 +49,7 @@ enum Opcode : uint16_t {
   DESTROY_SRQ = 0x701,
   QUERY_SRQ = 0x702,
   ARM_RQ = 0x703,
+  QUERY_VPORT_STATE = 0x750,
   ALLOC_PD = 0x800,
   DEALLOC_PD = 0x801,
   ALLOC_UAR = 0x802,

@@ -251,6 +251,16 @@ const std::vector<FieldInfo>& AllFields() {
     Add(v, "access_register_out", "register_data[]", access_register_out::register_data);
     v.push_back({"register_host_endianness", "__size__", 0, register_host_endianness::size_bits});
     Add(v, "register_host_endianness", "he", register_host_endianness::he);
+    v.push_back({"query_vport_state_in", "__size__", 0, query_vport_state_in::size_bits});
+    Add(v, "query_vport_state_in", "opcode", query_vport_state_in::opcode);
+    Add(v, "query_vport_state_in", "op_mod", query_vport_state_in::op_mod);
+    Add(v, "query_vport_state_in", "other_vport", query_vport_state_in::other_vport);
+    Add(v, "query_vport_state_in", "vport_number", query_vport_state_in::vport_number);
+    v.push_back({"query_vport_state_out", "__size__", 0, query_vport_state_out::size_bits});
+    Add(v, "query_vport_state_out", "status", query_vport_state_out::status);
+    Add(v, "query_vport_state_out", "syndrome", query_vport_state_out::syndrome);
+    Add(v, "query_vport_state_out", "admin_state", query_vport_state_out::admin_state);
+    Add(v, "query_vport_state_out", "state", query_vport_state_out::state);
     v.push_back({"query_hca_cap_in", "__size__", 0, query_hca_cap_in::size_bits});
     Add(v, "query_hca_cap_in", "opcode", query_hca_cap_in::opcode);
     Add(v, "query_hca_cap_in", "op_mod", query_hca_cap_in::op_mod);

@@ -7,6 +7,7 @@
 // device's first mkey (index 1): its key must not be 0x100, the invalid lkey that ends a receive
 // scatter list.
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "driver/eq.h"
 #include "driver/events.h"
 #include "driver/mw.h"
+#include "driver/port.h"
 #include "driver/qp.h"
 #include "driver/rings/data_path.h"
 #include "mmio/device_word.h"
@@ -29,6 +31,7 @@
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/eqe.h"
+#include "uapi/prm/opcodes.h"
 
 namespace onchip::testing {
 namespace {
@@ -545,6 +548,91 @@ TEST_F(DataPathTest, CloseJoinsTheEventThread) {
   EXPECT_FALSE(report.first_error) << report.describe();
   EXPECT_EQ(Tasks(), before - 1);
   ctx_.reset();
+}
+
+}  // namespace
+}  // namespace onchip::testing
+
+namespace onchip::testing {
+namespace {
+
+// The port's link, pulled and restored on the device: QUERY_VPORT_STATE (ibv_query_port's state)
+// follows it, IBV_EVENT_PORT_ERR and IBV_EVENT_PORT_ACTIVE reach the async sink with the port
+// number as the element, and an RC WRITE on the down link ends in RETRY_EXC_ERR, while the same
+// pair reconnected after the link returns moves bytes again.
+TEST_F(DataPathTest, ALinkGoingDownAndUpIsSeenByQueryEventsAndTheWire) {
+  driver::EventThread* events = device().events();
+  ASSERT_NE(events, nullptr);
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  events->AddAsyncSink(verbs_, fds[1]);
+  struct {
+    uint64_t element;
+    uint32_t event_type;
+    uint32_t reserved;
+  } desc{};
+  auto next_event = [&] {
+    desc = {};
+    return Readable(fds[0], 5000) && read(fds[0], &desc, sizeof desc) == ssize_t(sizeof desc);
+  };
+  auto link_up = [&] {
+    auto up = driver::QueryLinkUp(device());
+    EXPECT_TRUE(up) << up.error().describe();
+    return up && *up;
+  };
+  EXPECT_TRUE(link_up());
+  // A failed query is the firmware's errno, never a guessed state.
+  sim_->InjectFailure({.count = 1, .opcode = prm::QUERY_VPORT_STATE});
+  auto failed = driver::QueryLinkUp(device());
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().errno_value(), EIO);
+  ibv_qp* a = Rc();
+  ibv_qp* b = Rc();
+  ASSERT_TRUE(a && b);
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+
+  sim_->SetLinkUp(false);
+  ASSERT_TRUE(next_event());
+  EXPECT_EQ(desc.event_type, uint32_t{IBV_EVENT_PORT_ERR});
+  EXPECT_EQ(desc.element, 1u);
+  EXPECT_FALSE(link_up());
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 7;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[4096]);
+  wr.wr.rdma.rkey = mr_->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  auto wcs = Poll(cq_, 1);  // 8 tries of a 67 ms ACK timeout
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR) << ibv_wc_status_str(wcs[0].status);
+
+  sim_->SetLinkUp(true);
+  ASSERT_TRUE(next_event());
+  EXPECT_EQ(desc.event_type, uint32_t{IBV_EVENT_PORT_ACTIVE});
+  EXPECT_EQ(desc.element, 1u);
+  EXPECT_TRUE(link_up());
+  for (ibv_qp* q : {a, b}) {
+    ibv_qp_attr reset{};
+    reset.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(v::modify_qp(q, &reset, IBV_QP_STATE), 0);
+  }
+  Connect(a, b->qp_num);
+  Connect(b, a->qp_num);
+  buf_[0] = 0x5c;
+  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  wcs = Poll(cq_, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(buf_[4096], 0x5c);
+  events->RemoveAsyncSink(verbs_);
+  close(fds[0]);
+  close(fds[1]);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // HCA life cycle: ENABLE/DISABLE_HCA, ISSI, pages, capabilities, ACCESS_REG, INIT/TEARDOWN_HCA,
-// SET_DRIVER_VERSION, NOP, and the state machine around them.
+// SET_DRIVER_VERSION, NOP, QUERY_VPORT_STATE, and the state machine around them.
 #include "tests/device/sim/sim_fixture.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/hca.h"
@@ -403,6 +403,32 @@ TEST_F(HcaTest, DisableHcaOnlyAfterTeardown) {
   ASSERT_TRUE(Ok(Exec(Cmd<prm::disable_hca_in>(prm::DISABLE_HCA), 16)));
   EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::NOP), 16), CommandStatus::BAD_SYS_STATE_ERR,
                       Syndrome::WRONG_STATE));
+}
+
+// The NIC vport's state is the port's link: up from the start, down and up again as the link
+// goes; only this function's own vport (op_mod 0) or the uplink (op_mod 2) can be asked for.
+TEST_F(HcaTest, QueryVportStateFollowsTheLink) {
+  auto state = [&] {
+    const auto out = Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE), 16);
+    EXPECT_TRUE(Ok(out));
+    return out.get(prm::query_vport_state_out::state);
+  };
+  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE), 16),
+                      CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
+  BringUp();
+  EXPECT_EQ(state(), 1u);
+  const auto uplink = Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE, 2), 16);
+  ASSERT_TRUE(Ok(uplink));
+  EXPECT_EQ(uplink.get(prm::query_vport_state_out::admin_state), 1u);
+  sim_->SetLinkUp(false);
+  EXPECT_EQ(state(), 0u);
+  sim_->SetLinkUp(true);
+  EXPECT_EQ(state(), 1u);
+  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE, 1), 16),
+                      CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
+  auto other = Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE);
+  other.set(prm::query_vport_state_in::other_vport, 1).set(prm::query_vport_state_in::vport_number, 1);
+  EXPECT_TRUE(Refused(Exec(other, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION));
 }
 
 }  // namespace
