@@ -256,6 +256,7 @@ int CqRing::Poll(int num_entries, ibv_wc* wc) {
   }
   if (ci != start) StoreCi(ci);
   lock_.unlock();
+  if (n == 0 && device_gone()) [[unlikely]] return -EIO;  // nothing more will ever arrive
   return failed && n == 0 ? -1 : n;
 }
 
@@ -284,6 +285,7 @@ int CqRing::StartPoll(ibv_cq_ex* cq) {
     const uint32_t ci = ci_.load(std::memory_order_relaxed);
     if (ci != start) StoreCi(ci);
     lock_.unlock();
+    if (err == ENOENT && device_gone()) [[unlikely]] return EIO;
   }
   return err;
 }

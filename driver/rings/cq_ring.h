@@ -16,7 +16,9 @@
 //
 // The extended API (ibv_cq_ex): StartPoll / NextPoll parse one CQE each into the current
 // completion that the ibv_wc_read_* readers return; EndPoll stores the consumer index. StartPoll
-// returns ENOENT (and holds nothing) on an empty CQ.
+// returns ENOENT (and holds nothing) on an empty CQ. A function that is gone writes no more
+// CQEs: those already written are still polled, then Poll answers -EIO and StartPoll EIO rather
+// than "empty" forever.
 //
 // Threads: `locked` makes Poll and StartPoll..EndPoll take a spinlock; unlocked CQs
 // (IBV_CREATE_CQ_ATTR_SINGLE_THREADED) are polled by one thread at a time. Arm takes no lock (it

@@ -89,38 +89,17 @@ uint64_t ReadCompletionTs(ibv_cq_ex* cq) { return Ring(cq).current_timestamp(); 
 
 }  // namespace
 
-// A function that is gone (its daemon died, bus::Bus::gone) takes no more work and will write no
-// more completions: posts fail with EIO, bad_wr the first request, and a poll that finds the CQ
-// empty returns -EIO instead of 0 forever. Completions already written are still polled.
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
-  SendQueue& sq = DataPathQp::From(qp)->sq;
-  if (sq.device_gone()) [[unlikely]] {
-    *bad_wr = wr;
-    return EIO;
-  }
-  return sq.PostSend(wr, bad_wr);
+  return DataPathQp::From(qp)->sq.PostSend(wr, bad_wr);
 }
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  RecvQueue& rq = DataPathQp::From(qp)->rq;
-  if (rq.device_gone()) [[unlikely]] {
-    *bad_wr = wr;
-    return EIO;
-  }
-  return rq.PostRecv(wr, bad_wr);
+  return DataPathQp::From(qp)->rq.PostRecv(wr, bad_wr);
 }
 int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  SrqRing& ring = DataPathSrq::From(srq)->ring;
-  if (ring.device_gone()) [[unlikely]] {
-    *bad_wr = wr;
-    return EIO;
-  }
-  return ring.PostRecv(wr, bad_wr);
+  return DataPathSrq::From(srq)->ring.PostRecv(wr, bad_wr);
 }
 int PollCq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
-  CqRing& ring = DataPathCq::From(cq)->ring;
-  const int n = ring.Poll(num_entries, wc);
-  if (n == 0 && ring.device_gone()) [[unlikely]] return -EIO;
-  return n;
+  return DataPathCq::From(cq)->ring.Poll(num_entries, wc);
 }
 int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
   return DataPathCq::From(cq)->ring.Arm(solicited_only != 0);

@@ -33,6 +33,10 @@ Result<void> RecvQueue::Init(const RecvQueueDesc& d) {
 }
 
 int RecvQueue::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (device_gone()) [[unlikely]] {
+    *bad_wr = wr;
+    return EIO;
+  }
   lock_.lock();
   int err = 0;
   uint32_t nreq = 0;

@@ -5,7 +5,8 @@
 // in order (libmlx5 44 takes the wr_id from the tail, not from the CQE's wqe_counter).
 //
 // Errors as libmlx5 gives them: a full queue ENOMEM; more SGEs than the stride holds, or any
-// before INIT (SetStateMaxGs), EINVAL; bad_wr is the first request not posted.
+// before INIT (SetStateMaxGs), EINVAL; a function that is gone EIO; bad_wr is the first request
+// not posted.
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -409,6 +409,10 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
 }
 
 int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  if (device_gone()) [[unlikely]] {
+    *bad_wr = wr;
+    return EIO;
+  }
   lock_.lock();
   Builder b;
   Load(b);
@@ -596,6 +600,7 @@ int SendQueue::WrComplete() {
   // Outside RTS (the gate closed: RESET, and until RTS after it) libmlx5 answers every batch
   // with EINVAL and posts none of it.
   if (state_max_gs_ < 0) err = EINVAL;
+  if (device_gone()) [[unlikely]] err = EIO;  // no doorbell for a function that is gone
   if (err == 0) {
     Store(wr_);
     if (wr_nreq_ != 0) RingDoorbell(wr_, wr_nreq_);

@@ -20,7 +20,9 @@
 // posted and rung): an opcode outside the verbs set or not valid on the QP's transport EINVAL;
 // atomics on a QP created without them EOPNOTSUPP; a full queue ENOMEM; more SGEs than the QP's
 // max_send_sge (or any SGE before RTS, see SetStateMaxGs) ENOMEM; inline data longer than
-// max_inline_data ENOMEM; a UMR whose window is longer than one KLM (2 GiB) EOPNOTSUPP.
+// max_inline_data ENOMEM; a UMR whose window is longer than one KLM (2 GiB) EOPNOTSUPP. A function
+// that is gone (its daemon died, bus::Bus::gone) takes no more work: PostSend and WrComplete
+// answer EIO and ring nothing (bad_wr the first request).
 //
 // Threads: with `locked` the queue takes a spinlock, else (a thread domain) the caller posts
 // from one thread at a time. Retire() runs under the CQ's poll and touches only the tail, which

@@ -49,6 +49,10 @@ Result<void> SrqRing::Init(const SrqRingDesc& d) {
 }
 
 int SrqRing::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (device_gone()) [[unlikely]] {
+    *bad_wr = wr;
+    return EIO;
+  }
   lock_.lock();
   int err = 0;
   uint32_t nreq = 0;

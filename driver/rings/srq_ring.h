@@ -6,7 +6,8 @@
 // following the chain from WQE 0, always finds the WQEs in posting order. One WQE stays unused:
 // head == tail is a full queue. The doorbell record is a 16-bit running count of posted WQEs.
 //
-// Errors: full ENOMEM; more SGEs than max_sge EINVAL; bad_wr the first request not posted.
+// Errors: full ENOMEM; more SGEs than max_sge EINVAL; a function that is gone EIO; bad_wr the
+// first request not posted.
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -355,5 +355,22 @@ TEST(CqEx, StartNextEndAndTheReaders) {
   EXPECT_EQ(ibv_start_poll(cq, &attr), EINVAL);
 }
 
+// A function that is gone writes no more CQEs: those already written are polled, then both poll
+// paths say so (ibv_poll_cq -EIO, ibv_start_poll EIO) instead of "empty" forever.
+TEST(GoneFunction, BothPollPathsReportItOnceTheWrittenCqesAreTaken) {
+  Harness h;
+  ASSERT_TRUE(driver::rings::InstallCqExOps(h.cqx(), driver::rings::kSupportedWcFlags).has_value());
+  PostSends(h, 1);
+  h.WriteCqe(0, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_SEND);
+  h.bus.MarkGone();
+  ibv_wc wc;
+  EXPECT_EQ(driver::rings::PollCq(h.ibcq(), 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(driver::rings::PollCq(h.ibcq(), 1, &wc), -EIO);
+  ibv_poll_cq_attr attr{};
+  EXPECT_EQ(ibv_start_poll(h.cqx(), &attr), EIO);
+  EXPECT_EQ(ibv_start_poll(h.cqx(), &attr), EIO);  // and it holds nothing: no end_poll owed
+}
+
 }  // namespace
 }  // namespace onchip::rings_test

@@ -572,3 +572,40 @@ TEST(WrApi, AtomicsBindAndLocalInvalidate) {
 
 }  // namespace
 }  // namespace onchip::rings_test
+
+namespace onchip::rings_test {
+namespace {
+
+// A function that is gone (its daemon died) takes no more work on either post path: EIO, bad_wr
+// at the first request, nothing written and no doorbell.
+TEST(GoneFunction, PostSendAndWrCompleteAnswerEioAndRingNothing) {
+  Harness h;
+  ASSERT_TRUE(driver::rings::InstallWrOps(h.qpx(), IBV_QP_EX_WITH_SEND, QpTransport::kRc)
+                  .has_value());
+  h.bus.MarkGone();
+  ibv_sge sge = Sge(0x1000, 16, 2);
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(driver::rings::PostSend(h.ibqp(), &wr, &bad), EIO);
+  EXPECT_EQ(bad, &wr);
+  ibv_qp_ex* qpx = h.qpx();
+  ibv_wr_start(qpx);
+  ibv_wr_send(qpx);
+  ibv_wr_set_sge(qpx, 2, 0x1000, 16);
+  EXPECT_EQ(ibv_wr_complete(qpx), EIO);
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &sge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  EXPECT_EQ(driver::rings::PostRecv(h.ibqp(), &rwr, &rbad), EIO);
+  EXPECT_EQ(rbad, &rwr);
+  EXPECT_EQ(h.qp.sq.cur_post(), 0u);
+  EXPECT_EQ(h.qp_dbr.snd_counter.host(), 0u);
+  EXPECT_EQ(h.bus.doorbells, 0);
+}
+
+}  // namespace
+}  // namespace onchip::rings_test
