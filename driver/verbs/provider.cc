@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -68,6 +69,7 @@ struct OnchipContext {
   Session* session;
   Identity id;  // the device's, with the firmware version this session's device reports
   pid_t owner;  // the process that opened it: the only one its software ConnectX runs in
+  std::atomic<bool> link_up{true};  // the port's state at the last query the opener made
 };
 
 OnchipContext* From(ibv_context* ctx) {
@@ -121,9 +123,15 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* input,
 int QueryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   if (attr == nullptr) return EINVAL;
   OnchipContext* c = From(context);
-  auto up = driver::QueryLinkUp(c->session->device());
-  if (!up) return up.error().errno_value();
-  return PortAttributes(c->session->device(), c->id, port, *up, attr);
+  // Only the opening process may command the device (see "the process that opened the context"
+  // below); a forked child answers with the link state its parent last saw.
+  if (c->owner == getpid()) {
+    auto up = driver::QueryLinkUp(c->session->device());
+    if (!up) return up.error().errno_value();
+    c->link_up.store(*up, std::memory_order_relaxed);
+  }
+  return PortAttributes(c->session->device(), c->id, port, c->link_up.load(std::memory_order_relaxed),
+                        attr);
 }
 
 // ibv_dereg_mr hands over the verbs_mr; driver::Mr begins with that very layout.
@@ -279,6 +287,7 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   c->session->device().Serve(&c->vctx.context);
   c->id = reinterpret_cast<const OnchipDevice*>(ibdev)->id;
   c->owner = getpid();
+  c->link_up.store(true, std::memory_order_relaxed);  // the context is zero-filled memory
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
   // Async events of this context's objects (and port events) go to its async_fd.
