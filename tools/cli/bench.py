@@ -13,7 +13,9 @@ The wire suite's two-process rows need a device daemon: bench starts one of its 
 (stopped at the end); with --suite they run when ONCHIP_BENCH_DAEMON names a daemon's socket.
 
 --out DIR (default out/bench) receives one JSON per suite (named after the suite) and report.txt,
-report.json, report.svg; bench overwrites those names and touches nothing else in DIR.
+report.json, report.csv, report.svg; bench overwrites those names and touches nothing else in DIR.
+--compare OLD.json sets an earlier run's report.json beside this one: each row's new time over its
+old time (< 1: faster now). Copy the old report.json aside first: bench overwrites its own.
 
 Hugepages: as root, bench makes sure the free 2 MiB hugepages the mode needs are reserved (the
 1 GiB hugepage-versus-4k read of the default and --full modes needs about 600, --quick 64) and
@@ -49,7 +51,7 @@ MODES = {
 
 # What bench writes into --out besides one JSON per suite (suite_json_name); nothing else there
 # is bench's to overwrite or remove.
-REPORT_FILES = ("report.txt", "report.json", "report.svg")
+REPORT_FILES = ("report.txt", "report.json", "report.csv", "report.svg")
 
 # Hugepages each mode needs: the 1 GiB hugepage read (alloc_bench) needs 516 free 2 MiB pages
 # next to what the allocators keep; --quick leaves that benchmark out.
@@ -90,8 +92,23 @@ def validate(args):
     names = [suite_json_name(os.path.basename(p)) for p in args.suite]
     if len(set(names)) != len(names):
         raise UsageError("--suite: two suites with the same file name would write the same JSON")
+    args.compare_with = load_compare(args.compare) if args.compare else None
     check_out_dir(args.out)
     return choice
+
+
+def load_compare(path):
+    """The earlier report.json --compare names, or UsageError saying why it cannot be used."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except OSError as e:
+        raise UsageError("--compare %s: cannot read it (%s)" % (path, e.strerror or e))
+    except ValueError as e:
+        raise UsageError("--compare %s: not JSON (%s)" % (path, e))
+    if not isinstance(old, dict) or not isinstance(old.get("rows"), list):
+        raise UsageError("--compare %s: not a report.json written by tools/onchip bench" % path)
+    return old
 
 
 def benchmark_targets():
@@ -285,12 +302,12 @@ def run_suites(args, choice, suites, env, mode, warning):
     if paths:
         context, _, _ = report.load(paths)
         header = header_lines(context, choice, mode, warning)
-        text, chart = report.write(paths, args.out, header)
+        text, chart = report.write(paths, args.out, header, getattr(args, "compare_with", None))
         print()
         progress.step("report")
         print(text)
         print()
-        progress.note("table: %s" % os.path.join(args.out, "report.txt"))
+        progress.note("table: %s (every row: report.csv)" % os.path.join(args.out, "report.txt"))
         if chart:
             progress.note("chart: %s" % chart)
         progress.note("raw JSON: %s" % args.out)

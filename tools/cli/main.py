@@ -75,6 +75,9 @@ def parser():
                    help="run this prebuilt benchmark binary (repeatable) instead of building //bench")
     b.add_argument("--keep-hugepages", action="store_true",
                    help="keep the hugepages reserved for the run instead of giving them back")
+    b.add_argument("--compare", default="", metavar="OLD.json",
+                   help="after the report, print each row's time as a ratio to this earlier "
+                        "report.json's (copy it aside first: bench overwrites --out's report.json)")
     r = sub.add_parser("run", description=run.__doc__, formatter_class=raw)
     r.add_argument("--dev-node", choices=["auto", "host", "namespace"], default="auto",
                    help="how to make /dev/infiniband/uverbsN (default: mknod as root, else a "
@@ -126,6 +129,7 @@ def dispatch(p, args, hugepages):
     if args.command == "bench":
         args.out = os.path.abspath(args.out)  # paths given on the command line are the caller's
         args.suite = [os.path.abspath(s) for s in args.suite]
+        args.compare = os.path.abspath(args.compare) if args.compare else ""
         try:
             choice = bench.validate(args)  # before packages, hugepages or a build
         except (devices.DeviceError, bench.UsageError) as e:

@@ -2,12 +2,21 @@
 
 Benchmarks that take part are named `<operation>.<implementation>/<bytes>`, for example
 `memcpy_to_dm.onchip/4096`, `memcpy_to_dm.vendor/4096` and `memcpy_to_dm.host/4096`:
-  onchip  what onchip does (its copy kernel, its allocator, ...)
+  onchip  what onchip does (its copy kernel, its allocator, ...; over the wire: device memory)
   vendor  the vendor provider's documented algorithm, written in bench/baselines as a baseline
   host    the same operation on host memory
+  floor   the same exchange done by bare shared memory (over the wire: nothing can beat it)
+  onchip_2proc, host_2proc, floor_2proc: the wire rows between two processes
 Each is run with repetitions; latency is the time of one operation (one iteration), reported as
-the median and the 99th percentile (nearest rank) over repetitions; throughput is the median of
-bytes per second. Other benchmarks are listed as they are.
+the median and the 99th percentile (nearest rank) over repetitions, or, where a row measured each
+operation itself (the p50_ns and p99_ns counters), the median of those; throughput is the median
+of bytes per second. The data path's hot-path rows (rings_bench: `PostSend/blueflame` against
+`Floor/wqe_bf`, ...) form their own section. A row that failed is reported with its error, never
+with a number. Other benchmarks are listed as they are.
+
+Sections: the copy and allocation table (report.txt's first table), over the wire (one process,
+then two), the driver's own cost, errors. report.json holds all of it, report.csv one line per
+row and implementation, report.svg the chart; compare() sets a report.json beside a new run.
 """
 import collections
 import html
@@ -17,7 +26,19 @@ import os
 import re
 
 IMPLS = ("onchip", "vendor", "host")
+WIRE_IMPLS = ("onchip", "host", "floor")
+TWO_PROC = "_2proc"
 NAME = re.compile(r"^(?P<op>[A-Za-z0-9_]+)\.(?P<impl>[A-Za-z0-9_]+)/(?P<size>\d+)")
+# The wire suite's operations (bench/driver/wire_bench.cc).
+WIRE_OPS = ("rdma_write", "rdma_read", "send_recv", "atomic_fetch_add", "atomic_cmp_swap",
+            "rdma_write_local_dm", "rdma_read_local_dm", "send_recv_local_dm", "rdma_write_bw",
+            "rdma_read_bw")
+# The data path's hot paths and the bare stores each is measured against (bench/driver/rings_bench.cc).
+HOT_PATHS = (("PostSend/blueflame", "Floor/wqe_bf"), ("PostSend/doorbell", "Floor/wqe_db"),
+             ("WrSend/blueflame", "Floor/wqe_bf"), ("PostRecv", "Floor/rwqe"),
+             ("PollCq/one", "Floor/cqe"))
+HOT_GOAL = 2.0    # each hot path within 2x of its floor
+WIRE_GOAL = 3.0   # 8-byte RDMA WRITE into DM within 3x of the floor
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -51,30 +72,76 @@ def classify(name, context):
     return None
 
 
-def load(paths):
-    """(context, rows): rows[(op, size)][impl] = list of (ns_per_op, bytes_per_s); extra runs."""
-    context = {}
-    rows = collections.defaultdict(lambda: collections.defaultdict(list))
-    other = collections.defaultdict(list)
+def wire_where(name):
+    """(op, impl, bytes) of a wire-suite row, or None."""
+    m = NAME.match(name)
+    if not m or m.group("op") not in WIRE_OPS:
+        return None
+    impl = m.group("impl")
+    base = impl[:-len(TWO_PROC)] if impl.endswith(TWO_PROC) else impl
+    return (m.group("op"), impl, int(m.group("size"))) if base in WIRE_IMPLS else None
+
+
+def hot_name(name):
+    """The hot-path or floor row a benchmark name is (rings_bench), or None."""
+    base = name.split("/real_time")[0]
+    names = {n for pair in HOT_PATHS for n in pair}
+    return base if base in names else None
+
+
+def collect(paths):
+    """Everything the report shows, from the suites' JSON files: a dict with
+    context, copy (rows[(op, size)][impl] = samples), wire (the same for the wire rows),
+    hot (name -> samples), errors ([(name, message)]) and other (name -> samples).
+    A sample is (ns per operation, bytes per second, p99 ns or None)."""
+    got = {"context": {}, "errors": [],
+           "copy": collections.defaultdict(lambda: collections.defaultdict(list)),
+           "wire": collections.defaultdict(lambda: collections.defaultdict(list)),
+           "hot": collections.defaultdict(list), "other": collections.defaultdict(list)}
     for path in paths:
         with open(path) as f:
             data = json.load(f)
         for k, v in data.get("context", {}).items():
-            context.setdefault(k, v)
+            got["context"].setdefault(k, v)
+        seen_errors = set()
         for b in data.get("benchmarks", []):
-            if b.get("run_type") == "aggregate" or b.get("error_occurred"):
-                continue
-            ns = b["real_time"] * UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
-            sample = (ns, b.get("bytes_per_second", 0.0))
             name = b.get("run_name", b["name"])
-            where = classify(name, data.get("context", {}))
-            if where:
-                rows[(where[0], where[2])][where[1]].append(sample)
+            if b.get("error_occurred"):
+                if name not in seen_errors:
+                    seen_errors.add(name)
+                    got["errors"].append((name, b.get("error_message", "failed")))
+                continue
+            if b.get("run_type") == "aggregate":
+                continue
+            unit = UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
+            ns = b["real_time"] * unit
+            p99_ns = None
+            # A row that timed each operation itself (p50_ns/p99_ns counters, always in ns).
+            if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
+                ns = float(b["p50_ns"])
+                p99_ns = float(b.get("p99_ns") or ns)
+            sample = (ns, b.get("bytes_per_second", 0.0), p99_ns)
+            wire = wire_where(name)
+            hot = hot_name(name)
+            where = None if wire or hot else classify(name, data.get("context", {}))
+            if wire:
+                got["wire"][(wire[0], wire[2])][wire[1]].append(sample)
+            elif hot:
+                got["hot"][hot].append(sample)
+            elif where:
+                got["copy"][(where[0], where[2])][where[1]].append(sample)
             else:
-                other[name].append(sample)
+                got["other"][name].append(sample)
+    return got
+
+
+def load(paths):
+    """(context, rows, others): rows[(op, size)][impl] = samples of the copy table; others the
+    benchmarks no section claims, as (name, median ns, median bytes/s)."""
+    got = collect(paths)
     others = [(name, median([x[0] for x in v]), median([x[1] for x in v]))
-              for name, v in sorted(other.items())]
-    return context, rows, others
+              for name, v in sorted(got["other"].items())]
+    return got["context"], got["copy"], others
 
 
 def median(xs):
@@ -91,8 +158,9 @@ def p99(xs):
 def stats(samples):
     lat = [s[0] for s in samples]
     bw = [s[1] for s in samples]
-    return {"median_ns": median(lat), "p99_ns": p99(lat), "bytes_per_s": median(bw),
-            "reps": len(samples)}
+    own_p99 = [s[2] for s in samples if len(s) > 2 and s[2] is not None]
+    return {"median_ns": median(lat), "p99_ns": median(own_p99) if own_p99 else p99(lat),
+            "bytes_per_s": median(bw), "reps": len(samples)}
 
 
 def human_size(n):
@@ -127,9 +195,55 @@ def build(rows):
     return table
 
 
+def build_wire(wire, errors, two_proc):
+    """One wire section's rows: per (op, size) the stats of onchip (remote DM, or local DM for the
+    *_local_dm operations), host and floor, how many times the floor each takes, DM against host,
+    and the error of each implementation that failed."""
+    suffix = TWO_PROC if two_proc else ""
+    failed = collections.defaultdict(dict)
+    for name, message in errors:
+        w = wire_where(name)
+        if w and w[1].endswith(TWO_PROC) == two_proc:
+            failed[(w[0], w[2])][w[1][:-len(TWO_PROC)] if two_proc else w[1]] = message
+    keys = set(failed)
+    for key, impls in wire.items():
+        if any(impl + suffix in impls for impl in WIRE_IMPLS):
+            keys.add(key)
+    table = []
+    for op, size in sorted(keys, key=lambda k: (WIRE_OPS.index(k[0]), k[1])):
+        impls = {impl: stats(wire[(op, size)][impl + suffix]) for impl in WIRE_IMPLS
+                 if wire.get((op, size), {}).get(impl + suffix)}
+        entry = {"op": op, "size": size, "impls": impls, "errors": failed.get((op, size), {})}
+        fl = impls.get("floor")
+        for impl in ("onchip", "host"):
+            x = impls.get(impl)
+            entry["x_floor_" + impl] = (x["median_ns"] / fl["median_ns"]
+                                        if x and fl and fl["median_ns"] else None)
+        on, ho = impls.get("onchip"), impls.get("host")
+        entry["dm_vs_host"] = ho["median_ns"] / on["median_ns"] if on and ho and on["median_ns"] else None
+        table.append(entry)
+    return table
+
+
+def build_hot(hot, errors):
+    """The driver's own cost: each hot path's time beside its floor's, and the ratio."""
+    failed = {hot_name(name): message for name, message in errors if hot_name(name)}
+    rows = []
+    for path, floor in HOT_PATHS:
+        if path not in hot and path not in failed:
+            continue
+        p = stats(hot[path]) if path in hot else None
+        f = stats(hot[floor]) if floor in hot else None
+        rows.append({"path": path, "floor": floor, "ns": p["median_ns"] if p else None,
+                     "floor_ns": f["median_ns"] if f else None,
+                     "x_floor": p["median_ns"] / f["median_ns"] if p and f and f["median_ns"] else None,
+                     "error": failed.get(path) or failed.get(floor)})
+    return rows
+
+
 # The sizes shown on screen and in the chart for operations measured at many sizes; report.txt
 # and report.json keep every size.
-KEY_SIZES = {64, 4096, 262144, 2097152}
+KEY_SIZES = {8, 64, 4096, 262144, 2097152}
 
 
 def key_rows(table):
@@ -174,61 +288,377 @@ def render_text(header, table, other, with_other=True):
     return "\n".join(out)
 
 
-COLORS = {"onchip": "#1b7837", "vendor": "#b2182b", "host": "#2166ac"}
+def times_text(r):
+    return "%.1fx" % r if r else "-"
 
 
-def render_svg(title, table):
-    """Grouped bars: latency per operation and size for each implementation, log scale."""
-    groups = [e for e in table if e["impls"]]
-    if not groups:
-        return None
-    bar, gap, left, top, height = 12, 18, 70, 50, 320
-    width = left + len(groups) * (len(IMPLS) * bar + gap) + 160
-    vals = [s["median_ns"] for e in groups for s in e["impls"].values() if s["median_ns"] > 0]
-    lo, hi = math.log10(min(vals)) - 0.2, math.log10(max(vals)) + 0.2
-    y = lambda v: top + height - (math.log10(v) - lo) / (hi - lo) * height
-    svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-           'font-size="11">' % (width, top + height + 120),
-           '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="%d" y="24" font-size="15">%s</text>' % (left, html.escape(title)),
-           '<text x="12" y="%d" transform="rotate(-90 12 %d)">median latency per operation '
-           '(log scale, lower is better)</text>' % (top + height // 2 + 120, top + height // 2 + 120)]
-    for decade in range(math.ceil(lo), math.floor(hi) + 1):
-        yy = y(10 ** decade)
-        svg.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, width - 150, yy, yy))
-        svg.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 4, yy + 4, human_ns(10 ** decade)))
+def render_wire(title, table):
+    out = [title]
+    cols = "%-20s %8s | %9s %9s | %9s %9s | %9s | %9s %9s | %7s"
+    out.append(cols % ("operation", "size", "DM p50", "p99", "host p50", "p99", "floor",
+                       "DM/floor", "host/floor", "DM gain"))
+    out.append("-" * 118)
+    bandwidth = []
+    for e in table:
+        if e["op"].endswith("_bw"):
+            bandwidth.append(e)
+            continue
+        cell = {}
+        for impl in WIRE_IMPLS:
+            x = e["impls"].get(impl)
+            err = e["errors"].get(impl)
+            cell[impl] = ((human_ns(x["median_ns"]), human_ns(x["p99_ns"])) if x
+                          else ("error", "") if err else ("-", "-"))
+        out.append(cols % (e["op"], human_size(e["size"]), cell["onchip"][0], cell["onchip"][1],
+                           cell["host"][0], cell["host"][1], cell["floor"][0],
+                           times_text(e["x_floor_onchip"]), times_text(e["x_floor_host"]),
+                           ratio_text(e["dm_vs_host"])))
+    for e in bandwidth:
+        rates = {impl: human_rate(e["impls"][impl]["bytes_per_s"]) if impl in e["impls"]
+                 else "error" if impl in e["errors"] else "-" for impl in ("onchip", "host")}
+        out.append("%-20s %8s | DM %s, host %s (32 in flight)"
+                   % (e["op"], human_size(e["size"]), rates["onchip"], rates["host"]))
+    for e in table:
+        for impl, message in sorted(e["errors"].items()):
+            out.append("  %s %s %s failed: %s" % (e["op"], impl, human_size(e["size"]), message))
+    goal = [e for e in table if e["op"] == "rdma_write" and e["size"] == 8 and e["x_floor_onchip"]]
+    if goal:
+        r = goal[0]["x_floor_onchip"]
+        out.append("goal: an 8-byte RDMA WRITE into DM within %.0fx of the floor: %.1fx (%s)"
+                   % (WIRE_GOAL, r, "met" if r <= WIRE_GOAL else "missed"))
+    return out
+
+
+def render_hot(rows, copy_table):
+    out = ["The driver's own cost: one call on a sink device against the bare stores it must make "
+           "(goal: within %.0fx)" % HOT_GOAL]
+    cols = "%-20s %9s %-13s %9s %8s"
+    out.append(cols % ("path", "time", "its floor", "time", "x floor"))
+    out.append("-" * 64)
+    for r in rows:
+        if r["error"]:
+            out.append("%-20s failed: %s" % (r["path"], r["error"]))
+            continue
+        out.append(cols % (r["path"], human_ns(r["ns"]) if r["ns"] else "-", r["floor"],
+                           human_ns(r["floor_ns"]) if r["floor_ns"] else "-",
+                           times_text(r["x_floor"])))
+    for e in copy_table:
+        if e["op"] == "blueflame_copy" and "onchip" in e["impls"] and "vendor" in e["impls"]:
+            out.append("%-20s %9s against the vendor's 8 x 8-byte stores %s: %s faster"
+                       % ("BlueFlame 64 B copy", human_ns(e["impls"]["onchip"]["median_ns"]),
+                          human_ns(e["impls"]["vendor"]["median_ns"]), ratio_text(e["vs_vendor"])))
+    return out
+
+
+def render_sections(got, copy_table, wire1, wire2, hot):
+    """The sections after the copy table: over the wire (one process, two processes), the
+    driver's own cost, and the errors no section showed."""
+    out = []
+    if wire1:
+        out.append("")
+        out += render_wire("Over the wire, one process (two RC QPs of one device; latency per "
+                           "operation, p50 and p99):", wire1)
+    if wire2:
+        out.append("")
+        out += render_wire("Over the wire, two processes (each a client of one device daemon):", wire2)
+    elif wire1:
+        out.append("")
+        out.append("Over the wire, two processes: needs the device daemon (tools/onchip bench "
+                   "starts one; with --suite, set ONCHIP_BENCH_DAEMON to a daemon's socket)")
+    if hot:
+        out.append("")
+        out += render_hot(hot, copy_table)
+    rest = [(n, m) for n, m in got["errors"] if (wire_where(n) or hot_name(n)) is None]
+    if rest:
+        out.append("")
+        out.append("Failed rows:")
+        out += ["  %s: %s" % (n, m) for n, m in rest]
+    if wire1 or wire2:
+        out.append("")
+        out.append("DM/floor, host/floor: how many times the shared-memory floor the operation "
+                   "takes (lower is better;")
+        out.append("nothing on the software ConnectX can go below 1x). DM gain: host time over DM "
+                   "time (> 1: faster when")
+        out.append("the buffer is device memory: the remote one, or the local one for *_local_dm).")
+    return out
+
+
+def csv_lines(copy_table, wire1, wire2, hot, errors):
+    """report.csv: op,size,impl,p50_ns,p99_ns,bytes_per_s,error."""
+    lines = ["op,size,impl,p50_ns,p99_ns,bytes_per_s,error"]
+    fmt = lambda v: "" if v is None or v != v else ("%.3f" % v).rstrip("0").rstrip(".")
+    for table, suffix in ((copy_table, ""), (wire1, ""), (wire2, TWO_PROC)):
+        for e in table:
+            for impl, x in sorted(e["impls"].items()):
+                lines.append("%s,%d,%s,%s,%s,%s," % (e["op"], e["size"], impl + suffix,
+                                                     fmt(x["median_ns"]), fmt(x["p99_ns"]),
+                                                     fmt(x["bytes_per_s"])))
+            for impl, message in sorted(e.get("errors", {}).items()):
+                lines.append("%s,%d,%s,,,,%s" % (e["op"], e["size"], impl + suffix,
+                                                 '"%s"' % message.replace('"', "'")))
+    for r in hot:
+        lines.append("%s,,onchip,%s,,,%s" % (r["path"], fmt(r["ns"]),
+                                             '"%s"' % r["error"] if r["error"] else ""))
+        lines.append("%s,,floor,%s,,," % (r["path"], fmt(r["floor_ns"])))
+    return lines
+
+
+def comparable(report):
+    """{(section, op, size, impl): median ns} of a report.json; entries it cannot read are left out."""
+    rows = {}
+    for section in ("rows", "wire", "wire_2proc"):
+        for e in report.get(section) or []:
+            if not isinstance(e, dict) or not isinstance(e.get("impls"), dict):
+                continue
+            for impl, x in e["impls"].items():
+                ns = x.get("median_ns") if isinstance(x, dict) else None
+                if isinstance(ns, (int, float)) and ns > 0:
+                    rows[(section, str(e.get("op")), int(e.get("size") or 0), impl)] = float(ns)
+    for r in report.get("hot") or []:
+        if isinstance(r, dict) and isinstance(r.get("ns"), (int, float)) and r["ns"] > 0:
+            rows[("hot", str(r.get("path")), 0, "onchip")] = float(r["ns"])
+    return rows
+
+
+def row_label(key):
+    section, op, size, impl = key
+    return " ".join([op, impl] + ([human_size(size)] if size else []))
+
+
+def compare(old, new):
+    """Lines setting each row of the `new` report.json beside the `old` one: new time / old time."""
+    a, b = comparable(old), comparable(new)
+    common = sorted(set(a) & set(b))
+    out = ["Compared with the earlier run (new time / old time; < 1 is faster now):"]
+    cols = "%-11s %-22s %8s %-13s %10s %10s %7s  %s"
+    if common:
+        out.append(cols % ("section", "operation", "size", "impl", "old", "new", "ratio", ""))
+    else:
+        out.append("  no row in common")
+    for key in common:
+        section, op, size, impl = key
+        r = b[key] / a[key]
+        verdict = "faster" if r < 0.95 else "slower" if r > 1.05 else "same"
+        out.append(cols % (section, op, human_size(size) if size else "", impl, human_ns(a[key]),
+                           human_ns(b[key]), "%.2fx" % r, verdict))
+    for what, keys in (("only in the earlier run", set(a) - set(b)), ("only in this run", set(b) - set(a))):
+        if keys:
+            out.append("%s: %s" % (what, ", ".join(row_label(k) for k in sorted(keys))))
+    return out
+
+
+COLORS = {"onchip": "#1b7837", "vendor": "#b2182b", "host": "#2166ac", "floor": "#777777",
+          "onchip_2proc": "#7fbf7b", "host_2proc": "#92c5de", "floor_2proc": "#bbbbbb"}
+WIRE_LABEL = {"onchip": "DM", "host": "host", "floor": "floor"}
+
+
+class Svg:
+    """A page of chart panels stacked top to bottom; each panel draws at (left, top)."""
+
+    def __init__(self, width):
+        self.width = width
+        self.height = 0
+        self.parts = []
+
+    def add(self, s):
+        self.parts.append(s)
+
+    def text(self, x, y, s, anchor="start", size=None, extra=""):
+        self.add('<text x="%.1f" y="%.1f"%s%s%s>%s</text>'
+                 % (x, y, ' text-anchor="%s"' % anchor if anchor != "start" else "",
+                    ' font-size="%d"' % size if size else "", extra, html.escape(s)))
+
+    def done(self):
+        head = ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+                'font-family="sans-serif" font-size="11">' % (self.width, self.height + 10))
+        return "\n".join([head, '<rect width="100%" height="100%" fill="white"/>']
+                         + self.parts + ["</svg>"])
+
+
+def log_axis(lo, hi, length):
+    """A function mapping a value to its offset along a log axis of `length` pixels."""
+    a, b = math.log10(lo), math.log10(hi)
+    if b - a < 0.5:
+        a, b = a - 0.25, b + 0.25
+    return lambda v: (math.log10(v) - a) / (b - a) * length, (a, b)
+
+
+def ticks(a, b):
+    """Gridline values between 10**a and 10**b: the decades, and 2x and 5x of each when the axis
+    spans less than two decades."""
+    steps = (1, 2, 5) if b - a < 2 else (1,)
+    return [m * 10 ** d for d in range(math.floor(a), math.ceil(b) + 1) for m in steps
+            if a <= math.log10(m * 10 ** d) <= b]
+
+
+def draw_bars(svg, top, title, groups, impls, colors, labels, legend_x):
+    """Grouped bars with a log latency axis: groups = [(label, {impl: (ns, tooltip)})]."""
+    bar, gap, left, height = 12, 18, 70, 260
+    vals = [ns for _, g in groups for ns, _ in g.values() if ns and ns > 0]
+    if not vals:
+        return top
+    y_of, (a, b) = log_axis(min(vals) / 1.5, max(vals) * 1.5, height)
+    y = lambda v: top + 44 + height - y_of(v)
+    svg.text(left, top + 18, title, size=14)
+    svg.text(left, top + 32, "median time per operation, log scale: lower is better", size=10)
+    for v in ticks(a, b):
+        yy = y(v)
+        svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, legend_x - 10, yy, yy))
+        svg.text(left - 4, yy + 4, human_ns(v), anchor="end")
     x = left + gap / 2
-    for e in groups:
-        for i, impl in enumerate(IMPLS):
-            s = e["impls"].get(impl)
-            if s and s["median_ns"] > 0:
-                yy = y(s["median_ns"])
-                svg.append('<rect x="%.1f" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s %s %s: %s</title></rect>'
-                           % (x + i * bar, yy, bar - 1, top + height - yy, COLORS[impl], e["op"], impl,
-                              human_size(e["size"]), human_ns(s["median_ns"])))
-        label = "%s %s" % (e["op"], human_size(e["size"]))
-        cx = x + len(IMPLS) * bar / 2
-        svg.append('<text x="%.1f" y="%d" transform="rotate(45 %.1f %d)">%s</text>'
-                   % (cx, top + height + 14, cx, top + height + 14, html.escape(label)))
-        x += len(IMPLS) * bar + gap
-    for i, impl in enumerate(IMPLS):
-        svg.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>'
-                   % (width - 140, top + i * 18, COLORS[impl], width - 122, top + 10 + i * 18, impl))
-    svg.append("</svg>")
-    return "\n".join(svg)
+    base = top + 44 + height
+    for label, g in groups:
+        for i, impl in enumerate(impls):
+            ns, tip = g.get(impl, (None, None))
+            if ns and ns > 0:
+                svg.add('<rect x="%.1f" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s</title></rect>'
+                        % (x + i * bar, y(ns), bar - 1, base - y(ns), colors[impl], html.escape(tip)))
+        cx = x + len(impls) * bar / 2
+        svg.text(cx, base + 14, label, extra=' transform="rotate(40 %.1f %d)"' % (cx, base + 14))
+        x += len(impls) * bar + gap
+    for i, impl in enumerate(impls):
+        svg.add('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (legend_x, top + 44 + i * 18, colors[impl]))
+        svg.text(legend_x + 18, top + 54 + i * 18, labels.get(impl, impl))
+    return base + 110
 
 
-def write(paths, out_dir, header):
-    context, rows, other = load(paths)
-    table = build(rows)
-    report_txt = os.path.join(out_dir, "report.txt")
-    with open(report_txt, "w") as f:
-        f.write(render_text(header, table, other) + "\n")
-    text = render_text(header, key_rows(table), other, with_other=False)
+def draw_lines(svg, left, top, title, series, width=360, height=200):
+    """A log-log panel of latency against size: series = [(label, color, dashed, [(bytes, ns)])]."""
+    pts = [(n, ns) for _, _, _, line in series for n, ns in line if ns and ns > 0]
+    if not pts:
+        return
+    x_of, _ = log_axis(min(n for n, _ in pts), max(n for n, _ in pts), width)
+    y_of, (a, b) = log_axis(min(ns for _, ns in pts) / 1.3, max(ns for _, ns in pts) * 1.3, height)
+    x = lambda n: left + x_of(n)
+    y = lambda v: top + 24 + height - y_of(v)
+    svg.text(left, top + 14, title, size=13)
+    svg.add('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#bbb"/>'
+            % (left, top + 24, width, height))
+    for v in ticks(a, b):
+        yy = y(v)
+        svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, left + width, yy, yy))
+        svg.text(left - 4, yy + 4, human_ns(v), anchor="end")
+    for n in sorted({n for n, _ in pts}):
+        svg.text(x(n), top + 24 + height + 14, human_size(n), anchor="middle", size=10)
+    for i, (label, color, dashed, line) in enumerate(series):
+        line = sorted((n, ns) for n, ns in line if ns and ns > 0)
+        if not line:
+            continue
+        path = " ".join("%s%.1f,%.1f" % ("M" if j == 0 else "L", x(n), y(ns)) for j, (n, ns) in enumerate(line))
+        svg.add('<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>'
+                % (path, color, ' stroke-dasharray="5,3"' if dashed else ""))
+        for n, ns in line:
+            svg.add('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s %s %s: %s</title></circle>'
+                    % (x(n), y(ns), color, html.escape(title), label, human_size(n), human_ns(ns)))
+        lx, ly = left + width + 10, top + 34 + i * 16
+        svg.add('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'
+                % (lx, lx + 18, ly - 4, ly - 4, color, ' stroke-dasharray="5,3"' if dashed else ""))
+        svg.text(lx + 22, ly, label, size=10)
+
+
+def render_svg(title, table, wire1=(), wire2=(), hot=()):
+    """The chart: the copy table's key rows as bars (onchip, vendor, host); the copy kernels' latency against
+    size; over the wire, latency against size per operation with DM, host and the floor as lines
+    (two-process lines dashed), single-size operations as bars; the hot paths as bars beside their
+    floors."""
+    svg = Svg(1000)
+    top = 10
+    groups = [("%s %s" % (e["op"], human_size(e["size"])),
+               {impl: (s["median_ns"], "%s %s %s: %s" % (e["op"], impl, human_size(e["size"]),
+                                                        human_ns(s["median_ns"])))
+                for impl, s in e["impls"].items()}) for e in key_rows(table) if e["impls"]]
+    if groups:
+        svg.width = max(svg.width, 70 + len(groups) * (len(IMPLS) * 12 + 18) + 160)
+        top = draw_bars(svg, top, title, groups, IMPLS, COLORS, {}, svg.width - 140)
+    panels = []
+    # The copy kernels at every size, to and from device memory.
+    by_op = collections.defaultdict(dict)
+    for e in table:
+        by_op[e["op"]][e["size"]] = e["impls"]
+    for op in ("wc_copy_to_device", "wc_copy_from_device"):
+        sizes = by_op.get(op, {})
+        if len(sizes) > 1:
+            panels.append((op + ": onchip kernel, vendor 4-byte loop, memcpy",
+                           [(impl, COLORS[impl], False,
+                             [(n, imp[impl]["median_ns"]) for n, imp in sizes.items() if impl in imp])
+                            for impl in IMPLS]))
+    singles = []
+    wire_ops = [op for op in WIRE_OPS if not op.endswith("_bw")]
+    for op in wire_ops:
+        rows1 = {e["size"]: e["impls"] for e in wire1 if e["op"] == op}
+        rows2 = {e["size"]: e["impls"] for e in wire2 if e["op"] == op}
+        if len(rows1) + len(rows2) == 0:
+            continue
+        if len(set(rows1) | set(rows2)) == 1:
+            singles.append((op, rows1, rows2))
+            continue
+        series = []
+        for rows, suffix, dashed in ((rows1, "", False), (rows2, " 2proc", True)):
+            for impl in WIRE_IMPLS:
+                line = [(n, imp[impl]["median_ns"]) for n, imp in rows.items() if impl in imp]
+                if line:
+                    series.append((WIRE_LABEL[impl] + suffix, COLORS[impl], dashed, line))
+        panels.append((op + " latency (p50)", series))
+    for i, (ptitle, series) in enumerate(panels):
+        col, row = i % 2, i // 2
+        draw_lines(svg, 70 + col * 490, top + row * 260, ptitle, series)
+    if panels:
+        top += ((len(panels) + 1) // 2) * 260 + 20
+    if singles:
+        impls = [impl + sfx for sfx in ("", TWO_PROC) for impl in WIRE_IMPLS]
+        labels = {impl + sfx: WIRE_LABEL[impl] + (" 2proc" if sfx else "")
+                  for sfx in ("", TWO_PROC) for impl in WIRE_IMPLS}
+        groups = []
+        for op, rows1, rows2 in singles:
+            n = next(iter(set(rows1) | set(rows2)))
+            g = {}
+            for rows, sfx in ((rows1, ""), (rows2, TWO_PROC)):
+                for impl, s in rows.get(n, {}).items():
+                    g[impl + sfx] = (s["median_ns"], "%s %s %s: %s" % (op, labels[impl + sfx],
+                                                                       human_size(n), human_ns(s["median_ns"])))
+            groups.append(("%s %s" % (op, human_size(n)), g))
+        top = draw_bars(svg, top, "Over the wire at one size: DM, host, floor (2proc: two processes)",
+                        groups, impls, COLORS, labels, 70 + len(groups) * (len(impls) * 12 + 18) + 30)
+    if hot:
+        groups = [(r["path"], {k: (v, "%s %s: %s" % (r["path"], lab, human_ns(v)))
+                               for k, v, lab in (("onchip", r["ns"], "driver"),
+                                                 ("floor", r["floor_ns"], r["floor"])) if v})
+                  for r in hot if not r["error"]]
+        if groups:
+            top = draw_bars(svg, top, "The driver's own cost against the bare stores (goal: within %.0fx)"
+                            % HOT_GOAL, groups, ("onchip", "floor"), COLORS,
+                            {"onchip": "driver", "floor": "floor"}, 70 + len(groups) * 42 + 30)
+    if top <= 10:
+        return None
+    svg.height = top
+    return svg.done()
+
+
+def write(paths, out_dir, header, compare_with=None):
+    """Writes report.txt, report.json, report.csv and report.svg into out_dir; returns the text to
+    print (the key rows and every section) and the chart's path (None when nothing to draw)."""
+    got = collect(paths)
+    context = got["context"]
+    other = [(name, median([x[0] for x in v]), median([x[1] for x in v]))
+             for name, v in sorted(got["other"].items())]
+    table = build(got["copy"])
+    wire1 = build_wire(got["wire"], got["errors"], two_proc=False)
+    wire2 = build_wire(got["wire"], got["errors"], two_proc=True)
+    hot = build_hot(got["hot"], got["errors"])
+    sections = render_sections(got, table, wire1, wire2, hot)
+    with open(os.path.join(out_dir, "report.txt"), "w") as f:
+        f.write("\n".join([render_text(header, table, other)] + sections) + "\n")
+    text = "\n".join([render_text(header, key_rows(table), other, with_other=False)] + sections)
+    new = {"header": dict(header), "rows": table, "wire": wire1, "wire_2proc": wire2, "hot": hot,
+           "errors": [{"name": n, "message": m} for n, m in got["errors"]], "context": context}
     with open(os.path.join(out_dir, "report.json"), "w") as f:
-        json.dump({"header": dict(header), "rows": table, "context": context}, f, indent=1)
+        json.dump(new, f, indent=1)
+    with open(os.path.join(out_dir, "report.csv"), "w") as f:
+        f.write("\n".join(csv_lines(table, wire1, wire2, hot, got["errors"])) + "\n")
+    if compare_with is not None:
+        text += "\n\n" + "\n".join(compare(compare_with, new))
     svg = render_svg("onchip: device memory vs host memory, onchip vs the vendor algorithm",
-                     key_rows(table))
+                     table, wire1, wire2, hot)
     chart = None
     if svg:
         chart = os.path.join(out_dir, "report.svg")

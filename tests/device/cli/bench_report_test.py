@@ -97,7 +97,7 @@ class BenchReportTest(unittest.TestCase):
                 self.assertEqual(f.read(), "not bench's: %s\n" % name)
         self.assertEqual(sorted(os.listdir(self.out)),
                          sorted(FOREIGN + ("dm_bench.json", "wc_copy_bench.json", "report.txt",
-                                           "report.json", "report.svg")))
+                                           "report.json", "report.csv", "report.svg")))
 
     def header(self):
         lines = self.text.split("\n\n", 1)[0].splitlines()

@@ -78,7 +78,7 @@ class BenchCommandLineTest(unittest.TestCase):
                 self.assertEqual(f.read(), text, name)
         self.assertEqual(sorted(os.listdir(self.out)),
                          sorted(["keep", "notes.json", "standin.json.bak", "report.txt.old",
-                                 "standin.json", "report.txt", "report.json"]))
+                                 "standin.json", "report.txt", "report.json", "report.csv"]))
         self.assertIn("bench ok: 1 suites ran", proc.stdout)
 
     def test_a_stale_result_of_the_same_suite_is_not_reported_again(self):
@@ -109,6 +109,33 @@ class BenchCommandLineTest(unittest.TestCase):
     def test_a_suite_that_is_not_executable_is_refused(self):
         proc = self.bench("--out", self.out, "--suite", os.path.join(self.tmp.name, "absent"))
         self.assertCleanFailure(proc, 2, "--suite: not an executable file")
+
+    def test_a_compare_file_that_is_absent_or_not_a_report_is_refused_before_running(self):
+        proc = self.bench("--out", self.out, "--suite", self.suite("standin"),
+                          "--compare", os.path.join(self.tmp.name, "old.json"))
+        self.assertCleanFailure(proc, 2, "old.json: cannot read it")
+        self.assertFalse(os.path.exists(self.out))
+        bad = os.path.join(self.tmp.name, "bad.json")
+        for text, message in (("{", "not JSON"), ('{"benchmarks": []}', "not a report.json")):
+            with open(bad, "w") as f:
+                f.write(text)
+            proc = self.bench("--out", self.out, "--suite", self.suite("standin"), "--compare", bad)
+            self.assertCleanFailure(proc, 2, message)
+
+    def test_compare_prints_each_common_row_as_a_ratio(self):
+        proc = self.bench("--out", self.out, "--suite", self.suite("standin"))
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        old = os.path.join(self.tmp.name, "old.json")
+        with open(old, "w") as f:
+            json.dump({"rows": [{"op": "memcpy_to_dm", "size": 64,
+                                 "impls": {"onchip": {"median_ns": 10.0}}}],
+                       "hot": [{"path": "PostRecv", "ns": 20.0}]}, f)
+        proc = self.bench("--out", self.out, "--suite", self.suite("standin"), "--compare", old)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("Compared with the earlier run", proc.stdout)
+        self.assertIn("no row in common", proc.stdout)  # the stand-in's row is in no section
+        self.assertRegex(proc.stdout, r"only in the earlier run: .*memcpy_to_dm onchip 64 B")
+        self.assertRegex(proc.stdout, r"only in the earlier run: .*PostRecv onchip")
 
     def test_a_missed_performance_goal_is_named_not_reported_ok(self):
         # Speed is measured, never asserted: the run succeeds, and the miss is named.

@@ -1,0 +1,159 @@
+"""tools/cli/report.py on hand-written Google Benchmark JSON: the wire rows' ratios to the floor,
+rows that timed each operation themselves (p50_ns/p99_ns counters), failed rows reported with
+their error and never a number, the hot-path section, report.csv, the chart, and --compare."""
+import csv
+import json
+import os
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import report
+import unittest_main
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def row(name, ns, p50=None, p99=None, bps=0.0, unit="ns"):
+    b = {"name": name, "run_name": name, "run_type": "iteration", "real_time": ns,
+         "cpu_time": ns, "time_unit": unit}
+    if bps:
+        b["bytes_per_second"] = bps
+    if p50 is not None:
+        b.update(p50_ns=p50, p99_ns=p99)
+    return b
+
+
+def failed(name, message):
+    return {"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True,
+            "error_message": message}
+
+
+WIRE = [
+    # rdma_write at 8 B: the row's own per-operation timings (counters) win over real_time.
+    row("rdma_write.onchip/8/real_time", 999.0, p50=300.0, p99=450.0),
+    row("rdma_write.onchip/8/real_time", 999.0, p50=320.0, p99=500.0),
+    row("rdma_write.onchip/8/real_time", 999.0, p50=310.0, p99=470.0),
+    row("rdma_write.host/8/real_time", 400.0),
+    row("rdma_write.floor/8/real_time", 100.0),
+    row("rdma_write.onchip/64/real_time", 0.5, unit="us"),
+    row("rdma_write.host/64/real_time", 600.0),
+    row("rdma_write.floor/64/real_time", 120.0),
+    # rdma_read of DM failed: the host and floor rows stand, DM says why.
+    failed("rdma_read.onchip/8/real_time", "ibv_post_send: Invalid argument"),
+    row("rdma_read.host/8/real_time", 700.0),
+    row("rdma_read.floor/8/real_time", 100.0),
+    row("atomic_fetch_add.onchip/8/real_time", 350.0),
+    row("atomic_fetch_add.host/8/real_time", 380.0),
+    row("atomic_fetch_add.floor/8/real_time", 90.0),
+    row("rdma_write_bw.onchip/4096/real_time", 2000.0, bps=2.0e9),
+    row("rdma_write_bw.host/4096/real_time", 2500.0, bps=1.6e9),
+]
+HOT = [
+    row("PostSend/blueflame", 40.0), row("Floor/wqe_bf", 10.0),
+    row("PostRecv", 15.0), row("Floor/rwqe", 10.0),
+    failed("PollCq/one", "ibv_create_cq: Cannot allocate memory"), row("Floor/cqe", 8.0),
+]
+COPY = [
+    row("ToDevice/avx2/8", 3.0), row("ToDevice/vendor_dm_4B/8", 4.0), row("ToDevice/memcpy/8", 2.0),
+    row("ToDevice/avx2/4096", 30.0), row("ToDevice/vendor_dm_4B/4096", 600.0),
+    row("ToDevice/memcpy/4096", 40.0),
+    failed("memcpy_to_dm.onchip/64", "ibv_alloc_dm: Cannot allocate memory"),
+]
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.paths = []
+        for name, rows in (("wire", WIRE), ("rings", HOT), ("copy", COPY)):
+            path = os.path.join(self.tmp.name, name + ".json")
+            with open(path, "w") as f:
+                json.dump({"context": {"onchip_wc_copy": "to-device avx2; from-device avx2"},
+                           "benchmarks": rows}, f)
+            self.paths.append(path)
+
+    def write(self, compare_with=None):
+        text, chart = report.write(self.paths, self.tmp.name, [("device", "test")], compare_with)
+        with open(os.path.join(self.tmp.name, "report.json")) as f:
+            return text, chart, json.load(f)
+
+    def test_wire_rows_carry_their_ratio_to_the_floor_and_dm_against_host(self):
+        _, _, got = self.write()
+        wire = {(e["op"], e["size"]): e for e in got["wire"]}
+        w8 = wire[("rdma_write", 8)]
+        self.assertEqual(w8["impls"]["onchip"]["median_ns"], 310.0)  # the counters' median
+        self.assertEqual(w8["impls"]["onchip"]["p99_ns"], 470.0)
+        self.assertAlmostEqual(w8["x_floor_onchip"], 3.1)
+        self.assertAlmostEqual(w8["x_floor_host"], 4.0)
+        self.assertAlmostEqual(w8["dm_vs_host"], 400.0 / 310.0)
+        self.assertEqual(wire[("rdma_write", 64)]["impls"]["onchip"]["median_ns"], 500.0)  # us
+        self.assertEqual(got["wire_2proc"], [])
+
+    def test_a_failed_row_shows_its_error_and_no_number(self):
+        text, _, got = self.write()
+        read = [e for e in got["wire"] if e["op"] == "rdma_read"][0]
+        self.assertNotIn("onchip", read["impls"])
+        self.assertEqual(read["errors"], {"onchip": "ibv_post_send: Invalid argument"})
+        self.assertIsNone(read["x_floor_onchip"])
+        line = [l for l in text.splitlines() if l.startswith("rdma_read ")][0]
+        self.assertRegex(line, r"^rdma_read\s+8 B \|\s+error\s+\|\s+700 ns")
+        self.assertIn("rdma_read onchip 8 B failed: ibv_post_send: Invalid argument", text)
+        self.assertIn("memcpy_to_dm.onchip/64: ibv_alloc_dm: Cannot allocate memory", text)
+        hot = {r["path"]: r for r in got["hot"]}
+        self.assertIsNone(hot["PollCq/one"]["ns"])
+        self.assertIn("PollCq/one           failed: ibv_create_cq", text)
+
+    def test_text_names_the_goal_the_two_process_gap_and_the_hot_path_ratios(self):
+        text, _, got = self.write()
+        self.assertIn("goal: an 8-byte RDMA WRITE into DM within 3x of the floor: 3.1x (missed)", text)
+        self.assertIn("Over the wire, two processes: needs the device daemon", text)
+        self.assertRegex(text, r"PostSend/blueflame\s+40 ns Floor/wqe_bf\s+10 ns\s+4.0x")
+        self.assertRegex(text, r"rdma_write_bw\s+4 KiB \| DM 2.00 GB/s, host 1.60 GB/s")
+        hot = {r["path"]: r for r in got["hot"]}
+        self.assertAlmostEqual(hot["PostRecv"]["x_floor"], 1.5)
+
+    def test_csv_has_one_line_per_row_and_implementation_with_errors(self):
+        self.write()
+        with open(os.path.join(self.tmp.name, "report.csv")) as f:
+            lines = list(csv.DictReader(f))
+        self.assertEqual(list(lines[0]), ["op", "size", "impl", "p50_ns", "p99_ns", "bytes_per_s", "error"])
+        by = {(l["op"], l["size"], l["impl"]): l for l in lines}
+        self.assertEqual(by[("rdma_write", "8", "onchip")]["p50_ns"], "310")
+        self.assertEqual(by[("rdma_write", "8", "onchip")]["p99_ns"], "470")
+        self.assertEqual(by[("rdma_read", "8", "onchip")]["p50_ns"], "")
+        self.assertEqual(by[("rdma_read", "8", "onchip")]["error"], "ibv_post_send: Invalid argument")
+        self.assertEqual(by[("wc_copy_to_device", "4096", "vendor")]["p50_ns"], "600")
+        self.assertEqual(by[("PostSend/blueflame", "", "floor")]["p50_ns"], "10")
+
+    def test_chart_draws_wire_lines_copy_lines_and_hot_bars(self):
+        _, chart, _ = self.write()
+        root = ET.parse(chart).getroot()
+        titles = [t.text for t in root.iter(SVG + "title")]
+        self.assertIn("rdma_write latency (p50) DM 8 B: 310 ns", titles)
+        self.assertIn("rdma_write latency (p50) floor 64 B: 120 ns", titles)
+        self.assertIn("wc_copy_to_device: onchip kernel, vendor 4-byte loop, memcpy vendor 4 KiB: 600 ns", titles)
+        self.assertIn("atomic_fetch_add DM 8 B: 350 ns", titles)
+        self.assertIn("PostSend/blueflame driver: 40 ns", titles)
+        self.assertIn("PostSend/blueflame Floor/wqe_bf: 10 ns", titles)
+        self.assertFalse(any(t and t.startswith("rdma_read latency (p50) DM") for t in titles))
+        self.assertGreater(int(root.get("height")), 600)
+
+    def test_compare_sets_each_common_row_beside_the_old_one(self):
+        _, _, old = self.write()
+        old["wire"][0]["impls"]["onchip"]["median_ns"] = 620.0
+        old["hot"] = [{"path": "PostSend/blueflame", "ns": 40.0}, {"path": "Gone", "ns": 1.0}]
+        text, _, _ = self.write(compare_with=old)
+        lines = text.split("Compared with the earlier run", 1)[1].splitlines()
+        write8 = [l for l in lines if l.startswith("wire ") and " rdma_write " in l and " 8 B " in l
+                  and " onchip " in l][0]
+        self.assertRegex(write8, r"620 ns\s+310 ns\s+0.50x\s+faster$")
+        post = [l for l in lines if "PostSend/blueflame" in l][0]
+        self.assertRegex(post, r"1.00x\s+same$")
+        self.assertIn("only in the earlier run: Gone onchip", text)
+        self.assertEqual(report.compare({"rows": "junk", "hot": [3]}, old)[1], "  no row in common")
+
+
+if __name__ == "__main__":
+    unittest_main.main()
