@@ -91,10 +91,12 @@ Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, Devi
 }
 
 Result<std::shared_ptr<Device>> Device::Attach(std::unique_ptr<bus::Bus> bus,
-                                               std::unique_ptr<cmd::Commander> commander) {
+                                               std::unique_ptr<cmd::Commander> commander,
+                                               std::unique_ptr<cmd::OwnerChannel> owner) {
   if (!bus || !commander) return Fail(EINVAL, "device: no bus or no commander");
   std::shared_ptr<Device> device(new Device(std::move(bus)));
   device->remote_commander_ = std::move(commander);
+  device->owner_ = std::move(owner);
   device->commander_ = device->remote_commander_.get();
   auto up = [&]() -> Result<void> {
     ONCHIP_TRY(alloc::ProviderOptions memory, alloc::ProviderOptions::FromEnvironment());
@@ -174,6 +176,16 @@ Result<UmrQueue*> Device::umr_queue() {
     ONCHIP_TRY(umr_, UmrQueue::Create(*this));
   }
   return umr_.get();
+}
+
+Result<void> Device::UpdateMkeyInPlace(uint32_t mkey, const cmd::MkeyUpdate& update) {
+  if (attached()) {
+    if (!owner_) return Fail(EOPNOTSUPP, "umr: the function's owner offers no in-place update");
+    return owner_->UpdateMkey(mkey, update);
+  }
+  auto umr = umr_queue();
+  if (!umr) return Fail(EOPNOTSUPP, "umr: no registration queue could be made");
+  return (*umr)->UpdateMkey(mkey, update);
 }
 
 TeardownReport Device::Close() {

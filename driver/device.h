@@ -28,6 +28,7 @@
 #include "driver/bus/bus.h"
 #include "driver/caps.h"
 #include "driver/cmd/cmdq.h"
+#include "driver/cmd/owner_channel.h"
 #include "driver/memic.h"
 #include "driver/pages.h"
 #include "driver/registry.h"
@@ -67,9 +68,11 @@ class Device : public std::enable_shared_from_this<Device> {
   // function to user space): no ENABLE/INIT_HCA and no pages, commands through `commander`
   // (which must outlive nothing but this device: the device owns it). Capabilities are queried;
   // the device creates its own UAR and completion EQ under the commander's uid. Close() releases
-  // this device's objects and leaves the function up.
+  // this device's objects and leaves the function up. `owner` (may be null) is what the owner
+  // does for this process beyond commands (cmd/owner_channel.h).
   static Result<std::shared_ptr<Device>> Attach(std::unique_ptr<bus::Bus> bus,
-                                                std::unique_ptr<cmd::Commander> commander);
+                                                std::unique_ptr<cmd::Commander> commander,
+                                                std::unique_ptr<cmd::OwnerChannel> owner = nullptr);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -101,6 +104,11 @@ class Device : public std::enable_shared_from_this<Device> {
   // MR in place. EOPNOTSUPP on an attached function (a REG_UMR QP is the function owner's) and
   // after Close; a broken queue is replaced by a new one.
   Result<UmrQueue*> umr_queue();
+  // An MR's PD or access changed in place, its keys kept: by umr_queue() on a function this
+  // process owns, by the owner's channel on an attached one. EOPNOTSUPP when neither can (an
+  // attached function without the channel, or no REG_UMR queue could be made): the caller then
+  // re-registers with a new key, as mlx5_ib does when a UMR cannot serve.
+  Result<void> UpdateMkeyInPlace(uint32_t mkey, const cmd::MkeyUpdate& update);
   // The interrupt side (events.h): completion channels and async events. Null when the bus
   // delivers no interrupts.
   EventThread* events() { return events_.get(); }
@@ -154,6 +162,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<cmd::Cmdq> cmdq_;
   std::unique_ptr<cmd::Commander> remote_commander_;  // attached: the owner's command channel
   cmd::Commander* commander_ = nullptr;                // cmdq_ or remote_commander_
+  std::unique_ptr<cmd::OwnerChannel> owner_;          // attached: what the owner does beyond
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;
   std::unique_ptr<Uars> uars_;

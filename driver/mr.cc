@@ -276,20 +276,21 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
     return Fail(EBUSY, "rereg_mr: the new PD is being freed");
 
   // Access and PD alone change in place, as mlx5_ib does with a UMR: the keys stay, so a peer
-  // holding the rkey keeps reaching the MR. A zero-based switch moves start_addr, which a UMR
-  // here does not do; that, a new translation, or no registration queue (an attached function)
-  // re-creates the key below.
+  // holding the rkey keeps reaching the MR (on an attached function the owner runs the UMR). A
+  // zero-based switch moves start_addr, which a UMR here does not do; that, a new translation,
+  // or no way to run a UMR (EOPNOTSUPP) re-creates the key below.
   const bool same_base = ((new_access ^ static_cast<unsigned>(mr->access)) & IBV_ACCESS_ZERO_BASED) == 0;
   if (!change_translation && same_base) {
-    if (auto umr = device.umr_queue(); umr) {
-      MkeyUpdate update;
-      if (change_pd) update.pdn = new_pd->protection().pdn;
-      if (change_access) update.access = new_access;
-      ONCHIP_CHECK((*umr)->UpdateMkey(mr->ibv.lkey, update));
+    MkeyUpdate update;
+    if (change_pd) update.pdn = new_pd->protection().pdn;
+    if (change_access) update.access = new_access;
+    auto updated = device.UpdateMkeyInPlace(mr->ibv.lkey, update);
+    if (updated) {
       if (change_pd) MovePd(*mr, new_pd, pins);
       mr->access = static_cast<int>(new_access);
       return {};
     }
+    if (updated.error().errno_value() != EOPNOTSUPP) return std::unexpected(updated.error());
   }
   const bus::DmaMapping& mapping = change_translation ? pages.mapping : mr->mapping;
   const uint32_t log_page = change_translation ? pages.log_page : mr->log_page_size;

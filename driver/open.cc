@@ -76,7 +76,7 @@ Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts)
     // A function the daemon brought up: attach to it, commands through its channel.
     ONCHIP_TRY(bus::simd::Attachment a, bus::simd::Attach(locator.address));
     ONCHIP_TRY(auto sim_bus, bus::SimBus::Open(std::move(a.function), a.iova_base));
-    return Device::Attach(std::move(sim_bus), std::move(a.commander));
+    return Device::Attach(std::move(sim_bus), std::move(a.commander), std::move(a.owner));
   }
   if (locator.scheme == Locator::Scheme::kVfio) {
     ONCHIP_TRY(reached, bus::VfioBus::Open(locator.address));

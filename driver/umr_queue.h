@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 
+#include "driver/cmd/owner_channel.h"
 #include "driver/queue_buffer.h"
 #include "uapi/result.h"
 
@@ -29,11 +29,7 @@ class Commander;
 class Device;
 struct Bfreg;
 
-// What one UMR changes on an MR's mkey; an empty field stays as it is.
-struct MkeyUpdate {
-  std::optional<uint32_t> pdn;
-  std::optional<unsigned> access;  // IBV_ACCESS_*: local write, remote read/write, atomic
-};
+using cmd::MkeyUpdate;
 
 class UmrQueue {
  public:

@@ -16,6 +16,10 @@
 //                                              daemon -> kCommand (CommandReply + output bytes)
 //   client -> kMapDma (MapDmaRequest) + 0 or 1 fd        daemon -> kMapDma (status only)
 //   client -> kUnmapDma (UnmapDmaRequest)      daemon -> kUnmapDma (status only)
+//   client -> kUpdateMkey (UpdateMkeyRequest)  daemon -> kUpdateMkey (status only): the PD or
+//                                              access of an MR the client owns changes in place
+//                                              by the daemon's own REG_UMR QP, as mlx5_ib's
+//                                              rereg_user_mr does; the keys stay
 //   anyone -> kStatus (no payload, no hello)   daemon -> kStatus (UTF-8 JSON text), then closes
 // Requests are answered in order, one reply per request; `status` in a reply header is 0 or a
 // positive errno (the reply payload then holds a UTF-8 reason). A malformed frame (bad magic,
@@ -44,6 +48,7 @@ enum class MessageType : uint16_t {
   kMapDma = 3,
   kUnmapDma = 4,
   kStatus = 5,
+  kUpdateMkey = 6,
 };
 
 struct FrameHeader {
@@ -108,5 +113,19 @@ struct UnmapDmaRequest {
   uint64_t length = 0;
 };
 static_assert(sizeof(UnmapDmaRequest) == 16);
+
+// An in-place change of an MR the client created (CREATE_MKEY with umr_en): `fields` says which
+// of the PD and the access flags to change (kUpdateMkeyPd | kUpdateMkeyAccess, at least one).
+// EPERM when the key or the PD is not the client's, EINVAL for unknown access bits; the reply's
+// status is the UMR's errno otherwise (EIO with the completion's syndrome in the reason).
+inline constexpr uint32_t kUpdateMkeyPd = 1;
+inline constexpr uint32_t kUpdateMkeyAccess = 2;
+struct UpdateMkeyRequest {
+  uint32_t mkey = 0;    // the full key (index << 8 | variant), as lkey and rkey carry it
+  uint32_t fields = 0;  // kUpdateMkeyPd | kUpdateMkeyAccess
+  uint32_t pdn = 0;
+  uint32_t access = 0;  // IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC
+};
+static_assert(sizeof(UpdateMkeyRequest) == 16);
 
 }  // namespace onchip::simd

@@ -274,6 +274,11 @@ std::array<uint32_t, kOwnedKinds> OwnedObjects::counts() const {
   return n;
 }
 
+bool OwnedObjects::Owns(OwnedKind kind, uint32_t id) const {
+  return std::any_of(objects_.begin(), objects_.end(),
+                     [&](const Object& o) { return o.kind == kind && o.id == id; });
+}
+
 uint64_t OwnedObjects::memic_bytes() const {
   uint64_t n = 0;
   for (const Object& o : objects_)

@@ -48,6 +48,8 @@ class OwnedObjects {
 
   std::array<uint32_t, kOwnedKinds> counts() const;
   uint64_t memic_bytes() const;
+  // Whether the client created object `id` of `kind` (a PD number, an mkey index, ...).
+  bool Owns(OwnedKind kind, uint32_t id) const;
   std::size_t size() const { return objects_.size(); }
 
  private:

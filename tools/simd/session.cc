@@ -1,5 +1,6 @@
 #include "tools/simd/session.h"
 
+#include <infiniband/verbs.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "driver/umr_queue.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/field.h"
@@ -71,6 +73,7 @@ Result<void> Session::Serve(const Frame& frame) {
     case MessageType::kCommand: return Command(frame);
     case MessageType::kMapDma: return MapDma(const_cast<Frame&>(frame));
     case MessageType::kUnmapDma: return UnmapDma(frame);
+    case MessageType::kUpdateMkey: return UpdateMkey(frame);
     case MessageType::kStatus: {
       const std::string text = status_();
       ONCHIP_CHECK(Reply(type, 0, std::as_bytes(std::span<const char>(text.data(), text.size()))));
@@ -165,6 +168,38 @@ Result<void> Session::Command(const Frame& frame) {
     owned_.Note(in, out);
   }
   return Reply(MessageType::kCommand, 0, AsBytes(head), out);
+}
+
+// The kernel's rereg_user_mr for a client: the daemon's own REG_UMR QP changes the PD or the
+// access of an MR the client created, so its keys stay. The firmware checks the rest (the MR
+// allows UMR, the new PD has the MR's uid).
+Result<void> Session::UpdateMkey(const Frame& frame) {
+  constexpr uint32_t kFields = kUpdateMkeyPd | kUpdateMkeyAccess;
+  constexpr uint32_t kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  auto req = ReadStruct<UpdateMkeyRequest>(frame.payload);
+  if (!req || frame.payload.size() != sizeof(UpdateMkeyRequest) || !frame.fds.empty() ||
+      req->fields == 0 || (req->fields & ~kFields) != 0) {
+    (void)Refuse(MessageType::kUpdateMkey, EPROTO, "malformed MR update");
+    return Fail(EPROTO, "simd: malformed MR update");
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (!owned_.Owns(OwnedKind::kMkey, req->mkey >> 8))
+      return Refuse(MessageType::kUpdateMkey, EPERM, "the MR is not this client's");
+    if ((req->fields & kUpdateMkeyPd) && !owned_.Owns(OwnedKind::kPd, req->pdn))
+      return Refuse(MessageType::kUpdateMkey, EPERM, "the PD is not this client's");
+  }
+  if ((req->fields & kUpdateMkeyAccess) && (req->access & ~kAccess) != 0)
+    return Refuse(MessageType::kUpdateMkey, EINVAL, "access bits a UMR cannot set");
+  driver::cmd::MkeyUpdate update;
+  if (req->fields & kUpdateMkeyPd) update.pdn = req->pdn;
+  if (req->fields & kUpdateMkeyAccess) update.access = req->access;
+  auto umr = function_->driver->umr_queue();
+  if (!umr) return Refuse(MessageType::kUpdateMkey, umr.error().errno_value(), umr.error().what());
+  if (auto done = (*umr)->UpdateMkey(req->mkey, update); !done)
+    return Refuse(MessageType::kUpdateMkey, done.error().errno_value(), done.error().what());
+  return Reply(MessageType::kUpdateMkey, 0);
 }
 
 Result<void> Session::MapDma(Frame& frame) {

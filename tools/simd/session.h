@@ -61,6 +61,7 @@ class Session {
   Result<void> Command(const Frame& frame);
   Result<void> MapDma(Frame& frame);
   Result<void> UnmapDma(const Frame& frame);
+  Result<void> UpdateMkey(const Frame& frame);
   Result<void> Reply(MessageType type, uint32_t status, std::span<const std::byte> a = {},
                      std::span<const std::byte> b = {}, std::span<const int> fds = {});
   Result<void> Refuse(MessageType type, int errno_value, const char* why);

@@ -25,6 +25,7 @@ using onchip::simd::HelloRequest;
 using onchip::simd::MapDmaRequest;
 using onchip::simd::MessageType;
 using onchip::simd::UnmapDmaRequest;
+using onchip::simd::UpdateMkeyRequest;
 
 Connection::~Connection() { close(sock_); }
 
@@ -214,6 +215,24 @@ class SimdCommander final : public cmd::Commander {
   std::shared_ptr<Connection> conn_;
 };
 
+// The daemon's services beyond commands: it owns the function's REG_UMR QP.
+class SimdOwner final : public cmd::OwnerChannel {
+ public:
+  explicit SimdOwner(std::shared_ptr<Connection> conn) : conn_(std::move(conn)) {}
+
+  Result<void> UpdateMkey(uint32_t mkey, const cmd::MkeyUpdate& update) override {
+    UpdateMkeyRequest req{.mkey = mkey, .fields = 0, .pdn = update.pdn.value_or(0),
+                          .access = update.access.value_or(0)};
+    if (update.pdn) req.fields |= onchip::simd::kUpdateMkeyPd;
+    if (update.access) req.fields |= onchip::simd::kUpdateMkeyAccess;
+    ONCHIP_TRY(Frame reply, conn_->Call(MessageType::kUpdateMkey, {onchip::simd::AsBytes(req)}));
+    return CheckReply(reply, "update an MR in place through the device daemon");
+  }
+
+ private:
+  std::shared_ptr<Connection> conn_;
+};
+
 }  // namespace
 
 Result<Attachment> Attach(std::string_view address) {
@@ -246,6 +265,7 @@ Result<Attachment> Attach(std::string_view address) {
   a.function = std::make_unique<SimdFunction>(conn, bar0_fd, h.bar0_size, kick_fd,
                                               std::move(interrupts), h.interrupt_vector, tph);
   a.commander = std::make_unique<SimdCommander>(conn);
+  a.owner = std::make_unique<SimdOwner>(conn);
   a.connection = conn;
   a.iova_base = h.iova_base;
   a.client_id = h.client_id;

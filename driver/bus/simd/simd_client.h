@@ -11,7 +11,9 @@
 //     daemon's device reaches it in this process (process_vm_readv/writev);
 //   - a cmd::Commander: every firmware command is a message; the daemon owns the command queue,
 //     stamps this client's uid, refuses what user space may not issue (EPERM) and answers with
-//     the output bytes.
+//     the output bytes;
+//   - a cmd::OwnerChannel: what the daemon does with resources only it holds (an MR changed in
+//     place by its REG_UMR QP).
 // Once the daemon is gone (the socket saw EOF or an error) every call answers EIO at once and
 // the connection stays dead; `dead()` lets a caller look without a syscall.
 #pragma once
@@ -25,6 +27,7 @@
 
 #include "driver/bus/simd/frame_io.h"
 #include "driver/cmd/commander.h"
+#include "driver/cmd/owner_channel.h"
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
@@ -53,6 +56,7 @@ class Connection {
 struct Attachment {
   std::unique_ptr<vpci::Function> function;
   std::unique_ptr<cmd::Commander> commander;
+  std::unique_ptr<cmd::OwnerChannel> owner;
   std::shared_ptr<Connection> connection;
   uint64_t iova_base = 0;  // where this client's IOVA window starts
   uint32_t client_id = 0;

@@ -31,6 +31,7 @@
 #include "driver/device.h"
 #include "driver/events.h"
 #include "driver/open.h"
+#include "driver/pd.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/calls.h"
 #include "tests/device/rc_connect.h"
@@ -292,6 +293,58 @@ TEST_F(SimdTest, ADeadDaemonIsSeenByPostPollCommandsAndTheAsyncFdWithinASecond) 
   // Destroys succeed on a function that is gone and free every handle (LeakSanitizer checks).
   a.Close();
   ASSERT_TRUE(daemon_->Start());
+}
+
+// ibv_rereg_mr of an MR's access on a daemon's client keeps its keys, as the kernel's does: the
+// daemon runs the UMR on its own REG_UMR QP. Only the client's own MRs and PDs can be named.
+TEST_F(SimdTest, AnMrChangedInPlaceKeepsItsKeysAndOnlyItsOwnerMayChangeIt) {
+  Endpoint a, b;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(b.Open(daemon_->locator(0), 0));
+  ibv_qp* q1 = a.Rc();
+  ibv_qp* q2 = a.Rc();
+  ASSERT_TRUE(q1 && q2);
+  ASSERT_TRUE(Connect(q1, q2->qp_num, a.gid));
+  ASSERT_TRUE(Connect(q2, q1->qp_num, a.gid));
+  SharedBuffer target(1 << 12);
+  ibv_mr* mr = v::reg_mr(a.pd, target.data, target.size, reinterpret_cast<uintptr_t>(target.data),
+                         IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr) << strerror(errno);
+  const uint32_t key = mr->rkey;
+  ASSERT_EQ(v::rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0)
+      << strerror(errno);
+  EXPECT_EQ(mr->lkey, key);
+  EXPECT_EQ(mr->rkey, key);
+
+  // The peer's write with the old rkey now lands.
+  for (int i = 0; i < 64; ++i) a.buf->data[i] = static_cast<uint8_t>(0x30 + i);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf->data), 64, a.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(target.data);
+  wr.wr.rdma.rkey = key;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(q1, &wr, &bad), 0);
+  ibv_wc wc{};
+  ASSERT_TRUE(WaitUntil([&] { return rings::PollCq(a.cq, 1, &wc) != 0; }));
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(std::memcmp(target.data, a.buf->data, 64), 0);
+
+  // Another client may not change it, nor may its owner move it to another client's PD.
+  auto other = b.device->UpdateMkeyInPlace(key, {.pdn = std::nullopt, .access = IBV_ACCESS_LOCAL_WRITE});
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().errno_value(), EPERM);
+  auto foreign_pd = a.device->UpdateMkeyInPlace(
+      key, {.pdn = driver::Pd::From(b.pd)->pdn, .access = std::nullopt});
+  ASSERT_FALSE(foreign_pd);
+  EXPECT_EQ(foreign_pd.error().errno_value(), EPERM);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+  a.Close();
+  b.Close();
 }
 
 TEST_F(SimdTest, MalformedFramesAreRefusedAndTheDaemonGoesOn) {

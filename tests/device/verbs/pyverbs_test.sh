@@ -2,17 +2,32 @@
 # rdma-core's own pyverbs tests (Debian's rdma-core ships them gzipped, python3-pyverbs runs them)
 # as the judge of the provider: every test listed must run and pass; the only skips allowed are
 # the ones named in SKIPS_ALLOWED (each explained in driver/verbs/README.md). Arguments:
-# LAUNCH_PY PLUGIN
+# LAUNCH_PY PLUGIN [DAEMON]
+# With DAEMON (the onchip-simd binary) the tests run against function 0 of a device daemon this
+# script starts, as `tools/onchip run` does; without it each process has its own in-process device.
 #
 # Left out: DMTest.test_multi_process_alloc_dm (forked children have no device: ENODEV, see
 # driver/verbs/README.md).
 set -u
 launch="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; plugin="$(readlink -f "$2")"
+daemon="${3:+$(readlink -f "$3")}"
 src=/usr/share/doc/rdma-core/tests
 [ -f "$src/run_tests.py" ] || { echo "not ok - $src missing (apt-get install rdma-core)"; exit 1; }
 /usr/bin/python3 -c "import pyverbs" 2>/dev/null || { echo "not ok - no pyverbs (apt-get install python3-pyverbs)"; exit 1; }
 work="$(mktemp -d "${TEST_TMPDIR:-/tmp}/pyverbs.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+daemon_pid=
+sock=
+trap '[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null; [ -n "$sock" ] && rm -f "$sock"; rm -rf "$work"' EXIT
+device=sim
+if [ -n "$daemon" ]; then
+  # A UNIX socket path must stay under 108 bytes: the daemon's socket goes under /tmp.
+  sock="$(mktemp -u /tmp/onchip-pyverbs-XXXXXX.sock)"
+  "$daemon" --socket "$sock" >"$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+  [ -S "$sock" ] || { cat "$work/daemon.log"; echo "not ok - the device daemon did not start"; exit 1; }
+  device="simd:$sock#0"
+fi
 cp -r "$src" "$work/tests" && gunzip -f "$work"/tests/*.gz || exit 1
 
 set -- \
@@ -37,7 +52,7 @@ SKIPS_ALLOWED='dmabuf|Create XRCD is not supported|Extended QP is not supported|
 [ "$(id -u)" -eq 0 ] || SKIPS_ALLOWED="$SKIPS_ALLOWED|RAW QP must be done by root"
 
 out="$work/out.log"
-cd "$work" && /usr/bin/python3 "$launch" --plugin "$plugin" -- \
+cd "$work" && /usr/bin/python3 "$launch" --plugin "$plugin" --device "$device" -- \
   /usr/bin/python3 tests/run_tests.py -v "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
@@ -49,5 +64,5 @@ if grep -a "skipped '" "$out" | grep -avE "$SKIPS_ALLOWED" | grep -q .; then
 fi
 skipped=$(grep -ac "skipped '" "$out")
 passed=$((expected - skipped))  # OK above: whatever ran and was not skipped passed
-[ $failures -eq 0 ] && echo "ok - $expected pyverbs tests ran: $passed passed, $skipped skipped (allowed reasons only)"
+[ $failures -eq 0 ] && echo "ok - $expected pyverbs tests ran on $device: $passed passed, $skipped skipped (allowed reasons only)"
 exit $failures
