@@ -179,6 +179,8 @@ def human_rate(bps):
 def human_ns(ns):
     if ns != ns:
         return "-"
+    if ns >= 1e6:
+        return "%.1f ms" % (ns / 1e6)
     return "%.0f ns" % ns if ns < 1e4 else "%.1f us" % (ns / 1e3)
 
 
@@ -538,8 +540,11 @@ def draw_lines(svg, left, top, title, series, width=360, height=200):
         yy = y(v)
         svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, left + width, yy, yy))
         svg.text(left - 4, yy + 4, human_ns(v), anchor="end")
-    for n in sorted({n for n, _ in pts}):
-        svg.text(x(n), top + 24 + height + 14, human_size(n), anchor="middle", size=10)
+    last = None
+    for n in sorted({n for n, _ in pts}):  # as many size labels as fit side by side
+        if last is None or x(n) - last >= 44:
+            svg.text(x(n), top + 24 + height + 14, human_size(n), anchor="middle", size=10)
+            last = x(n)
     for i, (label, color, dashed, line) in enumerate(series):
         line = sorted((n, ns) for n, ns in line if ns and ns > 0)
         if not line:
