@@ -76,6 +76,8 @@ Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts)
     // A function the daemon brought up: attach to it, commands through its channel.
     ONCHIP_TRY(bus::simd::Attachment a, bus::simd::Attach(locator.address));
     ONCHIP_TRY(auto sim_bus, bus::SimBus::Open(std::move(a.function), a.iova_base));
+    // The bus owns the function, which holds the connection: the bus outlives every call.
+    a.connection->OnDeath([b = sim_bus.get()] { b->MarkGone(); });
     return Device::Attach(std::move(sim_bus), std::move(a.commander), std::move(a.owner));
   }
   if (locator.scheme == Locator::Scheme::kVfio) {

@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <optional>
 #include <vector>
 
@@ -45,6 +46,11 @@ Result<std::shared_ptr<Connection>> Connection::Dial(const std::string& socket_p
   return std::shared_ptr<Connection>(new Connection(sock));
 }
 
+void Connection::OnDeath(std::function<void()> lost) {
+  std::lock_guard lock(mu_);
+  on_death_ = std::move(lost);
+}
+
 Result<Frame> Connection::Call(MessageType type,
                                std::initializer_list<std::span<const std::byte>> parts,
                                std::span<const int> fds) {
@@ -54,6 +60,7 @@ Result<Frame> Connection::Call(MessageType type,
     // Whatever broke the exchange, the stream is out of step: nothing later can be trusted.
     dead_.store(true, std::memory_order_relaxed);
     shutdown(sock_, SHUT_RDWR);
+    if (on_death_) std::exchange(on_death_, nullptr)();
     return Fail(EIO, e.errno_value() == EIO ? "simd: the device daemon closed the connection"
                                             : "simd: the connection to the device daemon broke");
   };

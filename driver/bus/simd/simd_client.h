@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,9 +46,14 @@ class Connection {
                                    std::span<const int> fds = {});
   bool dead() const { return dead_.load(std::memory_order_relaxed); }
   int fd() const { return sock_; }
+  // Runs `lost` once, on the calling thread, when a call finds the daemon gone. The bus's gone
+  // flag is set this way at once, so the destroy that follows a failed call already knows the
+  // function is gone (the event thread that watches the socket may not have woken yet).
+  void OnDeath(std::function<void()> lost);
 
  private:
   explicit Connection(int sock) : sock_(sock) {}
+  std::function<void()> on_death_;  // under mu_
   std::mutex mu_;
   int sock_;
   std::atomic<bool> dead_{false};
