@@ -63,6 +63,8 @@ Result<void> CqRing::Init(const CqRingDesc& d) {
   uar_cq_doorbell_ = d.uar_cq_doorbell;
   bus_ = d.bus;
   qpns_ = d.qpns;
+  orphans_ = {};
+  orphans_.xrc_srqs = d.xrc_srqns;
   lock_.set_locked(d.locked);
   MarkInvalid(buf_, cqe_cnt_);
   ci_.store(0, std::memory_order_relaxed);
@@ -126,7 +128,16 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
 
   const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
   const WorkQueues* wq = qpns_->Find(qpn);
-  if (wq == nullptr) return Parsed::kError;
+  if (wq == nullptr) [[unlikely]] {
+    // Every QP's CQEs leave its CQs when it goes (Clean), except an XRC target's, which has no
+    // CQ: a receive CQE of a QP that is gone is one of those, and its XRC SRQ (the CQE's srqn)
+    // takes its WQE back, as libmlx5 finds the SRQ by the CQE's user index.
+    const bool responder = opcode == prm::MLX5_CQE_RESP_WR_IMM || opcode == prm::MLX5_CQE_RESP_SEND ||
+                           opcode == prm::MLX5_CQE_RESP_SEND_IMM ||
+                           opcode == prm::MLX5_CQE_RESP_SEND_INV || opcode == prm::MLX5_CQE_RESP_ERR;
+    if (orphans_.xrc_srqs == nullptr || !responder) return Parsed::kError;
+    wq = &orphans_;
+  }
   const uint16_t wqe_counter = cqe->wqe_counter.host();
   wc->qp_num = qpn;
   wc->wc_flags = 0;
@@ -135,6 +146,12 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
     *ts = (uint64_t{cqe->timestamp_h.host()} << 32) | cqe->timestamp_l.host();
 
   auto retire_receive = [&](uint64_t* wr_id) {
+    if (wq->xrc_srqs != nullptr) {
+      const WorkQueues* x = wq->xrc_srqs->Find(cqe->srqn.host() & 0xffffff);
+      if (x == nullptr || x->srq == nullptr) return false;
+      *wr_id = x->srq->Retire(wqe_counter);
+      return true;
+    }
     if (wq->srq != nullptr) {
       *wr_id = wq->srq->Retire(wqe_counter);
       return true;

@@ -18,13 +18,16 @@ namespace onchip::driver::rings {
 class SendQueue;
 class RecvQueue;
 class SrqRing;
+class QpnTable;
 
 // A QP's queues as its completions need them: the send queue, and either its own receive queue
-// or the SRQ it receives through (null when it has neither).
+// or the SRQ it receives through (null when it has neither). An XRC target QP has none of them:
+// its receives retire on the XRC SRQ the CQE's srqn field names, found in `xrc_srqs`.
 struct WorkQueues {
   SendQueue* sq = nullptr;
   RecvQueue* rq = nullptr;
   SrqRing* srq = nullptr;
+  const QpnTable* xrc_srqs = nullptr;
 };
 
 class QpnTable {
