@@ -54,7 +54,10 @@ Result<Xrcd*> OpenXrcd(const std::shared_ptr<Device>& device, int fd, int oflags
       return it->second;
     }
   }
-  if (!(oflags & O_CREAT)) return Fail(EINVAL, "open_xrcd: no domain for this file and no O_CREAT");
+  // The kernel's ib_uverbs_open_xrcd: a file with no domain needs O_CREAT (EAGAIN); fd -1 always
+  // makes a domain of its own.
+  if (inode && !(oflags & O_CREAT))
+    return Fail(EAGAIN, "open_xrcd: no domain for this file and no O_CREAT");
   ONCHIP_TRY(auto op, device->registry().Begin("open_xrcd: device closed"));
   ONCHIP_TRY(const uint32_t xrcdn, AllocOnDevice(*device));
   auto* xrcd = new Xrcd{};

@@ -9,12 +9,15 @@
 // processes opening the same file share one domain. onchip runs each process on its own
 // function context (the device's owner tags differ), so it shares a domain among the opens of
 // one device within a process: the first open of a file creates it (O_CREAT needed, else
-// EINVAL), later opens of the same inode get the same Xrcd (O_EXCL: EINVAL), each open counts,
-// and ibv_close_xrcd frees it on the last close. fd -1 makes a domain of its own (O_CREAT
-// needed). A bad fd is EBADF. Domains are not shared across processes (see driver/README.md).
+// EAGAIN, as ib_uverbs_open_xrcd answers), later opens of the same inode get the same Xrcd
+// (O_EXCL: EINVAL), each open counts, and ibv_close_xrcd frees it on the last close. fd -1
+// always makes a domain of its own. A bad fd is EBADF. Domains are not shared across processes
+// (see driver/verbs/README.md).
 //
 // The domain is pinned by the XRC SRQs and XRC QPs in it: the last close answers EBUSY (and
-// keeps its open) while any lives, as the kernel does.
+// keeps its open) while any lives. One difference from the kernel: it counts SRQs and QPs per
+// handle (closing the handle they were made through is EBUSY even if another open remains);
+// here every open of a file is the same handle, so only the last close can be EBUSY.
 #pragma once
 
 #include <sys/types.h>

@@ -86,7 +86,8 @@ int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
 
 // XRC domains (driver/xrcd.h): open_xrcd as libibverbs' ibv_cmd_open_xrcd checks comp_mask
 // (bits beyond FD | OFLAGS EOPNOTSUPP, FD and OFLAGS both required EINVAL), then fd -1 or an
-// open file (EBADF), O_CREAT / O_EXCL; close_xrcd: 0 or the errno (EBUSY while in use).
+// open file (EBADF), a file with no domain needs O_CREAT (EAGAIN), O_EXCL on one that has a
+// domain EINVAL, fd -1 always a new domain; close_xrcd: 0 or the errno (EBUSY while in use).
 ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
 int close_xrcd(ibv_xrcd* xrcd);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
