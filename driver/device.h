@@ -123,8 +123,8 @@ class Device : public std::enable_shared_from_this<Device> {
 
   // QP number -> the QP's work queues, for every CQ's poller (a CQE names its QP by number).
   rings::QpnTable& qpns() { return *qpns_; }
-  // XRC SRQ number -> its ring, for the pollers of receive CQEs of XRC target QPs (the CQE's
-  // srqn names the SRQ; the QP has no receive queue of its own).
+  // XRC SRQ user index (driver/srq.h) -> its ring, for the pollers of receive CQEs into XRC SRQs
+  // (the CQE's srqn holds the index; the XRC target QP has no receive queue of its own).
   rings::QpnTable& xrc_srqns() { return *xrc_srqns_; }
 
   // Every live object, and the ticket any creation or destruction takes (registry.h).

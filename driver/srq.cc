@@ -3,6 +3,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -65,7 +66,8 @@ Result<void> DestroyOnDevice(Device& device, uint32_t srqn, bool xrc) {
 // CREATE_SRQ, or CREATE_XRC_SRQ in attr.xrcd completing on attr.cq. Returns the SRQ number.
 Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& attr, uint32_t wqes,
                                 uint64_t stride, const QueueBuffer& ring,
-                                const QueueBuffer& doorbell, std::size_t pages) {
+                                const QueueBuffer& doorbell, std::size_t pages,
+                                uint32_t xrc_user_index) {
   if (attr.xrcd) {
     using In = prm::create_xrc_srq_in;
     using Ctx = prm::xrc_srqc_bits<In::xrc_srq_context_entry.bit_offset>;
@@ -77,8 +79,8 @@ Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& att
         .set(Ctx::pd, pd.protection().pdn)
         .set(Ctx::xrcd, attr.xrcd->xrcdn)
         .set(Ctx::cqn, attr.cq->cqn)
-        // Receive CQEs of target QPs then name the SRQ itself (their QP has no receive queue).
-        .set(Ctx::user_index_equal_xrc_srqn, 1)
+        // What its receive CQEs carry: the CQ's poller finds the SRQ by it.
+        .set(Ctx::user_index, xrc_user_index)
         .set(Ctx::lwm, attr.srq_limit)
         .set(Ctx::db_record_addr_h, doorbell.iova() >> 32)
         .set(Ctx::db_record_addr_l, (doorbell.iova() & 0xffffffff) >> 2);
@@ -101,6 +103,20 @@ Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& att
     in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_srq_out>(device.commander(), in));
   return static_cast<uint32_t>(out.get(prm::create_srq_out::srqn));
+}
+
+// An XRC SRQ's user index, reserved for `queues` in the device's XRC SRQ table: the flag and
+// the next free value of a process-wide counter.
+Result<uint32_t> ReserveXrcUserIndex(Device& device, const rings::WorkQueues* queues) {
+  static std::atomic<uint32_t> next{0};
+  for (int tries = 0; tries < 64; ++tries) {
+    const uint32_t index =
+        rings::kXrcUserIndexFlag | (next.fetch_add(1, std::memory_order_relaxed) & (rings::kXrcUserIndexFlag - 1));
+    auto inserted = device.xrc_srqns().Insert(index, queues);
+    if (inserted) return index;
+    if (inserted.error().errno_value() != EEXIST) return std::unexpected(inserted.error());
+  }
+  return Fail(ENOMEM, "create_srq: no free XRC SRQ user index");
 }
 
 }  // namespace
@@ -142,10 +158,20 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   std::memset(doorbell.data(), 0, sizeof(prm::SrqDoorbellRecord));
   if (ring.custom()) std::memset(ring.data(), 0, ring.size());
 
-  ONCHIP_TRY(const uint32_t srqn,
-             CreateOnDevice(*device, *pd, attr, wqes, stride, ring, doorbell, pages));
+  std::unique_ptr<Srq> holder(new Srq{});
+  if (xrc) {
+    holder->xrc_queues.srq = &holder->dp.ring;  // no CQE can name it before the SRQ exists
+    ONCHIP_TRY(holder->xrc_user_index, ReserveXrcUserIndex(*device, &holder->xrc_queues));
+  }
+  Result<uint32_t> created = CreateOnDevice(*device, *pd, attr, wqes, stride, ring, doorbell,
+                                            pages, holder->xrc_user_index);
+  if (!created) {
+    if (xrc) device->xrc_srqns().Erase(holder->xrc_user_index);
+    return std::unexpected(created.error());
+  }
+  const uint32_t srqn = *created;
 
-  auto* srq = new Srq{};
+  Srq* srq = holder.release();
   srq->device = device;
   srq->pd = pd;
   srq->srqn = srqn;
@@ -163,12 +189,9 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
                                           .dbr = static_cast<prm::SrqDoorbellRecord*>(doorbell.data()),
                                           .bus = &device->bus(),
                                           .locked = locked});
-  if (ready && xrc) {
-    srq->xrc_queues.srq = &srq->dp.ring;
-    ready = device->xrc_srqns().Insert(srq->srqn, &srq->xrc_queues);
-  }
   if (!ready) {
     (void)DestroyOnDevice(*device, srq->srqn, xrc);
+    if (xrc) device->xrc_srqns().Erase(srq->xrc_user_index);
     delete srq;
     return std::unexpected(ready.error());
   }
@@ -235,7 +258,7 @@ Result<void> ReleaseSrqOnDevice(Srq& srq, Release why) {
   auto destroyed = DestroyOnDevice(*srq.device, srq.srqn, srq.xrcd != nullptr);
   if (!destroyed && why == Release::kDestroy) return destroyed;
   if (srq.xrcd) {
-    srq.device->xrc_srqns().Erase(srq.srqn);
+    srq.device->xrc_srqns().Erase(srq.xrc_user_index);
     srq.cq->life.Unpin();
     srq.xrcd->life.Unpin();
   }

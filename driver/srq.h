@@ -17,10 +17,11 @@
 // XRC SRQs (SrqAttributes::xrcd and ::cq set; ibv_create_srq_ex with IBV_SRQT_XRC) are the same
 // ring made with CREATE_XRC_SRQ in the domain, completing on `cq`; they pin the PD, the CQ and
 // the domain. No QP names one: an XRC target QP of the domain takes a receive from it when a
-// message names its number (ibv_get_srq_num), so the SRQ's number goes into the device's XRC
-// SRQ table, where a CQ's poller finds the ring a receive CQE of a target QP retires (the CQE's
-// srqn field, which the driver asks to be the SRQ number: user_index_equal_xrc_srqn). Modify,
-// query and destroy use ARM_XRC_SRQ, QUERY_XRC_SRQ and DESTROY_XRC_SRQ.
+// message names its number (ibv_get_srq_num). The driver gives it a user index (libmlx5's uidx:
+// rings::kXrcUserIndexFlag | a counter, reserved in the device's XRC SRQ table before
+// CREATE_XRC_SRQ) that its receive CQEs carry in srqn, where a CQ's poller finds the ring to
+// retire, whatever became of the target QP the CQE names. Modify, query and destroy use
+// ARM_XRC_SRQ, QUERY_XRC_SRQ and DESTROY_XRC_SRQ.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -57,7 +58,8 @@ struct Srq {
   Life life;               // pinned by the QPs receiving from it
   Xrcd* xrcd = nullptr;  // XRC SRQs: the domain and the CQ they pin
   Cq* cq = nullptr;
-  rings::WorkQueues xrc_queues;  // XRC SRQs: what the device's XRC SRQ table maps srqn to
+  rings::WorkQueues xrc_queues;  // XRC SRQs: what the device's XRC SRQ table maps the index to
+  uint32_t xrc_user_index = 0;   // XRC SRQs: xrc_srqc.user_index, its key in that table
 
   static Srq* From(ibv_srq* srq) { return reinterpret_cast<Srq*>(srq); }
 };

@@ -128,16 +128,15 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
 
   const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
   const WorkQueues* wq = qpns_->Find(qpn);
-  if (wq == nullptr) [[unlikely]] {
-    // Every QP's CQEs leave its CQs when it goes (Clean), except an XRC target's, which has no
-    // CQ: a receive CQE of a QP that is gone is one of those, and its XRC SRQ (the CQE's srqn)
-    // takes its WQE back, as libmlx5 finds the SRQ by the CQE's user index.
-    const bool responder = opcode == prm::MLX5_CQE_RESP_WR_IMM || opcode == prm::MLX5_CQE_RESP_SEND ||
-                           opcode == prm::MLX5_CQE_RESP_SEND_IMM ||
-                           opcode == prm::MLX5_CQE_RESP_SEND_INV || opcode == prm::MLX5_CQE_RESP_ERR;
-    if (orphans_.xrc_srqs == nullptr || !responder) return Parsed::kError;
+  // A receive into an XRC SRQ carries the SRQ's user index (kXrcUserIndexFlag set): the SRQ
+  // takes its WQE back, whatever became of the XRC target QP the CQE names (it has no CQ to
+  // clean when it goes, and its number may already be another QP's), as libmlx5 finds the SRQ
+  // by the CQE's user index.
+  const bool responder = (opcode >= prm::MLX5_CQE_RESP_WR_IMM && opcode <= prm::MLX5_CQE_RESP_SEND_INV) ||
+                         opcode == prm::MLX5_CQE_RESP_ERR;
+  if (responder && (cqe->srqn.host() & kXrcUserIndexFlag) && orphans_.xrc_srqs != nullptr) [[unlikely]]
     wq = &orphans_;
-  }
+  if (wq == nullptr) return Parsed::kError;
   const uint16_t wqe_counter = cqe->wqe_counter.host();
   wc->qp_num = qpn;
   wc->wc_flags = 0;

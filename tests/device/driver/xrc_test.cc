@@ -334,7 +334,8 @@ TEST_F(XrcTest, SendIntoTheNamedSrqThroughPostSendAndTheWrApi) {
   EXPECT_EQ(qx->wr_complete(qx), EINVAL);
 }
 
-// The target has no CQ: a receive completion left when it is destroyed is still the SRQ's.
+// The target has no CQ: a receive completion left when it is destroyed is still the SRQ's, even
+// once its number is another QP's.
 TEST_F(XrcTest, ReceiveCompletionOutlivesItsTargetQp) {
   ibv_srq* srq = XrcSrq(xrcd_);  // completes on cq_
   ibv_cq* send_cq = v::create_cq(verbs_, 8, nullptr, 0);
@@ -374,6 +375,28 @@ TEST_F(XrcTest, ReceiveCompletionOutlivesItsTargetQp) {
   const uint32_t recv_qpn = recv->qp_num;
   qps_.erase(std::find(qps_.begin(), qps_.end(), recv));
   ASSERT_EQ(v::destroy_qp(recv), 0);
+  // The device hands the number to the next QP: an RC QP with a receive posted. The completion
+  // still belongs to the XRC SRQ (its user index says so), not to this QP's receive queue.
+  ibv_qp_init_attr ra{};
+  ra.send_cq = ra.recv_cq = cq_;
+  ra.qp_type = IBV_QPT_RC;
+  ra.cap.max_send_wr = ra.cap.max_recv_wr = 4;
+  ra.cap.max_send_sge = ra.cap.max_recv_sge = 1;
+  ibv_qp* reuse = v::create_qp(pd_, &ra);
+  ASSERT_NE(reuse, nullptr) << strerror(errno);
+  qps_.push_back(reuse);
+  EXPECT_EQ(reuse->qp_num, recv_qpn);
+  ibv_qp_attr init{};
+  init.qp_state = IBV_QPS_INIT;
+  init.port_num = 1;
+  ASSERT_EQ(v::modify_qp(reuse, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[6000]), 16, mr_->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 91;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(rings::PostRecv(reuse, &rwr, &rbad), 0);
   auto wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
