@@ -97,6 +97,7 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
       .uar_cq_doorbell = arm_doorbell,
       .bus = &device->bus(),
       .qpns = &device->qpns(),
+      .xrc_srqns = &device->xrc_srqns(),
       .locked = (attr.create_flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) == 0,
   };
   Result<void> ready = cq->dp.ring.Init(desc);

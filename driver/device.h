@@ -131,6 +131,9 @@ class Device : public std::enable_shared_from_this<Device> {
 
   // QP number -> the QP's work queues, for every CQ's poller (a CQE names its QP by number).
   rings::QpnTable& qpns() { return *qpns_; }
+  // XRC SRQ user index (driver/srq.h) -> its ring, for the pollers of receive CQEs into XRC SRQs
+  // (the CQE's srqn holds the index; the XRC target QP has no receive queue of its own).
+  rings::QpnTable& xrc_srqns() { return *xrc_srqns_; }
 
   // Every live object, and the ticket any creation or destruction takes (registry.h).
   Registry& registry() { return registry_; }
@@ -177,6 +180,7 @@ class Device : public std::enable_shared_from_this<Device> {
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded
   std::unique_ptr<rings::QpnTable> qpns_ = std::make_unique<rings::QpnTable>();
+  std::unique_ptr<rings::QpnTable> xrc_srqns_ = std::make_unique<rings::QpnTable>();
   std::atomic<uint8_t> mkey_variant_{0};
   std::atomic<uint32_t> next_dm_handle_{1};
   Registry registry_;

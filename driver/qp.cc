@@ -28,6 +28,7 @@ constexpr uint32_t kCtrlSeg = 16;
 constexpr uint32_t kRaddrSeg = 16;
 constexpr uint32_t kAtomicSeg = 16;
 constexpr uint32_t kDatagramSeg = 48;
+constexpr uint32_t kXrcSeg = 16;
 constexpr uint32_t kDataSeg = 16;
 constexpr uint32_t kInlineHeader = 4;
 // A raw packet WQE's Ethernet segment, and the rest of the 18-byte L2 header libmlx5 inlines
@@ -46,8 +47,15 @@ constexpr uint32_t kVerbsQpEx = 1u << 1;  // verbs_qp.comp_mask VERBS_QP_EX: qp_
 uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 uint32_t CeilLog2(uint32_t v) { return v <= 1 ? 0 : static_cast<uint32_t>(std::bit_width(v - 1)); }
 
+bool IsXrc(ibv_qp_type type) { return type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV; }
+// RC and both XRC sides: acknowledged, with RDMA reads and atomics.
+bool IsReliable(ibv_qp_type type) { return type == IBV_QPT_RC || IsXrc(type); }
+
 uint32_t PrmSt(ibv_qp_type type) {
-  return type == IBV_QPT_RC ? prm::QP_ST_RC : type == IBV_QPT_UC ? prm::QP_ST_UC : prm::QP_ST_UD;
+  return type == IBV_QPT_RC   ? prm::QP_ST_RC
+         : type == IBV_QPT_UC ? prm::QP_ST_UC
+         : IsXrc(type)        ? prm::QP_ST_XRC
+                              : prm::QP_ST_UD;
 }
 
 // The part of a send WQE that is not data: control segment and the largest operation body.
@@ -55,6 +63,7 @@ uint32_t SendOverhead(ibv_qp_type type, bool can_bind) {
   const uint32_t bind = can_bind ? kBindBody : 0;
   switch (type) {
     case IBV_QPT_RC: return kCtrlSeg + std::max(kRaddrSeg + kAtomicSeg, bind);
+    case IBV_QPT_XRC_SEND: return kCtrlSeg + std::max(kXrcSeg + kRaddrSeg + kAtomicSeg, bind);
     case IBV_QPT_UC: return kCtrlSeg + std::max(kRaddrSeg, bind);
     case IBV_QPT_RAW_PACKET: return kCtrlSeg + kEthSeg + kEthInlineRest;
     default: return kCtrlSeg + kDatagramSeg;
@@ -96,7 +105,7 @@ Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
     g.sq.can_bind = can_bind;
     g.sq.max_inline = static_cast<uint32_t>(wqe - overhead - kInlineHeader);
   }
-  if (cap.max_recv_wr > 0 && attr.srq == nullptr) {
+  if (cap.max_recv_wr > 0 && attr.srq == nullptr && !IsXrc(attr.type)) {
     if (cap.max_recv_wr > max_wqebb) return Fail(EINVAL, "create_qp: max_recv_wr above the device's");
     const uint64_t wqe = std::bit_ceil(uint64_t{kDataSeg} * std::max<uint32_t>(cap.max_recv_sge, 1));
     if (wqe > max_rq_desc) return Fail(EINVAL, "create_qp: a receive WQE of these caps is too large");
@@ -114,12 +123,19 @@ rings::QpTransport Transport(ibv_qp_type type) {
   return type == IBV_QPT_RC           ? rings::QpTransport::kRc
          : type == IBV_QPT_UC         ? rings::QpTransport::kUc
          : type == IBV_QPT_RAW_PACKET ? rings::QpTransport::kRaw
+         : type == IBV_QPT_XRC_SEND   ? rings::QpTransport::kXrc
                                       : rings::QpTransport::kUd;
 }
 
 // (Re)builds the rings over the QP's memory, empty: at creation and when the QP returns to
 // RESET (the device forgets its progress, so the driver's counters start over too).
 Result<void> InitRings(Qp& qp) {
+  if (qp.type == IBV_QPT_XRC_RECV) {
+    // No rings: its receives retire on the XRC SRQ each CQE names.
+    qp.dp.queues = {};
+    qp.dp.queues.xrc_srqs = &qp.device->xrc_srqns();
+    return {};
+  }
   auto* record = static_cast<prm::QpDoorbellRecord*>(qp.doorbell.data());
   const bool locked = qp.bf->need_lock;
   std::destroy_at(&qp.dp.sq);
@@ -181,6 +197,8 @@ void GatePosting(Qp& qp, ibv_qp_state state) {
 // The QP's completions nobody polled leave its CQs (libmlx5's __mlx5_cq_clean), so a poll never
 // meets a CQE of a QP that is gone or started over; SRQ WQEs they held go back to the SRQ.
 void CleanCqs(Qp& qp) {
+  // An XRC receive QP has no CQ: its completions name XRC SRQs, whose WQEs stay theirs.
+  if (qp.send_cq == nullptr) return;
   rings::SrqRing* srq = qp.srq ? &qp.srq->dp.ring : nullptr;
   qp.send_cq->dp.ring.Clean(qp.qpn, srq);
   if (qp.recv_cq != qp.send_cq) qp.recv_cq->dp.ring.Clean(qp.qpn, srq);
@@ -218,11 +236,14 @@ Result<void> DestroyOnDevice(Device& device, uint32_t qpn) {
 
 void InitVerbsQp(Qp& qp, const QpAttributes& attr) {
   ibv_qp& v = qp.ibv();
-  v.context = qp.pd->ibv.context;  // the context the QP was created through, as its PD's
+  // The context the QP was created through, as its PD's (its domain's for XRC receive).
+  v.context = qp.pd ? qp.pd->ibv.context : qp.xrcd->ibv().context;
   v.qp_context = attr.qp_context;
-  v.pd = &qp.pd->ibv;
-  v.send_cq = &qp.send_cq->dp.verbs.cq;
-  v.recv_cq = &qp.recv_cq->dp.verbs.cq;
+  v.pd = qp.pd ? &qp.pd->ibv : nullptr;
+  v.send_cq = qp.send_cq ? &qp.send_cq->dp.verbs.cq : nullptr;
+  // XRC send QPs receive nothing: no receive CQ to show.
+  v.recv_cq = qp.recv_cq && !IsXrc(qp.type) ? &qp.recv_cq->dp.verbs.cq : nullptr;
+  qp.dp.verbs.xrcd = qp.xrcd ? &qp.xrcd->verbs : nullptr;
   v.srq = qp.srq ? &qp.srq->dp.verbs.srq : nullptr;
   v.handle = qp.qpn;
   v.qp_num = qp.qpn;
@@ -277,7 +298,7 @@ void SetPath(prm::Message<T>& in, const ibv_ah_attr& ah, uint8_t port, uint16_t 
 void SetAccess(prm::Message<T>& in, ibv_qp_type type, unsigned access, uint8_t dest_rd_atomic) {
   if (dest_rd_atomic == 0) access &= IBV_ACCESS_REMOTE_WRITE;
   in.set(kQpc.rwe, (access & IBV_ACCESS_REMOTE_WRITE) ? 1 : 0);
-  if (type != IBV_QPT_RC) return;
+  if (!IsReliable(type)) return;
   in.set(kQpc.rre, (access & IBV_ACCESS_REMOTE_READ) ? 1 : 0);
   const bool atomic = (access & IBV_ACCESS_REMOTE_ATOMIC) != 0;
   in.set(kQpc.rae, atomic ? 1 : 0).set(kQpc.atomic_mode, atomic ? kAtomicModeIbCompatible : 0);
@@ -375,11 +396,12 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     case IBV_QPT_UC:
     case IBV_QPT_UD:
     case IBV_QPT_RAW_PACKET:
-      break;
     case IBV_QPT_XRC_SEND:
+      break;
     case IBV_QPT_XRC_RECV:
+      return Fail(EINVAL, "create_qp: an XRC receive QP belongs to an XRC domain, not a PD");
     case IBV_QPT_DRIVER:
-      return Fail(EOPNOTSUPP, "create_qp: only RC, UC, UD and raw packet QPs");
+      return Fail(EOPNOTSUPP, "create_qp: only RC, UC, UD, XRC and raw packet QPs");
     default:
       return Fail(EINVAL, "create_qp: unknown QP type");
   }
@@ -392,6 +414,13 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     return Fail(EOPNOTSUPP, "create_qp: the ibv_wr_* API on a raw packet QP");
   if (attr.ex && (attr.send_ops_flags & ~rings::SupportedSendOps(Transport(attr.type))))
     return Fail(EOPNOTSUPP, "create_qp: a send op this QP type cannot post");
+  if (attr.type == IBV_QPT_XRC_SEND) {
+    // The send side of XRC receives nothing (mlx5_ib's XRC_INI): no receive queue, CQ or SRQ of
+    // its own; the device's cqn_rcv names the send CQ.
+    attr.recv_cq = attr.send_cq;
+    attr.srq = nullptr;
+    attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
+  }
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
     return Fail(EINVAL, "create_qp: a QP needs a send and a receive CQ");
   const std::shared_ptr<Device>& device = pd->device;
@@ -482,7 +511,7 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   attr.cap.max_recv_sge = g.rq.max_gs;
   if (attr.srq) attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
   qp->init_cap = attr.cap;
-  qp->atomics = attr.type == IBV_QPT_RC &&
+  qp->atomics = (attr.type == IBV_QPT_RC || attr.type == IBV_QPT_XRC_SEND) &&
                 (!attr.ex || (attr.send_ops_flags & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                                                      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)));
   InitVerbsQp(*qp, attr);
@@ -498,6 +527,54 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     if (raw) (void)DestroyRawQpObjects(*device, qp->raw);
     else (void)DestroyOnDevice(*device, qp->qpn);
     delete qp;  // its buffers go back; the pins drop with `pins`
+    return std::unexpected(ready.error());
+  }
+  pins.Keep();
+  device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
+    return ReleaseQpOnDevice(*static_cast<Qp*>(p), Release::kClose);
+  });
+  return qp;
+}
+
+Result<Qp*> CreateXrcRecvQp(QpAttributes& attr) {
+  if (attr.type != IBV_QPT_XRC_RECV) return Fail(EINVAL, "create_qp: not an XRC receive QP");
+  if (attr.xrcd == nullptr) return Fail(EINVAL, "create_qp: an XRC receive QP needs its XRC domain");
+  if (attr.create_flags & ~uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB})
+    return Fail(EOPNOTSUPP, "create_qp: create flags other than BLOCK_SELF_MCAST_LB");
+  if (attr.ex && attr.send_ops_flags)
+    return Fail(EOPNOTSUPP, "create_qp: an XRC receive QP sends nothing");
+  Xrcd* xrcd = attr.xrcd;
+  const std::shared_ptr<Device>& device = xrcd->device;
+  ONCHIP_TRY(auto op, device->registry().Begin("create_qp: device closed"));
+  ParentPins pins;
+  if (!pins.Take(xrcd->life)) return Fail(EBUSY, "create_qp: its XRC domain is being closed");
+
+  // mlx5_ib's XRC_TGT: no send queue, no receive queue of its own, the domain.
+  using In = prm::create_qp_in;
+  constexpr auto qpc = In::qpc;
+  prm::Message<In> in;
+  in.set(In::opcode, prm::CREATE_QP)
+      .set(qpc.st, prm::QP_ST_XRC)
+      .set(qpc.pm_state, prm::QP_PM_MIGRATED)
+      .set(qpc.xrcd, xrcd->xrcdn)
+      .set(qpc.no_sq, 1)
+      .set(qpc.rq_type, prm::ZERO_LEN_RQ);
+  if (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) in.set(qpc.block_lb_mc, 1);
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_qp_out>(device->commander(), in));
+
+  auto* qp = new Qp{};
+  qp->device = device;
+  qp->xrcd = xrcd;
+  qp->type = IBV_QPT_XRC_RECV;
+  qp->qpn = static_cast<uint32_t>(out.get(prm::create_qp_out::qpn));
+  attr.cap = {};
+  qp->init_cap = attr.cap;
+  InitVerbsQp(*qp, attr);
+  Result<void> ready = InitRings(*qp);
+  if (ready) ready = InsertNumbers(*qp);
+  if (!ready) {
+    (void)DestroyOnDevice(*device, qp->qpn);
+    delete qp;
     return std::unexpected(ready.error());
   }
   pins.Keep();
@@ -542,11 +619,15 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
         .set(T::qpn, qp->qpn)
         .set(kQpc.st, PrmSt(qp->type))
         .set(kQpc.pm_state, prm::QP_PM_MIGRATED)
-        .set(kQpc.pd, qp->pd->protection().pdn)
-        .set(kQpc.cqn_snd, qp->send_cq->cqn)
-        .set(kQpc.cqn_rcv, qp->recv_cq->cqn)
         .set(kPath.pkey_index, pkey_index)
         .set(kPath.vhca_port_num, port);
+    if (qp->xrcd) {
+      in.set(kQpc.xrcd, qp->xrcd->xrcdn);
+    } else {
+      in.set(kQpc.pd, qp->pd->protection().pdn)
+          .set(kQpc.cqn_snd, qp->send_cq->cqn)
+          .set(kQpc.cqn_rcv, qp->recv_cq->cqn);
+    }
     SetAccess(in, qp->type, access, dest_rd_atomic);
     if (mask & IBV_QP_QKEY) in.set(kQpc.q_key, attr.qkey);
     if (mask & IBV_QP_MIN_RNR_TIMER) in.set(kQpc.min_rnr_nak, attr.min_rnr_timer);
@@ -562,21 +643,23 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
             .set(kQpc.remote_qpn, attr.dest_qp_num)
             .set(kQpc.next_rcv_psn, attr.rq_psn & 0xffffff);
         SetPath(in, attr.ah_attr, port, pkey_index);
-        if (qp->type == IBV_QPT_RC && dest_rd_atomic)
+        if (IsReliable(qp->type) && dest_rd_atomic)
           in.set(kQpc.log_rra_max, CeilLog2(dest_rd_atomic));
         // The responder's rights follow its read resources, which this transition sets:
         // send the access bits whether or not the mask named them.
-        opt |= qp->type == IBV_QPT_RC
+        opt |= IsReliable(qp->type)
                    ? (prm::QP_OPTPAR_RRE | prm::QP_OPTPAR_RAE | prm::QP_OPTPAR_RWE)
                    : prm::QP_OPTPAR_RWE;
         break;
       case prm::RTR2RTS_QP:
         in.set(kQpc.next_send_psn, attr.sq_psn & 0xffffff);
-        if (qp->type == IBV_QPT_RC) {
-          in.set(kQpc.retry_count, attr.retry_cnt)
-              .set(kQpc.rnr_retry, attr.rnr_retry)
-              .set(kPath.ack_timeout, attr.timeout);
-          if (attr.max_rd_atomic) in.set(kQpc.log_sra_max, CeilLog2(attr.max_rd_atomic));
+        // RC and XRC send require all of these; an XRC receive QP only the timeout.
+        if (IsReliable(qp->type)) {
+          if (mask & IBV_QP_RETRY_CNT) in.set(kQpc.retry_count, attr.retry_cnt);
+          if (mask & IBV_QP_RNR_RETRY) in.set(kQpc.rnr_retry, attr.rnr_retry);
+          if (mask & IBV_QP_TIMEOUT) in.set(kPath.ack_timeout, attr.timeout);
+          if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr.max_rd_atomic)
+            in.set(kQpc.log_sra_max, CeilLog2(attr.max_rd_atomic));
         }
         break;
       default:
@@ -597,7 +680,7 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
     // QP's unpolled completions leave its CQs (out of the qpn table meanwhile).
     EraseNumbers(*qp);
     CleanCqs(*qp);
-    std::memset(qp->doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
+    if (qp->doorbell.size() != 0) std::memset(qp->doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
     qp->port = 1;
     qp->pkey_index = 0;
     qp->access_flags = 0;
@@ -691,6 +774,10 @@ Result<void> ReleaseQpOnDevice(Qp& qp, Release why) {
   // The number may be reused by the next QP: the pollers stop finding this one.
   EraseNumbers(qp);
   CleanCqs(qp);
+  if (qp.xrcd) {
+    qp.xrcd->life.Unpin();
+    return destroyed;
+  }
   if (qp.srq) qp.srq->life.Unpin();
   qp.recv_cq->life.Unpin();
   qp.send_cq->life.Unpin();

@@ -22,6 +22,18 @@
 // A QP pins its PD (the one its parent domain wraps for the device, the parent domain for its
 // memory), its CQs and its SRQ.
 //
+// XRC (libmlx5 and mlx5_ib):
+//   - XRC_SEND (CreateQp): RC's send queue with the 16-byte XRC segment after ctrl in its WQE
+//     budget (libmlx5's sq_overhead: max(ctrl + bind, ctrl + xrc + raddr + atomic)); no
+//     receive queue (the receive caps, the receive CQ and the SRQ are ignored, as the kernel
+//     ignores them for XRC_INI; the device's cqn_rcv is the send CQ); pins its PD and send CQ.
+//   - XRC_RECV (CreateXrcRecvQp): no PD, CQ or ring at all; the XRC domain (IBV_QP_INIT_ATTR_XRCD)
+//     is all it has and pins. Its receives come from the domain's XRC SRQs that messages name,
+//     and complete on those SRQs' CQs: its number's entry in the device's qpn table says so
+//     (WorkQueues::xrc_srqs). Caps report 0.
+//   Both are reliable connections: the transitions take RC's fields (qp_transitions.h has the
+//   kernel's XRC_INI / XRC_TGT attribute masks).
+//
 // ModifyQp checks the attribute mask as the kernel does (qp_transitions.h) and the values as
 // mlx5_ib does (port, P_Key index, path MTU, RDMA read depths, a global address on RoCE),
 // before any command; then runs the transition's command with the fields it takes. QueryQp
@@ -39,6 +51,7 @@
 #include "driver/rings/data_path.h"
 #include "driver/srq.h"
 #include "driver/uar.h"
+#include "driver/xrcd.h"
 
 namespace onchip::driver {
 
@@ -64,6 +77,7 @@ struct QpAttributes {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
+  Xrcd* xrcd = nullptr;      // XRC_RECV: its domain
   ibv_qp_cap cap{};          // in: what was asked; out (CreateQp): what the QP has
   bool sq_sig_all = false;
   uint64_t send_ops_flags = 0;  // IBV_QP_EX_WITH_*; 0 when not given
@@ -79,6 +93,7 @@ struct Qp {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
+  Xrcd* xrcd = nullptr;       // XRC_RECV: the domain it pins (no PD, CQs or rings then)
   ibv_qp_type type = IBV_QPT_RC;
   QueueBuffer buffer;         // receive ring, then send ring
   QueueBuffer doorbell;       // prm::QpDoorbellRecord
@@ -105,6 +120,8 @@ struct Qp {
 };
 
 Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr);
+// An XRC receive QP in attr.xrcd (attr.type XRC_RECV).
+Result<Qp*> CreateXrcRecvQp(QpAttributes& attr);
 Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask);
 Result<void> QueryQp(Qp* qp, int mask, ibv_qp_attr* attr, ibv_qp_init_attr* init);
 Result<void> DestroyQp(Qp* qp);

@@ -10,60 +10,63 @@ namespace {
 
 constexpr int kStates = IBV_QPS_ERR + 1;  // RESET INIT RTR RTS SQD SQE ERR
 
-// Attribute sets per transport: [0] UD, [1] UC, [2] RC.
+// Attribute sets per transport: [0] UD, [1] UC, [2] RC, [3] XRC send (initiator), [4] XRC
+// receive (target).
 struct Entry {
   bool valid = false;
-  std::array<int, 3> required{};
-  std::array<int, 3> optional{};
+  std::array<int, 5> required{};
+  std::array<int, 5> optional{};
 };
 
-constexpr int Ud = 0, Uc = 1, Rc = 2;
+constexpr int Ud = 0, Uc = 1, Rc = 2, XrcIni = 3, XrcTgt = 4;
 
 constexpr int kRestOfPath = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
 
 // The kernel's qp_state_table, for the transports onchip creates.
 constexpr std::array<std::array<Entry, kStates>, kStates> kTable = [] {
   std::array<std::array<Entry, kStates>, kStates> t{};
-  auto all = [](int ud, int uc, int rc) { return std::array<int, 3>{ud, uc, rc}; };
+  auto all = [](int ud, int uc, int rc, int ini, int tgt) {
+    return std::array<int, 5>{ud, uc, rc, ini, tgt};
+  };
   // Every state may go to RESET and to ERR with no attribute.
   for (int s = 0; s < kStates; ++s) {
     t[s][IBV_QPS_RESET].valid = true;
     t[s][IBV_QPS_ERR].valid = true;
   }
+  constexpr int kConnectedInit = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
   t[IBV_QPS_RESET][IBV_QPS_INIT] = {
       true,
-      all(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+      all(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, kConnectedInit, kConnectedInit,
+          kConnectedInit, kConnectedInit),
       {}};
   t[IBV_QPS_INIT][IBV_QPS_INIT] = {
       true,
       {},
-      all(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)};
+      all(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, kConnectedInit, kConnectedInit,
+          kConnectedInit, kConnectedInit)};
+  constexpr int kRtr = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+  constexpr int kResponderRtr = kRtr | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  constexpr int kRtrOpt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
   t[IBV_QPS_INIT][IBV_QPS_RTR] = {
       true,
-      all(0, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
-          IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-      all(IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
-          IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-          IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX)};
+      all(0, kRtr, kResponderRtr, kRtr, kResponderRtr),
+      all(IBV_QP_PKEY_INDEX | IBV_QP_QKEY, kRtrOpt, kRtrOpt, kRtrOpt, kRtrOpt)};
+  constexpr int kRequesterRts = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+  constexpr int kRtsOpt = IBV_QP_CUR_STATE | kRestOfPath;
   t[IBV_QPS_RTR][IBV_QPS_RTS] = {
       true,
-      all(IBV_QP_SQ_PSN, IBV_QP_SQ_PSN,
-          IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-              IBV_QP_MAX_QP_RD_ATOMIC),
-      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | kRestOfPath,
-          IBV_QP_CUR_STATE | kRestOfPath | IBV_QP_MIN_RNR_TIMER)};
+      all(IBV_QP_SQ_PSN, IBV_QP_SQ_PSN, kRequesterRts, kRequesterRts,
+          IBV_QP_TIMEOUT | IBV_QP_SQ_PSN),
+      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, kRtsOpt, kRtsOpt | IBV_QP_MIN_RNR_TIMER, kRtsOpt,
+          kRtsOpt | IBV_QP_MIN_RNR_TIMER)};
   t[IBV_QPS_RTS][IBV_QPS_RTS] = {
       true,
       {},
-      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | kRestOfPath,
-          IBV_QP_CUR_STATE | kRestOfPath | IBV_QP_MIN_RNR_TIMER)};
-  t[IBV_QPS_RTS][IBV_QPS_SQD] = {
-      true, {}, all(IBV_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY)};
+      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, kRtsOpt, kRtsOpt | IBV_QP_MIN_RNR_TIMER, kRtsOpt,
+          kRtsOpt | IBV_QP_MIN_RNR_TIMER)};
+  constexpr int kSqd = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+  t[IBV_QPS_RTS][IBV_QPS_SQD] = {true, {}, all(kSqd, kSqd, kSqd, kSqd, kSqd)};
   t[IBV_QPS_SQD][IBV_QPS_RTS] = t[IBV_QPS_RTS][IBV_QPS_RTS];
   t[IBV_QPS_SQD][IBV_QPS_SQD] = {
       true,
@@ -72,11 +75,15 @@ constexpr std::array<std::array<Entry, kStates>, kStates> kTable = [] {
           IBV_QP_AV | kRestOfPath | IBV_QP_PKEY_INDEX,
           IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
               IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | kRestOfPath |
+              IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER,
+          IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+              IBV_QP_MAX_QP_RD_ATOMIC | kRestOfPath | IBV_QP_PKEY_INDEX,
+          IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC | kRestOfPath |
               IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER)};
   t[IBV_QPS_SQE][IBV_QPS_RTS] = {
       true,
       {},
-      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS, 0)};
+      all(IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS, 0, 0, 0)};
   return t;
 }();
 
@@ -85,6 +92,8 @@ int TransportIndex(ibv_qp_type type) {
     case IBV_QPT_UD: return Ud;
     case IBV_QPT_UC: return Uc;
     case IBV_QPT_RC: return Rc;
+    case IBV_QPT_XRC_SEND: return XrcIni;
+    case IBV_QPT_XRC_RECV: return XrcTgt;
     default: return -1;
   }
 }
@@ -181,9 +190,10 @@ uint32_t OptParamsOf(int mask) {
 }
 
 uint32_t TransitionOptParams(uint16_t opcode, ibv_qp_type type) {
-  const uint8_t st = type == IBV_QPT_RC   ? prm::QP_ST_RC
-                     : type == IBV_QPT_UC ? prm::QP_ST_UC
-                                          : prm::QP_ST_UD;
+  const uint8_t st = type == IBV_QPT_RC                                     ? prm::QP_ST_RC
+                     : type == IBV_QPT_UC                                   ? prm::QP_ST_UC
+                     : type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV ? prm::QP_ST_XRC
+                                                                            : prm::QP_ST_UD;
   return prm::QpTransitionOptionalFields(opcode, st);
 }
 

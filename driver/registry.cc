@@ -10,6 +10,7 @@ const char* KindName(ObjectKind kind) {
     case ObjectKind::kQp: return "QP";
     case ObjectKind::kSrq: return "SRQ";
     case ObjectKind::kCq: return "CQ";
+    case ObjectKind::kXrcd: return "XRC domain";
     case ObjectKind::kAh: return "AH";
     case ObjectKind::kMw: return "window";
     case ObjectKind::kMr: return "MR";

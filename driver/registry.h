@@ -33,9 +33,10 @@ namespace onchip::driver {
 
 // Every kind of object the device holds for the driver, in teardown order.
 enum class ObjectKind : uint8_t {
-  kQp,            // pins its PD, its CQs and its SRQ
-  kSrq,           // pins its PD and, for XRC, its CQ
+  kQp,            // pins its PD, its CQs and its SRQ, or (XRC) its XRC domain
+  kSrq,           // pins its PD and, for XRC, its CQ and its XRC domain
   kCq,            // pinned by the QPs and SRQs that name it
+  kXrcd,          // pinned by XRC SRQs and XRC QPs
   kAh,            // pins its PD
   kMw,            // pins its PD; a bound window keeps its MR (the device refuses that MR's destroy)
   kMr,            // pins its PD, its DM or its DMA handle

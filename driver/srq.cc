@@ -3,6 +3,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/srq.h"
+#include "uapi/prm/xrc.h"
 
 namespace onchip::driver {
 namespace {
@@ -24,6 +26,17 @@ constexpr std::size_t kDoorbellRecordBytes = 8;
 static_assert(sizeof(prm::SrqDoorbellRecord) <= kDoorbellRecordBytes);
 
 Result<void> ArmRq(Srq& srq, uint32_t lwm) {
+  if (srq.xrcd) {
+    using In = prm::arm_xrc_srq_in;
+    prm::Message<In> in;
+    in.set(In::opcode, prm::ARM_XRC_SRQ)
+        .set(In::op_mod, prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ)
+        .set(In::xrc_srqn, srq.srqn)
+        .set(In::lwm, lwm);
+    ONCHIP_TRY(auto out, cmd::Run<prm::arm_xrc_srq_out>(srq.device->commander(), in));
+    (void)out;
+    return {};
+  }
   prm::Message<prm::arm_rq_in> in;
   in.set(prm::arm_rq_in::opcode, prm::ARM_RQ)
       .set(prm::arm_rq_in::op_mod, prm::ARM_RQ_IN_OP_MOD_SRQ)
@@ -34,7 +47,15 @@ Result<void> ArmRq(Srq& srq, uint32_t lwm) {
   return {};
 }
 
-Result<void> DestroyOnDevice(Device& device, uint32_t srqn) {
+Result<void> DestroyOnDevice(Device& device, uint32_t srqn, bool xrc) {
+  if (xrc) {
+    prm::Message<prm::destroy_xrc_srq_in> in;
+    in.set(prm::destroy_xrc_srq_in::opcode, prm::DESTROY_XRC_SRQ)
+        .set(prm::destroy_xrc_srq_in::xrc_srqn, srqn);
+    ONCHIP_TRY(auto out, cmd::Run<prm::destroy_xrc_srq_out>(device.commander(), in));
+    (void)out;
+    return {};
+  }
   prm::Message<prm::destroy_srq_in> in;
   in.set(prm::destroy_srq_in::opcode, prm::DESTROY_SRQ).set(prm::destroy_srq_in::srqn, srqn);
   ONCHIP_TRY(auto out, cmd::Run<prm::destroy_srq_out>(device.commander(), in));
@@ -42,11 +63,71 @@ Result<void> DestroyOnDevice(Device& device, uint32_t srqn) {
   return {};
 }
 
+// CREATE_SRQ, or CREATE_XRC_SRQ in attr.xrcd completing on attr.cq. Returns the SRQ number.
+Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& attr, uint32_t wqes,
+                                uint64_t stride, const QueueBuffer& ring,
+                                const QueueBuffer& doorbell, std::size_t pages,
+                                uint32_t xrc_user_index) {
+  if (attr.xrcd) {
+    using In = prm::create_xrc_srq_in;
+    using Ctx = prm::xrc_srqc_bits<In::xrc_srq_context_entry.bit_offset>;
+    prm::Message<In> in(pages * 8);
+    in.set(In::opcode, prm::CREATE_XRC_SRQ)
+        .set(Ctx::log_xrc_srq_size, std::countr_zero(wqes))
+        .set(Ctx::log_rq_stride, std::countr_zero(stride) - 4)
+        .set(Ctx::log_page_size, 0)  // 4 KiB pages
+        .set(Ctx::pd, pd.protection().pdn)
+        .set(Ctx::xrcd, attr.xrcd->xrcdn)
+        .set(Ctx::cqn, attr.cq->cqn)
+        // What its receive CQEs carry: the CQ's poller finds the SRQ by it.
+        .set(Ctx::user_index, xrc_user_index)
+        .set(Ctx::lwm, attr.srq_limit)
+        .set(Ctx::db_record_addr_h, doorbell.iova() >> 32)
+        .set(Ctx::db_record_addr_l, (doorbell.iova() & 0xffffffff) >> 2);
+    for (std::size_t i = 0; i < pages; ++i)
+      in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
+    ONCHIP_TRY(auto out, cmd::Run<prm::create_xrc_srq_out>(device.commander(), in));
+    return static_cast<uint32_t>(out.get(prm::create_xrc_srq_out::xrc_srqn));
+  }
+  using In = prm::create_srq_in;
+  using Ctx = prm::srqc_bits<In::srq_context_entry.bit_offset>;
+  prm::Message<In> in(pages * 8);
+  in.set(In::opcode, prm::CREATE_SRQ)
+      .set(Ctx::log_srq_size, std::countr_zero(wqes))
+      .set(Ctx::log_rq_stride, std::countr_zero(stride) - 4)
+      .set(Ctx::log_page_size, 0)  // 4 KiB pages
+      .set(Ctx::pd, pd.protection().pdn)
+      .set(Ctx::lwm, attr.srq_limit)
+      .set(Ctx::dbr_addr, doorbell.iova());
+  for (std::size_t i = 0; i < pages; ++i)
+    in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
+  ONCHIP_TRY(auto out, cmd::Run<prm::create_srq_out>(device.commander(), in));
+  return static_cast<uint32_t>(out.get(prm::create_srq_out::srqn));
+}
+
+// An XRC SRQ's user index, reserved for `queues` in the device's XRC SRQ table: the flag and
+// the next free value of a process-wide counter.
+Result<uint32_t> ReserveXrcUserIndex(Device& device, const rings::WorkQueues* queues) {
+  static std::atomic<uint32_t> next{0};
+  for (int tries = 0; tries < 64; ++tries) {
+    const uint32_t index =
+        rings::kXrcUserIndexFlag | (next.fetch_add(1, std::memory_order_relaxed) & (rings::kXrcUserIndexFlag - 1));
+    auto inserted = device.xrc_srqns().Insert(index, queues);
+    if (inserted) return index;
+    if (inserted.error().errno_value() != EEXIST) return std::unexpected(inserted.error());
+  }
+  return Fail(ENOMEM, "create_srq: no free XRC SRQ user index");
+}
+
 }  // namespace
 
 Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   if (pd == nullptr) return Fail(EINVAL, "create_srq: null PD");
   const std::shared_ptr<Device>& device = pd->device;
+  const bool xrc = attr.xrcd != nullptr;
+  if (xrc && attr.cq == nullptr) return Fail(EINVAL, "create_srq: an XRC SRQ needs a CQ");
+  if (xrc && (attr.xrcd->device != device || attr.cq->device != device))
+    return Fail(EINVAL, "create_srq: the XRC domain or the CQ belongs to another device");
   const prm::Bits gen = device->caps().cur(prm::CAP_GENERAL);
   const uint32_t max_wr = (uint32_t{1} << gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1;
   if (attr.max_wr == 0 || attr.max_wr > max_wr) return Fail(EINVAL, "create_srq: max_wr out of range");
@@ -60,6 +141,8 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   ONCHIP_TRY(auto op, device->registry().Begin("create_srq: device closed"));
   ParentPins pins;
   if (!pins.Take(pd->life)) return Fail(EBUSY, "create_srq: its PD is being freed");
+  if (xrc && !pins.Take(attr.xrcd->life)) return Fail(EBUSY, "create_srq: its XRC domain is being closed");
+  if (xrc && !pins.Take(attr.cq->life)) return Fail(EBUSY, "create_srq: its CQ is being destroyed");
   ONCHIP_TRY(QueueBuffer ring,
              QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE, prm::ADAPTER_PAGE_SIZE,
                                    MLX5DV_RES_TYPE_SRQ));
@@ -75,24 +158,25 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   std::memset(doorbell.data(), 0, sizeof(prm::SrqDoorbellRecord));
   if (ring.custom()) std::memset(ring.data(), 0, ring.size());
 
-  using In = prm::create_srq_in;
-  using Ctx = prm::srqc_bits<In::srq_context_entry.bit_offset>;
-  prm::Message<In> in(pages * 8);
-  in.set(In::opcode, prm::CREATE_SRQ)
-      .set(Ctx::log_srq_size, std::countr_zero(wqes))
-      .set(Ctx::log_rq_stride, std::countr_zero(stride) - 4)
-      .set(Ctx::log_page_size, 0)  // 4 KiB pages
-      .set(Ctx::pd, pd->protection().pdn)
-      .set(Ctx::lwm, attr.srq_limit)
-      .set(Ctx::dbr_addr, doorbell.iova());
-  for (std::size_t i = 0; i < pages; ++i)
-    in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
-  ONCHIP_TRY(auto out, cmd::Run<prm::create_srq_out>(device->commander(), in));
+  std::unique_ptr<Srq> holder(new Srq{});
+  if (xrc) {
+    holder->xrc_queues.srq = &holder->dp.ring;  // no CQE can name it before the SRQ exists
+    ONCHIP_TRY(holder->xrc_user_index, ReserveXrcUserIndex(*device, &holder->xrc_queues));
+  }
+  Result<uint32_t> created = CreateOnDevice(*device, *pd, attr, wqes, stride, ring, doorbell,
+                                            pages, holder->xrc_user_index);
+  if (!created) {
+    if (xrc) device->xrc_srqns().Erase(holder->xrc_user_index);
+    return std::unexpected(created.error());
+  }
+  const uint32_t srqn = *created;
 
-  auto* srq = new Srq{};
+  Srq* srq = holder.release();
   srq->device = device;
   srq->pd = pd;
-  srq->srqn = out.get(prm::create_srq_out::srqn);
+  srq->srqn = srqn;
+  srq->xrcd = attr.xrcd;
+  srq->cq = attr.cq;
   srq->wqe_count = wqes;
   srq->wqe_shift = static_cast<uint32_t>(std::countr_zero(stride));
   srq->max_gs = static_cast<uint32_t>((stride - kNextSeg) / kDataSeg);
@@ -106,7 +190,8 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
                                           .bus = &device->bus(),
                                           .locked = locked});
   if (!ready) {
-    (void)DestroyOnDevice(*device, srq->srqn);
+    (void)DestroyOnDevice(*device, srq->srqn, xrc);
+    if (xrc) device->xrc_srqns().Erase(srq->xrc_user_index);
     delete srq;
     return std::unexpected(ready.error());
   }
@@ -119,8 +204,10 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   v.events_completed = 0;
   pthread_mutex_init(&v.mutex, nullptr);
   pthread_cond_init(&v.cond, nullptr);
-  srq->dp.verbs.srq_type = IBV_SRQT_BASIC;
+  srq->dp.verbs.srq_type = xrc ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
   srq->dp.verbs.srq_num = srq->srqn;
+  srq->dp.verbs.xrcd = xrc ? &attr.xrcd->verbs : nullptr;
+  srq->dp.verbs.cq = xrc ? &attr.cq->dp.verbs.cq : nullptr;
   attr.max_wr = srq->max_wr;
   attr.max_sge = srq->max_gs;
   pins.Keep();
@@ -146,21 +233,35 @@ Result<ibv_srq_attr> QuerySrq(Srq* srq) {
   if (srq == nullptr) return Fail(EINVAL, "query_srq: null");
   ONCHIP_TRY(auto op, srq->device->registry().Begin("query_srq: device closed"));
   if (!srq->life.usable()) return Fail(EIO, "query_srq: device closed");
-  prm::Message<prm::query_srq_in> in;
-  in.set(prm::query_srq_in::opcode, prm::QUERY_SRQ).set(prm::query_srq_in::srqn, srq->srqn);
   const std::size_t pages = srq->ring.size() / prm::ADAPTER_PAGE_SIZE;
-  ONCHIP_TRY(auto out, cmd::Run<prm::query_srq_out>(srq->device->commander(), in, pages * 8));
-  using Ctx = prm::srqc_bits<prm::query_srq_out::srq_context_entry.bit_offset>;
   ibv_srq_attr attr{};
   attr.max_wr = srq->max_wr;
   attr.max_sge = srq->max_gs;
+  if (srq->xrcd) {
+    using O = prm::query_xrc_srq_out;
+    prm::Message<prm::query_xrc_srq_in> in;
+    in.set(prm::query_xrc_srq_in::opcode, prm::QUERY_XRC_SRQ)
+        .set(prm::query_xrc_srq_in::xrc_srqn, srq->srqn);
+    ONCHIP_TRY(auto out, cmd::Run<O>(srq->device->commander(), in, pages * 8));
+    attr.srq_limit = out.get(prm::xrc_srqc_bits<O::xrc_srq_context_entry.bit_offset>::lwm);
+    return attr;
+  }
+  prm::Message<prm::query_srq_in> in;
+  in.set(prm::query_srq_in::opcode, prm::QUERY_SRQ).set(prm::query_srq_in::srqn, srq->srqn);
+  ONCHIP_TRY(auto out, cmd::Run<prm::query_srq_out>(srq->device->commander(), in, pages * 8));
+  using Ctx = prm::srqc_bits<prm::query_srq_out::srq_context_entry.bit_offset>;
   attr.srq_limit = out.get(Ctx::lwm);
   return attr;
 }
 
 Result<void> ReleaseSrqOnDevice(Srq& srq, Release why) {
-  auto destroyed = DestroyOnDevice(*srq.device, srq.srqn);
+  auto destroyed = DestroyOnDevice(*srq.device, srq.srqn, srq.xrcd != nullptr);
   if (!destroyed && why == Release::kDestroy) return destroyed;
+  if (srq.xrcd) {
+    srq.device->xrc_srqns().Erase(srq.xrc_user_index);
+    srq.cq->life.Unpin();
+    srq.xrcd->life.Unpin();
+  }
   srq.pd->life.Unpin();
   return destroyed;
 }

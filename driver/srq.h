@@ -13,15 +13,26 @@
 // ModifySrq takes IBV_SRQ_LIMIT only (ARM_RQ with the limit as lwm); IBV_SRQ_MAX_WR asks for
 // a resize, which mlx5 does not do: EINVAL. QuerySrq reads QUERY_SRQ for the limit.
 // An SRQ pins its PD and is pinned by the QPs receiving from it (DestroySrq: EBUSY).
+//
+// XRC SRQs (SrqAttributes::xrcd and ::cq set; ibv_create_srq_ex with IBV_SRQT_XRC) are the same
+// ring made with CREATE_XRC_SRQ in the domain, completing on `cq`; they pin the PD, the CQ and
+// the domain. No QP names one: an XRC target QP of the domain takes a receive from it when a
+// message names its number (ibv_get_srq_num). The driver gives it a user index (libmlx5's uidx:
+// rings::kXrcUserIndexFlag | a counter, reserved in the device's XRC SRQ table before
+// CREATE_XRC_SRQ) that its receive CQEs carry in srqn, where a CQ's poller finds the ring to
+// retire, whatever became of the target QP the CQE names. Modify, query and destroy use
+// ARM_XRC_SRQ, QUERY_XRC_SRQ and DESTROY_XRC_SRQ.
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <memory>
 
+#include "driver/cq.h"
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
 #include "driver/rings/data_path.h"
+#include "driver/xrcd.h"
 
 namespace onchip::driver {
 
@@ -29,6 +40,8 @@ struct SrqAttributes {
   uint32_t max_wr = 0;
   uint32_t max_sge = 0;
   uint32_t srq_limit = 0;
+  Xrcd* xrcd = nullptr;  // XRC: its domain
+  Cq* cq = nullptr;      // XRC: where its receives complete
 };
 
 struct Srq {
@@ -43,6 +56,10 @@ struct Srq {
   uint32_t max_gs = 0;     // data segments per WQE
   uint32_t max_wr = 0;     // what the application may have posted: wqe_count - 1
   Life life;               // pinned by the QPs receiving from it
+  Xrcd* xrcd = nullptr;  // XRC SRQs: the domain and the CQ they pin
+  Cq* cq = nullptr;
+  rings::WorkQueues xrc_queues;  // XRC SRQs: what the device's XRC SRQ table maps the index to
+  uint32_t xrc_user_index = 0;   // XRC SRQs: xrc_srqc.user_index, its key in that table
 
   static Srq* From(ibv_srq* srq) { return reinterpret_cast<Srq*>(srq); }
 };

@@ -63,6 +63,8 @@ Result<void> CqRing::Init(const CqRingDesc& d) {
   uar_cq_doorbell_ = d.uar_cq_doorbell;
   bus_ = d.bus;
   qpns_ = d.qpns;
+  orphans_ = {};
+  orphans_.xrc_srqs = d.xrc_srqns;
   lock_.set_locked(d.locked);
   MarkInvalid(buf_, cqe_cnt_);
   ci_.store(0, std::memory_order_relaxed);
@@ -126,6 +128,14 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
 
   const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
   const WorkQueues* wq = qpns_->Find(qpn);
+  // A receive into an XRC SRQ carries the SRQ's user index (kXrcUserIndexFlag set): the SRQ
+  // takes its WQE back, whatever became of the XRC target QP the CQE names (it has no CQ to
+  // clean when it goes, and its number may already be another QP's), as libmlx5 finds the SRQ
+  // by the CQE's user index.
+  const bool responder = (opcode >= prm::MLX5_CQE_RESP_WR_IMM && opcode <= prm::MLX5_CQE_RESP_SEND_INV) ||
+                         opcode == prm::MLX5_CQE_RESP_ERR;
+  if (responder && (cqe->srqn.host() & kXrcUserIndexFlag) && orphans_.xrc_srqs != nullptr) [[unlikely]]
+    wq = &orphans_;
   if (wq == nullptr) return Parsed::kError;
   const uint16_t wqe_counter = cqe->wqe_counter.host();
   wc->qp_num = qpn;
@@ -135,6 +145,12 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
     *ts = (uint64_t{cqe->timestamp_h.host()} << 32) | cqe->timestamp_l.host();
 
   auto retire_receive = [&](uint64_t* wr_id) {
+    if (wq->xrc_srqs != nullptr) {
+      const WorkQueues* x = wq->xrc_srqs->Find(cqe->srqn.host() & 0xffffff);
+      if (x == nullptr || x->srq == nullptr) return false;
+      *wr_id = x->srq->Retire(wqe_counter);
+      return true;
+    }
     if (wq->srq != nullptr) {
       *wr_id = wq->srq->Retire(wqe_counter);
       return true;

@@ -52,6 +52,9 @@ struct CqRingDesc {
   std::byte* uar_cq_doorbell = nullptr;     // UAR page + MLX5_CQ_DOORBELL (8 bytes)
   bus::Bus* bus = nullptr;
   const QpnTable* qpns = nullptr;           // finds the work queues of a CQE's QP
+  // The device's XRC SRQ table (optional), by user index: a receive CQE carrying an XRC SRQ's
+  // user index (kXrcUserIndexFlag) retires that SRQ's WQE whatever QP it names.
+  const QpnTable* xrc_srqns = nullptr;
   bool locked = true;
 };
 
@@ -140,6 +143,7 @@ class CqRing {
   std::byte* uar_cq_doorbell_ = nullptr;
   bus::Bus* bus_ = nullptr;
   const QpnTable* qpns_ = nullptr;
+  WorkQueues orphans_;  // {xrc_srqs}: the queues of any receive into an XRC SRQ
   QueueLock lock_;
   std::atomic<uint32_t> ci_{0};  // the poller's; Arm reads it from any thread
   uint32_t arm_sn_ = 0;

@@ -50,6 +50,7 @@ void WrLocalInv(ibv_qp_ex* qp, uint32_t invalidate_rkey) {
 void WrSetUdAddr(ibv_qp_ex* qp, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   Sq(qp).WrSetUdAddr(ah, remote_qpn, remote_qkey);
 }
+void WrSetXrcSrqn(ibv_qp_ex* qp, uint32_t remote_srqn) { Sq(qp).WrSetXrcSrqn(remote_srqn); }
 void WrSetSge(ibv_qp_ex* qp, uint32_t lkey, uint64_t addr, uint32_t length) {
   Sq(qp).WrSetSge(lkey, addr, length);
 }
@@ -116,6 +117,7 @@ uint64_t SupportedSendOps(QpTransport transport) {
     case QpTransport::kRaw: return 0;  // the engine executes no Ethernet send queue yet
     case QpTransport::kUc: return uc;
     case QpTransport::kRc:
+    case QpTransport::kXrc:
       return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
              IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
   }
@@ -133,6 +135,7 @@ Result<void> InstallWrOps(ibv_qp_ex* qp, uint64_t ops, QpTransport transport) {
   qp->wr_set_inline_data = WrSetInlineData;
   qp->wr_set_inline_data_list = WrSetInlineDataList;
   if (transport == QpTransport::kUd) qp->wr_set_ud_addr = WrSetUdAddr;
+  if (transport == QpTransport::kXrc) qp->wr_set_xrc_srqn = WrSetXrcSrqn;
   if (ops & IBV_QP_EX_WITH_SEND) qp->wr_send = WrSend;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM) qp->wr_send_imm = WrSendImm;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) qp->wr_send_inv = WrSendInv;

@@ -18,13 +18,22 @@ namespace onchip::driver::rings {
 class SendQueue;
 class RecvQueue;
 class SrqRing;
+class QpnTable;
+
+// The user index the driver gives each XRC SRQ (xrc_srqc.user_index, what its receive CQEs
+// carry in srqn): this bit set, so a receive CQE names its XRC SRQ whatever QP it names (an XRC
+// target QP may be gone, its number reused); regular QPs' CQEs carry user index 0.
+inline constexpr uint32_t kXrcUserIndexFlag = 1u << 23;
 
 // A QP's queues as its completions need them: the send queue, and either its own receive queue
-// or the SRQ it receives through (null when it has neither).
+// or the SRQ it receives through (null when it has neither). An XRC target QP has none of them:
+// its receives retire on the XRC SRQ whose user index the CQE's srqn field holds, found in
+// `xrc_srqs` (the device's table keyed by those user indices).
 struct WorkQueues {
   SendQueue* sq = nullptr;
   RecvQueue* rq = nullptr;
   SrqRing* srq = nullptr;
+  const QpnTable* xrc_srqs = nullptr;
 };
 
 class QpnTable {

@@ -84,13 +84,17 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   const uint32_t data = std::max(d.max_send_sge * kDs,
                                  d.max_inline_data ? AlignUp(d.max_inline_data + 4, kDs) : 0);
   // kRaw: the Ethernet segment and the rest of its inline L2 header.
-  const uint32_t remote = d.transport == QpTransport::kRc || d.transport == QpTransport::kRaw
+  // kXrc: its XRC segment, then RC's raddr and atomic segments.
+  const uint32_t remote = d.transport == QpTransport::kXrc ? 3 * kDs
+                          : d.transport == QpTransport::kRc || d.transport == QpTransport::kRaw
                               ? 2 * kDs
                           : d.transport == QpTransport::kUc ? kDs
                                                             : 0;
   const uint32_t av = d.transport == QpTransport::kUd ? sizeof(pod::mlx5_wqe_av) : 0;
   uint32_t worst = kDs + remote + av + data;
-  if ((d.transport == QpTransport::kRc || d.transport == QpTransport::kUc) && d.umr)
+  if ((d.transport == QpTransport::kRc || d.transport == QpTransport::kUc ||
+       d.transport == QpTransport::kXrc) &&
+      d.umr)
     worst = std::max<uint32_t>(worst, kUmrBindBytes);
   if (worst / kDs > prm::kWqeDsMask)
     return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
@@ -159,6 +163,7 @@ ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
       if (opcode == prm::MLX5_OPCODE_UMR && !umr_) return EINVAL;
       return 0;
     case QpTransport::kRc:
+    case QpTransport::kXrc:
       if (IsAtomic(opcode) && !atomics_) return EOPNOTSUPP;
       if (opcode == prm::MLX5_OPCODE_UMR && !umr_) return EINVAL;
       return 0;
@@ -212,6 +217,13 @@ ONCHIP_HOT void SendQueue::Builder::PutAtomic(uint8_t opcode, uint64_t swap_add,
   std::byte* at = TakeSegment();  // swap_add, compare
   Store64(at, Be64::FromHost(swap_add).raw());
   Store64(at + 8, Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0).raw());
+}
+
+ONCHIP_HOT std::byte* SendQueue::Builder::PutXrc(uint32_t remote_srqn) {
+  std::byte* at = TakeSegment();  // xrc_srqn, reserved
+  Store64(at, Pair(Be32::FromHost(remote_srqn & 0xffffff), Be32::FromHost(0)));
+  Store64(at + 8, 0);
+  return at;
 }
 
 ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
@@ -355,6 +367,7 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
   const bool umr = op.mlx5 == prm::MLX5_OPCODE_UMR;
   const uint8_t fence_before = b.next_fence;
   b.Begin(wr->wr_id, wr->send_flags, op.mlx5, imm, op.wc, umr);
+  if (transport_ == QpTransport::kXrc && !umr) b.PutXrc(wr->qp_type.xrc.remote_srqn);
 
   int err = 0;
   switch (op.mlx5) {
@@ -480,6 +493,7 @@ void SendQueue::WrSend(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t 
   wr_atomic_ = false;
   wr_setters_ = 1;
   wr_av_ = nullptr;
+  WrReserveXrc();
   if (transport_ == QpTransport::kUd) {
     wr_av_ = wr_.ReserveDatagram();
     wr_setters_ = 2;
@@ -492,10 +506,11 @@ void SendQueue::WrRdma(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_t 
   const ibv_wc_opcode wc =
       opcode == prm::MLX5_OPCODE_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE;
   wr_.Begin(wr_id, flags, opcode, imm_raw, wc, false);
+  wr_setters_ = 1;
+  WrReserveXrc();
   wr_.PutRaddr(rkey, raddr);
   wr_open_ = true;
   wr_atomic_ = false;
-  wr_setters_ = 1;
   wr_av_ = nullptr;
 }
 
@@ -505,11 +520,12 @@ void SendQueue::WrAtomic(uint64_t wr_id, unsigned flags, uint8_t opcode, uint32_
   const ibv_wc_opcode wc =
       opcode == prm::MLX5_OPCODE_ATOMIC_CS ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
   wr_.Begin(wr_id, flags, opcode, 0, wc, false);
+  wr_setters_ = 1;
+  WrReserveXrc();
   wr_.PutRaddr(rkey, raddr);
   wr_.PutAtomic(opcode, swap_add, compare);
   wr_open_ = true;
   wr_atomic_ = true;
-  wr_setters_ = 1;
   wr_av_ = nullptr;
 }
 
@@ -553,6 +569,22 @@ void SendQueue::WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remo
   av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
   av->key.qkey.qkey = Be32::FromHost(remote_qkey);
   wr_av_ = nullptr;
+  WrFinishSetter();
+}
+
+void SendQueue::WrReserveXrc() {
+  wr_xrc_ = nullptr;
+  if (transport_ != QpTransport::kXrc) return;
+  wr_xrc_ = wr_.PutXrc(0);
+  ++wr_setters_;
+}
+
+void SendQueue::WrSetXrcSrqn(uint32_t remote_srqn) {
+  if (wr_err_ != 0) return;
+  if (!wr_open_ || wr_xrc_ == nullptr) return Keep(wr_err_, EINVAL);
+  const Be32 srqn = Be32::FromHost(remote_srqn & 0xffffff);
+  std::memcpy(wr_xrc_, &srqn, sizeof(srqn));
+  wr_xrc_ = nullptr;
   WrFinishSetter();
 }
 

@@ -48,7 +48,10 @@ namespace onchip::driver::rings {
 
 // kRaw: a raw packet QP's SQ. The software ConnectX's data engine does not yet execute Ethernet
 // send queues, so every work request on one is refused with EOPNOTSUPP before it is written.
-enum class QpTransport : uint8_t { kRc, kUc, kUd, kRaw };
+// kXrc: an XRC send QP: RC's operations, each WQE but BIND_MW / LOCAL_INV carrying the XRC
+// segment (the remote XRC SRQ: wr.qp_type.xrc.remote_srqn, or ibv_wr_set_xrc_srqn, a setter
+// the WQE waits for like its data) right after ctrl.
+enum class QpTransport : uint8_t { kRc, kUc, kUd, kRaw, kXrc };
 
 // The ring memory and the QP facts a send queue needs, as the object layer created them.
 struct SendQueueDesc {
@@ -118,6 +121,7 @@ class SendQueue {
                 const ibv_mw_bind_info& info);
   void WrLocalInv(uint64_t wr_id, unsigned flags, uint32_t invalidate_rkey);
   void WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey);
+  void WrSetXrcSrqn(uint32_t remote_srqn);
   void WrSetSge(uint32_t lkey, uint64_t addr, uint32_t length);
   void WrSetSgeList(std::size_t num_sge, const ibv_sge* sg_list);
   void WrSetInline(const void* addr, std::size_t length);
@@ -164,6 +168,7 @@ class SendQueue {
     std::byte* TakeSegment();
     void PutRaddr(uint32_t rkey, uint64_t raddr);
     void PutAtomic(uint8_t opcode, uint64_t swap_add, uint64_t compare);
+    std::byte* PutXrc(uint32_t remote_srqn);
     std::byte* ReserveDatagram();
     void PutData(uint32_t lkey, uint64_t addr, uint32_t length);
     int PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n, uint32_t max);
@@ -180,6 +185,8 @@ class SendQueue {
   // The common start of each ibv_wr_* builder: false (error kept) when it cannot begin.
   bool WrBegin(uint8_t opcode);
   void WrFinishSetter();
+  // kXrc: reserves the open WQE's XRC segment, which ibv_wr_set_xrc_srqn fills.
+  void WrReserveXrc();
 
   std::byte* ring_ = nullptr;
   std::byte* qend_ = nullptr;
@@ -216,6 +223,7 @@ class SendQueue {
   int wr_setters_ = 0;     // setters still to come for the open WQE
   bool wr_atomic_ = false;
   std::byte* wr_av_ = nullptr;
+  std::byte* wr_xrc_ = nullptr;  // the open WQE's XRC segment, until ibv_wr_set_xrc_srqn
 };
 
 }  // namespace onchip::driver::rings

@@ -121,7 +121,12 @@ struct verbs_dm {
 
 // A provider's QP, CQ and SRQ begin with these: libibverbs reads the extended structs through
 // the plain ones (ibv_qp_to_qp_ex, ibv_cq_ex_to_cq) and xrcd/srq_type behind them.
-struct verbs_xrcd;
+// libibverbs' verbs_xrcd: an ibv_xrcd the library reads, then its comp_mask and handle.
+struct verbs_xrcd {
+  ibv_xrcd xrcd;
+  uint32_t comp_mask;
+  uint32_t handle;
+};
 struct verbs_qp {
   union {
     ibv_qp qp;

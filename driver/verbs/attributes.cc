@@ -22,7 +22,7 @@ constexpr uint32_t kMaxSqDescBytes = 512;  // mlx5_ib caps the send descriptor i
 uint32_t Pow2(uint64_t log) { return log >= 31 ? INT_MAX : uint32_t{1} << log; }
 
 // The queue limits the capabilities allow, as mlx5_ib derives them, minus what onchip does not
-// do: no path migration, no XRC, no port events on the async fd, no P_Key/Q_Key violation
+// do: no path migration, no port events on the async fd, no P_Key/Q_Key violation
 // counters, no port change on a live QP.
 void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
   a.max_qp = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp));
@@ -91,6 +91,8 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
     flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     a.max_mw = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
   }
+  // mlx5_ib: XRC domains, XRC SRQs and XRC QPs when the device has cmd_hca_cap.xrc.
+  if (gen.get(prm::cmd_hca_cap::xrc)) flags |= IBV_DEVICE_XRC;
   a.device_cap_flags = flags;
   a.max_mr = Pow2(gen.get(prm::cmd_hca_cap::log_max_mkey));
   a.max_pd = Pow2(gen.get(prm::cmd_hca_cap::log_max_pd));

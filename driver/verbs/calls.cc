@@ -22,6 +22,7 @@
 #include "driver/srq.h"
 #include "driver/td.h"
 #include "driver/verbs/abi34.h"
+#include "driver/xrcd.h"
 
 namespace onchip::driver::verbs {
 namespace {
@@ -292,17 +293,8 @@ int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr) {
 
 namespace {
 
-ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
-  // A write command's lookup that finds nothing is EINVAL.
-  if (OfAnotherContext(attr->send_cq, pd->ibv.context) ||
-      OfAnotherContext(attr->recv_cq, pd->ibv.context) ||
-      OfAnotherContext(attr->srq, pd->ibv.context))
-    return Errno<ibv_qp>(EINVAL);
-  QpAttributes a;
+void TakeCommonQpAttributes(const ibv_qp_init_attr_ex* attr, QpAttributes& a) {
   a.type = attr->qp_type;
-  a.send_cq = attr->send_cq ? Cq::From(attr->send_cq) : nullptr;
-  a.recv_cq = attr->recv_cq ? Cq::From(attr->recv_cq) : nullptr;
-  a.srq = attr->srq ? Srq::From(attr->srq) : nullptr;
   a.cap = attr->cap;
   a.sq_sig_all = attr->sq_sig_all != 0;
   a.qp_context = attr->qp_context;
@@ -311,6 +303,21 @@ ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
     a.ex = true;
     a.send_ops_flags = attr->send_ops_flags;
   }
+}
+
+ibv_qp* CreateQpFrom(Pd* pd, ibv_qp_init_attr_ex* attr) {
+  // A write command's lookup that finds nothing is EINVAL. The kernel looks up no receive CQ
+  // or SRQ for an XRC send QP.
+  const bool xrc_send = attr->qp_type == IBV_QPT_XRC_SEND;
+  if (OfAnotherContext(attr->send_cq, pd->ibv.context) ||
+      (!xrc_send && OfAnotherContext(attr->recv_cq, pd->ibv.context)) ||
+      (!xrc_send && OfAnotherContext(attr->srq, pd->ibv.context)))
+    return Errno<ibv_qp>(EINVAL);
+  QpAttributes a;
+  TakeCommonQpAttributes(attr, a);
+  a.send_cq = attr->send_cq ? Cq::From(attr->send_cq) : nullptr;
+  a.recv_cq = attr->recv_cq ? Cq::From(attr->recv_cq) : nullptr;
+  a.srq = attr->srq ? Srq::From(attr->srq) : nullptr;
   auto qp = CreateQp(pd, a);
   if (!qp) return Errno<ibv_qp>(ErrnoOf(qp.error()));
   attr->cap = a.cap;
@@ -345,9 +352,27 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
                               IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (attr->comp_mask & ~kKnown) return Errno<ibv_qp>(EINVAL);
-  if (attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-                         IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+  if (attr->comp_mask & (IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
+                         IBV_QP_INIT_ATTR_RX_HASH))
     return Errno<ibv_qp>(EOPNOTSUPP);
+  // libibverbs sends the XRC domain's handle where the PD's goes: an XRC receive QP needs it,
+  // and any other type given one finds no PD there (EINVAL).
+  if (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) {
+    if (attr->qp_type != IBV_QPT_XRC_RECV || attr->xrcd == nullptr ||
+        attr->xrcd->context != context)
+      return Errno<ibv_qp>(EINVAL);
+    QpAttributes a;
+    TakeCommonQpAttributes(attr, a);
+    a.xrcd = Xrcd::From(attr->xrcd);
+    auto qp = CreateXrcRecvQp(a);
+    if (!qp) return Errno<ibv_qp>(ErrnoOf(qp.error()));
+    attr->cap = a.cap;
+    ibv_qp& v = (*qp)->ibv();
+    v.context = context;
+    WatchQueue(context, EventQueueKind::kQp, v.qp_num, &v);
+    return &v;
+  }
+  if (attr->qp_type == IBV_QPT_XRC_RECV) return Errno<ibv_qp>(EINVAL);
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) return Errno<ibv_qp>(EINVAL);
   if (attr->pd->context != context) return Errno<ibv_qp>(EINVAL);
   return CreateQpFrom(Pd::From(attr->pd), attr);
@@ -406,14 +431,24 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
                               IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
                               IBV_SRQ_INIT_ATTR_TM;
   if (attr->comp_mask & ~kKnown) return Errno<ibv_srq>(EINVAL);
-  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
-    return Errno<ibv_srq>(EOPNOTSUPP);
-  if (attr->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM))
-    return Errno<ibv_srq>(EOPNOTSUPP);
+  const ibv_srq_type type =
+      (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? attr->srq_type : IBV_SRQT_BASIC;
+  if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) return Errno<ibv_srq>(EOPNOTSUPP);
+  if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) return Errno<ibv_srq>(EOPNOTSUPP);
   if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr ||
       attr->pd->context != context)
     return Errno<ibv_srq>(EINVAL);
   SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  // An XRC SRQ names its domain and its CQ, which the kernel looks up (EINVAL when missing or
+  // another context's); a basic SRQ's command carries neither, whatever comp_mask says.
+  if (type == IBV_SRQT_XRC) {
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || attr->xrcd == nullptr ||
+        attr->xrcd->context != context || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+        attr->cq == nullptr || attr->cq->context != context)
+      return Errno<ibv_srq>(EINVAL);
+    a.xrcd = Xrcd::From(attr->xrcd);
+    a.cq = Cq::From(attr->cq);
+  }
   auto srq = CreateSrq(Pd::From(attr->pd), a);
   if (!srq) return Errno<ibv_srq>(ErrnoOf(srq.error()));
   attr->attr.max_wr = a.max_wr;
@@ -424,6 +459,31 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   v.srq_context = attr->srq_context;
   WatchQueue(context, EventQueueKind::kSrq, (*srq)->srqn, &v);
   return &v;
+}
+
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num) {
+  if (srq == nullptr || srq_num == nullptr) return EINVAL;
+  *srq_num = Srq::From(srq)->srqn;
+  return 0;
+}
+
+ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
+  if (attr == nullptr) return Errno<ibv_xrcd>(EINVAL);
+  // libibverbs' ibv_cmd_open_xrcd: unknown comp_mask bits, then FD and OFLAGS both required.
+  if (attr->comp_mask & ~uint32_t{IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS})
+    return Errno<ibv_xrcd>(EOPNOTSUPP);
+  if (!(attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) || !(attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS))
+    return Errno<ibv_xrcd>(EINVAL);
+  auto xrcd = OpenXrcd(DeviceOf(context), attr->fd, attr->oflags);
+  if (!xrcd) return Errno<ibv_xrcd>(ErrnoOf(xrcd.error()));
+  // A shared domain keeps the context of its first open (ibv_xrcd has nothing else).
+  if ((*xrcd)->opens == 1) (*xrcd)->ibv().context = context;
+  return &(*xrcd)->ibv();
+}
+
+int close_xrcd(ibv_xrcd* xrcd) {
+  if (xrcd == nullptr) return EINVAL;
+  return AsErrno(CloseXrcd(Xrcd::From(xrcd)));
 }
 
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {

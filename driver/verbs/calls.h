@@ -62,8 +62,9 @@ int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 
 // Queue pairs (driver/qp.h). create_qp is ibv_create_qp's provider op (libibverbs fills nothing
 // after it); create_qp_ex is ibv_create_qp_ex whole: comp_mask beyond PD, CREATE_FLAGS and
-// SEND_OPS_FLAGS EINVAL, XRC domains, TSO headers, RSS and create flags other than
-// BLOCK_SELF_MCAST_LB EOPNOTSUPP, no PD EINVAL.
+// SEND_OPS_FLAGS and XRCD EINVAL, TSO headers, RSS and create flags other than
+// BLOCK_SELF_MCAST_LB EOPNOTSUPP, no PD EINVAL; an XRC receive QP takes IBV_QP_INIT_ATTR_XRCD
+// instead of a PD (XRCD on any other type, or XRC_RECV without it, EINVAL).
 // Both write back the capabilities the QP has (max_send_wr, max_recv_wr, max_inline_data, ...).
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
@@ -75,11 +76,20 @@ int destroy_qp(ibv_qp* qp);
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
 
 // Shared receive queues (driver/srq.h): create_srq is the provider op (libibverbs then fills
-// context, srq_context, pd and the event fields); create_srq_ex: comp_mask beyond TYPE and PD
-// EINVAL, XRC and tag-matching SRQs EOPNOTSUPP.
+// context, srq_context, pd and the event fields); create_srq_ex: comp_mask beyond TYPE, PD,
+// XRCD, CQ and TM EINVAL, tag-matching SRQs EOPNOTSUPP; IBV_SRQT_XRC needs PD, XRCD and CQ
+// (EINVAL). get_srq_num: the SRQ's number (what an XRC sender names).
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
 ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
+
+// XRC domains (driver/xrcd.h): open_xrcd as libibverbs' ibv_cmd_open_xrcd checks comp_mask
+// (bits beyond FD | OFLAGS EOPNOTSUPP, FD and OFLAGS both required EINVAL), then fd -1 or an
+// open file (EBADF), a file with no domain needs O_CREAT (EAGAIN), O_EXCL on one that has a
+// domain EINVAL, fd -1 always a new domain; close_xrcd: 0 or the errno (EBUSY while in use).
+ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
+int close_xrcd(ibv_xrcd* xrcd);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
 int destroy_srq(ibv_srq* srq);
 

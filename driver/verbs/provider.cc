@@ -171,6 +171,7 @@ ibv_context* ContextOf(ibv_cq* cq) { return cq->context; }
 ibv_context* ContextOf(ibv_qp* qp) { return qp->context; }
 ibv_context* ContextOf(ibv_srq* srq) { return srq->context; }
 ibv_context* ContextOf(ibv_ah* ah) { return ah->context; }
+ibv_context* ContextOf(ibv_xrcd* xrcd) { return xrcd->context; }
 
 bool InOpeningProcess(const ibv_context* context) {
   return From(const_cast<ibv_context*>(context))->owner == getpid();
@@ -229,6 +230,9 @@ const verbs_context_ops kContextOps = [] {
   ops.create_qp_ex = OwnerOnly<driver::verbs::create_qp_ex>::Call;
   ops.create_srq = OwnerOnly<driver::verbs::create_srq>::Call;
   ops.create_srq_ex = OwnerOnly<driver::verbs::create_srq_ex>::Call;
+  ops.close_xrcd = OwnerOnly<driver::verbs::close_xrcd>::Call;
+  ops.get_srq_num = OwnerOnly<driver::verbs::get_srq_num>::Call;
+  ops.open_xrcd = OwnerOnly<driver::verbs::open_xrcd>::Call;
   ops.dealloc_mw = OwnerOnly<driver::verbs::dealloc_mw>::Call;
   ops.dealloc_pd = OwnerOnly<driver::verbs::dealloc_pd>::Call;  // parent domains too
   ops.dealloc_td = OwnerOnly<driver::verbs::dealloc_td>::Call;

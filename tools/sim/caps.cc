@@ -117,8 +117,8 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::roce, 1)
         .set(cmd_hca_cap::atomic, 1)
         .set(cmd_hca_cap::imaicl, c.imaicl ? 1 : 0)
-        // RC, UC and UD queue pairs; no XRC (neither XRC SRQs nor XRC QPs are modelled).
-        .set(cmd_hca_cap::xrc, 0)
+        // RC, UC, UD and XRC queue pairs (XRC domains, XRC SRQs, XRC initiator and target QPs).
+        .set(cmd_hca_cap::xrc, 1)
         .set(cmd_hca_cap::ud, 1)
         .set(cmd_hca_cap::uc, 1)
         .set(cmd_hca_cap::rc, 1)
@@ -141,6 +141,7 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::log_max_tis_per_sq, 0)
         .set(cmd_hca_cap::log_max_wq_sz, c.log_max_wq_sz)
         .set(cmd_hca_cap::log_max_pd, c.log_max_pd)
+        .set(cmd_hca_cap::log_max_xrcd, c.log_max_xrcd)
         .set(cmd_hca_cap::roce_rw_supported, 1)
         .set(cmd_hca_cap::log_max_current_uc_list, 4)
         .set(cmd_hca_cap::general_obj_types,

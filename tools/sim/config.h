@@ -37,6 +37,7 @@ struct DeviceConfig {
 
   // ---- limits (log2 of the table sizes the general capability advertises) ----
   uint8_t log_max_pd = 16;
+  uint8_t log_max_xrcd = 16;  // XRC domain numbers 1 .. 2^log_max_xrcd - 1
   uint8_t log_max_transport_domain = 12;
   uint8_t log_max_mkey = 16;
   uint8_t log_max_klm_list_size = 16;

@@ -50,6 +50,8 @@ T Load(Bytes b, std::size_t offset) {
 bool OpcodeAllowed(uint8_t st, uint8_t opcode) {
   // The kernel's REG_UMR QP registers memory: it posts UMRs (and NOPs), never a message.
   if (st == prm::QP_ST_REG_UMR) return opcode == prm::MLX5_OPCODE_UMR || opcode == prm::MLX5_OPCODE_NOP;
+  // The XRC initiator sends what an RC QP sends.
+  if (st == prm::QP_ST_XRC) st = prm::QP_ST_RC;
   switch (opcode) {
     case prm::MLX5_OPCODE_NOP:
     case prm::MLX5_OPCODE_SEND:
@@ -222,6 +224,14 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   p.solicited = (ctrl.fm_ce_se & prm::MLX5_WQE_CTRL_SOLICITED) != 0;
   p.imm = ctrl.imm.raw();
   std::size_t offset = sizeof ctrl;
+  if (qp.st == prm::QP_ST_XRC) {
+    // The XRC segment: which XRC SRQ of the target's domain the message is for.
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_xrc_seg))
+      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    const auto xrc = Load<prm::pod::mlx5_wqe_xrc_seg>(wqe, offset);
+    offset += sizeof xrc;
+    p.xrc_srqn = xrc.xrc_srqn.host() & 0xffffff;
+  }
   if (qp.st == prm::QP_ST_UD) {
     if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_av))
       return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
@@ -299,7 +309,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
 
   Transmit(std::move(p));
   ++pr.requests_sent;
-  if (qp.st != prm::QP_ST_RC) {
+  if (!Reliable(qp.st)) {
     CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(total));
     return true;
   }
@@ -335,7 +345,7 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
   const Bytes qpc(qp.qpc);
   const uint32_t psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
   // Only the answer to the message in flight counts; a late answer to a resent one does not.
-  if (qp.st != prm::QP_ST_RC || qp.state != prm::QP_STATE_RTS || !pr.awaiting || pr.rnr_wait ||
+  if (!Reliable(qp.st) || qp.state != prm::QP_STATE_RTS || !pr.awaiting || pr.rnr_wait ||
       p.psn != psn || p.src_qpn != prm::Get(qpc, prm::qpc::remote_qpn))
     return;
   switch (p.kind) {
@@ -373,6 +383,7 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
       const std::vector<std::byte> wqe_bytes = FetchSendWqe(read, qp, pr.sq_wqe_counter);
       const Bytes wqe(wqe_bytes);
       std::size_t offset = sizeof(prm::pod::mlx5_wqe_ctrl_seg) + sizeof(prm::pod::mlx5_wqe_raddr_seg);
+      if (qp.st == prm::QP_ST_XRC) offset += sizeof(prm::pod::mlx5_wqe_xrc_seg);
       if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
       std::vector<ListEntry> list;
       if (wqe.size() < offset || !ParseList(wqe, offset, &list)) {

@@ -27,6 +27,14 @@
 // error state and reports an affiliated event EQE (WQ_ACCESS_ERROR, WQ_INVAL_REQ_ERROR,
 // WQ_CATAS_ERROR for its own receive's failure) on the first EQ subscribed to it. UC and UD never
 // answer: their failures complete the receive WQE in error only.
+//
+// XRC: a request reaches the target QP (st XRC, no rings of its own) and names an XRC SRQ in its
+// XRC segment. That SRQ must exist, be an XRC SRQ and belong to the target's XRC domain, else
+// the target NAKs invalid request (the requester's REMOTE_INVAL_REQ_ERR) and moves to the error
+// state like an RC responder. Otherwise the SRQ serves the request: its WQEs take SENDs and
+// WRITE_IMMs, its CQ gets the completions (qpn = the target, srqn_uidx = the SRQ's user index,
+// wqe_counter = the SRQ WQE's index), and its PD is the one rkeys (WRITE, READ, atomics) and
+// receive lkeys are checked against: the target has no PD of its own (IBTA XRC annex A14).
 #include <algorithm>
 #include <cstring>
 
@@ -135,14 +143,19 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       qp.state != prm::QP_STATE_SQD && qp.state != prm::QP_STATE_SQER)
     return;
   const Bytes qpc(qp.qpc);
-  const bool rc = qp.st == prm::QP_ST_RC;
+  const bool rc = Reliable(qp.st);
+  const bool xrc = qp.st == prm::QP_ST_XRC;
   // The first request a connected QP receives in RTR establishes communication (the event
   // software waits for before moving the QP to RTS when it has no other sign).
   if (qp.state == prm::QP_STATE_RTR && qp.st != prm::QP_ST_UD && !pr.comm_established) {
     pr.comm_established = true;
     QpEvent(qpn, prm::MLX5_EVENT_TYPE_COMM_EST);
   }
-  const uint32_t user_index = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::user_index));
+  uint32_t user_index = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::user_index));
+  // What the request is checked against and completes on: the QP's own, or (XRC) its SRQ's.
+  uint32_t pd = qp.pd;
+  uint32_t rcv_cqn = qp.cqn_rcv;
+  std::optional<uint32_t> srqn = qp.srqn;
 
   auto answer = [&](PacketKind kind) {
     Packet r;
@@ -172,7 +185,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       f.wqe_counter = recv->wqe_counter;
       f.user_index = user_index;
       f.syndrome = syndrome;
-      WriteCqe(qp.cqn_rcv, f);
+      WriteCqe(rcv_cqn, f);
     }
     nak(code);
     if (rc || recv != nullptr) MoveToError(qp);
@@ -195,6 +208,18 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     }
   }
   if (qp.st == prm::QP_ST_UD && p.qkey != prm::Get(qpc, prm::qpc::q_key)) return;
+  if (xrc && !qp.xrc_tgt) return;  // an initiator receives no requests
+  if (xrc) {
+    auto s = fw_.srqs_.find(p.xrc_srqn);
+    if (s == fw_.srqs_.end() || !s->second.xrcd || s->second.xrcd != qp.xrcd) {
+      refuse(NakCode::kInvalidRequest, nullptr, {});
+      return;
+    }
+    pd = s->second.pd;
+    rcv_cqn = s->second.cqn;
+    user_index = s->second.user_index;
+    srqn = s->first;
+  }
 
   const uint8_t op = p.opcode;
   if (repeat) {
@@ -203,7 +228,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       Packet r = answer(op == prm::MLX5_OPCODE_RDMA_READ ? PacketKind::kReadResponse
                                                          : PacketKind::kAtomicResponse);
       if (op == prm::MLX5_OPCODE_RDMA_READ) {
-        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn)) return;
+        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn)) return;
         if (!AppendFromKey(p.rkey, p.raddr, p.read_length, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
@@ -220,8 +245,8 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
   auto take_receive = [&]() -> std::optional<Receive> {
     Receive recv;
     std::vector<std::byte> wqe;
-    if (qp.srqn) {
-      auto s = fw_.srqs_.find(*qp.srqn);
+    if (srqn) {
+      auto s = fw_.srqs_.find(*srqn);
       if (s == fw_.srqs_.end() || s->second.wqe_count == 0) return std::nullopt;
       Srq& srq = s->second;
       auto producer = LoadBe32(srq.dbr_addr);
@@ -242,7 +267,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       const uint32_t lwm = static_cast<uint32_t>(srqc.get(prm::srqc::lwm));
       if (lwm != 0 && ((*producer - srq.progress.counter) & prm::kWqCounterMask) < lwm) {
         srqc.set(prm::srqc::lwm, 0);
-        QpEvent(*qp.srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
+        QpEvent(*srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
       }
       recv.wqe_counter = static_cast<uint16_t>(index);
       recv.pd = srq.pd;
@@ -297,7 +322,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     f.imm = p.imm;
     f.flags_rqpn = (p.src_qpn & 0xffffff) | (qp.st == prm::QP_ST_UD ? kCqeGrhPresent : 0);
     f.solicited = p.solicited;
-    WriteCqe(qp.cqn_rcv, f);
+    WriteCqe(rcv_cqn, f);
   };
   auto executed = [&]() {
     ++pr.recv_msn;
@@ -315,7 +340,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         return;
       }
       if (op == prm::MLX5_OPCODE_SEND_INVAL &&
-          !RemoteInvalidate(prm::Be32::FromRaw(p.imm).host(), qp.pd, qpn)) {
+          !RemoteInvalidate(prm::Be32::FromRaw(p.imm).host(), pd, qpn)) {
         refuse(NakCode::kInvalidRequest, &*recv, prm::MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
         return;
       }
@@ -346,7 +371,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       // A zero-length write names no memory: its rkey is not checked (IBTA).
       if (!prm::Get(qpc, prm::qpc::rwe) ||
           (!p.payload.empty() &&
-           !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, qp.pd, qpn))) {
+           !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, pd, qpn))) {
         if (rc) refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
@@ -372,7 +397,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       Packet r = answer(PacketKind::kReadResponse);
       if (!rc || !prm::Get(qpc, prm::qpc::rre) ||
           (p.read_length != 0 &&
-           !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, qp.pd, qpn))) {
+           !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn))) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
@@ -392,7 +417,7 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
         return;
       }
       if (!prm::Get(qpc, prm::qpc::rae) ||
-          !KeyAllows(p.rkey, p.raddr, 8, kRemoteAtomic, qp.pd, qpn)) {
+          !KeyAllows(p.rkey, p.raddr, 8, kRemoteAtomic, pd, qpn)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }

@@ -7,7 +7,13 @@
 #include <functional>
 #include <span>
 
+#include "uapi/prm/opcodes.h"
+
 namespace onchip::sim {
+
+// The reliable transports: acknowledged, sequenced, with RDMA READ and atomics. XRC is RC with
+// the receive side split off (the target QP) and receives taken from an XRC SRQ.
+inline bool Reliable(uint8_t st) { return st == prm::QP_ST_RC || st == prm::QP_ST_XRC; }
 
 // qpc.rnr_retry 7: retry after RNR NAKs without limit.
 inline constexpr uint8_t kRnrRetryForever = 7;

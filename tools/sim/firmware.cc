@@ -36,6 +36,7 @@ Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
       uar_ids_(config.first_uar_index, config.num_uars),
       pd_ids_(1, (uint32_t{1} << config.log_max_pd) - 1),
       td_ids_(1, (uint32_t{1} << config.log_max_transport_domain) - 1),
+      xrcd_ids_(1, (uint32_t{1} << config.log_max_xrcd) - 1),
       object_ids_(1, 1u << 16),
       mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1),
       eq_ids_(0, EqCount(config)),
@@ -134,6 +135,8 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::DEALLOC_PD: h = &Firmware::DeallocPd; break;
     case prm::ALLOC_TRANSPORT_DOMAIN: h = &Firmware::AllocTd; break;
     case prm::DEALLOC_TRANSPORT_DOMAIN: h = &Firmware::DeallocTd; break;
+    case prm::ALLOC_XRCD: h = &Firmware::AllocXrcd; break;
+    case prm::DEALLOC_XRCD: h = &Firmware::DeallocXrcd; break;
     case prm::ALLOC_MEMIC: h = &Firmware::AllocMemic; break;
     case prm::DEALLOC_MEMIC: h = &Firmware::DeallocMemic; break;
     case prm::MODIFY_MEMIC: h = &Firmware::ModifyMemic; break;
@@ -166,6 +169,10 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::DESTROY_SRQ: h = &Firmware::DestroySrq; break;
     case prm::QUERY_SRQ: h = &Firmware::QuerySrq; break;
     case prm::ARM_RQ: h = &Firmware::ArmRq; break;
+    case prm::CREATE_XRC_SRQ: h = &Firmware::CreateXrcSrq; break;
+    case prm::DESTROY_XRC_SRQ: h = &Firmware::DestroyXrcSrq; break;
+    case prm::QUERY_XRC_SRQ: h = &Firmware::QueryXrcSrq; break;
+    case prm::ARM_XRC_SRQ: h = &Firmware::ArmXrcSrq; break;
     case prm::CREATE_TIS: h = &Firmware::CreateTis; break;
     case prm::DESTROY_TIS: h = &Firmware::DestroyTis; break;
     case prm::QUERY_TIS: h = &Firmware::QueryTis; break;
@@ -193,6 +200,7 @@ Counters Firmware::counters() const {
   c.uars = static_cast<uint32_t>(uars_.size());
   c.pds = static_cast<uint32_t>(pds_.size());
   c.transport_domains = static_cast<uint32_t>(tds_.size());
+  c.xrcds = static_cast<uint32_t>(xrcds_.size());
   c.mkeys = static_cast<uint32_t>(mkeys_.size());
   c.memic_allocations = static_cast<uint32_t>(memic_.size());
   c.sw_icm_objects = static_cast<uint32_t>(sw_icm_.size());
@@ -250,6 +258,7 @@ const char* Firmware::CheckInvariants() const {
   if (uar_ids_.in_use() != uars_.size()) return "uar pool and table disagree";
   if (pd_ids_.in_use() != pds_.size()) return "pd pool and table disagree";
   if (td_ids_.in_use() != tds_.size()) return "td pool and table disagree";
+  if (xrcd_ids_.in_use() != xrcds_.size()) return "xrcd pool and table disagree";
   if (mkey_ids_.in_use() != mkeys_.size()) return "mkey pool and table disagree";
   if (object_ids_.in_use() != sw_icm_.size()) return "object pool and table disagree";
   if (eq_ids_.in_use() != eqs_.size()) return "eq pool and table disagree";
@@ -261,7 +270,7 @@ const char* Firmware::CheckInvariants() const {
   if (srq_ids_.in_use() != srqs_.size()) return "srq pool and table disagree";
   if (pages_.size() > config_.max_pages_held) return "more pages than the limit";
   if (state_ != HcaState::kInitialized &&
-      !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() && memic_.empty() &&
+      !(uars_.empty() && pds_.empty() && tds_.empty() && xrcds_.empty() && mkeys_.empty() && memic_.empty() &&
         sw_icm_.empty() && eqs_.empty() && cqs_.empty() && qps_.empty() && srqs_.empty() &&
         sqs_.empty() && rqs_.empty() && tises_.empty() && tirs_.empty()))
     return "objects alive outside kInitialized";
@@ -293,8 +302,20 @@ const char* Firmware::CheckInvariants() const {
       }
     }
   }
-  std::map<uint32_t, uint32_t> pd_queue_refs, cq_refs, srq_refs;
+  std::map<uint32_t, uint32_t> pd_queue_refs, cq_refs, srq_refs, xrcd_refs;
   for (const auto& [qpn, qp] : qps_) {
+    if (qp.xrcd) {
+      if (!xrcds_.contains(*qp.xrcd)) return "qp on a dead xrcd";
+      ++xrcd_refs[*qp.xrcd];
+    }
+    if (qp.xrc_tgt) {
+      // The receive side of XRC holds nothing else and has no rings of its own.
+      if (qp.srqn || qp.rq_wqe_count || qp.sq_wqebb_count || !qp.xrcd) return "xrc target with rings";
+      if (qp.state > prm::QP_STATE_ERR) return "qp in an undefined state";
+      if (prm::Get(std::span<const std::byte>(qp.qpc), prm::qpc::state) != qp.state)
+        return "qp context state and table disagree";
+      continue;
+    }
     if (!pds_.contains(qp.pd)) return "qp on a dead pd";
     ++pd_queue_refs[qp.pd];
     if (!cqs_.contains(qp.cqn_snd) || !cqs_.contains(qp.cqn_rcv)) return "qp on a dead cq";
@@ -350,10 +371,19 @@ const char* Firmware::CheckInvariants() const {
     if (!pds_.contains(srq.pd)) return "srq on a dead pd";
     ++pd_queue_refs[srq.pd];
     if (srq.users != srq_refs[srqn]) return "srq user count wrong";
+    if (srq.xrcd) {
+      if (!xrcds_.contains(*srq.xrcd)) return "xrc srq on a dead xrcd";
+      ++xrcd_refs[*srq.xrcd];
+      if (!cqs_.contains(srq.cqn)) return "xrc srq on a dead cq";
+      ++cq_refs[srq.cqn];
+      if (srq.users != 0) return "a qp receives from an xrc srq";
+    }
     if (srq.pas.empty()) return "srq without pages";
   }
   for (const auto& [cqn, cq] : cqs_)
     if (cq.users != cq_refs[cqn]) return "cq user count wrong";
+  for (const auto& [id, x] : xrcds_)
+    if (x.users != xrcd_refs[id]) return "xrcd user count wrong";
   for (const auto& [idx, pd] : pds_) {
     if (pd.mkeys != pd_refs[idx]) return "pd mkey count wrong";
     if (pd.queues != pd_queue_refs[idx]) return "pd queue count wrong";

@@ -57,6 +57,7 @@ struct Counters {
   uint32_t uars = 0;
   uint32_t pds = 0;
   uint32_t transport_domains = 0;
+  uint32_t xrcds = 0;
   uint32_t mkeys = 0;
   uint32_t memic_allocations = 0;
   uint32_t sw_icm_objects = 0;
@@ -173,6 +174,10 @@ class Firmware {
     uint32_t mkeys = 0;
     uint32_t queues = 0;  // live QPs and SRQs on it: DEALLOC_PD is RES_BUSY while non-zero
   };
+  struct Xrcd {
+    uint16_t uid;
+    uint32_t users = 0;  // live XRC SRQs and XRC QPs naming it: DEALLOC_XRCD is RES_BUSY
+  };
   struct MemicAlloc {
     uint64_t size;
     uint32_t mkeys = 0;
@@ -230,6 +235,9 @@ class Firmware {
   Outcome DeallocPd(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome AllocTd(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome DeallocTd(std::span<const std::byte> in, std::span<std::byte> out);
+  // XRC domains (firmware_resources.cc).
+  Outcome AllocXrcd(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DeallocXrcd(std::span<const std::byte> in, std::span<std::byte> out);
 
   // MEMIC (firmware_memic.cc).
   Outcome AllocMemic(std::span<const std::byte> in, std::span<std::byte> out);
@@ -305,6 +313,11 @@ class Firmware {
   Outcome DestroySrq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QuerySrq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ArmRq(std::span<const std::byte> in, std::span<std::byte> out);
+  // XRC SRQs (firmware_xrc_srq.cc): in the SRQ table, with an XRC domain and a CQ.
+  Outcome CreateXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome DestroyXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome ArmXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
 
   // Raw packet QP objects (firmware_eth_queues.cc): SQ, RQ, TIS, TIR.
   Outcome CreateTis(std::span<const std::byte> in, std::span<std::byte> out);
@@ -356,6 +369,8 @@ class Firmware {
   std::map<uint32_t, Pd> pds_;
   IndexPool td_ids_;
   std::map<uint32_t, uint16_t> tds_;  // index -> uid
+  IndexPool xrcd_ids_;
+  std::map<uint32_t, Xrcd> xrcds_;
   std::map<uint64_t, MemicAlloc> memic_;  // by BAR offset
   IndexPool object_ids_;
   std::map<uint32_t, SwIcmObject> sw_icm_;  // by obj_id

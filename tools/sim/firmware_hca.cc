@@ -222,7 +222,7 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::teardown_hca_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   const uint32_t profile = prm::Get(in, In::profile);
-  const bool objects_alive = !(uars_.empty() && pds_.empty() && tds_.empty() && mkeys_.empty() &&
+  const bool objects_alive = !(uars_.empty() && pds_.empty() && tds_.empty() && xrcds_.empty() && mkeys_.empty() &&
                                memic_.empty() && sw_icm_.empty() && eqs_.empty() &&
                                cqs_.empty() && qps_.empty() && srqs_.empty());
   switch (profile) {
@@ -241,7 +241,8 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
 }
 
 void Firmware::ReleaseAllObjects() {
-  // Users before what they use: QPs hold SRQs, CQs and PDs; SRQs hold PDs; CQs hold EQs; TIRs
+  // Users before what they use: QPs hold SRQs, CQs, PDs and XRC domains; SRQs hold PDs (XRC SRQs
+  // also CQs and XRC domains); CQs hold EQs; TIRs
   // hold RQs; SQs hold TISes; SQs and RQs hold CQs and PDs; TISes and TIRs hold transport domains.
   tirs_.clear();
   tir_ids_ = IndexPool(1, (uint32_t{1} << config_.log_max_tir) - 1);
@@ -253,6 +254,8 @@ void Firmware::ReleaseAllObjects() {
   qp_ids_ = IndexPool(kFirstQpn, QpCount(config_));
   srqs_.clear();
   srq_ids_ = IndexPool(0, uint32_t{1} << std::min<uint32_t>(config_.log_max_srq, 24));
+  xrcds_.clear();  // held by XRC QPs and XRC SRQs only
+  xrcd_ids_ = IndexPool(1, (uint32_t{1} << config_.log_max_xrcd) - 1);
   cqs_.clear();
   cq_ids_ = IndexPool(0, uint32_t{1} << config_.log_max_cq);
   eqs_.clear();

@@ -15,6 +15,14 @@
 // and are ignored; with no_sq, log_sq_size is ignored. opt_param_mask means nothing at creation
 // and is ignored, as the kernel leaves it 0.
 //
+// XRC (st XRC): the initiator (send side) is an RC send queue with no receive ring (rq_type
+// zero-length) whose WQEs name the remote XRC SRQ; qpc.xrcd may name a domain of the creator's.
+// The target (receive side, no_sq) has no ring at all: qpc.xrcd must name a live domain of the
+// creator's, and the PD, CQs, UAR, SRQ, doorbell record and page list are not used and not
+// checked (the kernel fills them with reserved objects of its own); each request it receives
+// names an XRC SRQ of its domain, whose PD, WQEs and CQ serve it. An XRC QP holds its domain
+// (DEALLOC_XRCD is RES_BUSY).
+//
 // DESTROY_QP works in every state: the QP goes to reset, then away. QUERY_QP answers the context
 // with the current state and the page list; of the device's own counters in the context the
 // ring counters are what the data engine last wrote there, the others (last_acked_psn, ssn, ...)
@@ -56,8 +64,10 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
 
   const uint32_t st = prm::Get(in, qpc.st);
   if (st != prm::QP_ST_RC && st != prm::QP_ST_UC && st != prm::QP_ST_UD &&
-      st != prm::QP_ST_REG_UMR)
+      st != prm::QP_ST_XRC && st != prm::QP_ST_REG_UMR)
     return Bad(Syndrome::QP_ST_UNSUPPORTED);
+  const bool xrc = st == prm::QP_ST_XRC;
+  const bool xrc_tgt = xrc && prm::Get(in, qpc.no_sq) != 0;
   // A REG_UMR QP changes any mkey of the function: only the kernel (uid 0) may have one, and it
   // has no receive queue.
   if (st == prm::QP_ST_REG_UMR && uid != 0) return Bad(Syndrome::QP_REG_UMR_USER);
@@ -76,7 +86,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
       prm::Get(in, qpc.isolate_vl_tc) || prm::Get(in, qpc.latency_sensitive) ||
       prm::Get(in, qpc.dp_ordering_force) || prm::Get(in, qpc.dp_ordering_1) ||
       prm::Get(in, qpc.atomic_like_write_en) || prm::Get(in, qpc.req_e2e_credit_mode) ||
-      prm::Get(in, qpc.end_padding_mode) || prm::Get(in, qpc.xrcd) ||
+      prm::Get(in, qpc.end_padding_mode) || (!xrc && prm::Get(in, qpc.xrcd)) ||
       prm::Get(in, qpc.retry_mode) || prm::Get(in, qpc.ts_format) > kTsFormatDefault ||
       prm::Get(in, qpc.cgs) || prm::Get(in, qpc.cs_req) || prm::Get(in, qpc.cs_res) ||
       prm::Get(in, qpc.dc_access_key) || prm::Get(in, qpc.log_num_dci_stream_channels) ||
@@ -102,11 +112,37 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
     if ((uint32_t{1} << (kRqStrideBase + prm::Get(in, qpc.log_rq_stride))) > config_.max_wqe_sz_rq)
       return Bad(Syndrome::QP_RQ_STRIDE);
   }
-  if (no_sq && rq_type != prm::NON_ZERO_RQ) return Bad(Syndrome::QP_RQ_TYPE);
+  // XRC: the initiator receives nothing; the target's receives come from XRC SRQs.
+  if (xrc && !xrc_tgt && rq_type != prm::ZERO_LEN_RQ) return Bad(Syndrome::QP_RQ_TYPE);
+  if (xrc_tgt && rq_type == prm::NON_ZERO_RQ) return Bad(Syndrome::QP_RQ_TYPE);
+  if (no_sq && !xrc_tgt && rq_type != prm::NON_ZERO_RQ) return Bad(Syndrome::QP_RQ_TYPE);
   if (prm::Get(in, qpc.log_msg_max) > config_.log_max_msg) return Bad(Syndrome::QP_MSG_SIZE);
   const uint32_t log_page_size = prm::Get(in, qpc.log_page_size);
   if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::QP_PAGE_SIZE);
   if (prm::Get(in, qpc.page_offset) != 0) return Bad(Syndrome::QP_PAGE_OFFSET);
+
+  // The XRC domain: the target's must be live; the initiator's may be absent.
+  std::map<uint32_t, Xrcd>::iterator xrcd = xrcds_.end();
+  if (xrc_tgt || (xrc && prm::Get(in, qpc.xrcd) != 0)) {
+    xrcd = xrcds_.find(prm::Get(in, qpc.xrcd));
+    if (xrcd == xrcds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_XRCD_UNKNOWN);
+    if (xrcd->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  }
+  if (xrc_tgt) {
+    auto qpn = qp_ids_.Allocate();
+    if (!qpn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::QP_EXHAUSTED);
+    Qp qp{};
+    qp.uid = uid;
+    qp.st = static_cast<uint8_t>(st);
+    qp.state = prm::QP_STATE_RST;
+    qp.xrcd = xrcd->first;
+    qp.xrc_tgt = true;
+    std::memcpy(qp.qpc.data(), in.data() + qpc.bit_offset / 8, qp.qpc.size());
+    ++xrcd->second.users;
+    qps_.emplace(*qpn, std::move(qp));
+    prm::Bits(out).set(prm::create_qp_out::qpn, *qpn);
+    return Outcome::Ok();
+  }
 
   // The objects it names, all the creator's.
   const uint32_t pdn = prm::Get(in, qpc.pd);
@@ -130,6 +166,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
     srq = srqs_.find(prm::Get(in, qpc.srqn_rmpn_xrqn));
     if (srq == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_SRQ_UNKNOWN);
     if (srq->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    if (srq->second.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_SRQ_TYPE);
   }
 
   const uint64_t dbr = prm::Get(in, qpc.dbr_addr);
@@ -147,6 +184,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   qp.cqn_snd = cqn_snd;
   qp.cqn_rcv = cqn_rcv;
   if (srq != srqs_.end()) qp.srqn = srq->first;
+  if (xrcd != xrcds_.end()) qp.xrcd = xrcd->first;
   if (rq_type == prm::NON_ZERO_RQ) {
     qp.rq_wqe_count = uint32_t{1} << prm::Get(in, qpc.log_rq_size);
     qp.rq_stride = uint32_t{1} << (kRqStrideBase + prm::Get(in, qpc.log_rq_stride));
@@ -168,6 +206,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   ++snd->second.users;
   ++rcv->second.users;
   if (srq != srqs_.end()) ++srq->second.users;
+  if (xrcd != xrcds_.end()) ++xrcd->second.users;
   qps_.emplace(*qpn, std::move(qp));
   prm::Bits(out).set(prm::create_qp_out::qpn, *qpn);
   return Outcome::Ok();
@@ -175,10 +214,13 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
 
 void Firmware::ForgetQp(std::map<uint32_t, Qp>::iterator it) {
   const Qp& qp = it->second;
-  --cqs_.at(qp.cqn_snd).users;
-  --cqs_.at(qp.cqn_rcv).users;
-  if (qp.srqn) --srqs_.at(*qp.srqn).users;
-  --pds_.at(qp.pd).queues;
+  if (qp.xrcd) --xrcds_.at(*qp.xrcd).users;
+  if (!qp.xrc_tgt) {
+    --cqs_.at(qp.cqn_snd).users;
+    --cqs_.at(qp.cqn_rcv).users;
+    if (qp.srqn) --srqs_.at(*qp.srqn).users;
+    --pds_.at(qp.pd).queues;
+  }
   qp_ids_.Free(it->first);
   qps_.erase(it);
 }

@@ -132,7 +132,9 @@ class Staging {
 
 // The fields a transition takes unconditionally for a transport service.
 void TakeMandatory(T t, uint8_t st, Staging& s) {
-  const bool rc = st == prm::QP_ST_RC, uc = st == prm::QP_ST_UC, ud = st == prm::QP_ST_UD;
+  // XRC QPs (both sides) take what RC QPs take.
+  const bool rc = st == prm::QP_ST_RC || st == prm::QP_ST_XRC, uc = st == prm::QP_ST_UC,
+             ud = st == prm::QP_ST_UD;
   switch (t) {
     case T::kRst2Init:
       s.Take(kPath.pkey_index);

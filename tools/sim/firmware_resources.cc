@@ -1,6 +1,10 @@
-// UARs, protection domains and transport domains.
+// UARs, protection domains, transport domains and XRC domains.
+//
+// An XRC domain is a number and an owner, like a PD: XRC SRQs and XRC QPs name it, and it stays
+// while any of them lives (DEALLOC_XRCD is RES_BUSY). Numbers run from 1 to 2^log_max_xrcd - 1.
 #include "tools/sim/firmware.h"
 #include "uapi/prm/resources.h"
+#include "uapi/prm/xrc.h"
 
 namespace onchip::sim {
 
@@ -86,6 +90,31 @@ Outcome Firmware::DeallocTd(Bytes in, Out out) {
   if (TdUsers(it->first) != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::TD_BUSY);
   td_ids_.Free(it->first);
   tds_.erase(it);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::AllocXrcd(Bytes in, Out out) {
+  using In = prm::alloc_xrcd_in;
+  if (Outcome s = CheckShape<In, prm::alloc_xrcd_out>(in, out); !s.ok()) return s;
+  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
+  auto idx = xrcd_ids_.Allocate();
+  if (!idx) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::XRCD_EXHAUSTED);
+  xrcds_[*idx] = Xrcd{static_cast<uint16_t>(prm::Get(in, In::uid))};
+  prm::Bits(out).set(prm::alloc_xrcd_out::xrcd, *idx);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::DeallocXrcd(Bytes in, Out out) {
+  using In = prm::dealloc_xrcd_in;
+  if (Outcome s = CheckShape<In, prm::dealloc_xrcd_out>(in, out); !s.ok()) return s;
+  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
+  auto it = xrcds_.find(prm::Get(in, In::xrcd));
+  if (it == xrcds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::XRCD_UNKNOWN);
+  if (it->second.uid != prm::Get(in, In::uid))
+    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (it->second.users != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::XRCD_BUSY);
+  xrcd_ids_.Free(it->first);
+  xrcds_.erase(it);
   return Outcome::Ok();
 }
 

@@ -4,9 +4,10 @@
 // the driver lists in pas[], each starting with the next-segment that links libmlx5's free list,
 // and a doorbell record at dbr_addr whose one big-endian word is the post counter. CREATE_SRQ
 // checks these as firmware does: the size within log_max_srq_sz, the stride within
-// max_wqe_sz_rq, a PD of the creator's, the page list and the record. XRC SRQs (an XRC domain or
-// a CQ in the context) are refused, as are WQ signatures, the contiguous-SRQ mode and the
-// reserved lkey, none of which this device advertises. The SRQ is held by the QPs receiving from
+// max_wqe_sz_rq, a PD of the creator's, the page list and the record. An XRC domain or a CQ in
+// the context is refused (SRQ_XRC: that SRQ is CREATE_XRC_SRQ's, firmware_xrc_srq.cc), as are WQ
+// signatures, the contiguous-SRQ mode and the reserved lkey, none of which this device
+// advertises. These commands refuse an XRC SRQ (SRQ_TYPE). The SRQ is held by the QPs receiving from
 // it (DESTROY_SRQ is RES_BUSY) and holds its PD.
 //
 // ARM_RQ (op_mod SRQ) sets the limit watermark: when the number of posted WQEs the data engine
@@ -99,6 +100,7 @@ Outcome Firmware::DestroySrq(Bytes in, Out out) {
   if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::srqn));
   if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
+  if (it->second.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_TYPE);
   if (it->second.uid != prm::Get(in, In::uid))
     return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
   if (it->second.users != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::SRQ_BUSY);
@@ -117,6 +119,7 @@ Outcome Firmware::QuerySrq(Bytes in, Out out) {
   auto it = srqs_.find(prm::Get(in, In::srqn));
   if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
   const Srq& srq = it->second;
+  if (srq.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_TYPE);
   // uid 0 is the function's own (privileged) context and may look at any SRQ.
   if (uid != 0 && srq.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::srq_context_entry.bit_offset / 8, srq.srqc.data(), srq.srqc.size());
@@ -132,6 +135,7 @@ Outcome Firmware::ArmRq(Bytes in, Out out) {
   auto it = srqs_.find(prm::Get(in, In::srq_number));
   if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
   Srq& srq = it->second;
+  if (srq.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_TYPE);
   if (srq.uid != prm::Get(in, In::uid)) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
   const uint32_t lwm = prm::Get(in, In::lwm);
   if (lwm >= srq.wqe_count) return Bad(Syndrome::SRQ_LWM);

@@ -71,6 +71,10 @@ struct Qp {
   uint32_t cqn_snd;
   uint32_t cqn_rcv;
   std::optional<uint32_t> srqn;  // rq_type SRQ: the SRQ its receives come from
+  // st XRC: the XRC domain it holds. The receive side (xrc_tgt: no_sq) has no rings, PD or CQs
+  // of its own: each request names an XRC SRQ of its domain, whose PD, WQEs and CQ it uses.
+  std::optional<uint32_t> xrcd;
+  bool xrc_tgt = false;
   uint32_t rq_wqe_count = 0;     // 0: no receive ring in the buffer
   uint32_t rq_stride = 0;        // bytes per receive WQE
   uint32_t sq_wqebb_count = 0;   // 0: no send ring (no_sq)
@@ -88,7 +92,9 @@ struct Srq {
   std::vector<uint64_t> pas;
   uint32_t log_page_bytes;
   uint64_t dbr_addr;
-  uint32_t cqn = 0;        // XRC SRQs only; 0 otherwise
+  std::optional<uint32_t> xrcd;  // XRC SRQs (CREATE_XRC_SRQ): the domain it belongs to
+  uint32_t cqn = 0;        // XRC SRQs only: where its receives complete; 0 otherwise
+  uint32_t user_index = 0;  // XRC SRQs: the CQE's srqn_uidx for its receives (CQE version 1)
   uint32_t wqe_count = 0;  // 2^log_srq_size
   uint32_t stride = 0;     // bytes per WQE: 16 << log_rq_stride
   uint32_t users = 0;      // live QPs receiving from it: DESTROY_SRQ is RES_BUSY while non-zero

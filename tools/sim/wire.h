@@ -68,6 +68,7 @@ struct Packet {
   uint64_t swap_add = 0;
   uint64_t compare = 0;
   uint32_t qkey = 0;  // UD
+  uint32_t xrc_srqn = 0;  // XRC: the XRC SRQ at the target (the WQE's XRC segment)
   uint8_t tclass = 0;
   uint8_t hop_limit = 0;
   uint32_t flow_label = 0;

@@ -13,6 +13,7 @@
 #include "uapi/prm/resources.h"
 #include "uapi/prm/srq.h"
 #include "uapi/prm/wq.h"
+#include "uapi/prm/xrc.h"
 
 namespace onchip::simd {
 
@@ -32,6 +33,8 @@ const char* OwnedKindName(OwnedKind kind) {
     case OwnedKind::kSq: return "sq";
     case OwnedKind::kRq: return "rq";
     case OwnedKind::kTir: return "tir";
+    case OwnedKind::kXrcd: return "xrcd";
+    case OwnedKind::kXrcSrq: return "xrc_srq";
   }
   return "unknown";
 }
@@ -51,6 +54,9 @@ bool CarriesUid(uint16_t opcode) {
     case prm::INIT2RTR_QP: case prm::RTR2RTS_QP: case prm::RTS2RTS_QP: case prm::SQERR2RTS_QP:
     case prm::SQD_RTS_QP: case prm::QP_2ERR: case prm::QP_2RST: case prm::QUERY_QP:
     case prm::CREATE_SRQ: case prm::DESTROY_SRQ: case prm::QUERY_SRQ: case prm::ARM_RQ:
+    case prm::ALLOC_XRCD: case prm::DEALLOC_XRCD:
+    case prm::CREATE_XRC_SRQ: case prm::DESTROY_XRC_SRQ: case prm::QUERY_XRC_SRQ:
+    case prm::ARM_XRC_SRQ:
     case prm::CREATE_TIS: case prm::DESTROY_TIS: case prm::CREATE_TIR: case prm::DESTROY_TIR:
     case prm::CREATE_SQ: case prm::MODIFY_SQ: case prm::DESTROY_SQ:
     case prm::CREATE_RQ: case prm::MODIFY_RQ: case prm::DESTROY_RQ:
@@ -131,6 +137,14 @@ void OwnedObjects::Note(std::span<const std::byte> in, std::span<const std::byte
     case prm::DESTROY_QP: Forget(OwnedKind::kQp, prm::Get(in, prm::destroy_qp_in::qpn)); break;
     case prm::CREATE_SRQ: add(OwnedKind::kSrq, prm::Get(out, prm::create_srq_out::srqn)); break;
     case prm::DESTROY_SRQ: Forget(OwnedKind::kSrq, prm::Get(in, prm::destroy_srq_in::srqn)); break;
+    case prm::ALLOC_XRCD: add(OwnedKind::kXrcd, prm::Get(out, prm::alloc_xrcd_out::xrcd)); break;
+    case prm::DEALLOC_XRCD: Forget(OwnedKind::kXrcd, prm::Get(in, prm::dealloc_xrcd_in::xrcd)); break;
+    case prm::CREATE_XRC_SRQ:
+      add(OwnedKind::kXrcSrq, prm::Get(out, prm::create_xrc_srq_out::xrc_srqn));
+      break;
+    case prm::DESTROY_XRC_SRQ:
+      Forget(OwnedKind::kXrcSrq, prm::Get(in, prm::destroy_xrc_srq_in::xrc_srqn));
+      break;
     case prm::CREATE_TIS: add(OwnedKind::kTis, prm::Get(out, prm::create_tis_out::tisn)); break;
     case prm::DESTROY_TIS: Forget(OwnedKind::kTis, prm::Get(in, prm::destroy_tis_in::tisn)); break;
     case prm::CREATE_SQ: add(OwnedKind::kSq, prm::Get(out, prm::create_sq_out::sqn)); break;
@@ -260,6 +274,19 @@ std::vector<std::vector<std::byte>> OwnedObjects::ReleaseCommands() const {
       case OwnedKind::kTir: {
         prm::Message<prm::destroy_tir_in> in;
         in.set(prm::destroy_tir_in::opcode, prm::DESTROY_TIR).set(prm::destroy_tir_in::tirn, o.id);
+        cmds.push_back(Bytes(in));
+        break;
+      }
+      case OwnedKind::kXrcd: {
+        prm::Message<prm::dealloc_xrcd_in> in;
+        in.set(prm::dealloc_xrcd_in::opcode, prm::DEALLOC_XRCD).set(prm::dealloc_xrcd_in::xrcd, o.id);
+        cmds.push_back(Bytes(in));
+        break;
+      }
+      case OwnedKind::kXrcSrq: {
+        prm::Message<prm::destroy_xrc_srq_in> in;
+        in.set(prm::destroy_xrc_srq_in::opcode, prm::DESTROY_XRC_SRQ)
+            .set(prm::destroy_xrc_srq_in::xrc_srqn, o.id);
         cmds.push_back(Bytes(in));
         break;
       }

@@ -20,9 +20,9 @@
 namespace onchip::simd {
 
 enum class OwnedKind : uint8_t {
-  kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq, kTis, kSq, kRq, kTir
+  kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq, kTis, kSq, kRq, kTir, kXrcd, kXrcSrq
 };
-inline constexpr std::size_t kOwnedKinds = 14;
+inline constexpr std::size_t kOwnedKinds = 16;
 const char* OwnedKindName(OwnedKind kind);
 
 // A user-space command the daemon passes on; false for what only the function's owner issues

@@ -49,6 +49,10 @@ enum Opcode : uint16_t {
   DESTROY_SRQ = 0x701,
   QUERY_SRQ = 0x702,
   ARM_RQ = 0x703,
+  CREATE_XRC_SRQ = 0x705,
+  DESTROY_XRC_SRQ = 0x706,
+  QUERY_XRC_SRQ = 0x707,
+  ARM_XRC_SRQ = 0x708,
   QUERY_VPORT_STATE = 0x750,
   ALLOC_PD = 0x800,
   DEALLOC_PD = 0x801,
@@ -56,6 +60,8 @@ enum Opcode : uint16_t {
   DEALLOC_UAR = 0x803,
   ACCESS_REG = 0x805,
   NOP = 0x80d,
+  ALLOC_XRCD = 0x80e,
+  DEALLOC_XRCD = 0x80f,
   ALLOC_TRANSPORT_DOMAIN = 0x816,
   DEALLOC_TRANSPORT_DOMAIN = 0x817,
   CREATE_TIR = 0x900,
@@ -210,6 +216,8 @@ enum SrqState : uint8_t { SRQ_STATE_GOOD = 0x0, SRQ_STATE_ERROR = 0x1 };
 
 // ARM_RQ op_mod: which kind of receive queue srq_number names.
 enum ArmRqOpMod : uint16_t { ARM_RQ_IN_OP_MOD_SRQ = 0x1 };
+// ARM_XRC_SRQ op_mod (MLX5_ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ).
+enum ArmXrcSrqOpMod : uint16_t { ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ = 0x1 };
 
 // Atomic capability bits (atomic_caps.atomic_operations, atomic_size_qp).
 enum AtomicOperations : uint16_t {

@@ -3,7 +3,7 @@
 // transition always carries. One table for both sides: the firmware refuses any other bit
 // (BAD_PARAM_ERR), the driver sends only bits the table allows for the attributes it was given.
 //
-// Per transition (RC / UC / UD; UD stands for every datagram service here):
+// Per transition (RC / UC / UD; XRC takes RC's; UD stands for every datagram service here):
 //   INIT2INIT   access flags (UC: RWE only), PKEY_INDEX, PRI_PORT, LAG_TX_AFF; UD: PKEY_INDEX,
 //               Q_KEY, PRI_PORT
 //   INIT2RTR    ALT_ADDR_PATH, access flags (UC: RWE), PKEY_INDEX, LAG_TX_AFF; UD: PKEY_INDEX, Q_KEY
@@ -21,7 +21,7 @@
 namespace onchip::prm {
 
 constexpr uint32_t QpTransitionOptionalFields(uint16_t opcode, uint8_t st) {
-  const bool rc = st == QP_ST_RC, uc = st == QP_ST_UC;
+  const bool rc = st == QP_ST_RC || st == QP_ST_XRC, uc = st == QP_ST_UC;
   constexpr uint32_t kAccess = QP_OPTPAR_RRE | QP_OPTPAR_RAE | QP_OPTPAR_RWE;
   switch (opcode) {
     case INIT2INIT_QP:

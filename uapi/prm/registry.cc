@@ -14,6 +14,7 @@
 #include "uapi/prm/cq.h"
 #include "uapi/prm/qp.h"
 #include "uapi/prm/srq.h"
+#include "uapi/prm/xrc.h"
 #include "uapi/prm/wqe.h"
 #include "uapi/prm/wq.h"
 
@@ -2270,6 +2271,79 @@ const std::vector<FieldInfo>& AllFields() {
     v.push_back({"arm_rq_out", "__size__", 0, arm_rq_out::size_bits});
     Add(v, "arm_rq_out", "status", arm_rq_out::status);
     Add(v, "arm_rq_out", "syndrome", arm_rq_out::syndrome);
+    v.push_back({"alloc_xrcd_in", "__size__", 0, alloc_xrcd_in::size_bits});
+    Add(v, "alloc_xrcd_in", "opcode", alloc_xrcd_in::opcode);
+    Add(v, "alloc_xrcd_in", "uid", alloc_xrcd_in::uid);
+    Add(v, "alloc_xrcd_in", "op_mod", alloc_xrcd_in::op_mod);
+    v.push_back({"alloc_xrcd_out", "__size__", 0, alloc_xrcd_out::size_bits});
+    Add(v, "alloc_xrcd_out", "status", alloc_xrcd_out::status);
+    Add(v, "alloc_xrcd_out", "syndrome", alloc_xrcd_out::syndrome);
+    Add(v, "alloc_xrcd_out", "xrcd", alloc_xrcd_out::xrcd);
+    v.push_back({"dealloc_xrcd_in", "__size__", 0, dealloc_xrcd_in::size_bits});
+    Add(v, "dealloc_xrcd_in", "opcode", dealloc_xrcd_in::opcode);
+    Add(v, "dealloc_xrcd_in", "uid", dealloc_xrcd_in::uid);
+    Add(v, "dealloc_xrcd_in", "op_mod", dealloc_xrcd_in::op_mod);
+    Add(v, "dealloc_xrcd_in", "xrcd", dealloc_xrcd_in::xrcd);
+    v.push_back({"dealloc_xrcd_out", "__size__", 0, dealloc_xrcd_out::size_bits});
+    Add(v, "dealloc_xrcd_out", "status", dealloc_xrcd_out::status);
+    Add(v, "dealloc_xrcd_out", "syndrome", dealloc_xrcd_out::syndrome);
+    v.push_back({"xrc_srqc", "__size__", 0, xrc_srqc::size_bits});
+    Add(v, "xrc_srqc", "state", xrc_srqc::state);
+    Add(v, "xrc_srqc", "log_xrc_srq_size", xrc_srqc::log_xrc_srq_size);
+    Add(v, "xrc_srqc", "wq_signature", xrc_srqc::wq_signature);
+    Add(v, "xrc_srqc", "cont_srq", xrc_srqc::cont_srq);
+    Add(v, "xrc_srqc", "rlky", xrc_srqc::rlky);
+    Add(v, "xrc_srqc", "basic_cyclic_rcv_wqe", xrc_srqc::basic_cyclic_rcv_wqe);
+    Add(v, "xrc_srqc", "log_rq_stride", xrc_srqc::log_rq_stride);
+    Add(v, "xrc_srqc", "xrcd", xrc_srqc::xrcd);
+    Add(v, "xrc_srqc", "page_offset", xrc_srqc::page_offset);
+    Add(v, "xrc_srqc", "dbr_umem_valid", xrc_srqc::dbr_umem_valid);
+    Add(v, "xrc_srqc", "cqn", xrc_srqc::cqn);
+    Add(v, "xrc_srqc", "user_index_equal_xrc_srqn", xrc_srqc::user_index_equal_xrc_srqn);
+    Add(v, "xrc_srqc", "log_page_size", xrc_srqc::log_page_size);
+    Add(v, "xrc_srqc", "user_index", xrc_srqc::user_index);
+    Add(v, "xrc_srqc", "pd", xrc_srqc::pd);
+    Add(v, "xrc_srqc", "lwm", xrc_srqc::lwm);
+    Add(v, "xrc_srqc", "wqe_cnt", xrc_srqc::wqe_cnt);
+    Add(v, "xrc_srqc", "db_record_addr_h", xrc_srqc::db_record_addr_h);
+    Add(v, "xrc_srqc", "db_record_addr_l", xrc_srqc::db_record_addr_l);
+    v.push_back({"create_xrc_srq_in", "__size__", 0, create_xrc_srq_in::size_bits});
+    Add(v, "create_xrc_srq_in", "opcode", create_xrc_srq_in::opcode);
+    Add(v, "create_xrc_srq_in", "uid", create_xrc_srq_in::uid);
+    Add(v, "create_xrc_srq_in", "op_mod", create_xrc_srq_in::op_mod);
+    Add(v, "create_xrc_srq_in", "xrc_srq_context_entry", create_xrc_srq_in::xrc_srq_context_entry);
+    Add(v, "create_xrc_srq_in", "xrc_srq_umem_valid", create_xrc_srq_in::xrc_srq_umem_valid);
+    Add(v, "create_xrc_srq_in", "pas[]", create_xrc_srq_in::pas);
+    v.push_back({"create_xrc_srq_out", "__size__", 0, create_xrc_srq_out::size_bits});
+    Add(v, "create_xrc_srq_out", "status", create_xrc_srq_out::status);
+    Add(v, "create_xrc_srq_out", "syndrome", create_xrc_srq_out::syndrome);
+    Add(v, "create_xrc_srq_out", "xrc_srqn", create_xrc_srq_out::xrc_srqn);
+    v.push_back({"destroy_xrc_srq_in", "__size__", 0, destroy_xrc_srq_in::size_bits});
+    Add(v, "destroy_xrc_srq_in", "opcode", destroy_xrc_srq_in::opcode);
+    Add(v, "destroy_xrc_srq_in", "uid", destroy_xrc_srq_in::uid);
+    Add(v, "destroy_xrc_srq_in", "op_mod", destroy_xrc_srq_in::op_mod);
+    Add(v, "destroy_xrc_srq_in", "xrc_srqn", destroy_xrc_srq_in::xrc_srqn);
+    v.push_back({"destroy_xrc_srq_out", "__size__", 0, destroy_xrc_srq_out::size_bits});
+    Add(v, "destroy_xrc_srq_out", "status", destroy_xrc_srq_out::status);
+    Add(v, "destroy_xrc_srq_out", "syndrome", destroy_xrc_srq_out::syndrome);
+    v.push_back({"query_xrc_srq_in", "__size__", 0, query_xrc_srq_in::size_bits});
+    Add(v, "query_xrc_srq_in", "opcode", query_xrc_srq_in::opcode);
+    Add(v, "query_xrc_srq_in", "op_mod", query_xrc_srq_in::op_mod);
+    Add(v, "query_xrc_srq_in", "xrc_srqn", query_xrc_srq_in::xrc_srqn);
+    v.push_back({"query_xrc_srq_out", "__size__", 0, query_xrc_srq_out::size_bits});
+    Add(v, "query_xrc_srq_out", "status", query_xrc_srq_out::status);
+    Add(v, "query_xrc_srq_out", "syndrome", query_xrc_srq_out::syndrome);
+    Add(v, "query_xrc_srq_out", "xrc_srq_context_entry", query_xrc_srq_out::xrc_srq_context_entry);
+    Add(v, "query_xrc_srq_out", "pas[]", query_xrc_srq_out::pas);
+    v.push_back({"arm_xrc_srq_in", "__size__", 0, arm_xrc_srq_in::size_bits});
+    Add(v, "arm_xrc_srq_in", "opcode", arm_xrc_srq_in::opcode);
+    Add(v, "arm_xrc_srq_in", "uid", arm_xrc_srq_in::uid);
+    Add(v, "arm_xrc_srq_in", "op_mod", arm_xrc_srq_in::op_mod);
+    Add(v, "arm_xrc_srq_in", "xrc_srqn", arm_xrc_srq_in::xrc_srqn);
+    Add(v, "arm_xrc_srq_in", "lwm", arm_xrc_srq_in::lwm);
+    v.push_back({"arm_xrc_srq_out", "__size__", 0, arm_xrc_srq_out::size_bits});
+    Add(v, "arm_xrc_srq_out", "status", arm_xrc_srq_out::status);
+    Add(v, "arm_xrc_srq_out", "syndrome", arm_xrc_srq_out::syndrome);
     v.push_back({"mlx5_wqe_ctrl_seg", "__size__", 0, mlx5_wqe_ctrl_seg::size_bits});
     Add(v, "mlx5_wqe_ctrl_seg", "opmod_idx_opcode", mlx5_wqe_ctrl_seg::opmod_idx_opcode);
     Add(v, "mlx5_wqe_ctrl_seg", "qpn_ds", mlx5_wqe_ctrl_seg::qpn_ds);
@@ -2279,6 +2353,8 @@ const std::vector<FieldInfo>& AllFields() {
     Add(v, "mlx5_wqe_ctrl_seg", "imm", mlx5_wqe_ctrl_seg::imm);
     Add(v, "mlx5_wqe_ctrl_seg", "umr_mkey", mlx5_wqe_ctrl_seg::umr_mkey);
     Add(v, "mlx5_wqe_ctrl_seg", "tis_tir_num", mlx5_wqe_ctrl_seg::tis_tir_num);
+    v.push_back({"mlx5_wqe_xrc_seg", "__size__", 0, mlx5_wqe_xrc_seg::size_bits});
+    Add(v, "mlx5_wqe_xrc_seg", "xrc_srqn", mlx5_wqe_xrc_seg::xrc_srqn);
     v.push_back({"mlx5_wqe_raddr_seg", "__size__", 0, mlx5_wqe_raddr_seg::size_bits});
     Add(v, "mlx5_wqe_raddr_seg", "raddr", mlx5_wqe_raddr_seg::raddr);
     Add(v, "mlx5_wqe_raddr_seg", "rkey", mlx5_wqe_raddr_seg::rkey);

@@ -118,6 +118,15 @@ ONCHIP_PRM_POD_MATCHES(mlx5_wqe_raddr_seg, raddr, prm::mlx5_wqe_raddr_seg::raddr
 ONCHIP_PRM_POD_MATCHES(mlx5_wqe_raddr_seg, rkey, prm::mlx5_wqe_raddr_seg::rkey);
 ONCHIP_PRM_POD_MATCHES(mlx5_wqe_raddr_seg, reserved, prm::mlx5_wqe_raddr_seg::reserved);
 
+// The XRC segment: right after ctrl on an XRC initiator's WQEs (not BIND_MW / LOCAL_INV): the
+// XRC SRQ at the target the message is for.
+struct mlx5_wqe_xrc_seg {
+  Be32 xrc_srqn;
+  uint8_t rsvd[12];
+};
+static_assert(sizeof(mlx5_wqe_xrc_seg) * 8 == prm::mlx5_wqe_xrc_seg::size_bits);
+ONCHIP_PRM_POD_MATCHES(mlx5_wqe_xrc_seg, xrc_srqn, prm::mlx5_wqe_xrc_seg::xrc_srqn);
+
 // Gather (send) and scatter (receive) entry.
 struct mlx5_wqe_data_seg {
   Be32 byte_count;

@@ -31,6 +31,19 @@ struct mlx5_wqe_ctrl_seg_bits {
 using mlx5_wqe_ctrl_seg = mlx5_wqe_ctrl_seg_bits<>;
 
 template <std::size_t B = 0>
+struct mlx5_wqe_xrc_seg_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 32, "mlx5_wqe_xrc_seg.xrc_srqn"> xrc_srqn{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x20, 96},
+      {B + 0x20, 8},
+  }};
+};
+
+using mlx5_wqe_xrc_seg = mlx5_wqe_xrc_seg_bits<>;
+
+template <std::size_t B = 0>
 struct mlx5_wqe_raddr_seg_bits {
   static constexpr std::size_t bit_offset = B;
   static constexpr std::size_t size_bits = 0x80;

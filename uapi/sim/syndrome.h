@@ -49,6 +49,9 @@ enum class Syndrome : uint32_t {
   TD_EXHAUSTED = 0x51000307,   // NO_RES_ERR
   TD_UNKNOWN = 0x51000308,     // BAD_RES_ERR: no such transport domain
   TD_BUSY = 0x51000309,        // RES_BUSY: DEALLOC_TRANSPORT_DOMAIN while a TIS or TIR names it
+  XRCD_EXHAUSTED = 0x5100030a,  // NO_RES_ERR: every XRC domain number (2^log_max_xrcd) in use
+  XRCD_UNKNOWN = 0x5100030b,    // BAD_RES_ERR: no such XRC domain
+  XRCD_BUSY = 0x5100030c,       // RES_BUSY: DEALLOC_XRCD while an XRC SRQ or XRC QP names it
   // MEMIC.
   MEMIC_UNSUPPORTED = 0x51000401,  // BAD_OP_ERR: device_mem_cap.memic is 0
   MEMIC_SIZE = 0x51000402,         // BAD_PARAM_ERR: memic_size 0, not a multiple of 64, too big
@@ -158,6 +161,8 @@ enum class Syndrome : uint32_t {
   QP_RRA_MAX = 0x5100091c,          // BAD_PARAM_ERR: log_rra_max above log_max_ra_res_qp
   QP_SRA_MAX = 0x5100091d,          // BAD_PARAM_ERR: log_sra_max above log_max_ra_req_qp
   QP_REG_UMR_USER = 0x5100091e,     // BAD_PARAM_ERR: a REG_UMR QP asked for by a uid other than 0
+  QP_XRCD_UNKNOWN = 0x5100091f,     // BAD_RES_ERR: qpc.xrcd of an XRC QP names no live XRC domain
+  QP_SRQ_TYPE = 0x51000920,         // BAD_RES_ERR: rq_type SRQ names an XRC SRQ (those take no QP's receives)
   // Shared receive queues.
   SRQ_SIZE = 0x51000a01,            // BAD_PARAM_ERR: log_srq_size above log_max_srq_sz
   SRQ_STRIDE = 0x51000a02,          // BAD_PARAM_ERR: WQE stride above max_wqe_sz_rq
@@ -170,12 +175,17 @@ enum class Syndrome : uint32_t {
   SRQ_PAS_UNMAPPED = 0x51000a09,    // BAD_PARAM_ERR: a pas[] page not mapped in the IOMMU
   SRQ_STATE = 0x51000a0a,           // BAD_PARAM_ERR: srqc.state or wqe_cnt set at creation
   SRQ_UNSUPPORTED = 0x51000a0b,     // BAD_PARAM_ERR: wq_signature, cont_srq or rlky (not advertised)
-  SRQ_XRC = 0x51000a0c,             // BAD_PARAM_ERR: srqc.xrcd or srqc.cqn set: XRC SRQs are not supported
+  SRQ_XRC = 0x51000a0c,             // BAD_PARAM_ERR: CREATE_SRQ with srqc.xrcd or srqc.cqn set: that is
+                                    // CREATE_XRC_SRQ's SRQ
   SRQ_PD_UNKNOWN = 0x51000a0d,      // BAD_RES_ERR: srqc.pd names no live PD
   SRQ_EXHAUSTED = 0x51000a0e,       // NO_RES_ERR: every SRQ number in use
   SRQ_UNKNOWN = 0x51000a0f,         // BAD_RES_ERR: no such SRQ
   SRQ_BUSY = 0x51000a10,            // RES_BUSY: DESTROY_SRQ while a QP receives from it
   SRQ_LWM = 0x51000a11,             // BAD_PARAM_ERR: ARM_RQ limit not below the SRQ's WQE count
+  SRQ_XRCD_UNKNOWN = 0x51000a12,    // BAD_RES_ERR: xrc_srqc.xrcd names no live XRC domain
+  SRQ_CQ_UNKNOWN = 0x51000a13,      // BAD_RES_ERR: xrc_srqc.cqn names no live CQ
+  SRQ_TYPE = 0x51000a14,            // BAD_RES_ERR: an SRQ command on the other kind (DESTROY_SRQ on an XRC
+                                    // SRQ, QUERY_XRC_SRQ on a plain one, ...)
   // Ethernet work queues and transport objects (SQ, RQ, TIS, TIR) a raw packet QP is built of.
   WQ_UNSUPPORTED = 0x51000b01,  // BAD_PARAM_ERR: an SQ/RQ feature not advertised (hairpin, umem, striding, signatures, ...)
   WQ_TYPE = 0x51000b02,  // BAD_PARAM_ERR: wq.wq_type not cyclic
@@ -366,6 +376,14 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(SRQ_BUSY)
     ONCHIP_SIM_SYNDROME(SRQ_LWM)
     ONCHIP_SIM_SYNDROME(TD_BUSY)
+    ONCHIP_SIM_SYNDROME(XRCD_EXHAUSTED)
+    ONCHIP_SIM_SYNDROME(XRCD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(XRCD_BUSY)
+    ONCHIP_SIM_SYNDROME(QP_XRCD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(QP_SRQ_TYPE)
+    ONCHIP_SIM_SYNDROME(SRQ_XRCD_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(SRQ_CQ_UNKNOWN)
+    ONCHIP_SIM_SYNDROME(SRQ_TYPE)
     ONCHIP_SIM_SYNDROME(WQ_UNSUPPORTED)
     ONCHIP_SIM_SYNDROME(WQ_TYPE)
     ONCHIP_SIM_SYNDROME(WQ_SIZE)

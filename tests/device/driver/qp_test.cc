@@ -151,10 +151,11 @@ TEST_F(QpTest, CreateChecks) {
   errno = 0;
   EXPECT_EQ(v::create_qp(pd_, &a), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  a = Attr(IBV_QPT_XRC_SEND);
+  // An XRC receive QP has an XRC domain, not a PD (ibv_create_qp_ex with IBV_QP_INIT_ATTR_XRCD).
+  a = Attr(IBV_QPT_XRC_RECV);
   errno = 0;
   EXPECT_EQ(v::create_qp(pd_, &a), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(errno, EINVAL);
   a = Attr(IBV_QPT_RC);
   a.send_cq = nullptr;
   errno = 0;
@@ -181,10 +182,11 @@ TEST_F(QpTest, CreateChecks) {
   errno = 0;
   EXPECT_EQ(v::create_qp_ex(verbs_, &ex), nullptr);
   EXPECT_EQ(errno, EINVAL);
+  // The domain's handle goes where the PD's would: only an XRC receive QP takes one.
   ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD;
   errno = 0;
   EXPECT_EQ(v::create_qp_ex(verbs_, &ex), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(errno, EINVAL);
   ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   ex.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
   errno = 0;

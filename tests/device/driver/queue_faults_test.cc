@@ -1,10 +1,12 @@
 // Firmware failures on every command of the queue objects (EQ at bring-up, CQ, QP and each of its
-// transitions, SRQ): the verb answers with the errno the kernel maps the status to, and afterwards
+// transitions, SRQ, XRC domain, XRC SRQ): the verb answers with the errno the kernel maps the status to, and afterwards
 // the device and the driver hold exactly what they held before the call (objects, DMA mappings,
 // pages, mkeys). A failed destroy leaves the object usable and the destroy retryable; a failed
 // transition leaves the QP in the state it was in.
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+
+#include <fcntl.h>
 
 #include <cerrno>
 #include <cstring>
@@ -32,9 +34,9 @@ struct Held {
   bool operator==(const Held& o) const {
     const auto& a = device;
     const auto& b = o.device;
-    return std::tie(a.uars, a.pds, a.transport_domains, a.mkeys, a.memic_allocations,
+    return std::tie(a.uars, a.pds, a.transport_domains, a.xrcds, a.mkeys, a.memic_allocations,
                     a.sw_icm_objects, a.eqs, a.cqs, a.qps, a.srqs, a.pages_held, dma_mappings) ==
-           std::tie(b.uars, b.pds, b.transport_domains, b.mkeys, b.memic_allocations,
+           std::tie(b.uars, b.pds, b.transport_domains, b.xrcds, b.mkeys, b.memic_allocations,
                     b.sw_icm_objects, b.eqs, b.cqs, b.qps, b.srqs, b.pages_held, o.dma_mappings);
   }
 };
@@ -44,7 +46,7 @@ std::string Describe(const Held& h) {
   return "uars " + std::to_string(c.uars) + " pds " + std::to_string(c.pds) + " mkeys " +
          std::to_string(c.mkeys) + " eqs " + std::to_string(c.eqs) + " cqs " +
          std::to_string(c.cqs) + " qps " + std::to_string(c.qps) + " srqs " +
-         std::to_string(c.srqs) + " pages " + std::to_string(c.pages_held) + " dma " +
+         std::to_string(c.srqs) + " xrcds " + std::to_string(c.xrcds) + " pages " + std::to_string(c.pages_held) + " dma " +
          std::to_string(h.dma_mappings);
 }
 
@@ -354,6 +356,155 @@ TEST_F(QueueFaults, SrqCommandFailures) {
   ibv_recv_wr* bad = nullptr;
   EXPECT_EQ(driver::rings::PostSrqRecv(srq, &wr, &bad), 0) << "the SRQ still takes receives";
   EXPECT_EQ(v::destroy_srq(srq), 0);
+}
+
+// ---- XRC: every command of domains, XRC SRQs and XRC QPs ----
+
+class XrcFault : public QueueFaults,
+                 public ::testing::WithParamInterface<std::tuple<uint16_t, CommandStatus>> {
+ protected:
+  ibv_xrcd* Xrcd() {
+    ibv_xrcd_init_attr a{};
+    a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    a.fd = -1;
+    a.oflags = O_CREAT;
+    return v::open_xrcd(verbs_, &a);
+  }
+  ibv_srq* XrcSrq(ibv_xrcd* xrcd, ibv_cq* cq) {
+    ibv_srq_init_attr_ex a{};
+    a.attr = {.max_wr = 16, .max_sge = 1, .srq_limit = 0};
+    a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+                  IBV_SRQ_INIT_ATTR_CQ;
+    a.srq_type = IBV_SRQT_XRC;
+    a.pd = pd_;
+    a.xrcd = xrcd;
+    a.cq = cq;
+    return v::create_srq_ex(verbs_, &a);
+  }
+  ibv_qp* XrcQp(ibv_qp_type type, ibv_xrcd* xrcd, ibv_cq* cq) {
+    ibv_qp_init_attr_ex a{};
+    a.qp_type = type;
+    if (type == IBV_QPT_XRC_RECV) {
+      a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+      a.xrcd = xrcd;
+    } else {
+      a.comp_mask = IBV_QP_INIT_ATTR_PD;
+      a.pd = pd_;
+      a.send_cq = cq;
+      a.cap.max_send_wr = 4;
+      a.cap.max_send_sge = 1;
+    }
+    return v::create_qp_ex(verbs_, &a);
+  }
+};
+
+// Each creating command fails with each status: the mapped errno, nothing more held, and the
+// same call succeeds once the firmware does (CREATE_QP for both XRC QP types).
+TEST_P(XrcFault, CreationReturnsTheMappedErrnoAndHoldsNothingMore) {
+  const auto [opcode, status] = GetParam();
+  const int expected = prm::CommandStatusErrno(static_cast<uint8_t>(status));
+  ibv_cq* cq = Cq();
+  ibv_xrcd* xrcd = opcode == prm::ALLOC_XRCD ? nullptr : Xrcd();
+  ASSERT_TRUE(cq && (xrcd || opcode == prm::ALLOC_XRCD));
+  for (ibv_qp_type type : {IBV_QPT_XRC_RECV, IBV_QPT_XRC_SEND}) {
+    if (opcode != prm::CREATE_QP && type == IBV_QPT_XRC_SEND) break;  // one round is enough
+    const Held before = Now();
+    const uint64_t refused = Refused(opcode);
+    Inject(opcode, status);
+    errno = 0;
+    switch (opcode) {
+      case prm::ALLOC_XRCD: EXPECT_EQ(Xrcd(), nullptr); break;
+      case prm::CREATE_XRC_SRQ: EXPECT_EQ(XrcSrq(xrcd, cq), nullptr); break;
+      case prm::CREATE_QP: EXPECT_EQ(XrcQp(type, xrcd, cq), nullptr); break;
+    }
+    EXPECT_EQ(errno, expected) << driver::cmd::OpcodeName(opcode) << ": " << strerror(errno);
+    EXPECT_EQ(Refused(opcode), refused + 1);
+    const Held after = Now();
+    EXPECT_EQ(after, before) << "before: " << Describe(before) << "\nafter:  " << Describe(after);
+    switch (opcode) {
+      case prm::ALLOC_XRCD: {
+        ibv_xrcd* again = Xrcd();
+        ASSERT_NE(again, nullptr);
+        EXPECT_EQ(v::close_xrcd(again), 0);
+        break;
+      }
+      case prm::CREATE_XRC_SRQ: {
+        ibv_srq* again = XrcSrq(xrcd, cq);
+        ASSERT_NE(again, nullptr);
+        EXPECT_EQ(v::destroy_srq(again), 0);
+        break;
+      }
+      case prm::CREATE_QP: {
+        ibv_qp* again = XrcQp(type, xrcd, cq);
+        ASSERT_NE(again, nullptr);
+        EXPECT_EQ(v::destroy_qp(again), 0);
+        break;
+      }
+    }
+  }
+  if (xrcd) {
+    EXPECT_EQ(v::close_xrcd(xrcd), 0);
+  }
+  EXPECT_EQ(v::destroy_cq(cq), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryXrcCreate, XrcFault,
+    ::testing::Combine(::testing::Values(prm::ALLOC_XRCD, prm::CREATE_XRC_SRQ, prm::CREATE_QP),
+                       ::testing::Values(CommandStatus::INT_ERR, CommandStatus::BAD_PARAM_ERR,
+                                         CommandStatus::BAD_RES_ERR, CommandStatus::NO_RES_ERR)),
+    [](const auto& p) {
+      return std::string(driver::cmd::OpcodeName(std::get<0>(p.param))) + "_" +
+             prm::CommandStatusName(static_cast<uint8_t>(std::get<1>(p.param)));
+    });
+
+// The other XRC commands: modify, query and destroy fail with EIO and change nothing; a failed
+// destroy or close leaves the object usable and the call retryable.
+TEST_F(QueueFaults, XrcCommandFailures) {
+  ibv_cq* cq = Cq();
+  ibv_xrcd_init_attr xa{};
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  xa.fd = -1;
+  xa.oflags = O_CREAT;
+  ibv_xrcd* xrcd = v::open_xrcd(verbs_, &xa);
+  ASSERT_TRUE(cq && xrcd);
+  ibv_srq_init_attr_ex sa{};
+  sa.attr = {.max_wr = 16, .max_sge = 1, .srq_limit = 0};
+  sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+                 IBV_SRQ_INIT_ATTR_CQ;
+  sa.srq_type = IBV_SRQT_XRC;
+  sa.pd = pd_;
+  sa.xrcd = xrcd;
+  sa.cq = cq;
+  ibv_srq* srq = v::create_srq_ex(verbs_, &sa);
+  ASSERT_NE(srq, nullptr);
+  const Held before = Now();
+
+  Inject(prm::ARM_XRC_SRQ);
+  ibv_srq_attr limit{.max_wr = 0, .max_sge = 0, .srq_limit = 4};
+  EXPECT_EQ(v::modify_srq(srq, &limit, IBV_SRQ_LIMIT), EIO);
+  EXPECT_EQ(Refused(prm::ARM_XRC_SRQ), 1u);
+  Inject(prm::QUERY_XRC_SRQ);
+  ibv_srq_attr queried{};
+  EXPECT_EQ(v::query_srq(srq, &queried), EIO);
+  EXPECT_EQ(v::query_srq(srq, &queried), 0);
+  EXPECT_EQ(queried.srq_limit, 0u) << "a failed ARM_XRC_SRQ must not change the limit";
+
+  Inject(prm::DESTROY_XRC_SRQ);
+  EXPECT_EQ(v::destroy_srq(srq), EIO);
+  EXPECT_EQ(Now(), before);
+  ibv_recv_wr wr{};
+  ibv_recv_wr* bad = nullptr;
+  EXPECT_EQ(driver::rings::PostSrqRecv(srq, &wr, &bad), 0) << "the SRQ still takes receives";
+  EXPECT_EQ(v::close_xrcd(xrcd), EBUSY) << "the SRQ still pins its domain";
+  EXPECT_EQ(v::destroy_srq(srq), 0);
+
+  Inject(prm::DEALLOC_XRCD);
+  const Held open = Now();
+  EXPECT_EQ(v::close_xrcd(xrcd), EIO);
+  EXPECT_EQ(Now(), open);
+  EXPECT_EQ(v::close_xrcd(xrcd), 0);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
 }
 
 // ---- bring-up: the completion EQ ----

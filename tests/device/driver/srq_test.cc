@@ -100,7 +100,11 @@ TEST_F(SrqTest, CreateChecks) {
   ex.attr.max_sge = 1;
   ex.pd = pd_;
   ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
-  ex.srq_type = IBV_SRQT_XRC;
+  ex.srq_type = IBV_SRQT_XRC;  // without its XRC domain and CQ
+  errno = 0;
+  EXPECT_EQ(v::create_srq_ex(verbs_, &ex), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ex.srq_type = IBV_SRQT_TM;
   errno = 0;
   EXPECT_EQ(v::create_srq_ex(verbs_, &ex), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

@@ -217,7 +217,7 @@ TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
 }
 
 // What the QP and SRQ commands accept is what the capabilities say: limits from DeviceConfig,
-// RC/UC/UD without XRC, 8-byte compare-and-swap and fetch-and-add whose byte order the driver
+// RC/UC/UD and XRC (with 2^log_max_xrcd domains), 8-byte compare-and-swap and fetch-and-add whose byte order the driver
 // may set to host order.
 TEST_F(HcaTest, QueueAndAtomicCapabilities) {
   ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
@@ -243,7 +243,8 @@ TEST_F(HcaTest, QueueAndAtomicCapabilities) {
   EXPECT_EQ(gen.get(Gen::rc), 1u);
   EXPECT_EQ(gen.get(Gen::uc), 1u);
   EXPECT_EQ(gen.get(Gen::ud), 1u);
-  EXPECT_EQ(gen.get(Gen::xrc), 0u);
+  EXPECT_EQ(gen.get(Gen::xrc), 1u);
+  EXPECT_EQ(gen.get(Gen::log_max_xrcd), c.log_max_xrcd);
   EXPECT_EQ(gen.get(Gen::atomic), 1u);
   EXPECT_EQ(query(prm::CAP_ROCE, prm::HCA_CAP_OPMOD_GET_CUR).get(Roce::roce_address_table_size),
             c.roce_address_table_size);

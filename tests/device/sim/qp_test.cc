@@ -104,8 +104,9 @@ TEST_F(QpTest, AQpHoldsItsCqsAndPd) {
   EXPECT_TRUE(Ok(Exec(dealloc, 16)));
 }
 
-// REG_UMR, the kernel's registration QP, has its own rules (umr_test.cc).
-TEST_F(QpTest, RcUcAndUdOnly) {
+// REG_UMR, the kernel's registration QP, has its own rules (umr_test.cc); XRC QPs theirs
+// (xrc_test.cc).
+TEST_F(QpTest, RcUcUdAndXrcOnly) {
   for (uint8_t st : {uint8_t{prm::QP_ST_RC}, uint8_t{prm::QP_ST_UC}, uint8_t{prm::QP_ST_UD}}) {
     QpShape shape;
     shape.st = st;
@@ -113,7 +114,7 @@ TEST_F(QpTest, RcUcAndUdOnly) {
     EXPECT_TRUE(Ok(r)) << int(st);
     EXPECT_TRUE(Ok(DestroyQp(static_cast<uint32_t>(r.get(prm::create_qp_out::qpn)))));
   }
-  for (uint32_t st : {prm::QP_ST_XRC, prm::QP_ST_MLX, prm::QP_ST_DCI, prm::QP_ST_QP0,
+  for (uint32_t st : {prm::QP_ST_MLX, prm::QP_ST_DCI, prm::QP_ST_QP0,
                       prm::QP_ST_QP1, prm::QP_ST_RAW_ETHERTYPE}) {
     auto in = QpIn(pd_, cqn_);
     in.set(qpc.st, st);

@@ -223,6 +223,151 @@ TEST_F(SimdTest, AKilledClientLeavesNothingWhileAnotherGoesOn) {
   self.Close();
 }
 
+// XRC through the daemon: a domain, an XRC SRQ, XRC receive and send QPs on one function move a
+// SEND into the SRQ; then a client holding the same objects is killed and the daemon releases
+// them all (QP, SRQ, domain, CQ, PD), leaving its function as it found it.
+bool XrcObjects(Endpoint& e, ibv_xrcd** xrcd, ibv_srq** srq, ibv_qp** recv, ibv_qp** send) {
+  ibv_context* ctx = e.device->verbs();
+  ibv_xrcd_init_attr xa{};
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  xa.fd = -1;
+  xa.oflags = O_CREAT;
+  *xrcd = v::open_xrcd(ctx, &xa);
+  if (*xrcd == nullptr) return false;
+  ibv_srq_init_attr_ex sa{};
+  sa.attr = {.max_wr = 16, .max_sge = 1, .srq_limit = 0};
+  sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+                 IBV_SRQ_INIT_ATTR_CQ;
+  sa.srq_type = IBV_SRQT_XRC;
+  sa.pd = e.pd;
+  sa.xrcd = *xrcd;
+  sa.cq = e.cq;
+  *srq = v::create_srq_ex(ctx, &sa);
+  ibv_qp_init_attr_ex ra{};
+  ra.qp_type = IBV_QPT_XRC_RECV;
+  ra.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+  ra.xrcd = *xrcd;
+  *recv = v::create_qp_ex(ctx, &ra);
+  ibv_qp_init_attr_ex qa{};
+  qa.qp_type = IBV_QPT_XRC_SEND;
+  qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+  qa.pd = e.pd;
+  qa.send_cq = e.cq;
+  qa.cap.max_send_wr = 4;
+  qa.cap.max_send_sge = 1;
+  qa.sq_sig_all = 1;
+  *send = v::create_qp_ex(ctx, &qa);
+  return *srq && *recv && *send;
+}
+
+TEST_F(SimdTest, XrcThroughTheDaemonAndAKilledXrcClientLeavesNothing) {
+  Endpoint self;
+  ASSERT_TRUE(self.Open(daemon_->locator(0), 0));
+  ibv_xrcd* xrcd = nullptr;
+  ibv_srq* srq = nullptr;
+  ibv_qp *recv = nullptr, *send = nullptr;
+  ASSERT_TRUE(XrcObjects(self, &xrcd, &srq, &recv, &send)) << strerror(errno);
+  // The receive side takes RC's masks but for the requester's; the send side RC's without
+  // responder resources at RTR (the kernel's XRC_TGT / XRC_INI rows).
+  for (ibv_qp* qp : {recv, send}) {
+    const bool r = qp == recv;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = r ? send->qp_num : recv->qp_num;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.dgid = self.gid;
+    a.ah_attr.grh.sgid_index = 2;
+    a.ah_attr.grh.hop_limit = 64;
+    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    if (r) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    ASSERT_EQ(v::modify_qp(qp, &a, mask), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+    if (!r) mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+    ASSERT_EQ(v::modify_qp(qp, &a, mask), 0);
+  }
+  uint32_t srqn = 0;
+  ASSERT_EQ(v::get_srq_num(srq, &srqn), 0);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(self.buf->data + 8192), 64, self.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 5;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(rings::PostSrqRecv(srq, &rwr, &rbad), 0);
+  for (int i = 0; i < 64; ++i) self.buf->data[i] = static_cast<uint8_t>(0x30 + i);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(self.buf->data), 64, self.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 6;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.qp_type.xrc.remote_srqn = srqn;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(send, &wr, &bad), 0);
+  int seen = 0;
+  ASSERT_TRUE(WaitUntil([&] {
+    ibv_wc wc{};
+    while (rings::PollCq(self.cq, 1, &wc) == 1) {
+      EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+      ++seen;
+    }
+    return seen == 2;
+  }));
+  EXPECT_EQ(std::memcmp(self.buf->data + 8192, self.buf->data, 64), 0);
+  EXPECT_NE(daemon_->Status().find("\"xrc_srq\": 1"), std::string::npos) << daemon_->Status();
+  const std::string before = daemon_->Status();
+
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    setenv("ONCHIP_ALLOC_TIER", "4k", 1);
+    Endpoint e;
+    if (!e.Open(daemon_->locator(1), 1)) _exit(1);
+    ibv_xrcd* x = nullptr;
+    ibv_srq* s = nullptr;
+    ibv_qp *rq = nullptr, *sq = nullptr;
+    if (!XrcObjects(e, &x, &s, &rq, &sq)) _exit(2);
+    (void)!write(ready[1], "r", 1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char r = 0;
+  ASSERT_EQ(read(ready[0], &r, 1), 1) << "the child client made no XRC objects";
+  close(ready[0]);
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WaitUntil([&] { return Count(daemon_->Status(), "\"uid\"") == 1; }))
+      << daemon_->Status();
+  const std::string after = daemon_->Status();
+  const auto function1 = [](const std::string& s) { return s.substr(s.find("\"index\": 1")); };
+  const auto upto_clients = [](const std::string& s) { return s.substr(0, s.find("\"commands\"")); };
+  EXPECT_EQ(upto_clients(function1(after)), upto_clients(function1(before))) << after;
+
+  ASSERT_EQ(v::destroy_qp(send), 0);
+  ASSERT_EQ(v::destroy_qp(recv), 0);
+  ASSERT_EQ(v::destroy_srq(srq), 0);
+  ASSERT_EQ(v::close_xrcd(xrcd), 0);
+  self.Close();
+}
+
 TEST_F(SimdTest, ADeadDaemonFailsTheNextCommandAtOnceAndARestartedOneServes) {
   auto d = driver::Open(daemon_->locator(0));
   ASSERT_TRUE(d) << d.error().describe();

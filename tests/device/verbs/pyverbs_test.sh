@@ -43,12 +43,11 @@ set -- \
   test_mr.DeviceMemoryTest \
   test_parent_domain test_cq_events
 expected=129
-# No dma-buf exporter on this machine; no XRC domains; no RDMA atomic write (an extended QP with
-# No dma-buf exporter on this machine; no XRC domains; no RDMA atomic write (an extended QP with
+# No dma-buf exporter on this machine; no RDMA atomic write (an extended QP with
 # ATOMIC_WRITE); all GID indices populated (the bad-flow GID test cannot run). Raw packet QPs
 # must run: pyverbs itself skips them only for a user who is not root (its stand-in for
 # CAP_NET_RAW), so that skip is allowed only then.
-SKIPS_ALLOWED='dmabuf|Create XRCD is not supported|Extended QP is not supported|All gid indices populated'
+SKIPS_ALLOWED='dmabuf|Extended QP is not supported|All gid indices populated'
 [ "$(id -u)" -eq 0 ] || SKIPS_ALLOWED="$SKIPS_ALLOWED|RAW QP must be done by root"
 
 out="$work/out.log"

@@ -52,8 +52,9 @@ static void check_device_queries(struct ibv_context* ctx) {
         "max_ah %d max_sge %d atomic_cap %d)", q.attr.max_qp, q.attr.max_cq, q.attr.max_cqe,
         q.attr.max_srq, q.attr.max_ah, q.attr.max_sge, q.attr.atomic_cap);
   CHECK((q.attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN) &&
-            !(q.attr.device_cap_flags & (IBV_DEVICE_XRC | IBV_DEVICE_AUTO_PATH_MIG)),
-        "RNR NAKs, no XRC, no path migration (device_cap_flags 0x%x)", q.attr.device_cap_flags);
+            (q.attr.device_cap_flags & IBV_DEVICE_XRC) &&
+            !(q.attr.device_cap_flags & IBV_DEVICE_AUTO_PATH_MIG),
+        "RNR NAKs, XRC, no path migration (device_cap_flags 0x%x)", q.attr.device_cap_flags);
 
   struct ibv_device_attr_ex ex;
   memset(&ex, 0, sizeof(ex));

@@ -38,6 +38,35 @@ TEST(QpTransitions, ResetToInitRequiresPerTransport) {
   EXPECT_EQ(TransitionOpcode(IBV_QPS_RESET, IBV_QPS_INIT), prm::RST2INIT_QP);
 }
 
+// The kernel's XRC_INI (send) and XRC_TGT (receive) rows: INIT like RC; RTR without responder
+// resources on the send side; RTS with the requester's set on the send side, only the timeout
+// on the receive side (which may also change the RNR timer); RC's optional-field bits.
+TEST(QpTransitions, XrcSendAndReceiveSides) {
+  const int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+  for (ibv_qp_type t : {IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV}) {
+    EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_RESET, IBV_QPS_INIT, t, init)) << t;
+    EXPECT_FALSE(ModifyQpIsOk(IBV_QPS_RESET, IBV_QPS_INIT, t, init | IBV_QP_QKEY)) << t;
+    EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_RTS, IBV_QPS_ERR, t, IBV_QP_STATE)) << t;
+    EXPECT_EQ(TransitionOptParams(prm::RTR2RTS_QP, t), TransitionOptParams(prm::RTR2RTS_QP, IBV_QPT_RC));
+  }
+  const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+  const int responder = IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_XRC_SEND, rtr));
+  EXPECT_FALSE(ModifyQpIsOk(IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_XRC_SEND, rtr | responder));
+  EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_XRC_RECV, rtr | responder));
+  EXPECT_FALSE(ModifyQpIsOk(IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_XRC_RECV, rtr));
+  const int requester = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+  EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_XRC_SEND, requester));
+  EXPECT_FALSE(ModifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_XRC_SEND,
+                            requester | IBV_QP_MIN_RNR_TIMER));
+  const int target = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+  EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_XRC_RECV, target));
+  EXPECT_TRUE(ModifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_XRC_RECV, target | IBV_QP_MIN_RNR_TIMER));
+  EXPECT_FALSE(ModifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_XRC_RECV, requester));
+  EXPECT_FALSE(ModifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_XRC_RECV, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
 TEST(QpTransitions, InitToRtrAndRtrToRts) {
   const int rc_rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;

@@ -21,6 +21,7 @@
 #include "uapi/prm/srq.h"
 #include "uapi/prm/sw_icm.h"
 #include "uapi/prm/wq.h"
+#include "uapi/prm/xrc.h"
 
 namespace {
 
@@ -281,6 +282,78 @@ int main(int argc, char** argv) {
     AddRaw(s, dq.bytes(), 16);
     AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);
     Write(dir, "raw_qps", s);
+  }
+  {  // Raw mode: an XRC domain, an XRC SRQ on a CQ, XRC initiator and target QPs, taken to RTS,
+     // armed and queried, torn down in order (the busy refusals first).
+    std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
+    constexpr uint32_t kUar = 8;
+    constexpr uint32_t kPd = 1;
+    constexpr uint32_t kXrcd = 1;  // the first domain
+    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
+        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
+        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
+    AddRaw(s, eq.bytes(), 16);
+    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
+        .set(prm::create_cq_in::cq_context.uar_page, kUar)
+        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
+        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
+    AddRaw(s, cq.bytes(), 16);
+    AddRaw(s, Cmd<prm::alloc_xrcd_in>(prm::ALLOC_XRCD).bytes(), 16);
+    using X = prm::xrc_srqc_bits<prm::create_xrc_srq_in::xrc_srq_context_entry.bit_offset>;
+    auto srq = Cmd<prm::create_xrc_srq_in>(prm::CREATE_XRC_SRQ, 0, 8);
+    srq.set(X::log_xrc_srq_size, 6).set(X::log_rq_stride, 2).set(X::pd, kPd).set(X::xrcd, kXrcd)
+        .set(X::cqn, 0).set(X::user_index_equal_xrc_srqn, 1)
+        .set(X::db_record_addr_l, (kArenaIova + 0xf080) >> 2)
+        .set(X::db_record_addr_h, (kArenaIova + 0xf080) >> 32)
+        .set(prm::create_xrc_srq_in::pas[0], kArenaIova + 0xc000);
+    AddRaw(s, srq.bytes(), 16);
+    auto arm = Cmd<prm::arm_xrc_srq_in>(prm::ARM_XRC_SRQ, prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ);
+    arm.set(prm::arm_xrc_srq_in::lwm, 8);
+    AddRaw(s, arm.bytes(), 16);
+    AddRaw(s, Cmd<prm::query_xrc_srq_in>(prm::QUERY_XRC_SRQ).bytes(),
+           prm::size_bytes<prm::query_xrc_srq_out> + 8);
+    constexpr auto qpc = prm::create_qp_in::qpc;
+    auto ini = Cmd<prm::create_qp_in>(prm::CREATE_QP, 0, 8);  // qpn 2: 64 send blocks, one page
+    ini.set(qpc.st, prm::QP_ST_XRC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.pd, kPd)
+        .set(qpc.uar_page, kUar).set(qpc.rq_type, prm::ZERO_LEN_RQ).set(qpc.log_sq_size, 6)
+        .set(qpc.dbr_addr, kArenaIova + 0xf040)
+        .set(prm::create_qp_in::pas[0], kArenaIova + 0xa000);
+    AddRaw(s, ini.bytes(), 16);
+    auto tgt = Cmd<prm::create_qp_in>(prm::CREATE_QP);  // qpn 3: no ring, the domain
+    tgt.set(qpc.st, prm::QP_ST_XRC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.no_sq, 1)
+        .set(qpc.rq_type, prm::ZERO_LEN_RQ).set(qpc.xrcd, kXrcd);
+    AddRaw(s, tgt.bytes(), 16);
+    using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
+    for (uint32_t qpn : {2u, 3u}) {
+      auto init = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+      init.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
+          .set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
+      AddRaw(s, init.bytes(), 16);
+      auto rtr = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+      rtr.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 3).set(Ctx::remote_qpn, 5 - qpn)
+          .set(Ctx::primary_address_path.vhca_port_num, 1).set(Ctx::log_rra_max, 2);
+      AddRaw(s, rtr.bytes(), 16);
+      auto rts = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+      rts.set(prm::rtr2rts_qp_in::qpn, qpn).set(Ctx::retry_count, 7).set(Ctx::rnr_retry, 7);
+      AddRaw(s, rts.bytes(), 16);
+      auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+      query.set(prm::query_qp_in::qpn, qpn);
+      AddRaw(s, query.bytes(), prm::size_bytes<prm::query_qp_out> + 8);
+    }
+    auto dealloc = Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
+    dealloc.set(prm::dealloc_xrcd_in::xrcd, kXrcd);
+    AddRaw(s, dealloc.bytes(), 16);  // busy: the SRQ and both QPs hold it
+    AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);  // the wrong kind
+    for (uint32_t qpn : {2u, 3u}) {
+      auto dq = Cmd<prm::destroy_qp_in>(prm::DESTROY_QP);
+      dq.set(prm::destroy_qp_in::qpn, qpn);
+      AddRaw(s, dq.bytes(), 16);
+    }
+    AddRaw(s, Cmd<prm::destroy_xrc_srq_in>(prm::DESTROY_XRC_SRQ).bytes(), 16);
+    AddRaw(s, dealloc.bytes(), 16);
+    Write(dir, "raw_xrc", s);
   }
   {  // Raw mode: a raw packet QP's objects (TIS, SQ, RQ, TIR) on a CQ, moved, queried, torn down.
     std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
