@@ -32,6 +32,9 @@ struct Avx2StreamRead : PieceDefaults {
     _mm256_storeu_si256(t + 0, a);
     _mm256_storeu_si256(t + 1, b);
   }
+  __attribute__((target("avx2"))) static void Lines(char* dst, const char* src, std::size_t n) {
+    for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
+  }
   static void End() {}
 };
 

@@ -26,6 +26,9 @@ struct Avx512StreamRead : PieceDefaults {
     const __m512i a = _mm512_stream_load_si512(const_cast<char*>(src));
     _mm512_storeu_si512(dst, a);
   }
+  __attribute__((target("avx512f"))) static void Lines(char* dst, const char* src, std::size_t n) {
+    for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
+  }
   static void End() {}
 };
 

@@ -100,6 +100,9 @@ struct SseRead : PieceDefaults {
     _mm_storeu_si128(t + 2, c);
     _mm_storeu_si128(t + 3, d);
   }
+  static void Lines(char* dst, const char* src, std::size_t n) {
+    for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
+  }
   static void End() {}
 };
 

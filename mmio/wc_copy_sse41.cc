@@ -23,6 +23,9 @@ struct Sse41StreamRead : PieceDefaults {
     _mm_storeu_si128(t + 2, c);
     _mm_storeu_si128(t + 3, d);
   }
+  __attribute__((target("sse4.1"))) static void Lines(char* dst, const char* src, std::size_t n) {
+    for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
+  }
   static void End() {}
 };
 

@@ -2,8 +2,8 @@
 //
 // A kernel type K provides, as static members:
 //   Line(char* dst, const char* src)     one full 64-byte line (the aligned side is the device)
-//   Lines(char* dst, const char* src, n) n/64 lines ascending with Line (to-device only), with
-//                                        K's target attribute so that Line inlines into it
+//   Lines(char* dst, const char* src, n) n/64 lines ascending with Line, with K's target
+//                                        attribute so that Line inlines into it
 //   LoadPiece / StorePiece               exact-width accesses for partial lines (defaults below)
 //   End()                                what ends the copy (WcFlush for to-device, nothing else)
 // Keeping the walk in one template means the order that tests observe through a recording
@@ -341,7 +341,27 @@ inline void WalkToDevice(void* dst_v, const void* src_v, std::size_t len) {
   WalkToDeviceUnaligned<K>(dst, src, len);
 }
 
-// Same walk with the device on the source side.
+// Head (up to the first line boundary of src), full lines ascending, tail; then K::End(). Out of
+// line and baseline ISA, so that the short copies' caller needs no stack frame; full lines go
+// through K::Lines, which carries K's ISA.
+template <class K>
+[[gnu::noinline]] void WalkFromDeviceLong(char* dst, const char* src, std::size_t len) {
+  std::size_t head = (kLine - (reinterpret_cast<std::uintptr_t>(src) & (kLine - 1))) & (kLine - 1);
+  if (head > len) head = len;
+  if (head != 0) {
+    PartialLineFromDevice<K>(dst, src, head);
+    dst += head, src += head, len -= head;
+  }
+  if (const std::size_t body = len & ~(kLine - 1); body != 0) {
+    K::Lines(dst, src, body);
+    dst += body, src += body, len -= body;
+  }
+  if (len != 0) PartialLineFromDevice<K>(dst, src, len);
+  K::End();
+}
+
+// Same walk with the device on the source side: a copy shorter than a line under the device
+// contract is a few inlined moves (as to the device), anything else WalkFromDeviceLong.
 template <class K>
 inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
   char* dst = static_cast<char*>(dst_v);
@@ -360,15 +380,7 @@ inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
     ShortFromDeviceAndEnd<K>(dst, src, len);
     return;
   }
-  std::size_t head = (kLine - (reinterpret_cast<std::uintptr_t>(src) & (kLine - 1))) & (kLine - 1);
-  if (head > len) head = len;
-  if (head != 0) {
-    PartialLineFromDevice<K>(dst, src, head);
-    dst += head, src += head, len -= head;
-  }
-  for (; len >= kLine; dst += kLine, src += kLine, len -= kLine) K::Line(dst, src);
-  if (len != 0) PartialLineFromDevice<K>(dst, src, len);
-  K::End();
+  WalkFromDeviceLong<K>(dst, src, len);
 }
 
 }  // namespace onchip::mmio::detail

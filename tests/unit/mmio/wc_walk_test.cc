@@ -63,6 +63,9 @@ struct RecordingFromDevice {
     g_events.push_back({Op::kStore, reinterpret_cast<std::uintptr_t>(dst), 64, false});
     std::memcpy(dst, src, 64);
   }
+  static void Lines(char* dst, const char* src, std::size_t n) {
+    for (std::size_t off = 0; off < n; off += 64) Line(dst + off, src + off);
+  }
   static void LoadDevice(unsigned char* img, const char* src, std::size_t w) {
     g_events.push_back({Op::kLoad, reinterpret_cast<std::uintptr_t>(src), w, true});
     std::memcpy(img, src, w);
