@@ -2,18 +2,20 @@
 
 Builds onchip's libibverbs provider with Bazel (its progress on stderr, so CMD's output stays
 clean; the first build takes a few minutes), then runs CMD with what libibverbs needs to find
-the device: a temporary sysfs tree (SYSFS_PATH) that lists onchip_0,
-/dev/infiniband/uverbsN (mknod as root, else a private user and mount namespace), and
+the device: a temporary sysfs tree (SYSFS_PATH) that lists one device per function (onchip_0,
+onchip_1, ...), /dev/infiniband/uverbsN for each (mknod as root, else a private user and mount
+namespace), and
 RDMAV_DRIVERS naming the plugin. Everything made is removed afterwards, also on failure.
 The exit status is CMD's.
 
   tools/onchip run -- ibv_devices
   tools/onchip run -- ibv_devinfo -v
 
-The device is function 0 of the device daemon (tools/onchip sim): run starts the daemon when
+The devices are the functions of the device daemon (tools/onchip sim): onchip_0 is function 0,
+onchip_1 function 1, each with its own MAC, IPv4 address and GIDs. run starts the daemon when
 none answers and leaves it running, so programs in two shells, each under tools/onchip run, see
-the same device, the same objects and the same GIDs (ONCHIP_DEVICE=simd:<socket>#1 picks the
-second function). --in-process gives the program a software ConnectX of its own instead.
+the same devices, the same objects and the same GIDs (`ibv_rc_pingpong -d onchip_1` takes the
+second function). --in-process gives the program one software ConnectX of its own instead.
 Memory a program registers is reached by the daemon: pages of a memfd or hugetlbfs file the
 program keeps open are mapped by the daemon itself, anonymous (malloc'd) memory is read and
 written in the program with process_vm_readv/writev (same user; the registration fails with the
@@ -32,6 +34,7 @@ PLUGIN_TARGET = "//tools/plugin:libonchip-rdmav34.so"
 sys.path.insert(0, os.path.join(ROOT, "tools", "verbs_env"))
 
 import launch  # noqa: E402
+import sysfs_tree  # noqa: E402
 
 
 def build_plugin():
@@ -51,11 +54,14 @@ def run(args):
     if not cmd:
         raise SystemExit("onchip run: no command (tools/onchip run -- CMD ARGS)")
     plugin = build_plugin()
-    locator = "sim"
+    functions = [sysfs_tree.Function("sim")]
     if not getattr(args, "in_process", False):
         path = os.path.abspath(args.socket) if getattr(args, "socket", "") else simd.default_socket()
-        simd.start(path)
-        locator = "simd:%s#0" % path
-    progress.step("running %s on the software ConnectX (%s)" % (" ".join(cmd), locator),
+        st = simd.start(path)
+        functions = [sysfs_tree.Function.from_status("simd:%s#%d" % (path, f["index"]), f)
+                     for f in st["functions"]]
+    progress.step("running %s on the software ConnectX (%s)"
+                  % (" ".join(cmd), ", ".join("onchip_%d: %s" % (i, f.locator)
+                                              for i, f in enumerate(functions))),
                   file=sys.stderr)
-    return launch.run(plugin, cmd, args.dev_node, locator)
+    return launch.run(plugin, cmd, args.dev_node, functions=functions)

@@ -7,15 +7,13 @@
   tools/onchip sim stop      stop it: every client's objects are released first
 
 The socket is $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock (--socket PATH
-chooses another). Programs reach function N with ONCHIP_DEVICE=simd:<socket>#N; tools/onchip run
-starts the daemon when none runs and points the program at function 0. The daemon's log is
-simd.log beside the socket.
+chooses another). tools/onchip run starts the daemon when none runs and lists its functions to
+the program as onchip_0, onchip_1 (or ONCHIP_DEVICE=simd:<socket>#N names one for every device).
+The daemon's log is simd.log beside the socket.
 """
 import json
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import time
@@ -23,44 +21,16 @@ import time
 import bazel
 import progress
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "verbs_env"))
+from daemon_status import status  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET = "//tools/simd:onchip-simd"
-
-# uapi/simd_protocol.h: the frame header (magic, version, type, length, status, reserved).
-HEADER = struct.Struct("<IHHIIQ")
-MAGIC = 0x4453434F
-VERSION = 1
-STATUS = 5
-
 
 def default_socket():
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     return os.path.join(xdg if xdg else "/run", "onchip", "simd.sock")
-
-
-def _recv_exact(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the daemon closed the connection")
-        data += chunk
-    return data
-
-
-def status(path):
-    """The daemon's state as a dict, or None when no daemon answers on `path`."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(5)
-            s.connect(path)
-            s.sendall(HEADER.pack(MAGIC, VERSION, STATUS, 0, 0, 0))
-            magic, version, kind, length, err, _ = HEADER.unpack(_recv_exact(s, HEADER.size))
-            if magic != MAGIC or version != VERSION or kind != STATUS or err != 0:
-                return None
-            return json.loads(_recv_exact(s, length).decode())
-    except (OSError, ConnectionError, ValueError):
-        return None
 
 
 def build():
@@ -106,8 +76,8 @@ def stop(path):
 def describe(st):
     lines = ["daemon pid %d on %s" % (st["pid"], st["socket"])]
     for f in st["functions"]:
-        lines.append("function %d: mac %s ipv4 %s (ONCHIP_DEVICE=simd:%s#%d)"
-                     % (f["index"], f["mac"], f["ipv4"], st["socket"], f["index"]))
+        lines.append("function %d (onchip_%d under tools/onchip run): mac %s ipv4 %s"
+                     % (f["index"], f["index"], f["mac"], f["ipv4"]))
         lines.append("  firmware: %d uar, %d pd, %d mkey, %d eq, %d cq, %d qp, %d srq, "
                      "%d memic; %d DMA mapping(s); %d command(s)"
                      % (f["uars"], f["pds"], f["mkeys"], f["eqs"], f["cqs"], f["qps"], f["srqs"],

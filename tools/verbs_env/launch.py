@@ -18,6 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import daemon_status  # noqa: E402
 import sysfs_tree  # noqa: E402
 import uverbs_node  # noqa: E402
 
@@ -60,48 +61,58 @@ def _raise_on_term(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def run(plugin, cmd, dev_node="auto", locator="sim"):
+def run(plugin, cmd, dev_node="auto", locator="sim", functions=None):
+    """Runs `cmd` with one device opening `locator`, or, with `functions` (sysfs_tree.Function
+    each), one device per function: onchip_0, onchip_1, ..."""
     plugin = os.path.abspath(plugin)
     if not plugin.endswith(SUFFIX) or not os.path.isfile(plugin):
         print("onchip run: %s is not a built lib<name>%s" % (plugin, SUFFIX), file=sys.stderr)
         return 2
+    functions = functions or [sysfs_tree.Function(locator)]
     signal.signal(signal.SIGTERM, _raise_on_term)
     signal.signal(signal.SIGHUP, _raise_on_term)
     scratch = tempfile.mkdtemp(prefix="onchip-run-")
-    node = uverbs_node.HostNode()
+    nodes = []
     try:
         namespace = dev_node == "namespace"
-        uverbs = "uverbs0"
+        names = ["uverbs%d" % n for n in range(len(functions))]
         if not namespace:
             try:
-                uverbs = node.create()
+                names = []
+                for _ in functions:
+                    nodes.append(uverbs_node.HostNode())
+                    names.append(nodes[-1].create())
             except OSError as e:
                 if dev_node == "host":
                     print("onchip run: cannot mknod in %s: %s" % (uverbs_node.DEV_DIR, e.strerror),
                           file=sys.stderr)
                     return 1
                 namespace = True
-        sysfs_root = sysfs_tree.build(os.path.join(scratch, "sys"), uverbs, uverbs_node.CDEV,
-                                      locator)
+                names = ["uverbs%d" % n for n in range(len(functions))]
+        sysfs_root = sysfs_tree.build_devices(
+            os.path.join(scratch, "sys"),
+            [(name, uverbs_node.CDEV, f) for name, f in zip(names, functions)])
         env = environment(plugin, sysfs_root)
         if namespace:
             dev = os.path.join(scratch, "dev")
             os.mkdir(dev)
             cmd = uverbs_node.unshare_prefix() + [
-                sys.executable, os.path.abspath(__file__), "--inside-namespace", dev, "--"] + cmd
+                sys.executable, os.path.abspath(__file__), "--inside-namespace", dev,
+                "--nodes", str(len(functions)), "--"] + cmd
         try:
             return _status(subprocess.run(cmd, env=env).returncode)
         except FileNotFoundError as e:
             print("onchip run: %s: %s" % (e.filename, e.strerror), file=sys.stderr)
             return 127
     finally:
-        node.remove()
+        for node in nodes:
+            node.remove()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def inside_namespace(dev, cmd):
+def inside_namespace(dev, cmd, count=1):
     try:
-        uverbs_node.replace_dev(dev)
+        uverbs_node.replace_dev(dev, count)
     except OSError as e:
         print("onchip run: cannot prepare /dev in a mount namespace: %s" % e, file=sys.stderr)
         return 1
@@ -122,17 +133,29 @@ def main(argv):
     p.add_argument("--device", default="sim", metavar="LOCATOR",
                    help="the device the plugin opens: sim (in-process, the default) or "
                         "simd:SOCKET#N (function N of a device daemon)")
+    p.add_argument("--daemon", metavar="SOCKET",
+                   help="one device per function of the device daemon on SOCKET (onchip_0, "
+                        "onchip_1, ... with each function's addresses) instead of --device")
     p.add_argument("--inside-namespace", metavar="SCRATCH", help=argparse.SUPPRESS)
+    p.add_argument("--nodes", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         p.error("no command given (launch.py --plugin PATH -- CMD ARGS)")
     if args.inside_namespace:
-        return inside_namespace(args.inside_namespace, cmd)
+        return inside_namespace(args.inside_namespace, cmd, args.nodes)
     if not args.plugin:
         p.error("--plugin is required")
-    return run(args.plugin, cmd, args.dev_node, args.device)
+    functions = None
+    if args.daemon:
+        st = daemon_status.status(args.daemon)
+        if st is None:
+            print("onchip run: no device daemon answers on %s" % args.daemon, file=sys.stderr)
+            return 1
+        functions = [sysfs_tree.Function.from_status("simd:%s#%d" % (args.daemon, f["index"]), f)
+                     for f in st["functions"]]
+    return run(args.plugin, cmd, args.dev_node, args.device, functions)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """The sysfs tree libibverbs reads to discover the software ConnectX (SYSFS_PATH points at it).
 
-What a kernel with mlx5_ib would publish for one RoCE function, limited to what libibverbs and
-ibverbs-utils read: class/infiniband_verbs/ (the uverbs ABI and the uverbsN device) and
+What a kernel with mlx5_ib would publish for RoCE functions, limited to what libibverbs and
+ibverbs-utils read: class/infiniband_verbs/ (the uverbs ABI and one uverbsN per device) and
 class/infiniband/<ibdev>/ (node type and GUIDs, firmware, board, the modalias, and port 1 with
 its state, rate and GID/pkey tables). The modalias is onchip's own ("onchip:..."), which no stock
-provider matches, so libibverbs hands the device to libonchip-rdmav34.so and never to libmlx5.
+provider matches, so libibverbs hands the devices to libonchip-rdmav34.so and never to libmlx5.
+One device per function: onchip_0, onchip_1, ... each with its function's MAC and IPv4 address
+(the device daemon serves two functions, 0c:42:a1:4f:00:01 / 127.0.0.1 and :02 / 127.0.0.2).
 """
 import os
 
@@ -12,21 +14,47 @@ IBDEV = "onchip_0"
 MODALIAS = "onchip:v000015B3d0000101D"  # Mellanox vendor, ConnectX-6 Dx device, private bus
 UVERBS_ABI = 6          # class/infiniband_verbs/abi_version: the uverbs command ABI
 PROVIDER_ABI = 1        # uverbsN/abi_version: what libonchip-rdmav34.so matches
-MAC = (0x0c, 0x42, 0xa1, 0x4f, 0x00, 0x01)  # Mellanox OUI 0c:42:a1
-NODE_GUID = "0c42:a103:004f:0001"
+MAC = (0x0c, 0x42, 0xa1, 0x4f, 0x00, 0x01)  # Mellanox OUI 0c:42:a1; tools/sim DeviceConfig
+IPV4 = (127, 0, 0, 1)
 FW_VER = "22.39.1002"   # tools/sim DeviceConfig defaults; query_device reads the device itself
 BOARD_ID = "ONCHIP_SIM_CX6DX"
 PORT_CAP_MASK = 0x04010000  # IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS, as query_port says
 NETDEV = "lo"            # the software ConnectX moves data inside the host
 
 
+class Function:
+    """One device entry: the locator the provider opens (driver/open.h: "sim", "simd:<socket>#N",
+    "vfio:<PCI address>"; it lands in device/onchip_locator, which no kernel writes, and
+    ONCHIP_DEVICE in the environment overrides it) and the function's addresses."""
+
+    def __init__(self, locator="sim", mac=MAC, ipv4=IPV4):
+        self.locator = locator
+        self.mac = tuple(mac)
+        self.ipv4 = tuple(ipv4)
+
+    @staticmethod
+    def from_status(locator, entry):
+        """From one function of the device daemon's status ({"mac": "0c:42:...", "ipv4": ...})."""
+        return Function(locator, [int(x, 16) for x in entry["mac"].split(":")],
+                        [int(x) for x in entry["ipv4"].split(".")])
+
+
 def _gid(words):
     return ":".join("%04x" % w for w in words)
 
 
-def link_local_gid():
+def node_guid(mac=MAC):
+    """The GUID a Mellanox function derives from its MAC: OUI, 03:00, the NIC part."""
+    m = mac
+    return "%02x%02x:%02x03:00%02x:%02x%02x" % (m[0], m[1], m[2], m[3], m[4], m[5])
+
+
+NODE_GUID = node_guid()
+
+
+def link_local_gid(mac=MAC):
     """fe80::/64 with the modified EUI-64 of MAC (RoCE's default GID)."""
-    m = MAC
+    m = mac
     eui = [(m[0] ^ 0x02) << 8 | m[1], m[2] << 8 | 0xff, 0xfe << 8 | m[3], m[4] << 8 | m[5]]
     return _gid([0xfe80, 0, 0, 0] + eui)
 
@@ -35,13 +63,14 @@ def ipv4_mapped_gid(a, b, c, d):
     return _gid([0, 0, 0, 0, 0, 0xffff, a << 8 | b, c << 8 | d])
 
 
-# Port 1's GID table: each address once as RoCE v1 and once as RoCE v2, as mlx5_ib lists them.
-GIDS = [
-    (link_local_gid(), "IB/RoCE v1"),
-    (link_local_gid(), "RoCE v2"),
-    (ipv4_mapped_gid(127, 0, 0, 1), "IB/RoCE v1"),
-    (ipv4_mapped_gid(127, 0, 0, 1), "RoCE v2"),
-]
+def gids(mac=MAC, ipv4=IPV4):
+    """Port 1's GID table: each address once as RoCE v1 and once as RoCE v2, as mlx5_ib lists
+    them (tools/sim/wire.cc DeviceGids has the same order)."""
+    return [(link_local_gid(mac), "IB/RoCE v1"), (link_local_gid(mac), "RoCE v2"),
+            (ipv4_mapped_gid(*ipv4), "IB/RoCE v1"), (ipv4_mapped_gid(*ipv4), "RoCE v2")]
+
+
+GIDS = gids()
 
 
 def _write(root, rel, text):
@@ -52,26 +81,36 @@ def _write(root, rel, text):
 
 
 def build(root, uverbs="uverbs0", cdev=(1, 3), locator="sim"):
-    """Writes the tree under `root`; `cdev` is the major:minor of /dev/infiniband/<uverbs>.
+    """Writes the tree of one device (onchip_0 on `uverbs`, opening `locator`) under `root`;
+    `cdev` is the major:minor of /dev/infiniband/<uverbs>."""
+    return build_devices(root, [(uverbs, cdev, Function(locator))])
 
-    `locator` names the function the provider opens for this device (driver/open.h: "sim",
-    "simd:<socket>", "vfio:<PCI address>"); it lands in device/onchip_locator, which no kernel
-    writes, and ONCHIP_DEVICE in the environment overrides it."""
+
+def build_devices(root, devices):
+    """Writes the tree under `root` for `devices`, a list of (uverbs name, cdev, Function):
+    onchip_0, onchip_1, ... in that order."""
     v = "class/infiniband_verbs"
     _write(root, v + "/abi_version", str(UVERBS_ABI))
-    _write(root, "%s/%s/ibdev" % (v, uverbs), IBDEV)
-    _write(root, "%s/%s/dev" % (v, uverbs), "%d:%d" % cdev)
-    _write(root, "%s/%s/abi_version" % (v, uverbs), str(PROVIDER_ABI))
+    for index, (uverbs, cdev, function) in enumerate(devices):
+        ibdev = "onchip_%d" % index
+        _write(root, "%s/%s/ibdev" % (v, uverbs), ibdev)
+        _write(root, "%s/%s/dev" % (v, uverbs), "%d:%d" % cdev)
+        _write(root, "%s/%s/abi_version" % (v, uverbs), str(PROVIDER_ABI))
+        _device(root, ibdev, function)
+    return root
 
-    d = "class/infiniband/" + IBDEV
+
+def _device(root, ibdev, function):
+    d = "class/infiniband/" + ibdev
+    guid = node_guid(function.mac)
     _write(root, d + "/node_type", "1: CA")
-    _write(root, d + "/node_guid", NODE_GUID)
-    _write(root, d + "/sys_image_guid", NODE_GUID)
+    _write(root, d + "/node_guid", guid)
+    _write(root, d + "/sys_image_guid", guid)
     _write(root, d + "/fw_ver", FW_VER)
     _write(root, d + "/board_id", BOARD_ID)
-    _write(root, d + "/node_desc", "%s onchip software ConnectX" % IBDEV)
+    _write(root, d + "/node_desc", "%s onchip software ConnectX" % ibdev)
     _write(root, d + "/device/modalias", MODALIAS)
-    _write(root, d + "/device/onchip_locator", locator)
+    _write(root, d + "/device/onchip_locator", function.locator)
 
     p = d + "/ports/1"
     _write(root, p + "/link_layer", "Ethernet")
@@ -84,8 +123,7 @@ def build(root, uverbs="uverbs0", cdev=(1, 3), locator="sim"):
     _write(root, p + "/lmc", "0")
     _write(root, p + "/cap_mask", "0x%08x" % PORT_CAP_MASK)
     _write(root, p + "/pkeys/0", "0xffff")
-    for i, (gid, kind) in enumerate(GIDS):
+    for i, (gid, kind) in enumerate(gids(function.mac, function.ipv4)):
         _write(root, "%s/gids/%d" % (p, i), gid)
         _write(root, "%s/gid_attrs/types/%d" % (p, i), kind)
         _write(root, "%s/gid_attrs/ndevs/%d" % (p, i), NETDEV)
-    return root

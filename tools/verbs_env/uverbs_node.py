@@ -92,10 +92,10 @@ def _mount(source, target, fstype, flags, data=None):
         raise OSError(e, "mount %s on %s: %s" % (source, target, os.strerror(e)))
 
 
-def replace_dev(scratch):
+def replace_dev(scratch, count=1):
     """Inside a private mount namespace: /dev becomes a tmpfs at `scratch` mirroring the host's
-    /dev entry by entry (bind mounts and symlinks), plus infiniband/uverbs0 bound to /dev/null.
-    Returns the uverbs name."""
+    /dev entry by entry (bind mounts and symlinks), plus infiniband/uverbs0 ... uverbs<count-1>
+    bound to /dev/null. Returns the uverbs names."""
     _mount("onchip-dev", scratch, "tmpfs", 0, "mode=755")
     for entry in os.scandir("/dev"):
         if entry.name == "infiniband":
@@ -114,9 +114,11 @@ def replace_dev(scratch):
             continue  # an entry we may not mirror (e.g. not ours in a user namespace)
     ib = os.path.join(scratch, "infiniband")
     os.makedirs(ib, exist_ok=True)
-    node = os.path.join(ib, "uverbs0")
-    if not os.path.exists(node):
-        open(node, "w").close()
-    _mount("/dev/null", node, None, _MS_BIND)
+    names = ["uverbs%d" % n for n in range(count)]
+    for name in names:
+        node = os.path.join(ib, name)
+        if not os.path.exists(node):
+            open(node, "w").close()
+        _mount("/dev/null", node, None, _MS_BIND)
     _mount(scratch, "/dev", None, _MS_BIND | _MS_REC)
-    return "uverbs0"
+    return names

@@ -29,14 +29,20 @@ pair() {
   extra=("$@")
   port=$((port + 1))
   local slog="$work/$name.server" clog="$work/$name.client"
-  timeout 60 /usr/bin/python3 "$launch" --device "simd:$sock#0" --plugin "$plugin" -- \
-    "${server[@]}" -p "$port" >"$slog" 2>&1 &
+  # DEVICES=both: every function listed (onchip_0, onchip_1), SERVER_DEVICE / CLIENT_DEVICE
+  # picked with -d; otherwise both sides on function 0 alone.
+  local where=(--device "simd:$sock#0") sdev=() cdev=()
+  if [ "${DEVICES:-}" = both ]; then
+    where=(--daemon "$sock"); sdev=(-d "$SERVER_DEVICE"); cdev=(-d "$CLIENT_DEVICE")
+  fi
+  timeout 60 /usr/bin/python3 "$launch" "${where[@]}" --plugin "$plugin" -- \
+    "${server[@]}" "${sdev[@]}" -p "$port" >"$slog" 2>&1 &
   local spid=$!
   local crc=1
   for _ in $(seq 40); do  # the client retries until the server listens
     sleep 0.25
-    timeout 60 /usr/bin/python3 "$launch" --device "simd:$sock#0" --plugin "$plugin" -- \
-      "${server[@]}" "${extra[@]}" -p "$port" 127.0.0.1 >"$clog" 2>&1
+    timeout 60 /usr/bin/python3 "$launch" "${where[@]}" --plugin "$plugin" -- \
+      "${server[@]}" "${extra[@]}" "${cdev[@]}" -p "$port" 127.0.0.1 >"$clog" 2>&1
     crc=$?
     grep -qiE "couldn't connect|unable to open file descriptor" "$clog" || break
     kill -0 "$spid" 2>/dev/null || break
@@ -57,6 +63,10 @@ for flags in "" "-e" "-j" "-N" "-t" "-c"; do
   # shellcheck disable=SC2086
   pair "ibv_rc_pingpong${flags:+ $flags}" "iters in" ibv_rc_pingpong -g 1 -n 20 $flags
 done
+# The server on the daemon's first function, the client on its second (onchip_1, its own MAC,
+# IPv4 address and GIDs): -g 3 is each port's RoCE v2 IPv4-mapped GID.
+DEVICES=both SERVER_DEVICE=onchip_0 CLIENT_DEVICE=onchip_1 \
+  pair "ibv_rc_pingpong across two functions" "iters in" ibv_rc_pingpong -g 3 -n 20
 pair ibv_uc_pingpong "iters in" ibv_uc_pingpong -g 1 -n 20
 pair ibv_ud_pingpong "iters in" ibv_ud_pingpong -g 1 -n 20
 pair ibv_srq_pingpong "iters in" ibv_srq_pingpong -g 1 -n 20
