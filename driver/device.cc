@@ -164,9 +164,7 @@ Device::~Device() {
   std::erase_if(ServedContexts(), [this](const auto& served) { return served.second == this; });
 }
 
-Result<UmrQueue*> Device::umr_queue() {
-  if (attached()) return Fail(EOPNOTSUPP, "umr: a REG_UMR queue is the function owner's");
-  std::lock_guard lock(umr_mu_);
+Result<UmrQueue*> Device::UmrQueueLocked() {
   if (registry_.closed()) return Fail(EIO, "umr: device closed");
   if (umr_ && umr_->broken()) {
     (void)umr_->Destroy(*commander_);  // a refused destroy leaves it to the function's teardown
@@ -183,7 +181,10 @@ Result<void> Device::UpdateMkeyInPlace(uint32_t mkey, const cmd::MkeyUpdate& upd
     if (!owner_) return Fail(EOPNOTSUPP, "umr: the function's owner offers no in-place update");
     return owner_->UpdateMkey(mkey, update);
   }
-  auto umr = umr_queue();
+  // umr_mu_ from finding the queue to its completion: a queue that another caller finds broken
+  // is replaced (and Close destroys it) only while nobody is posting on it.
+  std::lock_guard lock(umr_mu_);
+  auto umr = UmrQueueLocked();
   if (!umr) return Fail(EOPNOTSUPP, "umr: no registration queue could be made");
   return (*umr)->UpdateMkey(mkey, update);
 }

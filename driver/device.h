@@ -100,12 +100,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // The EQ itself (its ring: tests read the EQEs the device wrote); null before bring-up.
   const CompletionEq* comp_eq() const { return comp_eq_.get(); }
   SteeringTagTable& steering_tags() { return *steering_tags_; }
-  // The device's own memory-registration queue (umr_queue.h), made on first use: changes a live
-  // MR in place. EOPNOTSUPP on an attached function (a REG_UMR QP is the function owner's) and
-  // after Close; a broken queue is replaced by a new one.
-  Result<UmrQueue*> umr_queue();
-  // An MR's PD or access changed in place, its keys kept: by umr_queue() on a function this
-  // process owns, by the owner's channel on an attached one. EOPNOTSUPP when neither can (an
+  // An MR's PD or access changed in place, its keys kept: on a function this process owns, by
+  // the device's own memory-registration queue (umr_queue.h: a REG_UMR QP made on first use,
+  // replaced when an error CQE broke it); on an attached one, by the owner's channel. EOPNOTSUPP when neither can (an
   // attached function without the channel, or no REG_UMR queue could be made): the caller then
   // re-registers with a new key, as mlx5_ib does when a UMR cannot serve.
   Result<void> UpdateMkeyInPlace(uint32_t mkey, const cmd::MkeyUpdate& update);
@@ -172,6 +169,8 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<CompletionEq> comp_eq_;
   std::unique_ptr<SteeringTagTable> steering_tags_;
   std::unique_ptr<EventThread> events_;  // after the EQs: it goes before them
+  // The REG_UMR queue, made or replaced as needed; call with umr_mu_ held. EIO after Close.
+  Result<UmrQueue*> UmrQueueLocked();
   std::mutex umr_mu_;
   std::unique_ptr<UmrQueue> umr_;        // its CQ reports to comp_eq_: it goes first
   MemicAllocator memic_;

@@ -3,7 +3,8 @@
 // with its own queues. One today: an MR's PD or access changed in place by the owner's REG_UMR
 // QP (mlx5_ib's rereg_user_mr), so the MR keeps its lkey and rkey.
 //
-// A function this process brought up has no owner channel: it is the owner (Device::umr_queue).
+// A function this process brought up has no owner channel: it is the owner and runs the UMR
+// on its own REG_UMR queue (Device::UpdateMkeyInPlace).
 // An attached one (the device daemon's client) asks over the channel its attachment gives.
 #pragma once
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "driver/umr_queue.h"
+#include "driver/cmd/owner_channel.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/field.h"
@@ -195,9 +195,7 @@ Result<void> Session::UpdateMkey(const Frame& frame) {
   driver::cmd::MkeyUpdate update;
   if (req->fields & kUpdateMkeyPd) update.pdn = req->pdn;
   if (req->fields & kUpdateMkeyAccess) update.access = req->access;
-  auto umr = function_->driver->umr_queue();
-  if (!umr) return Refuse(MessageType::kUpdateMkey, umr.error().errno_value(), umr.error().what());
-  if (auto done = (*umr)->UpdateMkey(req->mkey, update); !done)
+  if (auto done = function_->driver->UpdateMkeyInPlace(req->mkey, update); !done)
     return Refuse(MessageType::kUpdateMkey, done.error().errno_value(), done.error().what());
   return Reply(MessageType::kUpdateMkey, 0);
 }
