@@ -102,9 +102,10 @@ class Device : public std::enable_shared_from_this<Device> {
   SteeringTagTable& steering_tags() { return *steering_tags_; }
   // An MR's PD or access changed in place, its keys kept: on a function this process owns, by
   // the device's own memory-registration queue (umr_queue.h: a REG_UMR QP made on first use,
-  // replaced when an error CQE broke it); on an attached one, by the owner's channel. EOPNOTSUPP when neither can (an
-  // attached function without the channel, or no REG_UMR queue could be made): the caller then
-  // re-registers with a new key, as mlx5_ib does when a UMR cannot serve.
+  // replaced when an error CQE broke it); on an attached one, by the owner's channel.
+  // EOPNOTSUPP when neither can (an attached function without the channel, or no REG_UMR queue
+  // could be made): the caller then re-registers with a new key, as mlx5_ib does when a UMR
+  // cannot serve.
   Result<void> UpdateMkeyInPlace(uint32_t mkey, const cmd::MkeyUpdate& update);
   // The interrupt side (events.h): completion channels and async events. Null when the bus
   // delivers no interrupts.

@@ -4,10 +4,10 @@
 // work request on the MR's mkey with the new access rights or PD, so ibv_rereg_mr keeps the MR's
 // lkey and rkey (peers that hold the rkey keep reaching it).
 //
-// Created on first use (Device::UpdateMkeyInPlace), on a PD of its own, the shared UAR's doorbell and
-// the device's completion EQ; brought to RTS at once (RST2INIT port 1, INIT2RTR, RTR2RTS). One
-// request at a time, under a lock: post the WQE, record then doorbell, and wait for its CQE
-// (a slow path; it may sleep). An error CQE leaves the QP in error: the queue reports it
+// Created on first use (Device::UpdateMkeyInPlace), on a PD of its own, the shared UAR's
+// doorbell and the device's completion EQ; brought to RTS at once (RST2INIT port 1, INIT2RTR,
+// RTR2RTS). One request at a time, under a lock: post the WQE, record then doorbell, and wait
+// for its CQE (a slow path; it may sleep). An error CQE leaves the QP in error: the queue reports it
 // `broken()` and the device makes a new one next time. Destroy() gives the QP, CQ and PD back
 // before the completion EQ goes (Device::Close).
 #pragma once
