@@ -60,10 +60,8 @@ bool ClientGone(const std::string& status, pid_t pid) {
                                       IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
                                           IBV_ACCESS_REMOTE_WRITE)
                        : nullptr;
-    ibv_qp* a = e.Rc();
-    ibv_qp* b = e.Rc();
-    if (!dm_mr || !a || !b || !Connect(a, b->qp_num, e.gid) || !Connect(b, a->qp_num, e.gid))
-      _exit(2);
+    auto [a, b] = LoopbackPair(e);
+    if (!dm_mr || !a) _exit(2);
     for (std::size_t off = 0; off < 4 * 4096; off += 4096)
       if (!Write(e, a, e, off, 4096)) _exit(3);
     if (!told) {
@@ -75,41 +73,21 @@ bool ClientGone(const std::string& status, pid_t pid) {
   }
 }
 
-// An RDMA write within `e`'s buffer from `src` to `dst`, signaled; true once it completed well.
-bool WriteWithin(Endpoint& e, ibv_qp* qp, std::size_t src, std::size_t dst, uint32_t len) {
-  ibv_sge sge{reinterpret_cast<uintptr_t>(e.buf->data + src), len, e.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(e.buf->data + dst);
-  wr.wr.rdma.rkey = e.mr->rkey;
-  ibv_send_wr* bad = nullptr;
-  if (rings::PostSend(qp, &wr, &bad) != 0) return false;
-  ibv_wc wc{};
-  int got = 0;
-  return WaitUntil([&] { return (got = rings::PollCq(e.cq, 1, &wc)) != 0; }) && got == 1 &&
-         wc.status == IBV_WC_SUCCESS;
-}
-
 // The client that outlives every crash: function 0, a loopback RC pair.
 struct Survivor {
   Endpoint e;
   ibv_qp* qp = nullptr;
   bool Open(const Daemon& d) {
     if (!e.Open(d.locator(0), 0)) return false;
-    ibv_qp* q1 = e.Rc();
-    ibv_qp* q2 = e.Rc();
-    if (!q1 || !q2 || !Connect(q1, q2->qp_num, e.gid) || !Connect(q2, q1->qp_num, e.gid)) return false;
-    qp = q1;
-    return true;
+    qp = LoopbackPair(e).first;
+    return qp != nullptr;
   }
   // A fresh pattern written from the first 4 KiB to the second: every byte must land.
   ::testing::AssertionResult MovesExactBytes(std::mt19937_64& rng) {
     for (std::size_t i = 0; i < 4096; ++i) e.buf->data[i] = static_cast<uint8_t>(rng());
     std::memset(e.buf->data + 4096, 0, 4096);
-    if (!WriteWithin(e, qp, 0, 4096, 4096)) return ::testing::AssertionFailure() << "write failed";
+    if (!WriteTo(e, qp, 0, e.buf->data + 4096, e.mr->rkey, 4096))
+      return ::testing::AssertionFailure() << "write failed";
     if (std::memcmp(e.buf->data, e.buf->data + 4096, 4096) != 0)
       return ::testing::AssertionFailure() << "the written bytes differ from the source";
     return ::testing::AssertionSuccess();

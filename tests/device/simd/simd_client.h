@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/bus/simd/frame_io.h"
@@ -185,9 +186,10 @@ inline bool Connect(ibv_qp* qp, uint32_t dest, const ibv_gid& dgid) {
   return bool(testing::ConnectRc(qp, dest, {.dgid = dgid}));
 }
 
-// An RDMA write of `len` bytes from `from`'s buffer at `off` to `to`'s buffer at `off`, signaled;
-// true once its completion says success.
-inline bool Write(Endpoint& from, ibv_qp* qp, Endpoint& to, std::size_t off, uint32_t len) {
+// An RDMA write of `len` bytes from `from`'s buffer at `off` to `remote` under `rkey`, signaled;
+// true once its completion says success (false with the completion's status in `status`).
+inline bool WriteTo(Endpoint& from, ibv_qp* qp, std::size_t off, const void* remote,
+                    uint32_t rkey, uint32_t len, ibv_wc_status* status = nullptr) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(from.buf->data + off), len, from.mr->lkey};
   ibv_send_wr wr{};
   wr.wr_id = off;
@@ -195,8 +197,8 @@ inline bool Write(Endpoint& from, ibv_qp* qp, Endpoint& to, std::size_t off, uin
   wr.num_sge = 1;
   wr.opcode = IBV_WR_RDMA_WRITE;
   wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(to.buf->data + off);
-  wr.wr.rdma.rkey = to.mr->rkey;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(remote);
+  wr.wr.rdma.rkey = rkey;
   ibv_send_wr* bad = nullptr;
   if (rings::PostSend(qp, &wr, &bad) != 0) return false;
   ibv_wc wc{};
@@ -205,7 +207,21 @@ inline bool Write(Endpoint& from, ibv_qp* qp, Endpoint& to, std::size_t off, uin
     got = rings::PollCq(from.cq, 1, &wc);
     return got != 0;
   });
+  if (status != nullptr && got == 1) *status = wc.status;
   return done && got == 1 && wc.status == IBV_WC_SUCCESS;
+}
+
+// The same at offset `off` of `to`'s buffer, under its MR.
+inline bool Write(Endpoint& from, ibv_qp* qp, Endpoint& to, std::size_t off, uint32_t len) {
+  return WriteTo(from, qp, off, to.buf->data + off, to.mr->rkey, len);
+}
+
+// Two RC QPs of `e` connected to each other (a loopback pair); {nullptr, nullptr} on failure.
+inline std::pair<ibv_qp*, ibv_qp*> LoopbackPair(Endpoint& e) {
+  ibv_qp* a = e.Rc();
+  ibv_qp* b = e.Rc();
+  if (!a || !b || !Connect(a, b->qp_num, e.gid) || !Connect(b, a->qp_num, e.gid)) return {};
+  return {a, b};
 }
 
 }  // namespace onchip::testing::simd_client

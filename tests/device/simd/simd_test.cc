@@ -446,11 +446,8 @@ TEST_F(SimdTest, AnMrChangedInPlaceKeepsItsKeysAndOnlyItsOwnerMayChangeIt) {
   Endpoint a, b;
   ASSERT_TRUE(a.Open(daemon_->locator(0), 0));
   ASSERT_TRUE(b.Open(daemon_->locator(0), 0));
-  ibv_qp* q1 = a.Rc();
-  ibv_qp* q2 = a.Rc();
-  ASSERT_TRUE(q1 && q2);
-  ASSERT_TRUE(Connect(q1, q2->qp_num, a.gid));
-  ASSERT_TRUE(Connect(q2, q1->qp_num, a.gid));
+  ibv_qp* q1 = LoopbackPair(a).first;
+  ASSERT_NE(q1, nullptr);
   SharedBuffer target(1 << 12);
   ibv_mr* mr = v::reg_mr(a.pd, target.data, target.size, reinterpret_cast<uintptr_t>(target.data),
                          IBV_ACCESS_LOCAL_WRITE);
@@ -464,19 +461,8 @@ TEST_F(SimdTest, AnMrChangedInPlaceKeepsItsKeysAndOnlyItsOwnerMayChangeIt) {
 
   // The peer's write with the old rkey now lands.
   for (int i = 0; i < 64; ++i) a.buf->data[i] = static_cast<uint8_t>(0x30 + i);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf->data), 64, a.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(target.data);
-  wr.wr.rdma.rkey = key;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(rings::PostSend(q1, &wr, &bad), 0);
-  ibv_wc wc{};
-  ASSERT_TRUE(WaitUntil([&] { return rings::PollCq(a.cq, 1, &wc) != 0; }));
-  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  ibv_wc_status status = IBV_WC_GENERAL_ERR;
+  EXPECT_TRUE(WriteTo(a, q1, 0, target.data, key, 64, &status)) << ibv_wc_status_str(status);
   EXPECT_EQ(std::memcmp(target.data, a.buf->data, 64), 0);
 
   // Another client may not change it, nor may its owner move it to another client's PD.
