@@ -89,18 +89,15 @@ std::optional<uint32_t> Engine::TakeUarWord32(uint32_t page, uint64_t offset) {
   return raw;
 }
 
-uint64_t Engine::NowNs() const {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - born_)
-          .count());
-}
-
-Engine::PassResult Engine::Pass() {
+Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
   PassResult result;
   std::lock_guard lock(fw_.mutex_);
+  // One IOMMU window for the pass: every queue, doorbell record and buffer access below runs
+  // inside it and takes no lock of its own (an unmap waits for the pass to end).
+  const Iommu::Access access(iommu_);
   if (fw_.state_ != HcaState::kInitialized) {
     // No queues exist: whatever arrives finds no QP.
-    if (port_.Pending()) port_.Take();
+    if (port_.Pending()) port_.Take(inbound_);
     return result;
   }
   if (fw_.port_change_ != 0) {
@@ -109,20 +106,23 @@ Engine::PassResult Engine::Pass() {
   }
   result.progressed |= PollArms();
   result.progressed |= PollEqDoorbells();
+  // A round that moved work took time: the next one reads the clock again (timeouts and RNR
+  // waits compare against it). An idle pass reads it never.
+  uint64_t now = DeviceNs(started);
   for (int round = 0; round < kMaxRounds; ++round) {
-    const uint64_t now = NowNs();
+    if (round > 0) now = NowNs();
     bool moved = false;
     if (port_.Pending() && !fw_.link_up_) {
-      port_.Take();  // a port whose link is down receives nothing
+      port_.Take(inbound_);  // a port whose link is down receives nothing
     } else if (port_.Pending()) {
-      std::vector<Packet> inbound = port_.Take();
-      for (Packet& p : inbound) {
+      port_.Take(inbound_);
+      for (Packet& p : inbound_) {
         if (p.kind == PacketKind::kRequest)
           HandleRequest(p, now);
         else
           HandleResponse(p, now);
       }
-      moved = !inbound.empty();
+      moved = !inbound_.empty();
     }
     uint64_t deadline = 0;
     for (auto& [qpn, qp] : fw_.qps_) {
@@ -146,7 +146,7 @@ Engine::PassResult Engine::Pass() {
   }
   // Moderated completion events whose period ended; the thread wakes for the next one.
   bool fired = false;
-  const uint64_t moderation = PollModeration(NowNs(), &fired);
+  const uint64_t moderation = PollModeration(result.progressed ? NowNs() : now, &fired);
   result.progressed |= fired;
   if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
     result.next_deadline_ns = moderation;

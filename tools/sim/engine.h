@@ -57,7 +57,10 @@ class Engine {
     bool progressed = false;       // something was executed, completed or changed
     uint64_t next_deadline_ns = 0;  // device time a retry is due (0: none)
   };
-  PassResult Pass();
+  // `now` is the caller's clock reading for this pass (the device thread reads it once per
+  // wakeup); rounds that move work read the clock again.
+  PassResult Pass(std::chrono::steady_clock::time_point now);
+  PassResult Pass() { return Pass(std::chrono::steady_clock::now()); }
 
   // Leaves the wire: after this no packet reaches this engine (the device does it before it
   // closes what its wake-up writes to).
@@ -68,7 +71,11 @@ class Engine {
   bool InboundPending() const { return port_.Pending(); }
 
   // Device time: ns since `born`, the value the init segment's internal timer shows.
-  uint64_t NowNs() const;
+  uint64_t NowNs() const { return DeviceNs(std::chrono::steady_clock::now()); }
+  uint64_t DeviceNs(std::chrono::steady_clock::time_point t) const {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t - born_).count());
+  }
   const std::array<Gid, kGidTableSize>& gids() const { return gids_; }
 
   // Interrupts: the eventfd an EQ whose eqc.intr is `vector` signals (one count per interrupt),
@@ -181,6 +188,10 @@ class Engine {
   Port port_;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
+  // The distinct UAR pages of the CQs or EQs a pass looks at: kept, so a pass allocates nothing
+  // once the tables stop growing.
+  std::vector<uint32_t> uar_pages_;
+  std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
 };
 
 }  // namespace onchip::sim

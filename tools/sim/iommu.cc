@@ -144,6 +144,23 @@ std::mutex& Iommu::ProcessAtomicMutex() {
   return mutex;
 }
 
+namespace {
+// The IOMMU whose shared lock this thread holds through an outer Access, if any.
+thread_local const Iommu* t_held = nullptr;
+}  // namespace
+
+Iommu::Access::Access(const Iommu& iommu) : iommu_(iommu), outer_(t_held), owns_lock_(t_held != &iommu) {
+  if (!owns_lock_) return;
+  iommu.mutex_.lock_shared();
+  t_held = &iommu;
+}
+
+Iommu::Access::~Access() {
+  if (!owns_lock_) return;
+  t_held = outer_;
+  iommu_.mutex_.unlock_shared();
+}
+
 std::byte* Iommu::Access::Translate(uint64_t iova, uint64_t len) const {
   uint64_t offset = 0;
   const Mapping* m = iommu_.FindLocked(iova, len, &offset);

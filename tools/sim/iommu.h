@@ -61,10 +61,16 @@ class Iommu {
 
   std::size_t mapping_count() const;
 
-  // A window of translations and transfers valid while it lives.
+  // A window of translations and transfers valid while it lives. Re-entrant on one thread: an
+  // Access made while this thread already holds one on the same IOMMU takes no lock of its own,
+  // so the device thread opens one for a whole engine pass and the accesses inside it cost no
+  // atomic operation (the IOMMU's shared lock is never taken twice by one thread).
   class Access final {
    public:
-    explicit Access(const Iommu& iommu) : iommu_(iommu), lock_(iommu.mutex_) {}
+    explicit Access(const Iommu& iommu);
+    ~Access();
+    Access(const Access&) = delete;
+    Access& operator=(const Access&) = delete;
     // Host pointer for [iova, iova + len) if one pointer mapping covers it, else nullptr (also
     // for process memory: use the copying calls below).
     std::byte* Translate(uint64_t iova, uint64_t len) const;
@@ -92,7 +98,8 @@ class Iommu {
 
    private:
     const Iommu& iommu_;
-    std::shared_lock<std::shared_mutex> lock_;
+    const Iommu* outer_;  // the IOMMU this thread held before, restored at destruction
+    bool owns_lock_;
   };
 
   // Through a short-lived Access; false if the range is not wholly mapped or not transferred.
