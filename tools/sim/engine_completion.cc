@@ -21,10 +21,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <set>
 
 #include "tools/sim/engine.h"
 #include "uapi/prm/cq.h"
@@ -47,6 +47,19 @@ constexpr uint32_t kCqStatusOverflow = 0x9;
 constexpr uint32_t kCqStatusWriteFail = 0xa;
 // The EQE of a CQ error: the syndrome byte (data byte 11).
 constexpr uint8_t kCqErrorOverflow = 0x1;
+
+// The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
+// kept, so a pass allocates nothing once the tables stop growing).
+template <class Table, class PageOf>
+const std::vector<uint32_t>& DistinctPages(std::vector<uint32_t>& out, const Table& table,
+                                           PageOf page_of) {
+  out.clear();
+  for (const auto& [number, queue] : table) {
+    const uint32_t page = page_of(queue);
+    if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -239,9 +252,9 @@ bool Engine::PollArms() {
                prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
     }
   };
-  std::set<uint32_t> pages;
-  for (const auto& [cqn, cq] : fw_.cqs_)
-    pages.insert(static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page)));
+  const auto& pages = DistinctPages(uar_pages_, fw_.cqs_, [](const Cq& cq) {
+    return static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
+  });
   for (uint32_t page : pages) {
     auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
     if (!doorbell) continue;
@@ -264,9 +277,9 @@ bool Engine::PollArms() {
 
 bool Engine::PollEqDoorbells() {
   bool moved = false;
-  std::set<uint32_t> pages;
-  for (const auto& [eqn, eq] : fw_.eqs_)
-    pages.insert(static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page)));
+  const auto& pages = DistinctPages(uar_pages_, fw_.eqs_, [](const Eq& eq) {
+    return static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
+  });
   for (uint32_t page : pages) {
     for (const bool arm : {false, true}) {
       auto word = TakeUarWord32(page, arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi);

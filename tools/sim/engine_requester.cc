@@ -119,26 +119,40 @@ uint64_t AckTimeoutNs(uint32_t ack_timeout) {
   return std::max<uint64_t>(ns, 10'000'000);
 }
 
+// A send WQE as the engine fetched it, in a buffer of the largest size a WQE can have (ds is 6
+// bits: at most 63 units of 16 bytes, 16 basic blocks): fetching allocates nothing.
+class FetchedWqe {
+ public:
+  static constexpr std::size_t kMaxBytes = 16 * prm::MLX5_SEND_WQE_BB;
+  Bytes bytes() const { return Bytes(data_).first(size_); }
+  bool empty() const { return size_ == 0; }
+  std::span<std::byte> buffer() { return data_; }
+  void set_size(std::size_t n) { size_ = n; }
+
+ private:
+  std::array<std::byte, kMaxBytes> data_;
+  std::size_t size_ = 0;
+};
+
 }  // namespace
 
-// The WQE at `counter`: every basic block it spans, cut to ds * 16 bytes. Empty if the ring
-// cannot be read or ds is 0 or larger than the ring.
-static std::vector<std::byte> FetchSendWqe(const RingReader& read, const Qp& qp,
-                                           uint32_t counter) {
-  std::array<std::byte, prm::MLX5_SEND_WQE_BB> first;
+// The WQE at basic block `counter`: its ds units, or nothing when a block is unreadable or ds is
+// 0 or longer than the ring.
+static FetchedWqe FetchSendWqe(const RingReader& read, const Qp& qp, uint32_t counter) {
+  FetchedWqe wqe;
+  const std::span<std::byte> buf = wqe.buffer();
   const uint32_t mask = qp.sq_wqebb_count - 1;
-  if (!read(qp.sq_offset + uint64_t{counter & mask} * prm::MLX5_SEND_WQE_BB, first)) return {};
-  const uint32_t ds = prm::DsOf(Load<prm::Be32>(Bytes(first), 4).host());
+  const auto block = [&](uint32_t i) {
+    return buf.subspan(std::size_t{i} * prm::MLX5_SEND_WQE_BB, prm::MLX5_SEND_WQE_BB);
+  };
+  if (!read(qp.sq_offset + uint64_t{counter & mask} * prm::MLX5_SEND_WQE_BB, block(0))) return wqe;
+  const uint32_t ds = prm::DsOf(Load<prm::Be32>(Bytes(buf), 4).host());
   const uint32_t bbs = (ds * prm::MLX5_SEND_WQE_DS + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB;
-  if (ds == 0 || bbs > qp.sq_wqebb_count) return {};
-  std::vector<std::byte> wqe(std::size_t{bbs} * prm::MLX5_SEND_WQE_BB);
-  std::memcpy(wqe.data(), first.data(), first.size());
-  for (uint32_t i = 1; i < bbs; ++i) {
-    auto block = std::span(wqe).subspan(std::size_t{i} * prm::MLX5_SEND_WQE_BB, prm::MLX5_SEND_WQE_BB);
-    if (!read(qp.sq_offset + uint64_t{(counter + i) & mask} * prm::MLX5_SEND_WQE_BB, block))
-      return {};
-  }
-  wqe.resize(std::size_t{ds} * prm::MLX5_SEND_WQE_DS);
+  if (ds == 0 || bbs > qp.sq_wqebb_count) return wqe;
+  for (uint32_t i = 1; i < bbs; ++i)
+    if (!read(qp.sq_offset + uint64_t{(counter + i) & mask} * prm::MLX5_SEND_WQE_BB, block(i)))
+      return wqe;
+  wqe.set_size(std::size_t{ds} * prm::MLX5_SEND_WQE_DS);
   return wqe;
 }
 
@@ -171,8 +185,8 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
   };
-  const std::vector<std::byte> wqe_bytes = FetchSendWqe(read, qp, pr.sq_wqe_counter);
-  const Bytes wqe(wqe_bytes);
+  const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+  const Bytes wqe = fetched.bytes();
   pr.wqe_bbs = 1;
   pr.wqe_opcode = 0;
   pr.wqe_signaled = false;
@@ -380,8 +394,8 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
       RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
         return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
       };
-      const std::vector<std::byte> wqe_bytes = FetchSendWqe(read, qp, pr.sq_wqe_counter);
-      const Bytes wqe(wqe_bytes);
+      const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+      const Bytes wqe = fetched.bytes();
       std::size_t offset = sizeof(prm::pod::mlx5_wqe_ctrl_seg) + sizeof(prm::pod::mlx5_wqe_raddr_seg);
       if (qp.st == prm::QP_ST_XRC) offset += sizeof(prm::pod::mlx5_wqe_xrc_seg);
       if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
@@ -451,7 +465,8 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
   };
   // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
   for (uint32_t n = 0; n < qp.sq_wqebb_count && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0; ++n) {
-    const std::vector<std::byte> wqe = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+    const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+    const Bytes wqe = fetched.bytes();
     CqeFields f;
     f.opcode = prm::MLX5_CQE_REQ_ERR;
     f.qpn = qpn;
@@ -460,7 +475,7 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
     f.syndrome = prm::MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
     uint32_t bbs = 1;
     if (!wqe.empty()) {
-      f.wqe_opcode = prm::OpcodeOf(Load<prm::Be32>(Bytes(wqe), 0).host());
+      f.wqe_opcode = prm::OpcodeOf(Load<prm::Be32>(wqe, 0).host());
       bbs = static_cast<uint32_t>((wqe.size() + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB);
     }
     WriteCqe(qp.cqn_snd, f);

@@ -30,12 +30,11 @@ void Port::Push(Packet&& p) {
   if (sleeping_.load(std::memory_order_seq_cst)) wake_();
 }
 
-std::vector<Packet> Port::Take() {
+void Port::Take(std::vector<Packet>& out) {
+  out.clear();
   std::lock_guard lock(mutex_);
-  std::vector<Packet> out;
   out.swap(queue_);
   pending_.store(0, std::memory_order_seq_cst);
-  return out;
 }
 
 Fabric& Fabric::Instance() {

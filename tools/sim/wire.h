@@ -86,8 +86,9 @@ class Port {
   // `wake` is called after a Push while the owner says it sleeps (SetSleeping).
   explicit Port(std::function<void()> wake) : wake_(std::move(wake)) {}
   void Push(Packet&& p);
-  // Everything queued so far, in arrival order.
-  std::vector<Packet> Take();
+  // Everything queued so far, in arrival order, into `out` (cleared first). The two buffers
+  // trade places, so once both have grown a hand-over allocates nothing.
+  void Take(std::vector<Packet>& out);
   bool Pending() const { return pending_.load(std::memory_order_seq_cst) != 0; }
   void SetSleeping(bool sleeping) { sleeping_.store(sleeping, std::memory_order_seq_cst); }
 
