@@ -132,6 +132,10 @@ class Device : public std::enable_shared_from_this<Device> {
   // the verbs calls of driver/verbs/calls.h); null for any other context, so a foreign one is
   // refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
+  // The table FromVerbs reads, held across fork() (pthread_atfork, driver/verbs/session.cc) so
+  // that a child never inherits it locked by a thread it does not have.
+  static void HoldContextsForFork();
+  static void ReleaseContextsAfterFork();
 
   // QP number -> the QP's work queues, for every CQ's poller (a CQE names its QP by number).
   rings::QpnTable& qpns() { return *qpns_; }

@@ -15,6 +15,7 @@
 //   - async_fd: the read end of a pipe the session owns the write end of; the device's event
 //     thread writes the context's async events there (driver/events.h).
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -190,15 +191,31 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access
 // calls.cc). The hot paths (post, poll, arm) are not checked (a getpid() syscall per post): on
 // the parent's queues a child touches memory the fork did not copy, as with libmlx5.
 
+// Two threads of a child using a context at once open one session. Only taken in a process that
+// did not open the context, before the session's own locks.
+std::mutex& AdoptMu() {
+  static std::mutex mu;
+  return mu;
+}
+
+// fork() waits for the locks a child's first command takes, in the order they are taken, so the
+// child never inherits one held by a thread it does not have (pthread_atfork, registered with
+// the provider below; the child's copy is released by the forking thread's copy).
+void HoldForFork() {
+  AdoptMu().lock();
+  Session::HoldForFork();
+}
+void ReleaseAfterFork() {
+  Session::ReleaseAfterFork();
+  AdoptMu().unlock();
+}
+
 // 0 when `c` serves this process (after opening this process's session on its function if need
 // be), else the errno a command through it fails with.
 int ServeThisProcess(OnchipContext* c) {
   const pid_t self = getpid();
   if (c->owner.load(std::memory_order_acquire) == self) return 0;
-  // A process-wide lock: two threads of a child using the context at once open one session. It
-  // is only taken in a process that did not open the context.
-  static std::mutex adopt_mu;
-  std::lock_guard lock(adopt_mu);
+  std::lock_guard lock(AdoptMu());
   if (c->owner.load(std::memory_order_relaxed) == self) return 0;
   // Reading the inherited session's locator is reading copied memory; nothing else of it is used.
   const driver::Locator locator = c->session->locator();
@@ -414,7 +431,10 @@ const verbs_device_ops kDeviceOps = {
     .uninit_device = UninitDevice,
 };
 
-__attribute__((constructor)) void RegisterProvider() { verbs_register_driver_34(&kDeviceOps); }
+__attribute__((constructor)) void RegisterProvider() {
+  verbs_register_driver_34(&kDeviceOps);
+  pthread_atfork(HoldForFork, ReleaseAfterFork, ReleaseAfterFork);
+}
 
 }  // namespace
 

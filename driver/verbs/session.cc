@@ -55,6 +55,18 @@ Result<std::unique_ptr<Session>> Session::Open(const driver::Locator& locator) {
   return std::unique_ptr<Session>(new Session(locator, std::move(key), open.device, fds[0], fds[1]));
 }
 
+// The order every open takes them in: the table of open devices, then (bringing a device up)
+// the table of contexts.
+void Session::HoldForFork() {
+  OpenDevicesMu().lock();
+  driver::Device::HoldContextsForFork();
+}
+
+void Session::ReleaseAfterFork() {
+  driver::Device::ReleaseContextsAfterFork();
+  OpenDevicesMu().unlock();
+}
+
 Session::~Session() {
   {
     std::lock_guard lock(OpenDevicesMu());

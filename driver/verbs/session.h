@@ -37,6 +37,12 @@ class Session {
   // Firmware version from the init segment: major << 32 | minor << 16 | subminor.
   uint64_t fw_ver() const;
 
+  // What a forked child's first command takes (the process's table of open devices, then the
+  // devices' table of contexts), held by fork() in the parent and released on both sides after
+  // it, so a child never inherits one locked by a thread it does not have. For pthread_atfork.
+  static void HoldForFork();
+  static void ReleaseAfterFork();
+
   // The function this session opened: a forked child opens its own session on the same one
   // (provider.cc, "the process a context serves").
   const driver::Locator& locator() const { return locator_; }
