@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,6 +230,8 @@ TEST_F(ForkTest, AChildsObjectsAreItsOwnAndTheParentsStayTheParents) {
   ibv_dm* dm = ibv_alloc_dm(ctx_, &da);
   ASSERT_TRUE(pd && cq && dm);
   const std::string before = DaemonStatus();
+  struct stat parent_async {};
+  ASSERT_EQ(fstat(ctx_->async_fd, &parent_async), 0);
 
   Pipe held, done;
   const pid_t child = Child([&] {
@@ -247,8 +250,17 @@ TEST_F(ForkTest, AChildsObjectsAreItsOwnAndTheParentsStayTheParents) {
     ibv_mr* mr = ibv_reg_mr(cpd, buf.data, buf.size,
                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (mr == nullptr) return 31;
-    ibv_cq* ccq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+    // The context's async_fd is now the child's own pipe, not the parent's (whose events the
+    // child would otherwise take).
+    struct stat child_async {};
+    if (fstat(ctx_->async_fd, &child_async) != 0 || child_async.st_ino == parent_async.st_ino)
+      return 42;
+    // A completion channel (the plugin's ibv_create_comp_channel) on the child's device.
+    ibv_comp_channel* channel = ibv_create_comp_channel(ctx_);
+    if (channel == nullptr) return 43;
+    ibv_cq* ccq = ibv_create_cq(ctx_, 16, nullptr, channel, 0);
     if (ccq == nullptr) return 32;
+    if (ibv_req_notify_cq(ccq, 0) != 0) return 44;
     ibv_qp_init_attr qa{};
     qa.qp_type = IBV_QPT_RC;
     qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
