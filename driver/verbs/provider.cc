@@ -167,10 +167,11 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access
 // under a kernel, and rdma-core's own tests use the parent's context in children
 // (DMTest.test_multi_process_alloc_dm allocates device memory on it from five at once). What the
 // child inherits of onchip's session is a copy of memory: the driver's Device with its locks as
-// they were at fork, none of its threads (the event thread; the in-process software ConnectX),
-// its command path (the command queue in BAR0, or the socket to the device daemon, still used by
-// the parent's threads) and none of its DMA memory (MADV_DONTFORK). The child must never drive
-// any of it: a command would land in the parent's queue or interleave with the parent's frames.
+// they were at fork, and its command path (the command queue in BAR0, or the socket to the
+// device daemon), which the parent's threads go on using; but none of its threads (the event
+// thread; the in-process software ConnectX) and none of its DMA memory (MADV_DONTFORK). The
+// child must never drive any of it: a command would land in the parent's queue or interleave
+// with the parent's frames.
 //
 // So the session is per process. The first call in a child that commands the device through an
 // inherited context opens the child's own session on the same locator (Session::Open keys its
