@@ -25,6 +25,10 @@ struct Singleton {
   Eal::Origin origin = Eal::Origin::kOnchip;
   int failed_errno = 0;
   int leases = 0;
+  // The process the EAL came up in. A forked child inherits the singleton's state and DPDK's
+  // (heap metadata, locks) but not its threads, while the hugepages stay shared with the parent:
+  // allocating there would hand out memory the parent also hands out.
+  pid_t pid = 0;
   // rte_eal_init may keep pointers into argv: the strings live as long as the process.
   std::vector<std::string> argv_storage;
   std::vector<char*> argv;
@@ -78,6 +82,8 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
   std::lock_guard lock(s.mu);
   switch (s.state) {
     case State::kUp:
+      if (s.pid != getpid())
+        return Fail(ENOTSUP, "EAL: brought up by the parent process; DPDK does not survive fork()");
       ++s.leases;
       return EalLease(true);
     case State::kFailed:
@@ -92,6 +98,7 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
   // A host that initialised the EAL itself has lcores registered; adopt it as it is.
   if (rte_lcore_count() != 0) {
     s.state = State::kUp;
+    s.pid = getpid();
     s.origin = Origin::kHost;
     ++s.leases;
     return EalLease(true);
@@ -119,6 +126,7 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
   if (rc < 0) {
     if (err == EALREADY) {  // someone else got there first (a racing host thread)
       s.state = State::kUp;
+      s.pid = getpid();
       s.origin = Origin::kHost;
       ++s.leases;
       return EalLease(true);
@@ -128,6 +136,7 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
     return Fail(s.failed_errno, "rte_eal_init");
   }
   s.state = State::kUp;
+  s.pid = getpid();
   s.origin = Origin::kOnchip;
   ++s.leases;
   return EalLease(true);
@@ -152,6 +161,12 @@ bool Eal::Running() {
   Singleton& s = S();
   std::lock_guard lock(s.mu);
   return s.state == State::kUp || (s.state == State::kDown && rte_lcore_count() != 0);
+}
+
+bool Eal::InheritedByFork() {
+  Singleton& s = S();
+  std::lock_guard lock(s.mu);
+  return s.state == State::kUp && s.pid != getpid();
 }
 
 Eal::Origin Eal::origin() {

@@ -48,6 +48,8 @@ class Eal {
   //   ENOMEM     no 2 MiB hugepages reserved (nothing is attempted; a later call may succeed)
   //   ESHUTDOWN  Shutdown() already ran: DPDK cannot be initialised twice in one process
   //   rte_errno  of a failed rte_eal_init; the failure is remembered and returned again
+  //   ENOTSUP    in a forked child of the process the EAL came up in (DPDK does not survive
+  //              fork: its heap would hand out pages the parent also hands out)
   static Result<EalLease> Acquire(const EalOptions& options);
 
   // rte_eal_cleanup for an EAL onchip initialised; a no-op for a host's EAL.
@@ -56,6 +58,8 @@ class Eal {
 
   // Whether the EAL is up (initialised by onchip or the host) right now.
   static bool Running();
+  // Whether this process is a forked child of the one the EAL came up in (Acquire: ENOTSUP).
+  static bool InheritedByFork();
   static Origin origin();
   static bool has_hugepages();
 };

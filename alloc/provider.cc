@@ -67,7 +67,10 @@ Result<std::unique_ptr<MemoryProvider>> MemoryProvider::Create(const ProviderOpt
     if (!usable) {
       if (!options.allow_fallback) return std::unexpected(usable.error());
       p->dropped_[0] = true;
-      ReportFallbackOnce(Tier::kDpdkHugepages, usable.error(), Tier::kMemfdHugetlb);
+      // A forked child of the EAL's process is expected to do without it (a child that opens a
+      // device, or uses one its parent opened: driver/verbs/provider.cc): nothing to report.
+      if (!Eal::InheritedByFork())
+        ReportFallbackOnce(Tier::kDpdkHugepages, usable.error(), Tier::kMemfdHugetlb);
     } else {
       p->eal_ = std::move(*lease);
     }

@@ -71,6 +71,9 @@ Device* Device::FromVerbs(ibv_context* ctx) {
   return it == ServedContexts().end() ? nullptr : it->second;
 }
 
+void Device::HoldContextsForFork() { ContextsMu().lock(); }
+void Device::ReleaseContextsAfterFork() { ContextsMu().unlock(); }
+
 Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
   registry_.SetGoneFlag(&bus_->gone_flag());
   verbs_.cmd_fd = -1;

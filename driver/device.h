@@ -16,6 +16,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -81,6 +82,11 @@ class Device : public std::enable_shared_from_this<Device> {
   // call reports nothing done.
   TeardownReport Close();
   bool closed() const { return registry_.closed(); }
+  // Whether this process is the one the device was opened in. Its threads (the event thread, an
+  // in-process software ConnectX), its command path (the command queue, or the connection to a
+  // daemon) and its DMA memory exist only there: a forked child inherits a copy of this object
+  // and must not use it (driver/verbs/README.md, the process model).
+  bool InThisProcess() const { return process_ == getpid(); }
 
   bus::Bus& bus() { return *bus_; }
   // Where driver-allocated DMA memory comes from: hugepages (EAL, else memfd hugetlb, else memfd
@@ -126,6 +132,10 @@ class Device : public std::enable_shared_from_this<Device> {
   // the verbs calls of driver/verbs/calls.h); null for any other context, so a foreign one is
   // refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
+  // The table FromVerbs reads, held across fork() (pthread_atfork, driver/verbs/session.cc) so
+  // that a child never inherits it locked by a thread it does not have.
+  static void HoldContextsForFork();
+  static void ReleaseContextsAfterFork();
 
   // QP number -> the QP's work queues, for every CQ's poller (a CQE names its QP by number).
   rings::QpnTable& qpns() { return *qpns_; }
@@ -177,6 +187,7 @@ class Device : public std::enable_shared_from_this<Device> {
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};
+  const pid_t process_ = getpid();
   bool enabled_ = false;      // ENABLE_HCA succeeded
   bool initialized_ = false;  // INIT_HCA succeeded
   std::unique_ptr<rings::QpnTable> qpns_ = std::make_unique<rings::QpnTable>();

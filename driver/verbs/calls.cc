@@ -61,11 +61,20 @@ Result<T*> Through(ibv_context* context, Result<T*> r) {
   return r;
 }
 
-// True when `object` was created through another context than `context`. The kernel looks every
-// handle up in the caller's uverbs file only, so another context's object is not found there.
+// True when `object` was created through another context than `context`, or in another process
+// (a forked child's parent). The kernel looks every handle up in the caller's uverbs file only,
+// so another context's object is not found there; a child's commands go through its own
+// connection to the device (provider.cc), where its parent's objects are not found either.
 template <class T>
-bool OfAnotherContext(const T* object, const ibv_context* context) {
-  return object != nullptr && object->context != context;
+bool OfAnotherContext(T* object, const ibv_context* context) {
+  return object != nullptr && (object->context != context || !OfThisProcess(object));
+}
+
+template <class Driver, class V>
+bool MadeHere(V* object) {
+  if (object == nullptr) return true;
+  const auto& device = Driver::From(object)->device;
+  return device == nullptr || device->InThisProcess();
 }
 
 int AsErrno(const Result<void>& r) { return r ? 0 : ErrnoOf(r.error()); }
@@ -108,6 +117,18 @@ void UnwatchQueue(ibv_context* context, EventQueueKind kind, uint32_t number) {
 }
 
 }  // namespace
+
+bool OfThisProcess(ibv_pd* pd) { return MadeHere<Pd>(pd); }
+bool OfThisProcess(ibv_dm* dm) { return MadeHere<Dm>(dm); }
+bool OfThisProcess(ibv_mw* mw) { return MadeHere<Mw>(mw); }
+bool OfThisProcess(ibv_td* td) { return MadeHere<Td>(td); }
+bool OfThisProcess(ibv_mr* mr) { return MadeHere<Mr>(mr); }
+bool OfThisProcess(ibv_cq* cq) { return MadeHere<Cq>(cq); }
+bool OfThisProcess(ibv_qp* qp) { return MadeHere<Qp>(qp); }
+bool OfThisProcess(ibv_srq* srq) { return MadeHere<Srq>(srq); }
+bool OfThisProcess(ibv_ah* ah) { return MadeHere<Ah>(ah); }
+bool OfThisProcess(ibv_xrcd* xrcd) { return MadeHere<Xrcd>(xrcd); }
+bool OfThisProcess(ibv_dmah* dmah) { return MadeHere<Dmah>(dmah); }
 
 ibv_comp_channel* create_comp_channel(ibv_context* context) {
   if (context == nullptr) return Errno<ibv_comp_channel>(EINVAL);
@@ -152,7 +173,7 @@ int dealloc_pd(ibv_pd* pd) { return AsErrno(DeallocPd(pd ? Pd::From(pd) : nullpt
 
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access) {
   // An ioctl method's handle lookup that finds nothing is ENOENT.
-  if (pd != nullptr && dm != nullptr && dm->context != pd->context) return Errno<ibv_mr>(ENOENT);
+  if (pd != nullptr && OfAnotherContext(dm, pd->context)) return Errno<ibv_mr>(ENOENT);
   return VerbsOrErrno<ibv_mr>(RegDmMr(pd ? Pd::From(pd) : nullptr, dm ? Dm::From(dm) : nullptr,
                                       dm_offset, length, access));
 }
@@ -359,7 +380,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   // and any other type given one finds no PD there (EINVAL).
   if (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) {
     if (attr->qp_type != IBV_QPT_XRC_RECV || attr->xrcd == nullptr ||
-        attr->xrcd->context != context)
+        OfAnotherContext(attr->xrcd, context))
       return Errno<ibv_qp>(EINVAL);
     QpAttributes a;
     TakeCommonQpAttributes(attr, a);
@@ -374,7 +395,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   }
   if (attr->qp_type == IBV_QPT_XRC_RECV) return Errno<ibv_qp>(EINVAL);
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) return Errno<ibv_qp>(EINVAL);
-  if (attr->pd->context != context) return Errno<ibv_qp>(EINVAL);
+  if (OfAnotherContext(attr->pd, context)) return Errno<ibv_qp>(EINVAL);
   return CreateQpFrom(Pd::From(attr->pd), attr);
 }
 
@@ -436,15 +457,15 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
   if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) return Errno<ibv_srq>(EOPNOTSUPP);
   if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) return Errno<ibv_srq>(EOPNOTSUPP);
   if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr ||
-      attr->pd->context != context)
+      OfAnotherContext(attr->pd, context))
     return Errno<ibv_srq>(EINVAL);
   SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
   // An XRC SRQ names its domain and its CQ, which the kernel looks up (EINVAL when missing or
   // another context's); a basic SRQ's command carries neither, whatever comp_mask says.
   if (type == IBV_SRQT_XRC) {
     if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || attr->xrcd == nullptr ||
-        attr->xrcd->context != context || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
-        attr->cq == nullptr || attr->cq->context != context)
+        OfAnotherContext(attr->xrcd, context) || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+        attr->cq == nullptr || OfAnotherContext(attr->cq, context))
       return Errno<ibv_srq>(EINVAL);
     a.xrcd = Xrcd::From(attr->xrcd);
     a.cq = Cq::From(attr->cq);

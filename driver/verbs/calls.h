@@ -19,6 +19,23 @@
 
 namespace onchip::driver::verbs {
 
+// Whether `object` was made in this process (its device is this process's: Device::
+// InThisProcess). A forked child inherits its parent's objects as memory only: their device's
+// threads and command path stayed in the parent, so the provider refuses to command them there,
+// and the calls below do not find them as arguments of this process's objects (as the kernel
+// finds no handle of another uverbs file). True for null (refused as null where it matters).
+bool OfThisProcess(ibv_pd* pd);
+bool OfThisProcess(ibv_dm* dm);
+bool OfThisProcess(ibv_mw* mw);
+bool OfThisProcess(ibv_td* td);
+bool OfThisProcess(ibv_mr* mr);
+bool OfThisProcess(ibv_cq* cq);
+bool OfThisProcess(ibv_qp* qp);
+bool OfThisProcess(ibv_srq* srq);
+bool OfThisProcess(ibv_ah* ah);
+bool OfThisProcess(ibv_xrcd* xrcd);
+bool OfThisProcess(ibv_dmah* dmah);
+
 ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr);
 ibv_dm* dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr, mlx5dv_alloc_dm_attr* dv_attr);
 int free_dm(ibv_dm* dm);

@@ -5,9 +5,10 @@
 //   - mlx5dv_alloc_dm, mlx5dv_init_obj (MLX5DV_OBJ_DM only): libmlx5's, whose own versions refuse
 //     any device that is not libmlx5's.
 // Each acts only on objects of a context onchip's provider opened (IsOnchipContext): a null
-// object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device),
-// and in a forked child of the opening process the calls that command the device are ENODEV
-// (the device's threads stayed in the parent; see provider.cc).
+// object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device).
+// In a forked child of the opening process the calls that command the device go through the
+// child's own session on a device daemon's function, and are ENODEV for any other device and
+// for the parent's objects (provider.cc, "the process a context serves").
 // Errors follow calls.h: NULL with errno, or the errno returned.
 //
 // and, under libibverbs' own name and version (IBVERBS_1.0), ibv_create_comp_channel: libibverbs
@@ -32,7 +33,8 @@
 namespace {
 
 using onchip::driver::verbs::IsOnchipContext;
-using onchip::driver::verbs::OpenedInThisProcess;
+using onchip::driver::verbs::OfThisProcess;
+using onchip::driver::verbs::ServeThisProcess;
 
 // 0 when `context` is onchip's, else the errno the exported call fails with.
 int Refusal(const ibv_context* context) {
@@ -40,10 +42,10 @@ int Refusal(const ibv_context* context) {
   return IsOnchipContext(context) ? 0 : EOPNOTSUPP;
 }
 
-// As Refusal, and ENODEV outside the process that opened `context`.
-int CommandRefusal(const ibv_context* context) {
+// As Refusal, then whether this process may command the device (a forked child's own session).
+int CommandRefusal(ibv_context* context) {
   if (int e = Refusal(context)) return e;
-  return OpenedInThisProcess(context) ? 0 : ENODEV;
+  return ServeThisProcess(context);
 }
 
 template <class T>
@@ -75,6 +77,8 @@ ibv_dmah* ibv_alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {
 
 int ibv_dealloc_dmah(ibv_dmah* dmah) {
   if (dmah == nullptr) return EINVAL;
+  if (int e = Refusal(dmah->context)) return e;
+  if (!OfThisProcess(dmah)) return ENODEV;  // the parent's: its command path is the parent's
   if (int e = CommandRefusal(dmah->context)) return e;
   return onchip::driver::verbs::dealloc_dmah(dmah);
 }
@@ -84,6 +88,8 @@ int ibv_dealloc_dmah(ibv_dmah* dmah) {
 // every plain MR without ON_DEMAND.
 ibv_mr* ibv_reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
   if (pd == nullptr || attr == nullptr) return FailWith<ibv_mr>(EINVAL);
+  if (int e = Refusal(pd->context)) return FailWith<ibv_mr>(e);
+  if (!OfThisProcess(pd)) return FailWith<ibv_mr>(ENODEV);
   if (int e = CommandRefusal(pd->context)) return FailWith<ibv_mr>(e);
   const bool host_pages = (attr->comp_mask & IBV_REG_MR_MASK_ADDR) &&
                           !(attr->access & IBV_ACCESS_ON_DEMAND);

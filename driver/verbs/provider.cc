@@ -15,6 +15,7 @@
 //   - async_fd: the read end of a pipe the session owns the write end of; the device's event
 //     thread writes the context's async events there (driver/events.h).
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -66,9 +69,13 @@ Result<driver::Locator> LocatorFor(const OnchipDevice& dev) {
 
 struct OnchipContext {
   verbs_context vctx;  // libibverbs' part; its ibv_context is its last member
+  // What this context runs in the process `owner` names: the opener's session, or, in a forked
+  // child that used the context, the child's own (see "the process a context serves" below).
   Session* session;
   Identity id;  // the device's, with the firmware version this session's device reports
-  pid_t owner;  // the process that opened it: the only one its software ConnectX runs in
+  // The process `session` belongs to. Stored (release) after `session`, so a thread that sees
+  // its own pid here (acquire) sees this process's session.
+  std::atomic<pid_t> owner;
   std::atomic<bool> link_up{true};  // the port's state at the last query the opener made
 };
 
@@ -123,9 +130,10 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* input,
 int QueryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   if (attr == nullptr) return EINVAL;
   OnchipContext* c = From(context);
-  // Only the opening process may command the device (see "the process that opened the context"
-  // below); a forked child answers with the link state its parent last saw.
-  if (c->owner == getpid()) {
+  // Only the process the context serves may command its device (see "the process a context
+  // serves" below); a forked child that has not used the context answers with the link state its
+  // parent last saw.
+  if (c->owner.load(std::memory_order_acquire) == getpid()) {
     auto up = driver::QueryLinkUp(c->session->device());
     if (!up) return up.error().errno_value();
     c->link_up.store(*up, std::memory_order_relaxed);
@@ -153,13 +161,88 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access
   return driver::verbs::reg_mr(pd, addr, length, hca_va, static_cast<unsigned>(access));
 }
 
-// ---- the process that opened the context ----
+// ---- the process a context serves ----
 //
-// The software ConnectX runs as threads of the process that opened the context. A forked child
-// inherits the context and the device's shared mappings but none of its threads: a command it
-// posted would land in the parent's command queue (or never complete), corrupting the parent's
-// device. So every op that commands the device answers ENODEV outside the opening process: the
-// child has no device. (Queries answer from the caps read at open and stay available.)
+// A forked child inherits every context its parent opened, as a child inherits the uverbs file
+// under a kernel, and rdma-core's own tests use the parent's context in children
+// (DMTest.test_multi_process_alloc_dm allocates device memory on it from five at once). What the
+// child inherits of onchip's session is a copy of memory: the driver's Device with its locks as
+// they were at fork, and its command path (the command queue in BAR0, or the socket to the
+// device daemon), which the parent's threads go on using; but none of its threads (the event
+// thread; the in-process software ConnectX) and none of its DMA memory (MADV_DONTFORK). The
+// child must never drive any of it: a command would land in the parent's queue or interleave
+// with the parent's frames.
+//
+// So the session is per process. The first call in a child that commands the device through an
+// inherited context opens the child's own session on the same locator (Session::Open keys its
+// devices by process): for a device daemon's function ("simd:") that is a connection of its own,
+// a client the daemon serves like any other, so what the child creates is the child's, and the
+// daemon releases it when the child exits, as the kernel releases a uverbs file's objects. The
+// context then serves the child: its objects point at it, its async_fd is the child's own pipe
+// (dup3 over the inherited read end, which would otherwise steal the parent's events). The
+// parent's session is left as the fork copied it, never used nor destroyed in the child.
+//
+// An in-process software ConnectX runs as threads of the opener: a child cannot reach that
+// device at all (nothing serves its commands), nor a VFIO function (the opener holds the group),
+// so there every call that would command the device answers ENODEV in the child.
+//
+// Objects are another matter: the parent's PD, MR, CQ, QP, DM... are its device's, in the
+// parent's command path, so every op given one in the child answers ENODEV (Device::
+// InThisProcess); as an argument of the child's own objects they are not found (EINVAL/ENOENT,
+// calls.cc). The hot paths (post, poll, arm) are not checked (a getpid() syscall per post): on
+// the parent's queues a child touches memory the fork did not copy, as with libmlx5.
+
+// Two threads of a child using a context at once open one session. Only taken in a process that
+// did not open the context, before the session's own locks.
+std::mutex& AdoptMu() {
+  static std::mutex mu;
+  return mu;
+}
+
+// fork() waits for the locks a child's first command takes, in the order they are taken, so the
+// child never inherits one held by a thread it does not have (pthread_atfork, registered with
+// the provider below; the child's copy is released by the forking thread's copy).
+void HoldForFork() {
+  AdoptMu().lock();
+  Session::HoldForFork();
+}
+void ReleaseAfterFork() {
+  Session::ReleaseAfterFork();
+  AdoptMu().unlock();
+}
+
+// 0 when `c` serves this process (after opening this process's session on its function if need
+// be), else the errno a command through it fails with.
+int ServeThisProcess(OnchipContext* c) {
+  const pid_t self = getpid();
+  if (c->owner.load(std::memory_order_acquire) == self) return 0;
+  std::lock_guard lock(AdoptMu());
+  if (c->owner.load(std::memory_order_relaxed) == self) return 0;
+  // Reading the inherited session's locator is reading copied memory; nothing else of it is used.
+  const driver::Locator locator = c->session->locator();
+  if (locator.scheme != driver::Locator::Scheme::kSimDaemon) return ENODEV;
+  auto opened = Session::Open(locator);
+  if (!opened) {
+    std::fprintf(stderr, "onchip: cannot open %s in process %d: %s\n", locator.str().c_str(),
+                 static_cast<int>(self), opened.error().describe().c_str());
+    return opened.error().errno_value();
+  }
+  std::unique_ptr<Session> session = std::move(*opened);
+  ibv_context* context = &c->vctx.context;
+  // The context's async_fd number stays what libibverbs and the application know; behind it,
+  // this process's pipe instead of the parent's.
+  const int read_fd = session->TakeAsyncReadFd();
+  const int replaced = dup3(read_fd, context->async_fd, O_CLOEXEC);
+  const int e = errno;
+  close(read_fd);
+  if (replaced < 0) return e;
+  session->device().Serve(context);
+  if (EventThread* events = session->device().events())
+    events->AddAsyncSink(context, session->async_write_fd());
+  c->session = session.release();
+  c->owner.store(self, std::memory_order_release);
+  return 0;
+}
 
 ibv_context* ContextOf(ibv_context* c) { return c; }
 ibv_context* ContextOf(ibv_pd* pd) { return pd->context; }
@@ -173,24 +256,35 @@ ibv_context* ContextOf(ibv_srq* srq) { return srq->context; }
 ibv_context* ContextOf(ibv_ah* ah) { return ah->context; }
 ibv_context* ContextOf(ibv_xrcd* xrcd) { return xrcd->context; }
 
-bool InOpeningProcess(const ibv_context* context) {
-  return From(const_cast<ibv_context*>(context))->owner == getpid();
+// Whether this process made the object (for a context: always; it is served above).
+bool MadeHere(ibv_context*) { return true; }
+bool MadeHere(abi::verbs_mr* vmr) { return driver::verbs::OfThisProcess(&vmr->mr); }
+template <class Object>
+bool MadeHere(Object* object) {
+  return driver::verbs::OfThisProcess(object);
+}
+
+// 0 when this process may command the device about `object`, else the errno.
+template <class Object>
+int Reach(Object* object) {
+  // An object of the parent's is refused before the context is served here: using it opens
+  // nothing in the child.
+  if (!MadeHere(object)) return ENODEV;
+  return ServeThisProcess(From(ContextOf(object)));
 }
 
 template <auto Op>
-struct OwnerOnly;
+struct ThisProcess;
 
 template <class R, class Object, class... Args, R (*Op)(Object*, Args...)>
-struct OwnerOnly<Op> {
+struct ThisProcess<Op> {
   static R Call(Object* object, Args... args) {
     // A null object is the driver's to refuse (EINVAL), as rdma-core's would crash or refuse.
-    if (object != nullptr && !InOpeningProcess(ContextOf(object))) {
-      if constexpr (std::is_pointer_v<R>) {
-        errno = ENODEV;
-        return nullptr;
-      } else {
-        errno = ENODEV;  // ibv_rereg_mr reports its provider's failure through errno alone
-        return ENODEV;
+    if (object != nullptr) {
+      if (const int e = Reach(object)) {
+        errno = e;  // ibv_rereg_mr reports its provider's failure through errno alone
+        if constexpr (std::is_pointer_v<R>) return nullptr;
+        else return e;
       }
     }
     return Op(object, args...);
@@ -199,9 +293,11 @@ struct OwnerOnly<Op> {
 
 void FreeContext(ibv_context* context) {
   OnchipContext* c = From(context);
-  // In a forked child the device's threads do not exist: leave the parent's device alone and
-  // release only what libibverbs gave this process.
-  if (InOpeningProcess(context)) {
+  // The session this process runs (the opener's, or a child's own) is closed: the last session
+  // on its device releases what was left through this process's command path. A child that
+  // never used the context leaves the parent's session alone (its device's threads and command
+  // path are the parent's) and releases only what libibverbs gave this process.
+  if (c->owner.load(std::memory_order_acquire) == getpid()) {
     if (EventThread* events = c->session->device().events()) events->RemoveAsyncSink(context);
     c->session->device().StopServing(context);
     delete c->session;  // the last session on the device tears the driver down and stops it
@@ -215,50 +311,50 @@ const verbs_context_ops kContextOps = [] {
   verbs_context_ops ops{};
   // The calls.h entry points have exactly these signatures: the driver's objects are the
   // verbs objects libibverbs hands to the application. The hot paths (post, poll, arm) go
-  // straight to the rings: no check of the opening process there, which would cost a syscall.
-  ops.alloc_dm = OwnerOnly<driver::verbs::alloc_dm>::Call;
-  ops.alloc_mw = OwnerOnly<driver::verbs::alloc_mw>::Call;
-  ops.alloc_parent_domain = OwnerOnly<driver::verbs::alloc_parent_domain>::Call;
-  ops.alloc_pd = OwnerOnly<driver::verbs::alloc_pd>::Call;
-  ops.alloc_td = OwnerOnly<driver::verbs::alloc_td>::Call;
-  ops.bind_mw = OwnerOnly<driver::verbs::bind_mw>::Call;
+  // straight to the rings: no check of the process there, which would cost a syscall.
+  ops.alloc_dm = ThisProcess<driver::verbs::alloc_dm>::Call;
+  ops.alloc_mw = ThisProcess<driver::verbs::alloc_mw>::Call;
+  ops.alloc_parent_domain = ThisProcess<driver::verbs::alloc_parent_domain>::Call;
+  ops.alloc_pd = ThisProcess<driver::verbs::alloc_pd>::Call;
+  ops.alloc_td = ThisProcess<driver::verbs::alloc_td>::Call;
+  ops.bind_mw = ThisProcess<driver::verbs::bind_mw>::Call;
   ops.cq_event = driver::rings::CqEvent;
-  ops.create_ah = OwnerOnly<driver::verbs::create_ah>::Call;
-  ops.create_cq = OwnerOnly<driver::verbs::create_cq>::Call;
-  ops.create_cq_ex = OwnerOnly<driver::verbs::create_cq_ex>::Call;
-  ops.create_qp = OwnerOnly<driver::verbs::create_qp>::Call;
-  ops.create_qp_ex = OwnerOnly<driver::verbs::create_qp_ex>::Call;
-  ops.create_srq = OwnerOnly<driver::verbs::create_srq>::Call;
-  ops.create_srq_ex = OwnerOnly<driver::verbs::create_srq_ex>::Call;
-  ops.close_xrcd = OwnerOnly<driver::verbs::close_xrcd>::Call;
-  ops.get_srq_num = OwnerOnly<driver::verbs::get_srq_num>::Call;
-  ops.open_xrcd = OwnerOnly<driver::verbs::open_xrcd>::Call;
-  ops.dealloc_mw = OwnerOnly<driver::verbs::dealloc_mw>::Call;
-  ops.dealloc_pd = OwnerOnly<driver::verbs::dealloc_pd>::Call;  // parent domains too
-  ops.dealloc_td = OwnerOnly<driver::verbs::dealloc_td>::Call;
-  ops.destroy_ah = OwnerOnly<driver::verbs::destroy_ah>::Call;
-  ops.destroy_cq = OwnerOnly<driver::verbs::destroy_cq>::Call;
-  ops.destroy_qp = OwnerOnly<driver::verbs::destroy_qp>::Call;
-  ops.destroy_srq = OwnerOnly<driver::verbs::destroy_srq>::Call;
-  ops.dereg_mr = OwnerOnly<DeregMr>::Call;
+  ops.create_ah = ThisProcess<driver::verbs::create_ah>::Call;
+  ops.create_cq = ThisProcess<driver::verbs::create_cq>::Call;
+  ops.create_cq_ex = ThisProcess<driver::verbs::create_cq_ex>::Call;
+  ops.create_qp = ThisProcess<driver::verbs::create_qp>::Call;
+  ops.create_qp_ex = ThisProcess<driver::verbs::create_qp_ex>::Call;
+  ops.create_srq = ThisProcess<driver::verbs::create_srq>::Call;
+  ops.create_srq_ex = ThisProcess<driver::verbs::create_srq_ex>::Call;
+  ops.close_xrcd = ThisProcess<driver::verbs::close_xrcd>::Call;
+  ops.get_srq_num = ThisProcess<driver::verbs::get_srq_num>::Call;
+  ops.open_xrcd = ThisProcess<driver::verbs::open_xrcd>::Call;
+  ops.dealloc_mw = ThisProcess<driver::verbs::dealloc_mw>::Call;
+  ops.dealloc_pd = ThisProcess<driver::verbs::dealloc_pd>::Call;  // parent domains too
+  ops.dealloc_td = ThisProcess<driver::verbs::dealloc_td>::Call;
+  ops.destroy_ah = ThisProcess<driver::verbs::destroy_ah>::Call;
+  ops.destroy_cq = ThisProcess<driver::verbs::destroy_cq>::Call;
+  ops.destroy_qp = ThisProcess<driver::verbs::destroy_qp>::Call;
+  ops.destroy_srq = ThisProcess<driver::verbs::destroy_srq>::Call;
+  ops.dereg_mr = ThisProcess<DeregMr>::Call;
   ops.free_context = FreeContext;
-  ops.free_dm = OwnerOnly<driver::verbs::free_dm>::Call;
-  ops.modify_qp = OwnerOnly<driver::verbs::modify_qp>::Call;
-  ops.modify_srq = OwnerOnly<driver::verbs::modify_srq>::Call;
+  ops.free_dm = ThisProcess<driver::verbs::free_dm>::Call;
+  ops.modify_qp = ThisProcess<driver::verbs::modify_qp>::Call;
+  ops.modify_srq = ThisProcess<driver::verbs::modify_srq>::Call;
   ops.poll_cq = driver::rings::PollCq;
   ops.post_recv = driver::rings::PostRecv;
   ops.post_send = driver::rings::PostSend;
   ops.post_srq_recv = driver::rings::PostSrqRecv;
   ops.query_device_ex = QueryDeviceEx;
   ops.query_port = QueryPort;
-  ops.query_qp = OwnerOnly<driver::verbs::query_qp>::Call;
-  ops.query_srq = OwnerOnly<driver::verbs::query_srq>::Call;
-  ops.reg_dm_mr = OwnerOnly<driver::verbs::reg_dm_mr>::Call;
-  ops.reg_mr = OwnerOnly<RegMr>::Call;
+  ops.query_qp = ThisProcess<driver::verbs::query_qp>::Call;
+  ops.query_srq = ThisProcess<driver::verbs::query_srq>::Call;
+  ops.reg_dm_mr = ThisProcess<driver::verbs::reg_dm_mr>::Call;
+  ops.reg_mr = ThisProcess<RegMr>::Call;
   ops.req_notify_cq = driver::rings::ReqNotifyCq;
-  ops.rereg_mr = OwnerOnly<ReregMr>::Call;
-  ops.resize_cq = OwnerOnly<driver::verbs::resize_cq>::Call;
-  ops.modify_cq = OwnerOnly<driver::verbs::modify_cq>::Call;
+  ops.rereg_mr = ThisProcess<ReregMr>::Call;
+  ops.resize_cq = ThisProcess<driver::verbs::resize_cq>::Call;
+  ops.modify_cq = ThisProcess<driver::verbs::modify_cq>::Call;
   return ops;
 }();
 
@@ -290,7 +386,7 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   // Objects the driver creates point at this context, the one libibverbs dispatches through.
   c->session->device().Serve(&c->vctx.context);
   c->id = reinterpret_cast<const OnchipDevice*>(ibdev)->id;
-  c->owner = getpid();
+  c->owner.store(getpid(), std::memory_order_release);
   c->link_up.store(true, std::memory_order_relaxed);  // the context is zero-filled memory
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
@@ -336,11 +432,14 @@ const verbs_device_ops kDeviceOps = {
     .uninit_device = UninitDevice,
 };
 
-__attribute__((constructor)) void RegisterProvider() { verbs_register_driver_34(&kDeviceOps); }
+__attribute__((constructor)) void RegisterProvider() {
+  verbs_register_driver_34(&kDeviceOps);
+  pthread_atfork(HoldForFork, ReleaseAfterFork, ReleaseAfterFork);
+}
 
 }  // namespace
 
-bool OpenedInThisProcess(const ibv_context* context) { return InOpeningProcess(context); }
+int ServeThisProcess(ibv_context* context) { return ServeThisProcess(From(context)); }
 
 bool IsOnchipContext(const ibv_context* context) {
   // Every device libibverbs 44 lists is a verbs_device; ours carry kDeviceOps.

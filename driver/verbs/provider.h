@@ -11,8 +11,11 @@ namespace onchip::driver::verbs {
 // verbs_device_ops); false for null and for every other provider's context.
 bool IsOnchipContext(const ibv_context* context);
 
-// For an onchip context: true in the process that opened it. Its software ConnectX runs as that
-// process's threads, so a forked child has no device: calls that command it answer ENODEV there.
-bool OpenedInThisProcess(const ibv_context* context);
+// For an onchip context: 0 when this process may command its device, else the errno. In the
+// process that opened it, always 0; in a forked child, the child's own session on the same
+// function is opened on first use when the function is a device daemon's (0, or the errno of
+// that open), and it is ENODEV for a device the child cannot reach (an in-process software
+// ConnectX runs as threads of the opener; a VFIO function is the opener's). See provider.cc.
+int ServeThisProcess(ibv_context* context);
 
 }  // namespace onchip::driver::verbs

@@ -17,8 +17,9 @@ namespace {
 // The devices this process has open, by process id and locator, with the number of sessions on
 // each. The lock is held across bring-up so two first opens of one locator make one device. A
 // forked child inherits its parent's entries but never uses them (their device threads are not
-// in the child), and the table is never destroyed, so nothing tears a parent's device down at
-// the child's exit.
+// in the child): the process id in the key gives a child that opens the same locator (its own
+// open, or a context it inherited: provider.cc) a device of its own. The table is never
+// destroyed, so nothing tears a parent's device down at the child's exit.
 struct OpenDevice {
   std::shared_ptr<driver::Device> device;
   unsigned sessions = 0;
@@ -51,7 +52,19 @@ Result<std::unique_ptr<Session>> Session::Open(const driver::Locator& locator) {
     open.device = std::move(*device);
   }
   ++open.sessions;
-  return std::unique_ptr<Session>(new Session(std::move(key), open.device, fds[0], fds[1]));
+  return std::unique_ptr<Session>(new Session(locator, std::move(key), open.device, fds[0], fds[1]));
+}
+
+// The order every open takes them in: the table of open devices, then (bringing a device up)
+// the table of contexts.
+void Session::HoldForFork() {
+  OpenDevicesMu().lock();
+  driver::Device::HoldContextsForFork();
+}
+
+void Session::ReleaseAfterFork() {
+  driver::Device::ReleaseContextsAfterFork();
+  OpenDevicesMu().unlock();
 }
 
 Session::~Session() {

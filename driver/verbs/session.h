@@ -37,13 +37,26 @@ class Session {
   // Firmware version from the init segment: major << 32 | minor << 16 | subminor.
   uint64_t fw_ver() const;
 
+  // What a forked child's first command takes (the process's table of open devices, then the
+  // devices' table of contexts), held by fork() in the parent and released on both sides after
+  // it, so a child never inherits one locked by a thread it does not have. For pthread_atfork.
+  static void HoldForFork();
+  static void ReleaseAfterFork();
+
+  // The function this session opened: a forked child opens its own session on the same one
+  // (provider.cc, "the process a context serves").
+  const driver::Locator& locator() const { return locator_; }
+
  private:
-  Session(std::string key, std::shared_ptr<driver::Device> device, int read_fd, int write_fd)
-      : key_(std::move(key)),
+  Session(driver::Locator locator, std::string key, std::shared_ptr<driver::Device> device,
+          int read_fd, int write_fd)
+      : locator_(std::move(locator)),
+        key_(std::move(key)),
         device_(std::move(device)),
         async_read_fd_(read_fd),
         async_write_fd_(write_fd) {}
 
+  driver::Locator locator_;
   std::string key_;  // the locator, as the process-wide table of open devices knows it
   std::shared_ptr<driver::Device> device_;
   int async_read_fd_ = -1;

@@ -2,6 +2,7 @@
 // (echo 256 > /proc/sys/vm/nr_hugepages as root); skips with the reason otherwise.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -116,6 +117,35 @@ TEST_F(DpdkHugepages, EalIsSharedAndOutlivesProvidersUntilShutdown) {
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->tier, Tier::kDpdkHugepages);
   ASSERT_TRUE((*second)->Free(a->addr).has_value());
+}
+
+// A forked child inherits the EAL's state but not its threads, and the hugepages stay shared
+// with the parent: the child may not allocate there. Acquire says so (ENOTSUP), and a provider
+// the child creates starts at memfd hugetlb; the parent's EAL goes on.
+TEST_F(DpdkHugepages, AForkedChildDoesWithoutItsParentsEal) {
+  EXPECT_FALSE(Eal::InheritedByFork());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!Eal::InheritedByFork()) _exit(1);
+    auto lease = Eal::Acquire(EalOptions::FromEnvironment());
+    if (lease || lease.error().errno_value() != ENOTSUP) _exit(2);
+    ProviderOptions o;  // DPDK first, fallback allowed: the defaults
+    auto p = MemoryProvider::Create(o);
+    if (!p) _exit(3);
+    auto a = (*p)->Allocate(4096, 4096);
+    if (!a || a->tier == Tier::kDpdkHugepages) _exit(4);
+    if (!(*p)->Free(a->addr)) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto a = provider_->Allocate(64, 64);
+  ASSERT_TRUE(a.has_value()) << a.error().describe();
+  EXPECT_EQ(a->tier, Tier::kDpdkHugepages);
+  ASSERT_TRUE(provider_->Free(a->addr).has_value());
 }
 
 TEST_F(DpdkHugepages, ParentDomainHookServesEveryMlx5TypeFromHugepages) {
