@@ -47,28 +47,42 @@ std::mutex& ContextsMu() {
   static std::mutex mu;
   return mu;
 }
-std::map<ibv_context*, Device*>& ServedContexts() {
-  static std::map<ibv_context*, Device*> contexts;
+// A served context: its device, and the uverbs file it is a face of (0: a file of its own).
+struct Served {
+  Device* device;
+  uint64_t file;
+};
+std::map<ibv_context*, Served>& ServedContexts() {
+  static std::map<ibv_context*, Served> contexts;
   return contexts;
 }
 
 }  // namespace
 
-void Device::Serve(ibv_context* context) {
+void Device::Serve(ibv_context* context, uint64_t file) {
   std::lock_guard lock(ContextsMu());
-  ServedContexts()[context] = this;
+  ServedContexts()[context] = {this, file};
 }
 
 void Device::StopServing(ibv_context* context) {
   std::lock_guard lock(ContextsMu());
   auto it = ServedContexts().find(context);
-  if (it != ServedContexts().end() && it->second == this) ServedContexts().erase(it);
+  if (it != ServedContexts().end() && it->second.device == this) ServedContexts().erase(it);
 }
 
 Device* Device::FromVerbs(ibv_context* ctx) {
   std::lock_guard lock(ContextsMu());
   auto it = ServedContexts().find(ctx);
-  return it == ServedContexts().end() ? nullptr : it->second;
+  return it == ServedContexts().end() ? nullptr : it->second.device;
+}
+
+bool Device::SameFile(const ibv_context* a, const ibv_context* b) {
+  if (a == b) return true;
+  std::lock_guard lock(ContextsMu());
+  auto x = ServedContexts().find(const_cast<ibv_context*>(a));
+  auto y = ServedContexts().find(const_cast<ibv_context*>(b));
+  return x != ServedContexts().end() && y != ServedContexts().end() && x->second.file != 0 &&
+         x->second.file == y->second.file && x->second.device == y->second.device;
 }
 
 void Device::HoldContextsForFork() { ContextsMu().lock(); }
@@ -80,7 +94,7 @@ Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
   verbs_.async_fd = -1;
   verbs_.num_comp_vectors = 1;  // the one completion EQ
   std::lock_guard lock(ContextsMu());
-  ServedContexts()[&verbs_] = this;
+  ServedContexts()[&verbs_] = {this, 0};
 }
 
 Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts) {
@@ -164,7 +178,7 @@ uint32_t Device::comp_eqn() const { return comp_eq_ ? comp_eq_->eqn() : 0; }
 Device::~Device() {
   Close();
   std::lock_guard lock(ContextsMu());
-  std::erase_if(ServedContexts(), [this](const auto& served) { return served.second == this; });
+  std::erase_if(ServedContexts(), [this](const auto& served) { return served.second.device == this; });
 }
 
 Result<UmrQueue*> Device::UmrQueueLocked() {

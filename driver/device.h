@@ -126,12 +126,17 @@ class Device : public std::enable_shared_from_this<Device> {
   // Contexts a libibverbs provider opened on this device, beside the embedded one: every open of
   // one function in a process shares the brought-up device, as uverbs contexts share one PCI
   // function. Serve() before creating objects through `context`; StopServing() when it closes.
-  void Serve(ibv_context* context);
+  // `file` names the uverbs file the context is a face of: contexts imported from one another
+  // (ibv_import_device) share one and so share objects (SameFile); 0 is a file of its own.
+  void Serve(ibv_context* context, uint64_t file = 0);
   void StopServing(ibv_context* context);
   // The device serving `ctx`: its embedded context or one it serves (a process-wide lookup, for
   // the verbs calls of driver/verbs/calls.h); null for any other context, so a foreign one is
   // refused rather than misread.
   static Device* FromVerbs(ibv_context* ctx);
+  // Whether objects made through `a` may be used through `b`: the same context, or two served
+  // faces of one uverbs file on one device.
+  static bool SameFile(const ibv_context* a, const ibv_context* b);
   // The table FromVerbs reads, held across fork() (pthread_atfork, driver/verbs/session.cc) so
   // that a child never inherits it locked by a thread it does not have.
   static void HoldContextsForFork();

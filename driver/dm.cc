@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "driver/import.h"
 #include "mmio/wc_copy.h"
 
 namespace onchip::driver {
@@ -50,14 +51,14 @@ void SetDmType(mlx5dv_alloc_dm_attr& attr, int type) {
 }
 
 int MemcpyToDm(ibv_dm* ibv, uint64_t dm_offset, const void* host_addr, size_t length) {
-  Dm* dm = Dm::From(ibv);
+  Dm* dm = &Dm::From(ibv)->owner();
   if (int err = CheckAccess(*dm, dm_offset, length)) return err;
   if (length != 0) mmio::CopyToDevice(dm->start_va + dm_offset, host_addr, length);
   return 0;
 }
 
 int MemcpyFromDm(void* host_addr, ibv_dm* ibv, uint64_t dm_offset, size_t length) {
-  Dm* dm = Dm::From(ibv);
+  Dm* dm = &Dm::From(ibv)->owner();
   if (int err = CheckAccess(*dm, dm_offset, length)) return err;
   if (length != 0) mmio::CopyFromDevice(host_addr, dm->start_va + dm_offset, length);
   return 0;
@@ -112,6 +113,7 @@ Result<void> ReleaseDmOnDevice(Dm& dm, Release) {
 
 Result<void> FreeDm(Dm* dm) {
   if (dm == nullptr) return Fail(EINVAL, "free_dm: null");
+  if (dm->imported_from != nullptr) return UnimportDm(dm);  // this context's face only
   return Destroy(dm->device->registry(), ObjectKind::kDm, dm, dm->life,
                  "free_dm: memory regions still use it", ReleaseDmOnDevice);
 }

@@ -45,8 +45,13 @@ struct Dm {
   MemicAllocator::Allocation memic;
   SwIcmAllocator::Allocation icm;
   Life life;  // pinned by its MRs; released: copies answer EIO
+  // An imported DM (import.h): the DM whose bytes this face reaches (start_va, length and type
+  // are copies of its); it owns no allocation.
+  Dm* imported_from = nullptr;
 
   static Dm* From(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
+  // The DM that owns the memory: this one, or the one an imported face reaches.
+  Dm& owner() { return imported_from ? *imported_from : *this; }
 };
 
 // mlx5dv_alloc_dm. `dv` may be null (ibv_alloc_dm: MEMIC).

@@ -6,6 +6,7 @@
 #include "alloc/mapping.h"
 #include "driver/cmd/run.h"
 #include "driver/dmah.h"
+#include "driver/import.h"
 #include "driver/mkey.h"
 #include "driver/umr_queue.h"
 #include "uapi/prm/mkey.h"
@@ -170,6 +171,7 @@ void Publish(Device& device, const Registry::Operation& op, Mr* mr) {
 
 Result<Mr*> RegDmMr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned int access) {
   if (pd == nullptr || dm == nullptr) return Fail(EINVAL, "reg_dm_mr: null PD or DM");
+  dm = &dm->owner();  // an imported DM registers its original's memory
   if (access & ~kDmAllowedAccess) return Fail(EINVAL, "reg_dm_mr: access flag not allowed on DM");
   if (!(access & IBV_ACCESS_ZERO_BASED)) return Fail(EINVAL, "reg_dm_mr: IBV_ACCESS_ZERO_BASED required");
   // The kernel checks DM MRs with the same access rule as host MRs, right after ZERO_BASED.
@@ -241,6 +243,8 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   if (mr == nullptr) return Fail(EINVAL, "rereg_mr: null MR");
   if (flags == 0 || (flags & ~kReregMrFlags)) return Fail(EINVAL, "rereg_mr: no or unknown flags");
   if (mr->dm != nullptr) return Fail(EINVAL, "rereg_mr: a device-memory MR");
+  if (mr->imported_from != nullptr)
+    return Fail(EOPNOTSUPP, "rereg_mr: an imported MR (rereg the original)");
   const bool change_translation = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
   const bool change_pd = flags & IBV_REREG_MR_CHANGE_PD;
   const bool change_access = flags & IBV_REREG_MR_CHANGE_ACCESS;
@@ -336,6 +340,7 @@ Result<void> ReleaseMrOnDevice(Mr& mr, Release why) {
 
 Result<void> DeregMr(Mr* mr) {
   if (mr == nullptr) return Fail(EINVAL, "dereg_mr: null");
+  if (mr->imported_from != nullptr) return UnimportMr(mr);  // this context's face only
   return Destroy(mr->device->registry(), ObjectKind::kMr, mr, mr->life,
                  "dereg_mr: still in use", ReleaseMrOnDevice);
 }

@@ -63,6 +63,7 @@ struct Mr {
   uint32_t log_page_size = 0;     // host MR: its MTT's page size
   uint32_t mkey_index = 0;
   Life life;  // nothing pins an MR (a bound window makes the device refuse its destroy)
+  Mr* imported_from = nullptr;  // an imported MR (import.h): the MR whose keys this face carries
 
   static Mr* From(ibv_mr* mr) { return reinterpret_cast<Mr*>(mr); }
 };

@@ -16,7 +16,7 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
                               const ibv_parent_domain_init_attr& attr) {
   if (attr.pd == nullptr) return Fail(EINVAL, "alloc_parent_domain: pd is NULL");
   if (attr.comp_mask & ~kKnownMask) return Fail(EINVAL, "alloc_parent_domain: unknown comp_mask bit");
-  Pd* pd = Pd::From(attr.pd);
+  Pd* pd = Pd::Parent(attr.pd);
   if (pd->is_parent_domain()) return Fail(EINVAL, "alloc_parent_domain: pd is a parent domain");
   Td* td = attr.td ? Td::From(attr.td) : nullptr;
   if (pd->device != device || (td && td->device != device))

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "driver/cmd/run.h"
+#include "driver/import.h"
 #include "driver/parent_domain.h"
 #include "uapi/prm/resources.h"
 
@@ -36,6 +37,7 @@ Result<void> ReleasePdOnDevice(Pd& pd, Release) {
 Result<void> DeallocPd(Pd* pd) {
   if (pd == nullptr) return Fail(EINVAL, "dealloc_pd: null");
   if (ParentDomain* pad = ParentDomain::From(pd)) return DeallocParentDomain(pad);
+  if (pd->imported) return UnimportPd(pd);  // this context's face only
   return Destroy(pd->device->registry(), ObjectKind::kPd, pd, pd->life,
                  "dealloc_pd: MRs, windows or parent domains still use it", ReleasePdOnDevice);
 }

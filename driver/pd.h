@@ -2,7 +2,8 @@
 //
 // A parent domain (parent_domain.h) is a Pd too, as in rdma-core: it wraps a real PD (same pdn
 // and handle, no device object of its own) and is told apart by `protection_domain` being set.
-// ibv_dealloc_pd frees either; DeallocPd dispatches.
+// An imported PD (import.h) wraps one the same way, marked `imported`. ibv_dealloc_pd frees any
+// of them; DeallocPd dispatches.
 //
 // Children pin their PD (Life::Pin, registry.h): MRs, windows and parent domains on a PD; queue
 // buffers (queue_buffer.h) on a PD or parent domain. While any pin is held DeallocPd answers
@@ -22,10 +23,17 @@ struct Pd {
   std::shared_ptr<Device> device;
   uint32_t pdn = 0;
   Life life;
-  Pd* protection_domain = nullptr;  // set on a parent domain: the PD it wraps
+  Pd* protection_domain = nullptr;  // set on a parent domain and an imported PD: the PD it wraps
+  bool imported = false;            // another context's face of a PD (driver/import.h)
 
   static Pd* From(ibv_pd* pd) { return reinterpret_cast<Pd*>(pd); }
-  bool is_parent_domain() const { return protection_domain != nullptr; }
+  // The PD objects created on `pd` hang on: `pd` itself, or the original an imported face
+  // reaches (a face is this context's handle only: unimporting it never waits for children).
+  static Pd* Parent(ibv_pd* pd) {
+    Pd* p = From(pd);
+    return p->imported ? p->protection_domain : p;
+  }
+  bool is_parent_domain() const { return protection_domain != nullptr && !imported; }
   // The PD the device knows: this one, or the one a parent domain wraps.
   Pd& protection() { return protection_domain ? *protection_domain : *this; }
 };

@@ -13,9 +13,12 @@ const char* KindName(ObjectKind kind) {
     case ObjectKind::kXrcd: return "XRC domain";
     case ObjectKind::kAh: return "AH";
     case ObjectKind::kMw: return "window";
+    case ObjectKind::kImportedMr: return "imported MR";
     case ObjectKind::kMr: return "MR";
+    case ObjectKind::kImportedDm: return "imported DM";
     case ObjectKind::kDm: return "DM";
     case ObjectKind::kParentDomain: return "parent domain";
+    case ObjectKind::kImportedPd: return "imported PD";
     case ObjectKind::kTd: return "TD";
     case ObjectKind::kDmah: return "DMA handle";
     case ObjectKind::kPd: return "PD";

@@ -39,9 +39,12 @@ enum class ObjectKind : uint8_t {
   kXrcd,          // pinned by XRC SRQs and XRC QPs
   kAh,            // pins its PD
   kMw,            // pins its PD; a bound window keeps its MR (the device refuses that MR's destroy)
+  kImportedMr,    // another context's face of an MR (ibv_import_mr): pins the MR and its own PD
   kMr,            // pins its PD, its DM or its DMA handle
+  kImportedDm,    // another context's face of a DM (ibv_import_dm): pins the DM
   kDm,
   kParentDomain,  // pins its PD and its TD
+  kImportedPd,    // another context's face of a PD (ibv_import_pd): pins the PD
   kTd,
   kDmah,
   kPd,
@@ -190,6 +193,17 @@ class Registry {
 
   // Live objects of a kind (tests, reports).
   std::size_t count(ObjectKind kind) const;
+
+  // The first published object of `kind` that `match` accepts, or null (ibv_import_* finds an
+  // object by its handle this way). `match` runs under the kind's table lock: it only reads.
+  template <class Match>
+  void* FindIf(ObjectKind kind, Match&& match) const {
+    const Table& t = tables_[static_cast<std::size_t>(kind)];
+    std::lock_guard lock(t.mu);
+    for (const auto& [object, entry] : t.objects)
+      if (match(object)) return object;
+    return nullptr;
+  }
 
  private:
   struct Entry {

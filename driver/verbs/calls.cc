@@ -13,6 +13,7 @@
 #include "driver/dm.h"
 #include "driver/dmah.h"
 #include "driver/events.h"
+#include "driver/import.h"
 #include "driver/mr.h"
 #include "driver/mw.h"
 #include "driver/mw_bind.h"
@@ -61,13 +62,15 @@ Result<T*> Through(ibv_context* context, Result<T*> r) {
   return r;
 }
 
-// True when `object` was created through another context than `context`, or in another process
-// (a forked child's parent). The kernel looks every handle up in the caller's uverbs file only,
-// so another context's object is not found there; a child's commands go through its own
+// True when `object` was created through a context of another uverbs file than `context`'s (a
+// context and the ones imported from it are one file), or in another process (a forked child's
+// parent). The kernel looks every handle up in the caller's uverbs file only, so another file's
+// object is not found there; a child's commands go through its own
 // connection to the device (provider.cc), where its parent's objects are not found either.
 template <class T>
 bool OfAnotherContext(T* object, const ibv_context* context) {
-  return object != nullptr && (object->context != context || !OfThisProcess(object));
+  return object != nullptr &&
+         (!Device::SameFile(object->context, context) || !OfThisProcess(object));
 }
 
 template <class Driver, class V>
@@ -171,10 +174,26 @@ ibv_pd* alloc_pd(ibv_context* context) {
 
 int dealloc_pd(ibv_pd* pd) { return AsErrno(DeallocPd(pd ? Pd::From(pd) : nullptr)); }
 
+ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle) {
+  return VerbsOrErrno<ibv_pd>(ImportPd(DeviceOf(context), context, pd_handle));
+}
+
+ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle) {
+  return VerbsOrErrno<ibv_mr>(ImportMr(pd ? Pd::From(pd) : nullptr, mr_handle));
+}
+
+ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle) {
+  return VerbsOrErrno<ibv_dm>(ImportDm(DeviceOf(context), context, dm_handle));
+}
+
+void unimport_pd(ibv_pd* pd) { (void)UnimportPd(pd ? Pd::From(pd) : nullptr); }
+void unimport_mr(ibv_mr* mr) { (void)UnimportMr(mr ? Mr::From(mr) : nullptr); }
+void unimport_dm(ibv_dm* dm) { (void)UnimportDm(dm ? Dm::From(dm) : nullptr); }
+
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access) {
   // An ioctl method's handle lookup that finds nothing is ENOENT.
   if (pd != nullptr && OfAnotherContext(dm, pd->context)) return Errno<ibv_mr>(ENOENT);
-  return VerbsOrErrno<ibv_mr>(RegDmMr(pd ? Pd::From(pd) : nullptr, dm ? Dm::From(dm) : nullptr,
+  return VerbsOrErrno<ibv_mr>(RegDmMr(pd ? Pd::Parent(pd) : nullptr, dm ? Dm::From(dm) : nullptr,
                                       dm_offset, length, access));
 }
 
@@ -185,7 +204,7 @@ int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int a
     errno = EINVAL;  // REREG_MR is a write command: the PD's lookup finds nothing
     return EINVAL;
   }
-  const int e = AsErrno(ReregMr(mr ? Mr::From(mr) : nullptr, flags, pd ? Pd::From(pd) : nullptr,
+  const int e = AsErrno(ReregMr(mr ? Mr::From(mr) : nullptr, flags, pd ? Pd::Parent(pd) : nullptr,
                                 addr, length, static_cast<unsigned>(access)));
   if (e != 0) errno = e;
   return e;
@@ -198,7 +217,7 @@ int dv_init_dm(ibv_dm* dm, mlx5dv_dm* out) {
 }
 
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  return VerbsOrErrno<ibv_mr>(RegMr(pd ? Pd::From(pd) : nullptr, addr, length, iova, access));
+  return VerbsOrErrno<ibv_mr>(RegMr(pd ? Pd::Parent(pd) : nullptr, addr, length, iova, access));
 }
 
 ibv_mr* reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
@@ -220,7 +239,7 @@ ibv_mr* reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
       (mask & IBV_REG_MR_MASK_IOVA) ? attr->iova : reinterpret_cast<uintptr_t>(attr->addr);
   Dmah* dmah = (mask & IBV_REG_MR_MASK_DMAH) && attr->dmah ? Dmah::From(attr->dmah) : nullptr;
   if ((mask & IBV_REG_MR_MASK_DMAH) && dmah == nullptr) return Errno<ibv_mr>(EINVAL);
-  return VerbsOrErrno<ibv_mr>(RegMr(Pd::From(pd), attr->addr, attr->length, iova,
+  return VerbsOrErrno<ibv_mr>(RegMr(Pd::Parent(pd), attr->addr, attr->length, iova,
                                     static_cast<unsigned>(attr->access), dmah));
 }
 
@@ -239,7 +258,7 @@ ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* a
 }
 
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
-  return VerbsOrErrno<ibv_mw>(AllocMw(pd ? Pd::From(pd) : nullptr, static_cast<int>(type)));
+  return VerbsOrErrno<ibv_mw>(AllocMw(pd ? Pd::Parent(pd) : nullptr, static_cast<int>(type)));
 }
 
 int dealloc_mw(ibv_mw* mw) { return AsErrno(DeallocMw(mw ? Mw::From(mw) : nullptr)); }
@@ -361,7 +380,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   ex.sq_sig_all = attr->sq_sig_all;
   ex.comp_mask = IBV_QP_INIT_ATTR_PD;
   ex.pd = pd;
-  ibv_qp* qp = CreateQpFrom(Pd::From(pd), &ex);
+  ibv_qp* qp = CreateQpFrom(Pd::Parent(pd), &ex);
   if (qp) attr->cap = ex.cap;
   return qp;
 }
@@ -396,7 +415,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   if (attr->qp_type == IBV_QPT_XRC_RECV) return Errno<ibv_qp>(EINVAL);
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr) return Errno<ibv_qp>(EINVAL);
   if (OfAnotherContext(attr->pd, context)) return Errno<ibv_qp>(EINVAL);
-  return CreateQpFrom(Pd::From(attr->pd), attr);
+  return CreateQpFrom(Pd::Parent(attr->pd), attr);
 }
 
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
@@ -438,7 +457,7 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   if (pd == nullptr || attr == nullptr) return Errno<ibv_srq>(EINVAL);
   SrqAttributes a{attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
-  auto srq = CreateSrq(Pd::From(pd), a);
+  auto srq = CreateSrq(Pd::Parent(pd), a);
   if (!srq) return Errno<ibv_srq>(ErrnoOf(srq.error()));
   attr->attr.max_wr = a.max_wr;
   attr->attr.max_sge = a.max_sge;
@@ -470,7 +489,7 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) {
     a.xrcd = Xrcd::From(attr->xrcd);
     a.cq = Cq::From(attr->cq);
   }
-  auto srq = CreateSrq(Pd::From(attr->pd), a);
+  auto srq = CreateSrq(Pd::Parent(attr->pd), a);
   if (!srq) return Errno<ibv_srq>(ErrnoOf(srq.error()));
   attr->attr.max_wr = a.max_wr;
   attr->attr.max_sge = a.max_sge;
@@ -531,7 +550,7 @@ int destroy_srq(ibv_srq* srq) {
 
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (pd == nullptr || attr == nullptr) return Errno<ibv_ah>(EINVAL);
-  auto ah = CreateAh(Pd::From(pd), *attr);
+  auto ah = CreateAh(Pd::Parent(pd), *attr);
   if (ah) return &(*ah)->dp.verbs;
   // libmlx5 refuses a bad port with NULL and errno as it was.
   if (const int e = ErrnoOf(ah.error()); e != kPortOutOfRange) errno = e;

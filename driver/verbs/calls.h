@@ -41,6 +41,15 @@ ibv_dm* dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr, mlx5dv_alloc_
 int free_dm(ibv_dm* dm);
 ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* pd);
+// ibv_import_pd / ibv_import_mr / ibv_import_dm: another context's face of an object of the
+// same uverbs file, found by its handle (ENOENT when none; driver/import.h). The unimport calls
+// free a face (libibverbs gives them no return value).
+ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle);
+ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle);
+ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle);
+void unimport_pd(ibv_pd* pd);
+void unimport_mr(ibv_mr* mr);
+void unimport_dm(ibv_dm* dm);
 ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length, unsigned int access);
 int dereg_mr(ibv_mr* mr);
 // What ibv_rereg_mr asks of the provider once its own checks passed. On success the MR's keys,

@@ -11,11 +11,13 @@
 // for the parent's objects (provider.cc, "the process a context serves").
 // Errors follow calls.h: NULL with errno, or the errno returned.
 //
-// and, under libibverbs' own name and version (IBVERBS_1.0), ibv_create_comp_channel: libibverbs
-// 44 gives providers no hook for it (it writes a uverbs command to cmd_fd), so the plugin
-// interposes on it. `tools/onchip run` preloads the plugin (LD_PRELOAD), and a program that links
+// and, under libibverbs' own names and versions, ibv_create_comp_channel (IBVERBS_1.0) and
+// ibv_import_device (IBVERBS_1.10): libibverbs 44 runs uverbs commands on cmd_fd for both (the
+// import allocates its async fd with one), which no provider hook replaces, so the plugin
+// interposes on them. `tools/onchip run` preloads the plugin (LD_PRELOAD), and a program that links
 // -lonchip-rdmav34 ahead of -libverbs binds to it too. For a context that is not onchip's it
 // calls libibverbs' definition (the next one in lookup order), so other providers see no change.
+// (An fd that duplicates no onchip context's command fd is not onchip's.)
 //
 // exports.lds makes these the library's only dynamic symbols.
 #include <dlfcn.h>
@@ -68,6 +70,17 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
       reinterpret_cast<Create>(dlvsym(RTLD_NEXT, "ibv_create_comp_channel", "IBVERBS_1.0"));
   if (next == nullptr) return FailWith<ibv_comp_channel>(ENOSYS);
   return next(context);
+}
+
+ibv_context* ibv_import_device(int cmd_fd) {
+  bool ours = false;
+  if (ibv_context* imported = onchip::driver::verbs::ImportDevice(cmd_fd, &ours); ours)
+    return imported;
+  using Import = ibv_context* (*)(int);
+  static const auto next =
+      reinterpret_cast<Import>(dlvsym(RTLD_NEXT, "ibv_import_device", "IBVERBS_1.10"));
+  if (next == nullptr) return FailWith<ibv_context>(ENOSYS);
+  return next(cmd_fd);
 }
 
 ibv_dmah* ibv_alloc_dmah(ibv_context* context, ibv_dmah_init_attr* attr) {

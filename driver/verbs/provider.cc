@@ -15,7 +15,9 @@
 //   - async_fd: the read end of a pipe the session owns the write end of; the device's event
 //     thread writes the context's async events there (driver/events.h).
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +31,7 @@
 #include <new>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "driver/events.h"
 #include "driver/mr.h"
@@ -77,6 +80,9 @@ struct OnchipContext {
   // its own pid here (acquire) sees this process's session.
   std::atomic<pid_t> owner;
   std::atomic<bool> link_up{true};  // the port's state at the last query the opener made
+  // Which uverbs file the context is a face of: its own number, or (ibv_import_device) the one
+  // of the context whose command fd it was imported from. Objects are shared within a file.
+  uint64_t file;
 };
 
 OnchipContext* From(ibv_context* ctx) {
@@ -199,14 +205,20 @@ std::mutex& AdoptMu() {
   return mu;
 }
 
-// fork() waits for the locks a child's first command takes, in the order they are taken, so the
-// child never inherits one held by a thread it does not have (pthread_atfork, registered with
-// the provider below; the child's copy is released by the forking thread's copy).
+// The table of this process's contexts (ibv_import_device, below).
+std::mutex& ContextsMu();
+void Delist(OnchipContext* c);
+
+// fork() waits for the locks a child's first command (or import) takes, in the order they are
+// taken, so the child never inherits one held by a thread it does not have (pthread_atfork,
+// registered with the provider below; the child's copy is released by the forking thread's copy).
 void HoldForFork() {
   AdoptMu().lock();
   Session::HoldForFork();
+  ContextsMu().lock();
 }
 void ReleaseAfterFork() {
+  ContextsMu().unlock();
   Session::ReleaseAfterFork();
   AdoptMu().unlock();
 }
@@ -236,7 +248,7 @@ int ServeThisProcess(OnchipContext* c) {
   const int e = errno;
   close(read_fd);
   if (replaced < 0) return e;
-  session->device().Serve(context);
+  session->device().Serve(context, c->file);
   if (EventThread* events = session->device().events())
     events->AddAsyncSink(context, session->async_write_fd());
   c->session = session.release();
@@ -250,6 +262,7 @@ ibv_context* ContextOf(ibv_dm* dm) { return dm->context; }
 ibv_context* ContextOf(ibv_mw* mw) { return mw->context; }
 ibv_context* ContextOf(ibv_td* td) { return td->context; }
 ibv_context* ContextOf(abi::verbs_mr* vmr) { return vmr->mr.context; }
+ibv_context* ContextOf(ibv_mr* mr) { return mr->context; }
 ibv_context* ContextOf(ibv_cq* cq) { return cq->context; }
 ibv_context* ContextOf(ibv_qp* qp) { return qp->context; }
 ibv_context* ContextOf(ibv_srq* srq) { return srq->context; }
@@ -284,6 +297,7 @@ struct ThisProcess<Op> {
       if (const int e = Reach(object)) {
         errno = e;  // ibv_rereg_mr reports its provider's failure through errno alone
         if constexpr (std::is_pointer_v<R>) return nullptr;
+        else if constexpr (std::is_void_v<R>) return;  // the unimport calls
         else return e;
       }
     }
@@ -293,6 +307,7 @@ struct ThisProcess<Op> {
 
 void FreeContext(ibv_context* context) {
   OnchipContext* c = From(context);
+  Delist(c);
   // The session this process runs (the opener's, or a child's own) is closed: the last session
   // on its device releases what was left through this process's command path. A child that
   // never used the context leaves the parent's session alone (its device's threads and command
@@ -339,6 +354,12 @@ const verbs_context_ops kContextOps = [] {
   ops.dereg_mr = ThisProcess<DeregMr>::Call;
   ops.free_context = FreeContext;
   ops.free_dm = ThisProcess<driver::verbs::free_dm>::Call;
+  ops.import_dm = ThisProcess<driver::verbs::import_dm>::Call;
+  ops.import_mr = ThisProcess<driver::verbs::import_mr>::Call;
+  ops.import_pd = ThisProcess<driver::verbs::import_pd>::Call;
+  ops.unimport_dm = ThisProcess<driver::verbs::unimport_dm>::Call;
+  ops.unimport_mr = ThisProcess<driver::verbs::unimport_mr>::Call;
+  ops.unimport_pd = ThisProcess<driver::verbs::unimport_pd>::Call;
   ops.modify_qp = ThisProcess<driver::verbs::modify_qp>::Call;
   ops.modify_srq = ThisProcess<driver::verbs::modify_srq>::Call;
   ops.poll_cq = driver::rings::PollCq;
@@ -358,7 +379,66 @@ const verbs_context_ops kContextOps = [] {
   return ops;
 }();
 
+// ---- the contexts of this process, for ibv_import_device ----
+//
+// A context's command fd is its own open of /dev/null (AllocContext), so a dup of it names that
+// context alone: kcmp(KCMP_FILE) tells which context an imported fd was duplicated from.
+
+std::mutex& ContextsMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<OnchipContext*>& Contexts() {
+  static auto* contexts = new std::vector<OnchipContext*>;
+  return *contexts;
+}
+
+void Enlist(OnchipContext* c) {
+  std::lock_guard lock(ContextsMu());
+  Contexts().push_back(c);
+}
+
+void Delist(OnchipContext* c) {
+  std::lock_guard lock(ContextsMu());
+  std::erase(Contexts(), c);
+}
+
+// The live context whose command fd `fd` duplicates, or null.
+OnchipContext* ContextOfCommandFd(int fd) {
+  const pid_t self = getpid();
+  std::lock_guard lock(ContextsMu());
+  for (OnchipContext* c : Contexts())
+    if (syscall(SYS_kcmp, self, self, KCMP_FILE, c->vctx.context.cmd_fd, fd) == 0) return c;
+  return nullptr;
+}
+
+uint64_t NewFile() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 // ---- device ops ----
+
+// Fills a context libibverbs allocated around `session`: its device serves it, its async events
+// go to the session's pipe.
+void StartContext(OnchipContext* c, std::unique_ptr<Session> session, const Identity& id,
+                  uint64_t file) {
+  c->session = session.release();
+  c->file = file;
+  // Objects the driver creates point at this context, the one libibverbs dispatches through.
+  c->session->device().Serve(&c->vctx.context, c->file);
+  c->id = id;
+  c->owner.store(getpid(), std::memory_order_release);
+  c->link_up.store(true, std::memory_order_relaxed);  // the context is zero-filled memory
+  c->id.fw_ver = c->session->fw_ver();
+  c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
+  // Async events of this context's objects (and port events) go to its async_fd.
+  if (EventThread* events = c->session->device().events())
+    events->AddAsyncSink(&c->vctx.context, c->session->async_write_fd());
+  c->vctx.context.num_comp_vectors = 1;  // the device's one completion EQ (driver/eq.h)
+  verbs_set_ops(&c->vctx, &kContextOps);
+  Enlist(c);
+}
 
 verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*/) {
   // Swap the node libibverbs opened (read-write) for the harmless read-only /dev/null.
@@ -382,19 +462,7 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
     errno = session.error().errno_value();
     return nullptr;
   }
-  c->session = session->release();
-  // Objects the driver creates point at this context, the one libibverbs dispatches through.
-  c->session->device().Serve(&c->vctx.context);
-  c->id = reinterpret_cast<const OnchipDevice*>(ibdev)->id;
-  c->owner.store(getpid(), std::memory_order_release);
-  c->link_up.store(true, std::memory_order_relaxed);  // the context is zero-filled memory
-  c->id.fw_ver = c->session->fw_ver();
-  c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
-  // Async events of this context's objects (and port events) go to its async_fd.
-  if (EventThread* events = c->session->device().events())
-    events->AddAsyncSink(&c->vctx.context, c->session->async_write_fd());
-  c->vctx.context.num_comp_vectors = 1;  // the device's one completion EQ (driver/eq.h)
-  verbs_set_ops(&c->vctx, &kContextOps);
+  StartContext(c, std::move(*session), reinterpret_cast<const OnchipDevice*>(ibdev)->id, NewFile());
   return &c->vctx;
 }
 
@@ -427,7 +495,7 @@ const verbs_device_ops kDeviceOps = {
     .static_providers = nullptr,
     .match_device = nullptr,
     .alloc_context = AllocContext,
-    .import_context = nullptr,
+    .import_context = nullptr,  // ibv_import_device is interposed: see ImportDevice
     .alloc_device = AllocDevice,
     .uninit_device = UninitDevice,
 };
@@ -440,6 +508,26 @@ __attribute__((constructor)) void RegisterProvider() {
 }  // namespace
 
 int ServeThisProcess(ibv_context* context) { return ServeThisProcess(From(context)); }
+
+ibv_context* ImportDevice(int cmd_fd, bool* ours) {
+  OnchipContext* original = ContextOfCommandFd(cmd_fd);
+  *ours = original != nullptr;
+  if (original == nullptr) return nullptr;
+  if (const int e = ServeThisProcess(original)) {
+    errno = e;
+    return nullptr;
+  }
+  // A context of its own (libibverbs' open: its lib ops, a session on the same device, its own
+  // async_fd), then made a face of the original's file: the imported fd becomes its command fd.
+  ibv_context* imported = ibv_open_device(original->vctx.context.device);
+  if (imported == nullptr) return nullptr;
+  OnchipContext* c = From(imported);
+  c->file = original->file;
+  c->session->device().Serve(imported, c->file);
+  close(imported->cmd_fd);
+  imported->cmd_fd = cmd_fd;
+  return imported;
+}
 
 bool IsOnchipContext(const ibv_context* context) {
   // Every device libibverbs 44 lists is a verbs_device; ours carry kDeviceOps.

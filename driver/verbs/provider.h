@@ -11,6 +11,13 @@ namespace onchip::driver::verbs {
 // verbs_device_ops); false for null and for every other provider's context.
 bool IsOnchipContext(const ibv_context* context);
 
+// ibv_import_device for a dup of an onchip context's command fd (*ours set): a second context of
+// the same uverbs file, which owns `cmd_fd` from then on and shares the original's objects
+// (Device::SameFile; ibv_import_pd/mr/dm find them by handle). NULL with errno on failure. For
+// any other fd *ours is false and nothing happened. libibverbs 44's own ibv_import_device needs
+// the kernel (it allocates the async fd with an ioctl on cmd_fd), so the plugin interposes on it.
+ibv_context* ImportDevice(int cmd_fd, bool* ours);
+
 // For an onchip context: 0 when this process may command its device, else the errno. In the
 // process that opened it, always 0; in a forked child, the child's own session on the same
 // function is opened on first use when the function is a device daemon's (0, or the errno of

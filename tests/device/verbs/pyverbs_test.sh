@@ -43,11 +43,12 @@ set -- \
   test_mr.MRTest test_mr.MWTest \
   test_mr.DeviceMemoryAPITest test_mr.DmaBufMRTest test_mr.DmaBufTestCase \
   test_mr.DeviceMemoryTest \
-  test_parent_domain test_cq_events test_fork
-expected=130
+  test_parent_domain test_cq_events test_fork \
+  test_device.SharedDMTest test_shared_pd
+expected=132
 if [ -n "$daemon" ]; then
   set -- "$@" test_device.DMTest.test_multi_process_alloc_dm
-  expected=131
+  expected=133
 fi
 # No dma-buf exporter on this machine; no RDMA atomic write (an extended QP with
 # ATOMIC_WRITE); all GID indices populated (the bad-flow GID test cannot run). Raw packet QPs
