@@ -26,7 +26,7 @@
 #include "driver/qp.h"
 #include "driver/rings/data_path.h"
 #include "mmio/device_word.h"
-#include "tests/device/fixture.h"
+#include "tests/device/loopback_fixture.h"
 #include "tests/device/rc_connect.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe.h"
@@ -38,30 +38,11 @@ namespace {
 
 namespace rings = driver::rings;
 
-class DataPathTest : public DriverTest {
+class DataPathTest : public LoopbackTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
-    ASSERT_TRUE(pd_ && cq_);
-    const auto gids = sim::DeviceGids(sim_->config());
-    std::memcpy(gid_.raw, gids[2].data(), 16);  // ::ffff:a.b.c.d, RoCE v2
-    buf_.assign(8192, 0);
-    mr_ = v::reg_mr(pd_, buf_.data(), buf_.size(), reinterpret_cast<uintptr_t>(buf_.data()),
-                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                        IBV_ACCESS_MW_BIND);
-    ASSERT_NE(mr_, nullptr) << strerror(errno);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
-      EXPECT_EQ(v::dereg_mr(mr_), 0);
-      EXPECT_EQ(v::destroy_cq(cq_), 0);
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
+  DataPathTest()
+      : LoopbackTest(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                     IBV_ACCESS_MW_BIND) {}
 
   ibv_qp* Rc() {
     ibv_qp_init_attr a{};
@@ -80,26 +61,6 @@ class DataPathTest : public DriverTest {
     const RcConnectResult r = ConnectRc(qp, dest, path);
     ASSERT_TRUE(r) << r.describe();
   }
-  // Polls until `n` completions arrived (or 5 s passed).
-  std::vector<ibv_wc> Poll(ibv_cq* cq, int n) {
-    std::vector<ibv_wc> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
-      ibv_wc wc[4];
-      const int got = rings::PollCq(cq, 4, wc);
-      EXPECT_GE(got, 0);
-      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
-      if (got == 0) std::this_thread::yield();
-    }
-    return out;
-  }
-
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_mr* mr_ = nullptr;
-  ibv_gid gid_{};
-  std::vector<uint8_t> buf_;
-  std::vector<ibv_qp*> qps_;
 };
 
 TEST_F(DataPathTest, SendIntoAPostedReceiveAndRdmaWrite) {

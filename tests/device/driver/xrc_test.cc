@@ -19,7 +19,7 @@
 #include "driver/rings/data_path.h"
 #include "driver/srq.h"
 #include "driver/xrcd.h"
-#include "tests/device/fixture.h"
+#include "tests/device/loopback_fixture.h"
 #include "tools/sim/wire.h"
 
 namespace onchip::testing {
@@ -27,35 +27,21 @@ namespace {
 
 namespace rings = driver::rings;
 
-class XrcTest : public DriverTest {
+class XrcTest : public LoopbackTest {
  protected:
+  XrcTest()
+      : LoopbackTest(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                     IBV_ACCESS_REMOTE_ATOMIC) {}
   void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
-    ASSERT_TRUE(pd_ && cq_);
-    const auto gids = sim::DeviceGids(sim_->config());
-    std::memcpy(gid_.raw, gids[2].data(), 16);  // ::ffff:a.b.c.d, RoCE v2
-    buf_.assign(8192, 0);
-    mr_ = v::reg_mr(pd_, buf_.data(), buf_.size(), reinterpret_cast<uintptr_t>(buf_.data()),
-                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                        IBV_ACCESS_REMOTE_ATOMIC);
-    ASSERT_NE(mr_, nullptr) << strerror(errno);
+    LoopbackTest::SetUp();
     xrcd_ = Open(-1, O_CREAT);
     ASSERT_NE(xrcd_, nullptr) << strerror(errno);
   }
-  void TearDown() override {
-    if (ctx_) {
-      for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
-      for (ibv_srq* srq : srqs_) EXPECT_EQ(v::destroy_srq(srq), 0);
-      if (xrcd_) {
-        EXPECT_EQ(v::close_xrcd(xrcd_), 0);
-      }
-      EXPECT_EQ(v::dereg_mr(mr_), 0);
-      EXPECT_EQ(v::destroy_cq(cq_), 0);
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
+  void DestroyTestObjects() override {
+    for (ibv_srq* srq : srqs_) EXPECT_EQ(v::destroy_srq(srq), 0);
+    if (xrcd_) {
+      EXPECT_EQ(v::close_xrcd(xrcd_), 0);
     }
-    DriverTest::TearDown();
   }
 
   ibv_xrcd* Open(int fd, int oflags,
@@ -168,18 +154,6 @@ class XrcTest : public DriverTest {
     ibv_send_wr* bad = nullptr;
     return rings::PostSend(qp, &wr, &bad);
   }
-  std::vector<ibv_wc> Poll(int n) {
-    std::vector<ibv_wc> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
-      ibv_wc wc[4];
-      const int got = rings::PollCq(cq_, 4, wc);
-      EXPECT_GE(got, 0);
-      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
-      if (got == 0) std::this_thread::yield();
-    }
-    return out;
-  }
   ibv_qp_state State(ibv_qp* qp) {
     ibv_qp_attr a{};
     ibv_qp_init_attr init{};
@@ -187,13 +161,7 @@ class XrcTest : public DriverTest {
     return a.qp_state;
   }
 
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_mr* mr_ = nullptr;
   ibv_xrcd* xrcd_ = nullptr;
-  ibv_gid gid_{};
-  std::vector<uint8_t> buf_;
-  std::vector<ibv_qp*> qps_;
   std::vector<ibv_srq*> srqs_;
 };
 
