@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "tools/sim/firmware.h"
+#include "tools/sim/srq_queue_checks.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/srq.h"
 
@@ -30,7 +31,6 @@ namespace {
 
 constexpr uint32_t kDbrAlignment = 4;
 constexpr uint32_t kDbrBytes = 4;      // the post counter
-constexpr uint32_t kStrideBase = 4;    // stride = 16 << log_rq_stride
 
 Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
@@ -48,18 +48,11 @@ Outcome Firmware::CreateSrq(Bytes in, Out out) {
   if (prm::Get(in, Ctx::xrcd) || prm::Get(in, Ctx::cqn)) return Bad(Syndrome::SRQ_XRC);
   if (prm::Get(in, Ctx::wq_signature) || prm::Get(in, Ctx::cont_srq) || prm::Get(in, Ctx::rlky))
     return Bad(Syndrome::SRQ_UNSUPPORTED);
-  // The state and the WQE count are the device's: a new SRQ is good and holds nothing.
-  if (prm::Get(in, Ctx::state) != prm::SRQ_STATE_GOOD || prm::Get(in, Ctx::wqe_cnt) != 0)
-    return Bad(Syndrome::SRQ_STATE);
-  const uint32_t log_size = prm::Get(in, Ctx::log_srq_size);
-  if (log_size > config_.log_max_srq_sz) return Bad(Syndrome::SRQ_SIZE);
-  const uint32_t log_stride = kStrideBase + prm::Get(in, Ctx::log_rq_stride);
-  if ((uint32_t{1} << log_stride) > config_.max_wqe_sz_rq) return Bad(Syndrome::SRQ_STRIDE);
-  const uint32_t lwm = prm::Get(in, Ctx::lwm);
-  if (lwm >= (uint32_t{1} << log_size)) return Bad(Syndrome::SRQ_LWM);
-  const uint32_t log_page_size = prm::Get(in, Ctx::log_page_size);
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::SRQ_PAGE_SIZE);
-  if (prm::Get(in, Ctx::page_offset) != 0) return Bad(Syndrome::SRQ_PAGE_OFFSET);
+  SrqRing ring;
+  if (Outcome s = CheckSrqRing<Ctx>(in, static_cast<uint32_t>(prm::Get(in, Ctx::log_srq_size)),
+                                    config_, kMaxQueueLogPageSize, &ring);
+      !s.ok())
+    return s;
 
   const uint32_t pdn = prm::Get(in, Ctx::pd);
   auto pd = pds_.find(pdn);
@@ -73,11 +66,11 @@ Outcome Firmware::CreateSrq(Bytes in, Out out) {
   Srq srq{};
   srq.uid = uid;
   srq.pd = pdn;
-  srq.log_page_bytes = 12 + log_page_size;
+  srq.log_page_bytes = 12 + ring.log_page_size;
   srq.dbr_addr = dbr;
-  srq.wqe_count = uint32_t{1} << log_size;
-  srq.stride = uint32_t{1} << log_stride;
-  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, log_size + log_stride,
+  srq.wqe_count = uint32_t{1} << ring.log_size;
+  srq.stride = uint32_t{1} << ring.log_stride;
+  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, ring.log_size + ring.log_stride,
                                  srq.log_page_bytes,
                                  {Syndrome::SRQ_PAS_COUNT, Syndrome::SRQ_PAS_ENTRY,
                                   Syndrome::SRQ_PAS_UNMAPPED},

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "tools/sim/firmware.h"
+#include "tools/sim/srq_queue_checks.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/srq.h"
 #include "uapi/prm/xrc.h"
@@ -27,7 +28,6 @@ using Out = std::span<std::byte>;
 namespace {
 
 constexpr uint32_t kDbrBytes = 4;    // the post counter
-constexpr uint32_t kStrideBase = 4;  // stride = 16 << log_rq_stride
 
 Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 Outcome BadRes(Syndrome s) { return Refuse(CommandStatus::BAD_RES_ERR, s); }
@@ -49,16 +49,11 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
       prm::Get(in, Ctx::basic_cyclic_rcv_wqe) || prm::Get(in, Ctx::dbr_umem_valid) ||
       prm::Get(in, In::xrc_srq_umem_valid))
     return Bad(Syndrome::SRQ_UNSUPPORTED);
-  if (prm::Get(in, Ctx::state) != prm::SRQ_STATE_GOOD || prm::Get(in, Ctx::wqe_cnt) != 0)
-    return Bad(Syndrome::SRQ_STATE);
-  const uint32_t log_size = prm::Get(in, Ctx::log_xrc_srq_size);
-  if (log_size > config_.log_max_srq_sz) return Bad(Syndrome::SRQ_SIZE);
-  const uint32_t log_stride = kStrideBase + prm::Get(in, Ctx::log_rq_stride);
-  if ((uint32_t{1} << log_stride) > config_.max_wqe_sz_rq) return Bad(Syndrome::SRQ_STRIDE);
-  if (prm::Get(in, Ctx::lwm) >= (uint32_t{1} << log_size)) return Bad(Syndrome::SRQ_LWM);
-  const uint32_t log_page_size = prm::Get(in, Ctx::log_page_size);
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::SRQ_PAGE_SIZE);
-  if (prm::Get(in, Ctx::page_offset) != 0) return Bad(Syndrome::SRQ_PAGE_OFFSET);
+  SrqRing ring;
+  if (Outcome s = CheckSrqRing<Ctx>(in, static_cast<uint32_t>(prm::Get(in, Ctx::log_xrc_srq_size)),
+                                    config_, kMaxQueueLogPageSize, &ring);
+      !s.ok())
+    return s;
 
   // The objects it names, all the creator's.
   const uint32_t pdn = prm::Get(in, Ctx::pd);
@@ -81,11 +76,11 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
   srq.pd = pdn;
   srq.xrcd = xrcd->first;
   srq.cqn = cq->first;
-  srq.log_page_bytes = 12 + log_page_size;
+  srq.log_page_bytes = 12 + ring.log_page_size;
   srq.dbr_addr = dbr;
-  srq.wqe_count = uint32_t{1} << log_size;
-  srq.stride = uint32_t{1} << log_stride;
-  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, log_size + log_stride,
+  srq.wqe_count = uint32_t{1} << ring.log_size;
+  srq.stride = uint32_t{1} << ring.log_stride;
+  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, ring.log_size + ring.log_stride,
                                  srq.log_page_bytes,
                                  {Syndrome::SRQ_PAS_COUNT, Syndrome::SRQ_PAS_ENTRY,
                                   Syndrome::SRQ_PAS_UNMAPPED},
