@@ -49,12 +49,14 @@ void DeviceThread::Nudge() {
 }
 
 void DeviceThread::Attach(Device& device) {
+  waiting_.fetch_add(1);
   {
     std::lock_guard lock(mu_);
     devices_.push_back(&device);
     ++generation_;
     RecomputePeriods();
   }
+  waiting_.fetch_sub(1);
   Nudge();
 }
 
@@ -63,11 +65,13 @@ void DeviceThread::Detach(Device& device) {
     // The thread holds mu_ for the whole of a wakeup's service, so once we hold it the thread
     // is outside every device's service; with the device gone from the list it never enters
     // this one's again, nor reads its eventfd (kicks are drained under mu_ too).
+    waiting_.fetch_add(1);
     std::lock_guard lock(mu_);
     std::erase(devices_, &device);
     ++generation_;
     RecomputePeriods();
   }
+  waiting_.fetch_sub(1);
   // A thread asleep in poll(2) may still watch the departing device's eventfd, which its owner
   // closes next; the nudge makes that poll return at once and the set is rebuilt before the
   // next one.
@@ -117,6 +121,8 @@ void DeviceThread::Run() {
   uint64_t fds_generation = ~uint64_t{0};
   std::chrono::microseconds spin_period{0}, nap{0};
   while (!stop_.load()) {
+    // Let an Attach or Detach in (mu_ was released at the end of the last wakeup).
+    while (waiting_.load() != 0) std::this_thread::yield();
     bool polled = false;
     if (awake) {
       if (std::chrono::steady_clock::now() - last_work >= spin_period) {

@@ -83,6 +83,10 @@ class DeviceThread {
   std::chrono::microseconds nap_{0};
   std::chrono::microseconds idle_period_{0};
   std::chrono::milliseconds idle_poll_period_{0};
+  // Attach and Detach calls waiting for mu_. A busy thread drops mu_ for only a moment between
+  // wakeups and std::mutex is not fair, so it stands aside while this is non-zero: a device
+  // can go while another one carries traffic.
+  std::atomic<uint32_t> waiting_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> wakeups_{0};
   std::atomic<clockid_t> thread_clock_{0};
