@@ -364,8 +364,8 @@ def render_sections(got, copy_table, wire1, wire2, hot):
         out.append("")
         out += render_wire("Over the wire, two processes (each a client of one device daemon):", wire2)
         cpus = got["context"].get("num_cpus")
-        out.append("Between two processes four threads spin: the daemon's engine for each function "
-                   "and each client's poller%s;" % (" on %s CPUs" % cpus if cpus else ""))
+        out.append("Between two processes three threads spin: the daemon's engine (one thread for "
+                   "all its functions) and each client's poller%s;" % (" on %s CPUs" % cpus if cpus else ""))
         out.append("with fewer CPUs than that, every hand-off waits for the scheduler, which the "
                    "floor (two spinning threads) does not.")
     elif wire1:

@@ -1,15 +1,21 @@
 // The software ConnectX as an in-process object: a test, a benchmark or the CLI constructs one,
-// hands it to the sim bus as a vpci::Function, and destroys it (the destructor stops and joins
-// the device thread).
+// hands it to the sim bus as a vpci::Function, and destroys it.
 //
-// One device thread runs the firmware and the data engine: it sleeps on an eventfd that Kick()
-// signals, with a timeout of config.idle_poll_period, and on every wakeup polls the command
-// queue, runs a data-engine pass, advances the health counter (unless a test stopped it) and the
-// internal timer, and clears `initializing` once config.init_delay has passed. After a pass
-// that found work it stays awake, polling doorbells without being kicked (spinning for
-// config.engine_spin_period, then napping config.engine_nap between passes), until config.engine_idle_period passes without work; then it sets the
-// engine's sleep word (uapi/vpci.h), looks once more, and sleeps. An idle device therefore costs
-// one short wakeup per period.
+// A device thread (device_thread.h) runs the firmware and the data engine: it sleeps on the
+// device's eventfd, which Kick() signals, with a timeout of config.idle_poll_period, and on every
+// wakeup polls the command queue, runs a data-engine pass, advances the health counter (unless a
+// test stopped it) and the internal timer, and clears `initializing` once config.init_delay has
+// passed. After a pass that found work it stays awake, polling doorbells without being kicked
+// (spinning for config.engine_spin_period, then napping config.engine_nap between passes), until
+// config.engine_idle_period passes without work; then it sets the engine's sleep word
+// (uapi/vpci.h), looks once more, and sleeps. An idle device therefore costs one short wakeup
+// per period.
+//
+// Create(config) gives the device a thread of its own, started here and joined when the device
+// goes. Create(config, thread) attaches it to a DeviceThread that other devices share: one
+// thread then serves them all, awake while any of them has work (a device daemon serves its
+// functions so, so that n functions cost one spinner). Either way the device detaches from its
+// thread in its destructor before anything of it is torn down.
 //
 // The firmware core (Firmware) and the queue transport (CommandQueue) are separate objects so a
 // device daemon serving several processes can reuse both.
@@ -20,11 +26,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "tools/sim/bar.h"
 #include "tools/sim/command_queue.h"
 #include "tools/sim/config.h"
+#include "tools/sim/device_thread.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
@@ -35,7 +41,12 @@ namespace onchip::sim {
 
 class Device final : public vpci::Function {
  public:
+  // A device with a thread of its own.
   static Result<std::unique_ptr<Device>> Create(const DeviceConfig& config = {});
+  // A device served by `thread`, with whatever other devices are attached to it (EINVAL when
+  // `thread` is null). The device holds the thread; the thread ends with its last holder.
+  static Result<std::unique_ptr<Device>> Create(const DeviceConfig& config,
+                                                std::shared_ptr<DeviceThread> thread);
   ~Device() override;
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -88,16 +99,35 @@ class Device final : public vpci::Function {
   // ---- counters ----
   Counters counters() const { return firmware_.counters(); }
   QueueCounters queue_counters() const { return queue_.counters(); }
+  // Wakeups of the device thread that serviced this device.
   uint64_t wakeups() const { return wakeups_.load(); }
-  // The device thread's CPU time so far (for the idle-cost test).
-  std::chrono::nanoseconds thread_cpu_time() const;
+  // The CPU time so far of the thread serving this device (for idle-cost tests); on a shared
+  // thread that is every attached device's cost together.
+  std::chrono::nanoseconds thread_cpu_time() const { return thread_->cpu_time(); }
+  // The thread serving this device (its own, or the one it shares).
+  const DeviceThread& thread() const { return *thread_; }
 
  private:
+  friend class DeviceThread;
   Device(const DeviceConfig& config, Bar0 bar, int eventfd);
-  void Run();
-  // Sets the sleep word, then looks for work once more; false (and the word cleared) if some
-  // arrived, so a doorbell rung meanwhile is never slept through.
-  bool TrySleep();
+
+  // ---- what the device thread does with this device (under the thread's lock) ----
+  struct ServiceResult {
+    bool progressed = false;
+    // When an engine retry (an ACK timeout, an RNR wait, CQ moderation) is due; max: none.
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  };
+  // One wakeup's work: timer, health counter, init delay, then (once initialized) an engine
+  // pass, the command queue and a second engine pass if commands ran.
+  ServiceResult Service(std::chrono::steady_clock::time_point now);
+  // The sleep word in BAR0 and the engine's port (a packet from the wire kicks a sleeper).
+  void SetSleeping(bool sleeping);
+  bool sleeping() const { return sleeping_; }
+  // The look once more after the sleep word is set, so a doorbell rung meanwhile is never slept
+  // through: whether the engine found work or a packet waits.
+  bool FoundWorkBeforeSleep();
+  // Empties the kick eventfd after the thread woke from poll(2).
+  void DrainKicks();
 
   const DeviceConfig config_;
   Bar0 bar_;
@@ -107,12 +137,12 @@ class Device final : public vpci::Function {
   const std::chrono::steady_clock::time_point born_;
   Engine engine_;
   int eventfd_;
-  std::atomic<bool> stop_{false};
   std::atomic<bool> health_stopped_{false};
   std::atomic<uint64_t> wakeups_{0};
-  std::atomic<clockid_t> thread_clock_{0};
-  std::atomic<bool> thread_clock_valid_{false};
-  std::thread thread_;
+  // The serving thread's alone (touched only inside its service, under its lock).
+  bool initializing_ = true;
+  bool sleeping_ = true;
+  std::shared_ptr<DeviceThread> thread_;  // set by Create, which attaches; never null after
 };
 
 }  // namespace onchip::sim

@@ -3,8 +3,9 @@
 //
 //   onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS]
 //
-// --engine-idle-ms: how long each function's engine keeps polling after its last work before it
-// sleeps (default 1 ms); a longer period trades idle CPU for no wake-up syscall between bursts.
+// --engine-idle-ms: how long the engine (one thread for all functions) keeps polling after the
+// last work of any function before it sleeps (default 1 ms); a longer period trades idle CPU for
+// no wake-up syscall between bursts.
 //
 // Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
 // for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it

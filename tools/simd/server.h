@@ -1,7 +1,8 @@
 // The device daemon: software ConnectX functions served to client processes over one UNIX
 // socket (uapi/simd_protocol.h). Start() builds the functions (sim::Devices on the one wire of
-// this process, each with its own MAC, IPv4 address and GIDs) and brings each up with the
-// driver; Run() accepts clients, one thread per connection (session.h), until Stop().
+// this process, each with its own MAC, IPv4 address and GIDs, all run by one device thread:
+// tools/sim/device_thread.h) and brings each up with the driver; Run() accepts clients, one
+// thread per connection (session.h), until Stop().
 #pragma once
 
 #include <atomic>
@@ -24,8 +25,8 @@ namespace onchip::simd {
 struct ServerOptions {
   std::string socket_path;
   uint32_t functions = 2;
-  // How long each function's engine polls after its last work before it sleeps (and the next
-  // doorbell pays a wake-up); unset: the software ConnectX's default.
+  // How long the device thread polls every function after the last work of any before it
+  // sleeps (and the next doorbell pays a wake-up); unset: the software ConnectX's default.
   std::optional<std::chrono::microseconds> engine_idle_period;
 };
 
