@@ -110,7 +110,7 @@ Device::ServiceResult Device::Service(std::chrono::steady_clock::time_point now)
   // before it executed (a CQ resize finds the completions of sends posted before it, as on
   // hardware, where the engine does not wait for the command interface). A pass that ran
   // commands gets a second engine pass for what they changed.
-  Engine::PassResult pass = engine_.Pass();
+  Engine::PassResult pass = engine_.Pass(now);
   if (queue_.Poll() > 0) {
     const Engine::PassResult after = engine_.Pass();
     pass.progressed |= after.progressed;

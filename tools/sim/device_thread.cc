@@ -112,7 +112,9 @@ void DeviceThread::Run() {
   // Naps are short; the default 50 us timer slack would make each one several times longer.
   prctl(PR_SET_TIMERSLACK, 1000UL);
   bool awake = false;
-  auto last_work = std::chrono::steady_clock::now();
+  // The clock is read once per wakeup: the spin check below uses the last wakeup's reading.
+  auto now = std::chrono::steady_clock::now();
+  auto last_work = now;
   // The soonest engine retry due among the devices (max: none).
   auto deadline = std::chrono::steady_clock::time_point::max();
   // The poll set: the control eventfd, then each device's kick eventfd, rebuilt (under mu_)
@@ -125,7 +127,7 @@ void DeviceThread::Run() {
     while (waiting_.load() != 0) std::this_thread::yield();
     bool polled = false;
     if (awake) {
-      if (std::chrono::steady_clock::now() - last_work >= spin_period) {
+      if (now - last_work >= spin_period) {
         const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(nap);
         const timespec ts{.tv_sec = 0, .tv_nsec = static_cast<long>(ns.count())};
         nanosleep(&ts, nullptr);
@@ -143,10 +145,10 @@ void DeviceThread::Run() {
           timeout_ms = static_cast<int>(std::max<int64_t>(1, idle_poll_period_.count()));
       }
       if (deadline != std::chrono::steady_clock::time_point::max() && timeout_ms >= 0) {
-        const auto now = std::chrono::steady_clock::now();
+        const auto before = std::chrono::steady_clock::now();
         const int64_t wait_ms =
-            deadline > now
-                ? (std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count() +
+            deadline > before
+                ? (std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - before).count() +
                    999'999) / 1'000'000
                 : 0;
         timeout_ms = static_cast<int>(std::min<int64_t>(wait_ms, timeout_ms));
@@ -169,7 +171,7 @@ void DeviceThread::Run() {
     // awake (it starts asleep, and the thread polls it from this pass on).
     for (Device* d : devices_)
       if (d->sleeping()) d->SetSleeping(false);
-    const auto now = std::chrono::steady_clock::now();
+    now = std::chrono::steady_clock::now();
     bool progressed = false;
     deadline = std::chrono::steady_clock::time_point::max();
     for (Device* d : devices_) {
