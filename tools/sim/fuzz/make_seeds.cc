@@ -88,6 +88,22 @@ void AddRaw(std::vector<uint8_t>& s, std::span<const std::byte> in, uint16_t out
   for (std::byte b : in) s.push_back(std::to_integer<uint8_t>(b));
 }
 
+// An EQ of 64 entries on UAR `uar` in the arena's page 0x8000, and a CQ of 64 on it in page
+// 0x9000 with its record at 0xf000: the queues every raw-mode object seed starts from.
+void AddEqAndCq(std::vector<uint8_t>& s, uint32_t uar) {
+  auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+  eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
+      .set(prm::create_eq_in::eq_context_entry.uar_page, uar)
+      .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
+  AddRaw(s, eq.bytes(), 16);
+  auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+  cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
+      .set(prm::create_cq_in::cq_context.uar_page, uar)
+      .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
+      .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
+  AddRaw(s, cq.bytes(), 16);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,17 +212,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
     constexpr uint32_t kUar = 8;  // the UAR the object set allocates first
     constexpr uint32_t kPd = 1;   // its PD
-    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
-    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
-        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
-        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
-    AddRaw(s, eq.bytes(), 16);
-    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
-    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
-        .set(prm::create_cq_in::cq_context.uar_page, kUar)
-        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
-        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
-    AddRaw(s, cq.bytes(), 16);
+    AddEqAndCq(s, kUar);
     using Srqc = prm::srqc_bits<prm::create_srq_in::srq_context_entry.bit_offset>;
     auto srq = Cmd<prm::create_srq_in>(prm::CREATE_SRQ, 0, 8);
     srq.set(Srqc::log_srq_size, 6).set(Srqc::log_rq_stride, 2).set(Srqc::pd, kPd)
@@ -289,17 +295,7 @@ int main(int argc, char** argv) {
     constexpr uint32_t kUar = 8;
     constexpr uint32_t kPd = 1;
     constexpr uint32_t kXrcd = 1;  // the first domain
-    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
-    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
-        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
-        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
-    AddRaw(s, eq.bytes(), 16);
-    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
-    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
-        .set(prm::create_cq_in::cq_context.uar_page, kUar)
-        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
-        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
-    AddRaw(s, cq.bytes(), 16);
+    AddEqAndCq(s, kUar);
     AddRaw(s, Cmd<prm::alloc_xrcd_in>(prm::ALLOC_XRCD).bytes(), 16);
     using X = prm::xrc_srqc_bits<prm::create_xrc_srq_in::xrc_srq_context_entry.bit_offset>;
     auto srq = Cmd<prm::create_xrc_srq_in>(prm::CREATE_XRC_SRQ, 0, 8);
@@ -360,17 +356,7 @@ int main(int argc, char** argv) {
     constexpr uint32_t kUar = 8;  // the object set's UAR, transport domain and PD
     constexpr uint32_t kTd = 1;
     constexpr uint32_t kPd = 1;
-    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
-    eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
-        .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
-        .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
-    AddRaw(s, eq.bytes(), 16);
-    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
-    cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
-        .set(prm::create_cq_in::cq_context.uar_page, kUar)
-        .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
-        .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
-    AddRaw(s, cq.bytes(), 16);
+    AddEqAndCq(s, kUar);
     auto tis = Cmd<prm::create_tis_in>(prm::CREATE_TIS);
     tis.set(prm::tisc_bits<prm::create_tis_in::ctx.bit_offset>::transport_domain, kTd);
     AddRaw(s, tis.bytes(), 16);
