@@ -27,6 +27,9 @@ struct ServerOptions {
   // How long each function's engine polls after its last work before it sleeps (and the next
   // doorbell pays a wake-up); unset: the software ConnectX's default.
   std::optional<std::chrono::microseconds> engine_idle_period;
+  // Every function's port 1 link layer: Ethernet (RoCE, the default) or InfiniBand, each IB
+  // port with a LID of its own from the fabric's subnet manager.
+  sim::DeviceConfig::PortType port_type = sim::DeviceConfig::PortType::kEthernet;
 };
 
 // $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock.
