@@ -309,7 +309,6 @@ const std::vector<FieldInfo>& AllFields() {
     Add(v, "query_hca_vport_gid_out", "status", query_hca_vport_gid_out::status);
     Add(v, "query_hca_vport_gid_out", "syndrome", query_hca_vport_gid_out::syndrome);
     Add(v, "query_hca_vport_gid_out", "gids_num", query_hca_vport_gid_out::gids_num);
-    Add(v, "query_hca_vport_gid_out", "gid[]", query_hca_vport_gid_out::gid);
     v.push_back({"query_hca_cap_in", "__size__", 0, query_hca_cap_in::size_bits});
     Add(v, "query_hca_cap_in", "opcode", query_hca_cap_in::opcode);
     Add(v, "query_hca_cap_in", "op_mod", query_hca_cap_in::op_mod);
