@@ -37,6 +37,7 @@ using Gid = std::array<uint8_t, 16>;
 // the port GUID, the others empty (all zero), as an IB port's table is until someone adds one.
 inline constexpr std::size_t kGidTableSize = 4;
 std::array<Gid, kGidTableSize> DeviceGids(const DeviceConfig& config);
+// Whether a GID is empty (all zero): an unused table entry, which names no port.
 bool IsZero(const Gid& gid);
 // Whether a GID is an IPv4-mapped address (::ffff:a.b.c.d).
 bool IsIpv4Mapped(const Gid& gid);

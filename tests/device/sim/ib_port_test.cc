@@ -263,5 +263,32 @@ TEST_F(EthPortTest, HcaVportQueriesAreForInfiniBandPortsOnly) {
   EXPECT_EQ(sim_->config().lid, 0u);
 }
 
+// RoCE as before: every packet carries a GRH, so the firmware takes a path with grh 0 and the
+// engine goes by its rgid; an rlid there names nothing (the driver refuses grh 0 on RoCE, as
+// mlx5_ib does: tests/device/driver/qp_test.cc).
+TEST_F(EthPortTest, AnEthernetPathGoesByGidWhateverItsGrhBitAndRlidSay) {
+  Node node(*w_);
+  node.Start();
+  auto cq = node.NewCq(0);
+  const uint32_t key = node.MttKey(kAll);
+  auto a = node.NewQp(0, prm::QP_ST_RC, cq.cqn, cq.cqn);
+  auto b = node.NewQp(1, prm::QP_ST_RC, cq.cqn, cq.cqn);
+  Node::Path to_b;
+  to_b.remote_qpn = b.qpn;
+  to_b.rgid = sim_->engine().gids()[3];
+  to_b.rlid = 0x1234;
+  Node::Path to_a = to_b;
+  to_a.remote_qpn = a.qpn;
+  node.Connect(a, to_b);
+  node.Connect(b, to_a);
+  const auto msg = Pattern(32, 1);
+  std::memcpy(node.Data(kSrc), msg.data(), msg.size());
+  node.PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(kDst, key), DataSeg(key, kSrc, 32)}));
+  auto w = node.Poll(cq);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->opcode(), prm::MLX5_CQE_REQ);
+  EXPECT_EQ(std::memcmp(node.Data(kDst), msg.data(), msg.size()), 0);
+}
+
 }  // namespace
 }  // namespace onchip::sim::testing
