@@ -3,10 +3,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "driver/port.h"
 #include "driver/roce_address.h"
 #include "uapi/prm/caps.h"
 
 namespace onchip::driver {
+
+namespace {
+// mlx5_wqe_av.grh_gid_fl bit 30: a GRH goes out (InfiniBand; RoCE always sends one and leaves
+// the bit clear, as libmlx5 does).
+constexpr uint32_t kAvGrhPresent = 1u << 30;
+}  // namespace
 
 Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
   if (pd == nullptr) return Fail(EINVAL, "create_ah: null PD");
@@ -14,10 +21,13 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
   const uint32_t ports = device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::num_ports);
   if (attr.port_num < 1 || attr.port_num > ports)
     return Fail(kPortOutOfRange, "create_ah: no such port");
-  if (!attr.is_global) return Fail(EINVAL, "create_ah: a RoCE address needs a GRH");
+  const bool ib = IsInfiniBand(device);
+  if (!ib && !attr.is_global) return Fail(EINVAL, "create_ah: a RoCE address needs a GRH");
   const uint32_t gids =
-      device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
-  if (attr.grh.sgid_index >= gids) return Fail(EINVAL, "create_ah: sgid_index beyond the GID table");
+      ib ? 8u << device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size)
+         : device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
+  if (attr.is_global && attr.grh.sgid_index >= gids)
+    return Fail(EINVAL, "create_ah: sgid_index beyond the GID table");
 
   ONCHIP_TRY(auto op, device.registry().Begin("create_ah: device closed"));
   ParentPins pins;
@@ -28,15 +38,30 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
   ah->dp.verbs.context = pd->ibv.context;
   ah->dp.verbs.pd = &pd->ibv;
   prm::pod::mlx5_wqe_av& av = ah->dp.av;
-  av.stat_rate_sl = static_cast<uint8_t>(Mlx5RateCode(attr.static_rate) << 4 | (attr.sl & 7) << 1);
-  av.udp_sport = prm::Be16::FromHost(RoceUdpSport(attr.grh.flow_label));
-  const std::array<uint8_t, 6> mac = MacOfGid(attr.grh.dgid);
-  std::memcpy(av.rmac, mac.data(), sizeof(av.rmac));
-  av.tclass = attr.grh.traffic_class;
-  av.hop_limit = attr.grh.hop_limit;
-  av.grh_gid_fl = prm::Be32::FromHost(uint32_t{attr.grh.sgid_index} << 20 |
-                                      (attr.grh.flow_label & 0xfffff));
-  std::memcpy(av.rgid, attr.grh.dgid.raw, sizeof(av.rgid));
+  if (ib) {
+    // InfiniBand: the DLID, the SL (4 bits) and the source path bits; with a GRH also the GID
+    // part, flagged by the AV's GRH bit.
+    av.stat_rate_sl = static_cast<uint8_t>(Mlx5RateCode(attr.static_rate) << 4 | (attr.sl & 0xf));
+    av.fl_mlid = attr.src_path_bits & 0x7f;
+    av.rlid = prm::Be16::FromHost(attr.dlid);
+    if (attr.is_global) {
+      av.tclass = attr.grh.traffic_class;
+      av.hop_limit = attr.grh.hop_limit;
+      av.grh_gid_fl = prm::Be32::FromHost(kAvGrhPresent | uint32_t{attr.grh.sgid_index} << 20 |
+                                          (attr.grh.flow_label & 0xfffff));
+      std::memcpy(av.rgid, attr.grh.dgid.raw, sizeof(av.rgid));
+    }
+  } else {
+    av.stat_rate_sl = static_cast<uint8_t>(Mlx5RateCode(attr.static_rate) << 4 | (attr.sl & 7) << 1);
+    av.udp_sport = prm::Be16::FromHost(RoceUdpSport(attr.grh.flow_label));
+    const std::array<uint8_t, 6> mac = MacOfGid(attr.grh.dgid);
+    std::memcpy(av.rmac, mac.data(), sizeof(av.rmac));
+    av.tclass = attr.grh.traffic_class;
+    av.hop_limit = attr.grh.hop_limit;
+    av.grh_gid_fl = prm::Be32::FromHost(uint32_t{attr.grh.sgid_index} << 20 |
+                                        (attr.grh.flow_label & 0xfffff));
+    std::memcpy(av.rgid, attr.grh.dgid.raw, sizeof(av.rgid));
+  }
   pins.Keep();
   device.registry().Publish(op, ObjectKind::kAh, ah, ah->life,
                             [](void* p) { return ReleaseAh(*static_cast<Ah*>(p), Release::kClose); });

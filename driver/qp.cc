@@ -12,6 +12,7 @@
 
 #include "driver/cmd/run.h"
 #include "driver/parent_domain.h"
+#include "driver/port.h"
 #include "driver/qp_transitions.h"
 #include "driver/roce_address.h"
 #include "uapi/prm/caps.h"
@@ -274,6 +275,25 @@ static_assert(prm::sqd2rts_qp_in::opt_param_mask.bit_offset == T::opt_param_mask
 constexpr auto kQpc = T::qpc;
 constexpr auto kPath = T::qpc.primary_address_path;
 
+// InfiniBand (mlx5_ib's mlx5_set_path for an IB port): rlid = dlid, mlid = src_path_bits, the
+// SL, and only with is_global the GRH fields and grh 1. stat_rate stays 0 (the port's rate): the
+// device advertises no cmd_hca_cap.stat_rate_support, so mlx5_ib's rate reduction ends at 0.
+void SetIbPath(prm::Message<T>& in, const ibv_ah_attr& ah, uint8_t port, uint16_t pkey_index) {
+  in.set(kPath.rlid, ah.dlid)
+      .set(kPath.mlid, ah.src_path_bits & 0x7f)
+      .set(kPath.sl, ah.sl & 0xf)
+      .set(kPath.vhca_port_num, ah.port_num ? ah.port_num : port)
+      .set(kPath.pkey_index, pkey_index);
+  if (!ah.is_global) return;
+  const ibv_global_route& grh = ah.grh;
+  in.set(kPath.grh, 1)
+      .set(kPath.src_addr_index, grh.sgid_index)
+      .set(kPath.hop_limit, grh.hop_limit)
+      .set(kPath.tclass, grh.traffic_class)
+      .set(kPath.flow_label, grh.flow_label & 0xfffff);
+  for (std::size_t i = 0; i < 16; ++i) in.set(kPath.rgid_rip[i], grh.dgid.raw[i]);
+}
+
 void SetPath(prm::Message<T>& in, const ibv_ah_attr& ah, uint8_t port, uint16_t pkey_index) {
   const ibv_global_route& grh = ah.grh;
   const std::array<uint8_t, 6> mac = MacOfGid(grh.dgid);
@@ -323,11 +343,14 @@ Result<void> CheckValues(const Qp& qp, const ibv_qp_attr& attr, int mask) {
       (attr.path_mtu < IBV_MTU_256 || attr.path_mtu > IBV_MTU_4096))
     return Fail(EINVAL, "modify_qp: path_mtu outside 256..4096");
   if (mask & IBV_QP_AV) {
-    // RoCE: every address is a global one.
-    if (!attr.ah_attr.is_global) return Fail(EINVAL, "modify_qp: a RoCE address needs a GRH");
+    // RoCE: every address is a global one. InfiniBand: a LID alone (is_global 0) will do.
+    const bool ib = IsInfiniBand(*qp.device);
+    if (!ib && !attr.ah_attr.is_global) return Fail(EINVAL, "modify_qp: a RoCE address needs a GRH");
     if (attr.ah_attr.port_num > ports) return Fail(EINVAL, "modify_qp: the address's port");
-    const uint32_t gids = qp.device->caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
-    if (attr.ah_attr.grh.sgid_index >= gids) return Fail(EINVAL, "modify_qp: sgid_index beyond the GID table");
+    const uint32_t gids = ib ? 8u << gen.get(prm::cmd_hca_cap::gid_table_size)
+                             : qp.device->caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
+    if (attr.ah_attr.is_global && attr.ah_attr.grh.sgid_index >= gids)
+      return Fail(EINVAL, "modify_qp: sgid_index beyond the GID table");
   }
   if (mask & IBV_QP_ALT_PATH)
     return Fail(EOPNOTSUPP, "modify_qp: no path migration (the device has no alternate path)");
@@ -642,7 +665,10 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
                  device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::log_max_msg))
             .set(kQpc.remote_qpn, attr.dest_qp_num)
             .set(kQpc.next_rcv_psn, attr.rq_psn & 0xffffff);
-        SetPath(in, attr.ah_attr, port, pkey_index);
+        if (IsInfiniBand(device))
+          SetIbPath(in, attr.ah_attr, port, pkey_index);
+        else
+          SetPath(in, attr.ah_attr, port, pkey_index);
         if (IsReliable(qp->type) && dest_rd_atomic)
           in.set(kQpc.log_rra_max, CeilLog2(dest_rd_atomic));
         // The responder's rights follow its read resources, which this transition sets:
@@ -746,7 +772,13 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
     ibv_ah_attr& ah = attr->ah_attr;
     ah.is_global = out.get(p.grh) ? 1 : 0;
     ah.port_num = attr->port_num;
-    ah.sl = static_cast<uint8_t>(out.get(p.eth_prio));
+    // InfiniBand: the LID and the SL of the LRH; RoCE: the SL went out as the Ethernet priority.
+    const bool ib = IsInfiniBand(*qp->device);
+    ah.sl = static_cast<uint8_t>(ib ? out.get(p.sl) : out.get(p.eth_prio));
+    if (ib) {
+      ah.dlid = static_cast<uint16_t>(out.get(p.rlid));
+      ah.src_path_bits = static_cast<uint8_t>(out.get(p.mlid));
+    }
     ah.grh.sgid_index = static_cast<uint8_t>(out.get(p.src_addr_index));
     ah.grh.hop_limit = static_cast<uint8_t>(out.get(p.hop_limit));
     ah.grh.traffic_class = static_cast<uint8_t>(out.get(p.tclass));

@@ -113,11 +113,36 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   return ex;
 }
 
-int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port, bool link_up,
-                   ibv_port_attr* out) {
+int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
+                   const driver::PortInfo& info, ibv_port_attr* out) {
   const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
   if (port < 1 || port > gen.get(prm::cmd_hca_cap::num_ports)) return EINVAL;
   std::memset(out, 0, sizeof(*out));
+  if (info.infiniband) {
+    // mlx5_query_hca_port: the vport context's fields, tables and sizes from the capabilities.
+    out->state = static_cast<ibv_port_state>(info.state);
+    out->phys_state = info.phys_state;
+    out->max_mtu = IBV_MTU_4096;
+    out->active_mtu = IBV_MTU_4096;  // no Ethernet frame around IB packets
+    // gid_table_size is encoded: 8 << n entries.
+    const uint32_t table = 8u << gen.get(prm::cmd_hca_cap::gid_table_size);
+    out->gid_tbl_len = int(std::min(table, id.gid_table_len));
+    out->port_cap_flags = info.cap_mask1;
+    out->max_msg_sz = Pow2(gen.get(prm::cmd_hca_cap::log_max_msg));
+    out->pkey_tbl_len = 1;  // the default P_Key only: modify_qp takes pkey_index 0 alone
+    out->lid = info.lid;
+    out->sm_lid = info.sm_lid;
+    out->lmc = info.lmc;
+    out->sm_sl = info.sm_sl;
+    out->subnet_timeout = info.subnet_timeout;
+    out->init_type_reply = info.init_type_reply;
+    out->max_vl_num = 4;     // VL0..VL7
+    out->active_width = 2;   // 4X
+    out->active_speed = 32;  // EDR: 4 lanes x 25 Gb/s = 100 Gb/s
+    out->link_layer = IBV_LINK_LAYER_INFINIBAND;
+    return 0;
+  }
+  const bool link_up = info.link_up;
   out->state = link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   out->max_mtu = IBV_MTU_4096;
   // A standard 1500-byte Ethernet MTU leaves room for 1024-byte RoCE payloads.

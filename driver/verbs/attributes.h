@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "driver/device.h"
+#include "driver/port.h"
 
 namespace onchip::driver::verbs {
 
@@ -30,10 +31,11 @@ struct Identity {
 // Every field of ibv_device_attr_ex (comp_mask 0; unsupported features zero).
 ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity& id);
 
-// Port `port` (1-based): EINVAL if the device has no such port, else the RoCE port as mlx5_ib
-// describes it, ACTIVE and LinkUp while `link_up`, else DOWN and Disabled. On success fills `out`
-// completely.
-int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port, bool link_up,
-                   ibv_port_attr* out);
+// Port `port` (1-based): EINVAL if the device has no such port, else the port as mlx5_ib
+// describes it from `info` (driver/port.h): a RoCE port ACTIVE and LinkUp while its link is up,
+// else DOWN and Disabled; an InfiniBand port with the state, LID, SM LID, LMC and capability
+// mask its vport context holds. On success fills `out` completely.
+int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
+                   const driver::PortInfo& info, ibv_port_attr* out);
 
 }  // namespace onchip::driver::verbs

@@ -79,11 +79,42 @@ struct OnchipContext {
   // The process `session` belongs to. Stored (release) after `session`, so a thread that sees
   // its own pid here (acquire) sees this process's session.
   std::atomic<pid_t> owner;
-  std::atomic<bool> link_up{true};  // the port's state at the last query the opener made
+  // The port as the last query the serving process made found it (driver::PortInfo), in two
+  // words a forked child can read without a lock (StorePort below).
+  std::atomic<uint64_t> port_word0{0};
+  std::atomic<uint64_t> port_word1{0};
   // Which uverbs file the context is a face of: its own number, or (ibv_import_device) the one
   // of the context whose command fd it was imported from. Objects are shared within a file.
   uint64_t file;
 };
+
+void StorePort(OnchipContext* c, const driver::PortInfo& p) {
+  c->port_word0.store(uint64_t{p.infiniband} | uint64_t{p.link_up} << 1 | uint64_t{p.state} << 8 |
+                          uint64_t{p.phys_state} << 16 | uint64_t{p.lid} << 24 |
+                          uint64_t{p.sm_lid} << 40 | uint64_t{p.lmc} << 56 | uint64_t{p.sm_sl} << 60,
+                      std::memory_order_relaxed);
+  c->port_word1.store(uint64_t{p.cap_mask1} | uint64_t{p.subnet_timeout} << 32 |
+                          uint64_t{p.init_type_reply} << 40,
+                      std::memory_order_relaxed);
+}
+
+driver::PortInfo LoadPort(const OnchipContext* c) {
+  const uint64_t w0 = c->port_word0.load(std::memory_order_relaxed);
+  const uint64_t w1 = c->port_word1.load(std::memory_order_relaxed);
+  driver::PortInfo p;
+  p.infiniband = w0 & 1;
+  p.link_up = (w0 >> 1) & 1;
+  p.state = static_cast<uint8_t>(w0 >> 8);
+  p.phys_state = static_cast<uint8_t>(w0 >> 16);
+  p.lid = static_cast<uint16_t>(w0 >> 24);
+  p.sm_lid = static_cast<uint16_t>(w0 >> 40);
+  p.lmc = static_cast<uint8_t>((w0 >> 56) & 7);
+  p.sm_sl = static_cast<uint8_t>((w0 >> 60) & 0xf);
+  p.cap_mask1 = static_cast<uint32_t>(w1);
+  p.subnet_timeout = static_cast<uint8_t>(w1 >> 32);
+  p.init_type_reply = static_cast<uint8_t>(w1 >> 40);
+  return p;
+}
 
 OnchipContext* From(ibv_context* ctx) {
   return reinterpret_cast<OnchipContext*>(reinterpret_cast<char*>(ctx) -
@@ -137,15 +168,14 @@ int QueryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   if (attr == nullptr) return EINVAL;
   OnchipContext* c = From(context);
   // Only the process the context serves may command its device (see "the process a context
-  // serves" below); a forked child that has not used the context answers with the link state its
+  // serves" below); a forked child that has not used the context answers with the port its
   // parent last saw.
   if (c->owner.load(std::memory_order_acquire) == getpid()) {
-    auto up = driver::QueryLinkUp(c->session->device());
-    if (!up) return up.error().errno_value();
-    c->link_up.store(*up, std::memory_order_relaxed);
+    auto info = driver::QueryPort(c->session->device());
+    if (!info) return info.error().errno_value();
+    StorePort(c, *info);
   }
-  return PortAttributes(c->session->device(), c->id, port, c->link_up.load(std::memory_order_relaxed),
-                        attr);
+  return PortAttributes(c->session->device(), c->id, port, LoadPort(c), attr);
 }
 
 // ibv_dereg_mr hands over the verbs_mr; driver::Mr begins with that very layout.
@@ -429,7 +459,12 @@ void StartContext(OnchipContext* c, std::unique_ptr<Session> session, const Iden
   c->session->device().Serve(&c->vctx.context, c->file);
   c->id = id;
   c->owner.store(getpid(), std::memory_order_release);
-  c->link_up.store(true, std::memory_order_relaxed);  // the context is zero-filled memory
+  // What a forked child answers until the opener queries again: the port at open (a link up
+  // with its link layer, should the query fail).
+  driver::PortInfo port_at_open;
+  port_at_open.infiniband = driver::IsInfiniBand(c->session->device());
+  if (auto info = driver::QueryPort(c->session->device())) port_at_open = *info;
+  StorePort(c, port_at_open);
   c->id.fw_ver = c->session->fw_ver();
   c->vctx.context.async_fd = c->session->TakeAsyncReadFd();
   // Async events of this context's objects (and port events) go to its async_fd.

@@ -1,6 +1,7 @@
 // An RC QP taken RESET -> INIT -> RTR -> RTS towards a peer QP, through the driver's verbs calls,
 // with the attributes each transition requires: what every test that moves bytes between two RC
-// QPs does first. RoCE needs a GRH, so the path names the peer's GID and the local GID index.
+// QPs does first. RoCE needs a GRH, so the path names the peer's GID and the local GID index; on
+// an InfiniBand port a path may instead name the peer's LID alone (global false).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -13,6 +14,8 @@
 namespace onchip::testing {
 
 struct RcPath {
+  bool global = true;          // false: no GRH, the peer addressed by `dlid` (InfiniBand)
+  uint16_t dlid = 0;           // the peer port's LID (InfiniBand)
   ibv_gid dgid{};              // the peer port's GID
   uint8_t sgid_index = 2;      // RoCE v2, IPv4-mapped (tools/sim/wire.h)
   ibv_mtu mtu = IBV_MTU_1024;
@@ -44,11 +47,14 @@ inline RcConnectResult ConnectRc(ibv_qp* qp, uint32_t dest_qpn, const RcPath& pa
   a.rq_psn = path.rq_psn;
   a.max_dest_rd_atomic = path.rd_atomic;
   a.min_rnr_timer = 1;
-  a.ah_attr.is_global = 1;
+  a.ah_attr.is_global = path.global ? 1 : 0;
   a.ah_attr.port_num = 1;
-  a.ah_attr.grh.dgid = path.dgid;
-  a.ah_attr.grh.sgid_index = path.sgid_index;
-  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.dlid = path.dlid;
+  if (path.global) {
+    a.ah_attr.grh.dgid = path.dgid;
+    a.ah_attr.grh.sgid_index = path.sgid_index;
+    a.ah_attr.grh.hop_limit = 64;
+  }
   if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
     return {e, "to RTR"};

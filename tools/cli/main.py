@@ -95,6 +95,9 @@ def parser():
                    help="the daemon's socket (default $XDG_RUNTIME_DIR/onchip/simd.sock, else "
                         "/run/onchip/simd.sock)")
     s.add_argument("--json", action="store_true", help="status: the daemon's JSON as it is")
+    s.add_argument("--link-layer", choices=["eth", "ib"], default="eth",
+                   help="start: the ports' link layer, Ethernet (RoCE, the default) or "
+                        "InfiniBand (LIDs; peers addressed without a GRH)")
     h = sub.add_parser("help")
     h.add_argument("topic", nargs="?", choices=["test", "bench", "run", "sim", "help"])
     return p

@@ -2,6 +2,10 @@
 
   tools/onchip sim start     build onchip-simd and start it in the background (two functions,
                              each its own MAC, IPv4 address and GIDs); a running daemon is kept
+  tools/onchip sim start --link-layer ib
+                             ... with InfiniBand ports instead of Ethernet (RoCE): each function
+                             has a LID from the daemon's subnet manager (SM LID 1), and programs
+                             may address peers by LID without a GRH (ibv_rc_pingpong's defaults)
   tools/onchip sim status    the daemon's functions (firmware object counts, DMA mappings) and
                              its clients (pid, objects by kind, DMA mappings, device memory)
   tools/onchip sim stop      stop it: every client's objects are released first
@@ -41,16 +45,27 @@ def build():
     return os.path.join(bin_dir, "tools", "simd", "onchip-simd")
 
 
-def start(path):
-    """Starts the daemon on `path` unless one answers there; returns its status."""
+LINK_LAYERS = {"eth": "Ethernet", "ib": "InfiniBand"}
+
+
+def start(path, link_layer=None):
+    """Starts the daemon on `path` unless one answers there; returns its status. `link_layer`
+    ("eth" or "ib") is its ports' link layer, Ethernet when None; a running daemon is kept, with
+    a word when it was asked for the other one."""
     st = status(path)
     if st is not None:
+        running = {f.get("link_layer", "Ethernet") for f in st["functions"]}
+        if link_layer is not None and running != {LINK_LAYERS[link_layer]}:
+            print("onchip sim: a daemon with %s ports already runs on %s (kept; stop it first "
+                  "for %s)" % ("/".join(sorted(running)), path, LINK_LAYERS[link_layer]),
+                  file=sys.stderr)
         return st
     binary = build()
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     log = open(os.path.join(os.path.dirname(path), "simd.log"), "ab")
     # Its own session: it outlives the shell that started it and ignores that shell's Ctrl-C.
-    subprocess.Popen([binary, "--socket", path], stdin=subprocess.DEVNULL, stdout=log,
+    subprocess.Popen([binary, "--socket", path, "--link-layer", link_layer or "eth"],
+                     stdin=subprocess.DEVNULL, stdout=log,
                      stderr=log, start_new_session=True, close_fds=True)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -78,6 +93,10 @@ def describe(st):
     for f in st["functions"]:
         lines.append("function %d (onchip_%d under tools/onchip run): mac %s ipv4 %s"
                      % (f["index"], f["index"], f["mac"], f["ipv4"]))
+        if f.get("link_layer") == "InfiniBand":
+            lines.append("  InfiniBand port: LID 0x%04x, SM LID 0x%04x" % (f["lid"], f["sm_lid"]))
+        else:
+            lines.append("  Ethernet (RoCE) port")
         lines.append("  firmware: %d uar, %d pd, %d mkey, %d eq, %d cq, %d qp, %d srq, "
                      "%d memic; %d DMA mapping(s); %d command(s)"
                      % (f["uars"], f["pds"], f["mkeys"], f["eqs"], f["cqs"], f["qps"], f["srqs"],
@@ -96,7 +115,7 @@ def describe(st):
 def run(args):
     path = os.path.abspath(args.socket) if args.socket else default_socket()
     if args.action == "start":
-        print(describe(start(path)))
+        print(describe(start(path, getattr(args, "link_layer", "eth"))))
         return 0
     if args.action == "status":
         st = status(path)

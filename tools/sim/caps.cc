@@ -107,14 +107,17 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::pkey_table_size, 0)  // encoded: 0 = 128 entries
         .set(cmd_hca_cap::device_memory, (c.memic || has_sw_icm) ? 1 : 0)
         .set(cmd_hca_cap::nic_flow_table, 1)
-        .set(cmd_hca_cap::port_type, 1)  // Ethernet (RoCE)
+        // Port 1's link layer (0 InfiniBand, 1 Ethernet); an IB port's GID table is
+        // gid_table_size encoded (0: 8 entries), RoCE's is roce_address_table_size.
+        .set(cmd_hca_cap::port_type, static_cast<uint32_t>(c.port_type))
+        .set(cmd_hca_cap::gid_table_size, 0)
         .set(cmd_hca_cap::log_max_ra_req_qp, c.log_max_ra_req_qp)
         .set(cmd_hca_cap::log_max_ra_res_qp, c.log_max_ra_res_qp)
         .set(cmd_hca_cap::num_ports, c.num_ports)
         .set(cmd_hca_cap::log_max_msg, c.log_max_msg)
         .set(cmd_hca_cap::cqe_version, 1)
         .set(cmd_hca_cap::drain_sigerr, 1)
-        .set(cmd_hca_cap::roce, 1)
+        .set(cmd_hca_cap::roce, c.port_type == DeviceConfig::PortType::kEthernet ? 1 : 0)
         .set(cmd_hca_cap::atomic, 1)
         .set(cmd_hca_cap::imaicl, c.imaicl ? 1 : 0)
         // RC, UC, UD and XRC queue pairs (XRC domains, XRC SRQs, XRC initiator and target QPs).

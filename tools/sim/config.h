@@ -109,14 +109,36 @@ struct DeviceConfig {
   std::chrono::microseconds engine_spin_period{20};
   std::chrono::microseconds engine_nap{10};
 
-  // ---- RoCE port 1: the address its GIDs come from (wire.h DeviceGids). Devices in one
+  // ---- port 1's link layer: a ConnectX (VPI) port runs Ethernet (RoCE) or InfiniBand, and
+  // cmd_hca_cap.port_type says which (PRM encoding below).
+  enum class PortType : uint8_t { kInfiniBand = 0, kEthernet = 1 };
+  PortType port_type = PortType::kEthernet;
+  // InfiniBand only: the port's LID. 0 lets the fabric's subnet manager assign one (the lowest
+  // free unicast LID, unique among the process's devices, wire.h Fabric); another value asks
+  // for exactly that LID, and Device::Create fails with EADDRINUSE when a device holds it.
+  // Device::config() shows the LID in use.
+  uint16_t lid = 0;
+
+  // ---- port 1's addresses: where its GIDs come from (wire.h DeviceGids). Devices in one
   // process reach each other by GID, so each needs its own: give every further device another
-  // mac and ipv4. The defaults are the ones the verbs environment's sysfs tree advertises.
+  // mac and ipv4. The defaults are the ones the verbs environment's sysfs tree advertises. On
+  // InfiniBand the MAC only names the node: its GUID (OUI, 03:00, the NIC part) and the port's
+  // one GID (fe80::/64 + that GUID).
   std::array<uint8_t, 6> mac{0x0c, 0x42, 0xa1, 0x4f, 0x00, 0x01};
   uint32_t ipv4 = 0x7f000001;  // 127.0.0.1
 
   // How long `initializing` stays set after construction.
   std::chrono::milliseconds init_delay{0};
 };
+
+// The node GUID a Mellanox function derives from its MAC (OUI, 03:00, the NIC part), host
+// order, as the verbs environment's sysfs tree writes it; port 1's GUID is the same.
+inline uint64_t NodeGuid(const DeviceConfig& config) {
+  const auto& m = config.mac;
+  const uint8_t b[8] = {m[0], m[1], m[2], 0x03, 0x00, m[3], m[4], m[5]};
+  uint64_t guid = 0;
+  for (uint8_t x : b) guid = guid << 8 | x;
+  return guid;
+}
 
 }  // namespace onchip::sim

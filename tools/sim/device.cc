@@ -18,7 +18,16 @@ Result<std::unique_ptr<Device>> Device::Create(const DeviceConfig& config,
   ONCHIP_TRY(Bar0 bar, Bar0::Create(config));
   const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (efd < 0) return Fail(errno, "sim device: eventfd");
-  std::unique_ptr<Device> device(new Device(config, std::move(bar), efd));
+  // An InfiniBand port gets its LID from the fabric's subnet manager before it exists (the
+  // firmware reports it from the first command on); the engine's Attach takes the reservation.
+  DeviceConfig resolved = config;
+  resolved.lid = 0;
+  if (config.port_type == DeviceConfig::PortType::kInfiniBand &&
+      (resolved.lid = Fabric::Instance().ReserveLid(config.lid)) == 0) {
+    close(efd);
+    return Fail(EADDRINUSE, "sim device: the LID is taken (or no unicast LID is free)");
+  }
+  std::unique_ptr<Device> device(new Device(resolved, std::move(bar), efd));
   device->thread_ = std::move(thread);
   device->thread_->Attach(*device);
   return device;

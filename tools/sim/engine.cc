@@ -43,7 +43,7 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
   }
   for (uint32_t v = 0; v < config_.num_interrupt_vectors; ++v)
     irq_fds_.push_back(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  Fabric::Instance().Attach(&port_, gids_);
+  Fabric::Instance().Attach(&port_, gids_, config_.lid);
 }
 
 void Engine::Detach() { Fabric::Instance().Detach(&port_); }

@@ -77,6 +77,7 @@ class Engine {
         std::chrono::duration_cast<std::chrono::nanoseconds>(t - born_).count());
   }
   const std::array<Gid, kGidTableSize>& gids() const { return gids_; }
+  bool InfiniBand() const { return config_.port_type == DeviceConfig::PortType::kInfiniBand; }
 
   // Interrupts: the eventfd an EQ whose eqc.intr is `vector` signals (one count per interrupt),
   // or -1 past num_interrupt_vectors; and how many interrupts were raised.
@@ -149,6 +150,7 @@ class Engine {
     uint32_t user_index = 0;
     uint32_t imm = 0;  // raw big-endian bytes, as the WQE carried them
     uint32_t flags_rqpn = 0;
+    uint16_t slid = 0;  // the sender's LID (InfiniBand; 0 on RoCE)
     bool solicited = false;
     prm::CqeSyndrome syndrome{};
     uint8_t vendor = 0;

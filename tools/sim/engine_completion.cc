@@ -112,6 +112,7 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
     c.srqn = prm::Be32::FromHost(f.user_index);
     c.immediate = prm::Be32::FromRaw(f.imm);
     c.flags_rqpn = prm::Be32::FromHost(f.flags_rqpn);
+    c.slid = prm::Be16::FromHost(f.slid);
     c.byte_cnt = prm::Be32::FromHost(f.byte_cnt);
     const uint64_t ts = NowNs();
     c.timestamp_h = prm::Be32::FromHost(static_cast<uint32_t>(ts >> 32));

@@ -257,6 +257,11 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.dst_qpn = av.dqp_dct.host() & 0xffffff;
     std::memcpy(p.dgid.data(), av.rgid, p.dgid.size());
     const uint32_t gid_fl = av.grh_gid_fl.host();
+    // InfiniBand: the AV's GRH bit (30) says whether a GRH goes out; without it the rlid is
+    // the address. RoCE always sends one (libmlx5 leaves the bit clear there).
+    p.grh = !InfiniBand() || (gid_fl & (1u << 30)) != 0;
+    p.dlid = av.rlid.host();
+    p.sl = InfiniBand() ? av.stat_rate_sl & 0xf : 0;  // RoCE: [3:1] is the Ethernet priority
     p.sgid = gids_[std::min<std::size_t>((gid_fl >> 20) & 0xff, kGidTableSize - 1)];
     p.flow_label = gid_fl & 0xfffff;
     p.tclass = av.tclass;
@@ -269,6 +274,9 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
     p.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
     p.flow_label = static_cast<uint32_t>(prm::Get(qpc, path.flow_label));
+    p.grh = !InfiniBand() || prm::Get(qpc, path.grh) != 0;  // as for UD above
+    p.dlid = static_cast<uint16_t>(prm::Get(qpc, path.rlid));
+    p.sl = InfiniBand() ? static_cast<uint8_t>(prm::Get(qpc, path.sl)) : 0;
     p.psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
   }
   const bool remote_op = opcode == prm::MLX5_OPCODE_RDMA_WRITE ||
@@ -342,7 +350,14 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
 
 void Engine::Transmit(Packet&& p) {
   if (!fw_.link_up_) return;  // lost on a down link: RC notices by its ACK timeout
-  if (std::find(gids_.begin(), gids_.end(), p.dgid) != gids_.end()) {
+  p.slid = config_.lid;
+  if (!p.grh) {
+    // InfiniBand without a GRH: by DLID. No port there: lost, as above.
+    if (p.dlid == config_.lid) port_.Push(std::move(p));
+    else Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
+    return;
+  }
+  if (!IsZero(p.dgid) && std::find(gids_.begin(), gids_.end(), p.dgid) != gids_.end()) {
     port_.Push(std::move(p));
     return;
   }

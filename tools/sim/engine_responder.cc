@@ -9,7 +9,8 @@
 //
 //   SEND / SEND_IMM / SEND_INV   take the next receive WQE (none: RC answers RNR NAK with
 //                                qpc.min_rnr_nak, UC and UD drop), scatter the payload (UD: the
-//                                40-byte GRH first) and write a responder CQE; SEND_INV first
+//                                40-byte GRH first, or 40 bytes left unwritten when the packet
+//                                came without one) and write a responder CQE; SEND_INV first
 //                                invalidates the type-2 window it names, bound to this QP
 //   RDMA_WRITE(_IMM)             needs qpc.rwe and an rkey with remote write; _IMM also takes a
 //                                receive WQE (no data is scattered into it)
@@ -163,6 +164,9 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     r.transport = qp.st;
     r.sgid = p.dgid;
     r.dgid = p.sgid;
+    r.grh = p.grh;  // answered the way it came: by GID, or by LID
+    r.dlid = p.slid;
+    r.sl = p.sl;
     r.src_qpn = qpn;
     r.dst_qpn = p.src_qpn;
     r.psn = p.psn;
@@ -289,12 +293,23 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     return recv;
   };
   // Scatters `data` over the receive WQE: 0, LOCAL_LENGTH_ERR or LOCAL_PROT_ERR.
-  auto scatter = [&](const Receive& recv, std::span<const Bytes> parts) -> prm::CqeSyndrome {
-    uint64_t total = 0, room = 0;
+  // The first `skip` bytes of the WQE's room are passed over unwritten.
+  auto scatter = [&](const Receive& recv, std::span<const Bytes> parts,
+                     std::size_t skip = 0) -> prm::CqeSyndrome {
+    uint64_t total = skip, room = 0;
     for (Bytes b : parts) total += b.size();
     for (const ScatterEntry& e : recv.list) room += e.length;
     if (total > room) return prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
     std::size_t entry = 0, used = 0;
+    while (skip > 0) {
+      const std::size_t n = std::min<std::size_t>(skip, recv.list[entry].length - used);
+      skip -= n;
+      used += n;
+      if (used == recv.list[entry].length) {
+        ++entry;
+        used = 0;
+      }
+    }
     for (Bytes b : parts) {
       while (!b.empty()) {
         const ScatterEntry& e = recv.list[entry];
@@ -320,7 +335,10 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
     f.byte_cnt = byte_cnt;
     f.user_index = user_index;
     f.imm = p.imm;
-    f.flags_rqpn = (p.src_qpn & 0xffffff) | (qp.st == prm::QP_ST_UD ? kCqeGrhPresent : 0);
+    // UD: whether a GRH came with it; the SL (flags_rqpn [27:24]) and the sender's LID too.
+    f.flags_rqpn = (p.src_qpn & 0xffffff) | (qp.st == prm::QP_ST_UD && p.grh ? kCqeGrhPresent : 0) |
+                   uint32_t{p.sl & 0xfu} << 24;
+    f.slid = p.slid;
     f.solicited = p.solicited;
     WriteCqe(rcv_cqn, f);
   };
@@ -346,12 +364,14 @@ void Engine::HandleRequest(Packet& p, uint64_t now) {
       }
       std::array<std::byte, kGrhBytes> grh;
       std::vector<Bytes> parts;
-      if (qp.st == prm::QP_ST_UD) {
+      // UD: the payload starts 40 bytes in either way; without a GRH those stay unwritten.
+      if (qp.st == prm::QP_ST_UD && p.grh) {
         grh = Grh(p);
         parts.push_back(grh);
       }
       parts.push_back(p.payload);
-      if (prm::CqeSyndrome s = scatter(*recv, parts); s != 0) {
+      const std::size_t skip = qp.st == prm::QP_ST_UD && !p.grh ? kGrhBytes : 0;
+      if (prm::CqeSyndrome s = scatter(*recv, parts, skip); s != 0) {
         refuse(s == prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ? NakCode::kInvalidRequest
                                                             : NakCode::kRemoteOperation,
                &*recv, s);

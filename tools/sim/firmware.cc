@@ -129,6 +129,8 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::SET_DRIVER_VERSION: h = &Firmware::SetDriverVersion; break;
     case prm::NOP: h = &Firmware::Nop; break;
     case prm::QUERY_VPORT_STATE: h = &Firmware::QueryVportState; break;
+    case prm::QUERY_HCA_VPORT_CONTEXT: h = &Firmware::QueryHcaVportContext; break;
+    case prm::QUERY_HCA_VPORT_GID: h = &Firmware::QueryHcaVportGid; break;
     case prm::ALLOC_UAR: h = &Firmware::AllocUar; break;
     case prm::DEALLOC_UAR: h = &Firmware::DeallocUar; break;
     case prm::ALLOC_PD: h = &Firmware::AllocPd; break;

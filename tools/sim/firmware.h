@@ -43,6 +43,10 @@
 
 namespace onchip::sim {
 
+// An InfiniBand port's GID table: cmd_hca_cap.gid_table_size 0 encodes 8 entries. Index 0 holds
+// the default GID (subnet prefix fe80::/64, the port GUID); the others stay empty.
+inline constexpr uint32_t kIbGidTableSize = 8;
+
 enum class HcaState : uint8_t {
   kDisabled,     // after reset or DISABLE_HCA: only ENABLE_HCA
   kEnabled,      // after ENABLE_HCA: ISSI, pages, capabilities, INIT_HCA
@@ -225,6 +229,9 @@ class Firmware {
   Outcome SetDriverVersion(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome Nop(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryVportState(std::span<const std::byte> in, std::span<std::byte> out);
+  // InfiniBand ports only: the port as the subnet manager configured it, and its GID table.
+  Outcome QueryHcaVportContext(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryHcaVportGid(std::span<const std::byte> in, std::span<std::byte> out);
   int64_t PagesWanted() const;
   void ReleaseAllObjects();
 

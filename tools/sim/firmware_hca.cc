@@ -308,6 +308,77 @@ Outcome Firmware::QueryVportState(Bytes in, Out out) {
   return Outcome::Ok();
 }
 
+namespace {
+
+constexpr uint64_t kLinkLocalPrefix = 0xfe80000000000000ull;
+// IBTA PortInfo values: PortState ACTIVE / DOWN, PortPhysicalState LinkUp / Disabled.
+constexpr uint32_t kIbPortActive = 4, kIbPortDown = 1;
+constexpr uint32_t kIbPhysLinkUp = 5, kIbPhysDisabled = 3;
+// PortInfo.CapabilityMask: CommunicationManagementSupported, SystemImageGUIDSupported.
+constexpr uint32_t kIbCapMask1 = 1u << 16 | 1u << 11;
+// PortInfo.SubnetTimeOut as a subnet manager commonly sets it (4.096 us * 2^18 ~ 1 s).
+constexpr uint32_t kSubnetTimeout = 18;
+// The subnet manager's LID (tools/sim/wire.h Fabric::kSmLid; the firmware is below the wire).
+constexpr uint32_t kSmLid = 1;
+
+}  // namespace
+
+// The HCA vport commands exist for InfiniBand ports; port_num is 0 (the only port) or 1..num_ports,
+// and only this function's own vport is answered.
+Outcome Firmware::QueryHcaVportContext(Bytes in, Out out) {
+  using In = prm::query_hca_vport_context_in;
+  if (Outcome s = CheckShape<In, prm::query_hca_vport_context_out>(in, out); !s.ok()) return s;
+  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
+  if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+  if (prm::Get(in, In::port_num) > config_.num_ports)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
+  if (config_.port_type != DeviceConfig::PortType::kInfiniBand)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB);
+  using Ctx = prm::hca_vport_context_bits<prm::query_hca_vport_context_out::hca_vport_context.bit_offset>;
+  const uint64_t guid = NodeGuid(config_);
+  prm::Bits(out)
+      .set(Ctx::has_smi, 1)
+      .set(Ctx::port_physical_state, link_up_ ? kIbPhysLinkUp : kIbPhysDisabled)
+      .set(Ctx::port_state, link_up_ ? kIbPortActive : kIbPortDown)
+      .set(Ctx::vport_state, link_up_ ? kIbPortActive : kIbPortDown)
+      .set(Ctx::system_image_guid, guid)
+      .set(Ctx::port_guid, guid)
+      .set(Ctx::node_guid, guid)
+      .set(Ctx::cap_mask1, kIbCapMask1)
+      .set(Ctx::lid, config_.lid)
+      .set(Ctx::lmc, 0)
+      .set(Ctx::subnet_timeout, kSubnetTimeout)
+      .set(Ctx::sm_lid, kSmLid)
+      .set(Ctx::sm_sl, 0);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::QueryHcaVportGid(Bytes in, Out out) {
+  using In = prm::query_hca_vport_gid_in;
+  using O = prm::query_hca_vport_gid_out;
+  if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
+  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
+  if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+  if (prm::Get(in, In::port_num) > config_.num_ports)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
+  if (config_.port_type != DeviceConfig::PortType::kInfiniBand)
+    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB);
+  const uint32_t index = prm::Get(in, In::gid_index);
+  if (index >= kIbGidTableSize) return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::VPORT_GID_INDEX);
+  // gid[] follows the header: one 16-byte GID for one index.
+  constexpr std::size_t kGidByte = prm::size_bytes<O>;
+  if (out.size() < kGidByte + 16) return Refuse(CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
+  prm::Bits(out).set(O::gids_num, 1);
+  if (index == 0) {
+    const uint64_t words[2] = {kLinkLocalPrefix, NodeGuid(config_)};
+    for (int i = 0; i < 16; ++i)
+      out[kGidByte + i] = static_cast<std::byte>(words[i / 8] >> (56 - 8 * (i % 8)));
+  }
+  return Outcome::Ok();
+}
+
 Outcome Firmware::Nop(Bytes in, Out out) {
   using In = prm::nop_in;
   if (Outcome s = CheckShape<In, prm::nop_out>(in, out); !s.ok()) return s;

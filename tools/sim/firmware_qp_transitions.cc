@@ -13,7 +13,8 @@
 //              UC: rwe; UD: q_key
 //   INIT2RTR   all: mtu, log_msg_max; RC, UC: remote_qpn, next_rcv_psn, the primary address
 //              path (RoCE: rmac, rgid_rip, src_addr_index, hop_limit, tclass, flow_label,
-//              udp_sport, dscp, ecn, eth_prio, ...); RC: log_rra_max, min_rnr_nak
+//              udp_sport, dscp, ecn, eth_prio, ...; InfiniBand: rlid, sl, stat_rate, and
+//              with grh 1 the GRH fields); RC: log_rra_max, min_rnr_nak
 //   RTR2RTS    all: next_send_psn; RC: retry_count, rnr_retry, log_sra_max, ack_timeout
 //   others     optional fields only
 //
@@ -259,7 +260,11 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
       if (mtu < 1 || mtu > config_.max_mtu) return Bad(Syndrome::QP_MTU);
       if (s.Get(qpc::log_msg_max) > config_.log_max_msg) return Bad(Syndrome::QP_MSG_SIZE);
     }
-    if (s.path && s.Get(kPath.src_addr_index) >= config_.roce_address_table_size)
+    // The path's source GID: RoCE always sends a GRH (its grh bit is not looked at, as today);
+    // an InfiniBand path with grh 0 goes by rlid and names no GID.
+    const bool ib = config_.port_type == DeviceConfig::PortType::kInfiniBand;
+    if (s.path && (!ib || s.Get(kPath.grh)) &&
+        s.Get(kPath.src_addr_index) >= (ib ? kIbGidTableSize : config_.roce_address_table_size))
       return Bad(Syndrome::QP_GID_INDEX);
     if (s.rra && s.Get(qpc::log_rra_max) > config_.log_max_ra_res_qp)
       return Bad(Syndrome::QP_RRA_MAX);

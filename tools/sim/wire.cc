@@ -2,7 +2,19 @@
 
 namespace onchip::sim {
 
+bool IsZero(const Gid& gid) {
+  for (uint8_t b : gid)
+    if (b != 0) return false;
+  return true;
+}
+
 std::array<Gid, kGidTableSize> DeviceGids(const DeviceConfig& config) {
+  if (config.port_type == DeviceConfig::PortType::kInfiniBand) {
+    Gid port{0xfe, 0x80};
+    const uint64_t guid = NodeGuid(config);
+    for (int i = 0; i < 8; ++i) port[8 + i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
+    return {port, Gid{}, Gid{}, Gid{}};
+  }
   const auto& m = config.mac;
   Gid link_local{0xfe, 0x80, 0, 0, 0, 0, 0, 0,
                  static_cast<uint8_t>(m[0] ^ 0x02), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
@@ -42,14 +54,37 @@ Fabric& Fabric::Instance() {
   return fabric;
 }
 
-void Fabric::Attach(Port* port, std::span<const Gid> gids) {
+uint16_t Fabric::ReserveLid(uint16_t lid) {
   std::lock_guard lock(mutex_);
-  for (const Gid& g : gids) ports_.try_emplace(g, port);
+  if (lid != 0) {
+    if (lid > kMaxUnicastLid || lid == kSmLid || lids_.contains(lid)) return 0;
+    lids_.emplace(lid, nullptr);
+    return lid;
+  }
+  for (uint16_t l = kSmLid + 1; l <= kMaxUnicastLid; ++l)
+    if (lids_.try_emplace(l, nullptr).second) return l;
+  return 0;
+}
+
+void Fabric::Attach(Port* port, std::span<const Gid> gids, uint16_t lid) {
+  std::lock_guard lock(mutex_);
+  for (const Gid& g : gids)
+    if (!IsZero(g)) ports_.try_emplace(g, port);
+  if (lid != 0) lids_[lid] = port;
 }
 
 void Fabric::Detach(Port* port) {
   std::lock_guard lock(mutex_);
   std::erase_if(ports_, [port](const auto& kv) { return kv.second == port; });
+  std::erase_if(lids_, [port](const auto& kv) { return kv.second == port; });
+}
+
+bool Fabric::DeliverToLid(uint16_t dlid, Packet&& p) {
+  std::lock_guard lock(mutex_);
+  auto it = lids_.find(dlid);
+  if (it == lids_.end() || it->second == nullptr) return false;
+  it->second->Push(std::move(p));
+  return true;
 }
 
 bool Fabric::Deliver(const Gid& dgid, Packet&& p) {

@@ -1,5 +1,5 @@
 // The wire between software ConnectX devices in one process: packets, the port each device
-// receives them on, and the fabric that finds a port by GID.
+// receives them on, and the fabric that finds a port by GID (and, on InfiniBand, by LID).
 //
 // A requester's data engine turns a send WQE into a request packet and hands it to the port of
 // the device that owns the destination GID, even when that is its own device (loopback). The
@@ -8,7 +8,11 @@
 // port's mutex, never a firmware mutex, so no engine ever holds two devices' firmware locks.
 //
 // Messages are whole: one packet per message, no MTU segmentation (the responder checks the UD
-// MTU), no loss except to a GID no device owns, no reordering between two QPs.
+// MTU), no loss except to a GID or LID no device owns, no reordering between two QPs.
+//
+// InfiniBand: a packet without a GRH (the address path's grh 0, or a UD AV without the GRH bit)
+// is routed by its DLID, as a subnet's switches forward by LID; one with a GRH still goes by its
+// DGID. RoCE packets always carry a GRH (Ethernet has no LIDs).
 #pragma once
 
 #include <array>
@@ -27,11 +31,14 @@ namespace onchip::sim {
 
 using Gid = std::array<uint8_t, 16>;
 
-// The device's RoCE GID table (port 1), as the verbs environment advertises it: index 0 and 1
+// The device's GID table (port 1), as the verbs environment advertises it. RoCE: index 0 and 1
 // the link-local address from the MAC's modified EUI-64, index 2 and 3 the IPv4-mapped address
-// (each once as RoCE v1, once as RoCE v2).
+// (each once as RoCE v1, once as RoCE v2). InfiniBand: index 0 the subnet prefix fe80::/64 and
+// the port GUID, the others empty (all zero), as an IB port's table is until someone adds one.
 inline constexpr std::size_t kGidTableSize = 4;
 std::array<Gid, kGidTableSize> DeviceGids(const DeviceConfig& config);
+// Whether a GID is empty (all zero): an unused table entry, which names no port.
+bool IsZero(const Gid& gid);
 // Whether a GID is an IPv4-mapped address (::ffff:a.b.c.d).
 bool IsIpv4Mapped(const Gid& gid);
 
@@ -53,8 +60,12 @@ enum class NakCode : uint8_t {
 struct Packet {
   PacketKind kind = PacketKind::kRequest;
   uint8_t transport = 0;  // qpc.st of the sending QP
+  bool grh = true;  // false: an InfiniBand packet without a GRH, routed by `dlid`
   Gid sgid{};
   Gid dgid{};
+  uint16_t slid = 0;  // InfiniBand: the sender's and the receiver's LIDs
+  uint16_t dlid = 0;
+  uint8_t sl = 0;     // InfiniBand: the service level (LRH)
   uint32_t src_qpn = 0;
   uint32_t dst_qpn = 0;
   uint32_t psn = 0;  // the message's sequence number (24 bits); a response echoes it
@@ -100,20 +111,31 @@ class Port {
   std::atomic<bool> sleeping_{false};
 };
 
-// The process's fabric: which port owns which GID.
+// The process's fabric: which port owns which GID, and which InfiniBand port which LID. For
+// InfiniBand it plays the subnet manager too: it sits at kSmLid (as a switch-embedded SM does)
+// and hands every IB port a unicast LID of its own.
 class Fabric {
  public:
   static Fabric& Instance();
-  // A GID another attached port already owns stays that port's (the first device keeps it).
-  void Attach(Port* port, std::span<const Gid> gids);
-  // After this returns no packet reaches the port.
+  static constexpr uint16_t kSmLid = 1;
+  static constexpr uint16_t kMaxUnicastLid = 0xbfff;
+  // Reserves a LID for a port about to attach: `lid` itself, or with 0 the lowest free unicast
+  // LID above kSmLid. 0 when `lid` is taken, is not unicast, or none is free.
+  uint16_t ReserveLid(uint16_t lid);
+  // A GID another attached port already owns stays that port's (the first device keeps it); an
+  // empty (all-zero) GID names no port. `lid`, when not 0, was reserved for this port.
+  void Attach(Port* port, std::span<const Gid> gids, uint16_t lid = 0);
+  // After this returns no packet reaches the port, and its LID is free again.
   void Detach(Port* port);
   // Hands the packet to the port owning `dgid`; false if none does (the packet is lost).
   bool Deliver(const Gid& dgid, Packet&& p);
+  // ... to the port at `dlid`; false if none is there (the packet is lost).
+  bool DeliverToLid(uint16_t dlid, Packet&& p);
 
  private:
   std::mutex mutex_;
   std::map<Gid, Port*> ports_;
+  std::map<uint16_t, Port*> lids_;  // a reserved LID maps to nullptr until its port attaches
 };
 
 }  // namespace onchip::sim

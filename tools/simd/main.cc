@@ -1,8 +1,10 @@
 // onchip-simd: the device daemon. Serves software ConnectX functions to other processes over a
 // UNIX socket until SIGTERM or SIGINT.
 //
-//   onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS]
+//   onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] [--link-layer eth|ib]
 //
+// --link-layer ib: every function's port runs InfiniBand (LIDs from the daemon's subnet manager,
+// addresses without a GRH allowed) instead of Ethernet (RoCE, the default).
 // --engine-idle-ms: how long the engine (one thread for all functions) keeps polling after the
 // last work of any function before it sleeps (default 1 ms); a longer period trades idle CPU for
 // no wake-up syscall between bursts.
@@ -29,7 +31,9 @@ void OnSignal(int) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS]\n");
+  std::fprintf(stderr,
+               "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] "
+               "[--link-layer eth|ib]\n");
   return 2;
 }
 
@@ -52,6 +56,14 @@ int main(int argc, char** argv) {
       if (std::from_chars(n.data(), n.data() + n.size(), ms).ec != std::errc() || ms == 0)
         return Usage();
       options.engine_idle_period = std::chrono::milliseconds(ms);
+    } else if (a == "--link-layer" && i + 1 < argc) {
+      const std::string_view l = argv[++i];
+      if (l == "ib")
+        options.port_type = onchip::sim::DeviceConfig::PortType::kInfiniBand;
+      else if (l == "eth")
+        options.port_type = onchip::sim::DeviceConfig::PortType::kEthernet;
+      else
+        return Usage();
     } else {
       return Usage();
     }

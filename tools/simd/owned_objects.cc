@@ -74,6 +74,9 @@ bool UserMayIssue(uint16_t opcode) {
     case prm::ALLOC_MEMIC: case prm::DEALLOC_MEMIC: case prm::NOP:
     case prm::QUERY_TIS: case prm::QUERY_TIR: case prm::QUERY_SQ: case prm::QUERY_RQ:
     case prm::QUERY_VPORT_STATE:  // another vport's state needs a privilege no client has
+    // An InfiniBand port's LID, SM LID and GIDs: what ibv_query_port and the GID table show
+    // (other_vport needs an e-switch manager, which the firmware refuses).
+    case prm::QUERY_HCA_VPORT_CONTEXT: case prm::QUERY_HCA_VPORT_GID:
       return true;
     default:
       return false;

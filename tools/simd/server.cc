@@ -83,6 +83,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     // this costs no latency, and an idle daemon stays well under 1% of a core.
     config.idle_poll_period = kIdlePollPeriod;
     if (options.engine_idle_period) config.engine_idle_period = *options.engine_idle_period;
+    config.port_type = options.port_type;
     ONCHIP_TRY(f->device, sim::Device::Create(config, thread));
     ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(*f->device));
     ONCHIP_TRY(f->driver, driver::Device::Open(std::move(bus)));
@@ -169,7 +170,11 @@ std::string Server::StatusJson() const {
     std::snprintf(ip, sizeof(ip), "%u.%u.%u.%u", cfg.ipv4 >> 24, (cfg.ipv4 >> 16) & 0xff,
                   (cfg.ipv4 >> 8) & 0xff, cfg.ipv4 & 0xff);
     s += std::string(i ? ", " : "") + "{\"index\": " + std::to_string(f.index) + ", \"mac\": \"" +
-         mac + "\", \"ipv4\": \"" + ip + "\", \"uars\": " + std::to_string(c.uars) +
+         mac + "\", \"ipv4\": \"" + ip + "\", \"link_layer\": \"" +
+         (cfg.port_type == sim::DeviceConfig::PortType::kInfiniBand ? "InfiniBand" : "Ethernet") +
+         "\", \"lid\": " + std::to_string(cfg.lid) + ", \"sm_lid\": " +
+         std::to_string(cfg.port_type == sim::DeviceConfig::PortType::kInfiniBand ? sim::Fabric::kSmLid : 0) +
+         ", \"uars\": " + std::to_string(c.uars) +
          ", \"pds\": " + std::to_string(c.pds) + ", \"mkeys\": " + std::to_string(c.mkeys) +
          ", \"eqs\": " + std::to_string(c.eqs) + ", \"cqs\": " + std::to_string(c.cqs) +
          ", \"qps\": " + std::to_string(c.qps) + ", \"srqs\": " + std::to_string(c.srqs) +

@@ -28,6 +28,9 @@ struct ServerOptions {
   // How long the device thread polls every function after the last work of any before it
   // sleeps (and the next doorbell pays a wake-up); unset: the software ConnectX's default.
   std::optional<std::chrono::microseconds> engine_idle_period;
+  // Every function's port 1 link layer: Ethernet (RoCE, the default) or InfiniBand, each IB
+  // port with a LID of its own from the fabric's subnet manager.
+  sim::DeviceConfig::PortType port_type = sim::DeviceConfig::PortType::kEthernet;
 };
 
 // $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock.

@@ -1,5 +1,6 @@
 """The device daemon's status (uapi/simd_protocol.h kStatus): its functions, with each one's MAC
-and IPv4 address, and its clients. tools/onchip sim prints it; launch.py --daemon lists one
+and IPv4 address, link layer ("Ethernet" or "InfiniBand") and, on InfiniBand, LID and SM LID,
+and its clients. tools/onchip sim prints it; launch.py --daemon lists one
 device per function from it."""
 import json
 import socket

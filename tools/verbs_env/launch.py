@@ -155,6 +155,14 @@ def main(argv):
             return 1
         functions = [sysfs_tree.Function.from_status("simd:%s#%d" % (args.daemon, f["index"]), f)
                      for f in st["functions"]]
+    elif args.device.startswith("simd:") and "#" in args.device:
+        # One function of a daemon: described as the daemon reports it (its addresses, its
+        # link layer and LID), else with the defaults.
+        path, _, index = args.device[len("simd:"):].rpartition("#")
+        st = daemon_status.status(path)
+        entries = [f for f in (st or {}).get("functions", []) if str(f["index"]) == index]
+        if entries:
+            functions = [sysfs_tree.Function.from_status(args.device, entries[0])]
     return run(args.plugin, cmd, args.dev_node, args.device, functions)
 
 

@@ -1,12 +1,15 @@
 """The sysfs tree libibverbs reads to discover the software ConnectX (SYSFS_PATH points at it).
 
-What a kernel with mlx5_ib would publish for RoCE functions, limited to what libibverbs and
+What a kernel with mlx5_ib would publish for RoCE (or InfiniBand) functions, limited to what libibverbs and
 ibverbs-utils read: class/infiniband_verbs/ (the uverbs ABI and one uverbsN per device) and
 class/infiniband/<ibdev>/ (node type and GUIDs, firmware, board, the modalias, and port 1 with
 its state, rate and GID/pkey tables). The modalias is onchip's own ("onchip:..."), which no stock
 provider matches, so libibverbs hands the devices to libonchip-rdmav34.so and never to libmlx5.
 One device per function: onchip_0, onchip_1, ... each with its function's MAC and IPv4 address
 (the device daemon serves two functions, 0c:42:a1:4f:00:01 / 127.0.0.1 and :02 / 127.0.0.2).
+A daemon started with --link-layer ib serves InfiniBand functions: link_layer "InfiniBand",
+the LID and SM LID its subnet manager gave, and one GID, fe80::/64 + the port GUID (= the node
+GUID), as an IB port's table holds before anyone adds to it.
 """
 import os
 
@@ -19,6 +22,7 @@ IPV4 = (127, 0, 0, 1)
 FW_VER = "22.39.1002"   # tools/sim DeviceConfig defaults; query_device reads the device itself
 BOARD_ID = "ONCHIP_SIM_CX6DX"
 PORT_CAP_MASK = 0x04010000  # IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS, as query_port says
+IB_PORT_CAP_MASK = 0x00010800  # IBV_PORT_CM_SUP | IBV_PORT_SYS_IMAGE_GUID_SUP (the vport context's)
 NETDEV = "lo"            # the software ConnectX moves data inside the host
 
 
@@ -27,16 +31,27 @@ class Function:
     "vfio:<PCI address>"; it lands in device/onchip_locator, which no kernel writes, and
     ONCHIP_DEVICE in the environment overrides it) and the function's addresses."""
 
-    def __init__(self, locator="sim", mac=MAC, ipv4=IPV4):
+    def __init__(self, locator="sim", mac=MAC, ipv4=IPV4, link_layer="Ethernet", lid=0, sm_lid=0):
         self.locator = locator
         self.mac = tuple(mac)
         self.ipv4 = tuple(ipv4)
+        self.link_layer = link_layer  # "Ethernet" or "InfiniBand"
+        self.lid = lid
+        self.sm_lid = sm_lid
+
+    @property
+    def infiniband(self):
+        return self.link_layer == "InfiniBand"
 
     @staticmethod
     def from_status(locator, entry):
-        """From one function of the device daemon's status ({"mac": "0c:42:...", "ipv4": ...})."""
+        """From one function of the device daemon's status ({"mac": "0c:42:...", "ipv4": ...,
+        "link_layer": "InfiniBand", "lid": 2, "sm_lid": 1}; a daemon without the link layer
+        fields serves Ethernet)."""
         return Function(locator, [int(x, 16) for x in entry["mac"].split(":")],
-                        [int(x) for x in entry["ipv4"].split(".")])
+                        [int(x) for x in entry["ipv4"].split(".")],
+                        entry.get("link_layer", "Ethernet"), entry.get("lid", 0),
+                        entry.get("sm_lid", 0))
 
 
 def _gid(words):
@@ -57,6 +72,12 @@ def link_local_gid(mac=MAC):
     m = mac
     eui = [(m[0] ^ 0x02) << 8 | m[1], m[2] << 8 | 0xff, 0xfe << 8 | m[3], m[4] << 8 | m[5]]
     return _gid([0xfe80, 0, 0, 0] + eui)
+
+
+def ib_port_gid(mac=MAC):
+    """An InfiniBand port's GID 0: the default subnet prefix fe80::/64 and the port GUID."""
+    guid = [int(w, 16) for w in node_guid(mac).split(":")]
+    return _gid([0xfe80, 0, 0, 0] + guid)
 
 
 def ipv4_mapped_gid(a, b, c, d):
@@ -113,6 +134,9 @@ def _device(root, ibdev, function):
     _write(root, d + "/device/onchip_locator", function.locator)
 
     p = d + "/ports/1"
+    if function.infiniband:
+        _ib_port(root, p, function)
+        return
     _write(root, p + "/link_layer", "Ethernet")
     _write(root, p + "/state", "4: ACTIVE")
     _write(root, p + "/phys_state", "5: LinkUp")
@@ -127,3 +151,19 @@ def _device(root, ibdev, function):
         _write(root, "%s/gids/%d" % (p, i), gid)
         _write(root, "%s/gid_attrs/types/%d" % (p, i), kind)
         _write(root, "%s/gid_attrs/ndevs/%d" % (p, i), NETDEV)
+
+
+def _ib_port(root, p, function):
+    """Port 1 of an InfiniBand function, as mlx5_ib publishes it (no netdev behind its GID)."""
+    _write(root, p + "/link_layer", "InfiniBand")
+    _write(root, p + "/state", "4: ACTIVE")
+    _write(root, p + "/phys_state", "5: LinkUp")
+    _write(root, p + "/rate", "100 Gb/sec (4X EDR)")
+    _write(root, p + "/lid", "0x%x" % function.lid)
+    _write(root, p + "/sm_lid", "0x%x" % function.sm_lid)
+    _write(root, p + "/sm_sl", "0")
+    _write(root, p + "/lmc", "0")
+    _write(root, p + "/cap_mask", "0x%08x" % IB_PORT_CAP_MASK)
+    _write(root, p + "/pkeys/0", "0xffff")
+    _write(root, p + "/gids/0", ib_port_gid(function.mac))
+    _write(root, p + "/gid_attrs/types/0", "IB/RoCE v1")

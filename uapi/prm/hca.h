@@ -412,4 +412,117 @@ struct query_vport_state_out_bits {
 
 using query_vport_state_out = query_vport_state_out_bits<>;
 
+template <std::size_t B = 0>
+struct query_hca_vport_context_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 16, "query_hca_vport_context_in.opcode"> opcode{};
+  static constexpr Field<B + 0x30, 16, "query_hca_vport_context_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x40, 1, "query_hca_vport_context_in.other_vport"> other_vport{};
+  static constexpr Field<B + 0x4c, 4, "query_hca_vport_context_in.port_num"> port_num{};
+  static constexpr Field<B + 0x50, 16, "query_hca_vport_context_in.vport_number"> vport_number{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x10, 16},
+      {B + 0x20, 16},
+      {B + 0x41, 11},
+      {B + 0x60, 32},
+  }};
+};
+
+using query_hca_vport_context_in = query_hca_vport_context_in_bits<>;
+
+template <std::size_t B = 0>
+struct query_hca_vport_context_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x1080;
+  static constexpr Field<B + 0x0, 8, "query_hca_vport_context_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "query_hca_vport_context_out.syndrome"> syndrome{};
+  static constexpr Region<B + 0x80, 4096, "query_hca_vport_context_out.hca_vport_context"> hca_vport_context{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 64},
+  }};
+};
+
+using query_hca_vport_context_out = query_hca_vport_context_out_bits<>;
+
+template <std::size_t B = 0>
+struct hca_vport_context_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x1000;
+  static constexpr Field<B + 0x0, 32, "hca_vport_context.field_select"> field_select{};
+  static constexpr Field<B + 0x100, 1, "hca_vport_context.sm_virt_aware"> sm_virt_aware{};
+  static constexpr Field<B + 0x101, 1, "hca_vport_context.has_smi"> has_smi{};
+  static constexpr Field<B + 0x102, 1, "hca_vport_context.has_raw"> has_raw{};
+  static constexpr Field<B + 0x103, 1, "hca_vport_context.grh_required"> grh_required{};
+  static constexpr Field<B + 0x108, 8, "hca_vport_context.num_port_plane"> num_port_plane{};
+  static constexpr Field<B + 0x110, 4, "hca_vport_context.port_physical_state"> port_physical_state{};
+  static constexpr Field<B + 0x114, 4, "hca_vport_context.vport_state_policy"> vport_state_policy{};
+  static constexpr Field<B + 0x118, 4, "hca_vport_context.port_state"> port_state{};
+  static constexpr Field<B + 0x11c, 4, "hca_vport_context.vport_state"> vport_state{};
+  static constexpr Field<B + 0x140, 64, "hca_vport_context.system_image_guid"> system_image_guid{};
+  static constexpr Field<B + 0x180, 64, "hca_vport_context.port_guid"> port_guid{};
+  static constexpr Field<B + 0x1c0, 64, "hca_vport_context.node_guid"> node_guid{};
+  static constexpr Field<B + 0x200, 32, "hca_vport_context.cap_mask1"> cap_mask1{};
+  static constexpr Field<B + 0x220, 32, "hca_vport_context.cap_mask1_field_select"> cap_mask1_field_select{};
+  static constexpr Field<B + 0x240, 32, "hca_vport_context.cap_mask2"> cap_mask2{};
+  static constexpr Field<B + 0x260, 32, "hca_vport_context.cap_mask2_field_select"> cap_mask2_field_select{};
+  static constexpr Field<B + 0x300, 16, "hca_vport_context.lid"> lid{};
+  static constexpr Field<B + 0x314, 4, "hca_vport_context.init_type_reply"> init_type_reply{};
+  static constexpr Field<B + 0x318, 3, "hca_vport_context.lmc"> lmc{};
+  static constexpr Field<B + 0x31b, 5, "hca_vport_context.subnet_timeout"> subnet_timeout{};
+  static constexpr Field<B + 0x320, 16, "hca_vport_context.sm_lid"> sm_lid{};
+  static constexpr Field<B + 0x330, 4, "hca_vport_context.sm_sl"> sm_sl{};
+  static constexpr Field<B + 0x340, 16, "hca_vport_context.qkey_violation_counter"> qkey_violation_counter{};
+  static constexpr Field<B + 0x350, 16, "hca_vport_context.pkey_violation_counter"> pkey_violation_counter{};
+  static constexpr std::array<ReservedBits, 7> reserved_ranges{{
+      {B + 0x20, 224},
+      {B + 0x104, 4},
+      {B + 0x120, 32},
+      {B + 0x280, 128},
+      {B + 0x310, 4},
+      {B + 0x334, 12},
+      {B + 0x360, 3232},
+  }};
+};
+
+using hca_vport_context = hca_vport_context_bits<>;
+
+template <std::size_t B = 0>
+struct query_hca_vport_gid_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 16, "query_hca_vport_gid_in.opcode"> opcode{};
+  static constexpr Field<B + 0x30, 16, "query_hca_vport_gid_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x40, 1, "query_hca_vport_gid_in.other_vport"> other_vport{};
+  static constexpr Field<B + 0x4c, 4, "query_hca_vport_gid_in.port_num"> port_num{};
+  static constexpr Field<B + 0x50, 16, "query_hca_vport_gid_in.vport_number"> vport_number{};
+  static constexpr Field<B + 0x70, 16, "query_hca_vport_gid_in.gid_index"> gid_index{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x10, 16},
+      {B + 0x20, 16},
+      {B + 0x41, 11},
+      {B + 0x60, 16},
+  }};
+};
+
+using query_hca_vport_gid_in = query_hca_vport_gid_in_bits<>;
+
+template <std::size_t B = 0>
+struct query_hca_vport_gid_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 8, "query_hca_vport_gid_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "query_hca_vport_gid_out.syndrome"> syndrome{};
+  static constexpr Field<B + 0x60, 16, "query_hca_vport_gid_out.gids_num"> gids_num{};
+  // gid[]: array of 128-bit elements, not addressable as scalars
+  static constexpr std::array<ReservedBits, 3> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 32},
+      {B + 0x70, 16},
+  }};
+};
+
+using query_hca_vport_gid_out = query_hca_vport_gid_out_bits<>;
+
 }  // namespace onchip::prm

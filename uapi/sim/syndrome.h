@@ -39,6 +39,9 @@ enum class Syndrome : uint32_t {
   TEARDOWN_PROFILE = 0x5100020f,      // BAD_PARAM_ERR: TEARDOWN_HCA profile not supported
   TEARDOWN_BUSY = 0x51000210,         // RES_BUSY: graceful TEARDOWN_HCA with objects alive
   SW_VHCA_ID_UNSUPPORTED = 0x51000211,  // BAD_PARAM_ERR: INIT_HCA sw_vhca_id without the cap
+  PORT_NOT_IB = 0x51000212,     // BAD_PARAM_ERR: QUERY_HCA_VPORT_* on an Ethernet port
+  PORT_NUM = 0x51000213,        // BAD_PARAM_ERR: port_num neither 0 nor 1..num_ports
+  VPORT_GID_INDEX = 0x51000214, // BAD_PARAM_ERR: gid_index not below the port's GID table
   // UAR, PD, transport domain; ownership.
   UAR_EXHAUSTED = 0x51000301,  // NO_RES_ERR
   UAR_UNKNOWN = 0x51000302,    // BAD_RES_ERR: no such UAR
@@ -253,6 +256,9 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(TEARDOWN_PROFILE)
     ONCHIP_SIM_SYNDROME(TEARDOWN_BUSY)
     ONCHIP_SIM_SYNDROME(SW_VHCA_ID_UNSUPPORTED)
+    ONCHIP_SIM_SYNDROME(PORT_NOT_IB)
+    ONCHIP_SIM_SYNDROME(PORT_NUM)
+    ONCHIP_SIM_SYNDROME(VPORT_GID_INDEX)
     ONCHIP_SIM_SYNDROME(UAR_EXHAUSTED)
     ONCHIP_SIM_SYNDROME(UAR_UNKNOWN)
     ONCHIP_SIM_SYNDROME(NOT_OWNER)

@@ -263,6 +263,10 @@ class Node {
   struct Path {
     uint32_t remote_qpn = 0;
     std::array<uint8_t, 16> rgid{};
+    // InfiniBand: the peer's LID, and whether the path carries a GRH (RoCE ignores both).
+    uint16_t rlid = 0;
+    bool grh = false;
+    uint8_t src_addr_index = 3;
     uint8_t rnr_retry = 7;
     uint8_t retry_count = 7;
     uint8_t min_rnr_nak = 1;  // 10 us
@@ -288,7 +292,9 @@ class Node {
         in.set(Ctx::remote_qpn, path.remote_qpn)
             .set(Ctx::next_rcv_psn, path.psn)
             .set(Ctx::primary_address_path.vhca_port_num, 1)
-            .set(Ctx::primary_address_path.src_addr_index, 3)
+            .set(Ctx::primary_address_path.src_addr_index, path.src_addr_index)
+            .set(Ctx::primary_address_path.rlid, path.rlid)
+            .set(Ctx::primary_address_path.grh, path.grh ? 1 : 0)
             .set(Ctx::primary_address_path.hop_limit, 64)
             .set(Ctx::primary_address_path.udp_sport, 0xc001);
         for (int i = 0; i < 16; ++i) in.set(Ctx::primary_address_path.rgid_rip[i], path.rgid[i]);

@@ -1,0 +1,232 @@
+// The driver on an InfiniBand port (sim DeviceConfig::port_type kInfiniBand): ibv_query_port's
+// answer from QUERY_HCA_VPORT_CONTEXT (link layer, the LID and SM LID the fabric's subnet manager
+// gave, ACTIVE), two RC QPs connected by LID without a GRH moving an RDMA write and a send, a UD
+// datagram through an AH without a GRH (no IBV_WC_GRH, the sender's LID in the completion), and
+// the address vector and QP path those build.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "driver/ah.h"
+#include "driver/port.h"
+#include "driver/rings/data_path.h"
+#include "driver/verbs/attributes.h"
+#include "tests/device/fixture.h"
+#include "tests/device/rc_connect.h"
+#include "tools/sim/wire.h"
+
+namespace onchip::testing {
+namespace {
+
+namespace rings = driver::rings;
+
+class IbPortDriverTest : public DriverTest {
+ protected:
+  sim::DeviceConfig Config() const override {
+    sim::DeviceConfig c;
+    c.port_type = sim::DeviceConfig::PortType::kInfiniBand;
+    return c;
+  }
+  void SetUp() override {
+    DriverTest::SetUp();
+    pd_ = v::alloc_pd(verbs_);
+    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
+    ASSERT_TRUE(pd_ && cq_);
+    buf_.assign(8192, 0);
+    mr_ = v::reg_mr(pd_, buf_.data(), buf_.size(), reinterpret_cast<uintptr_t>(buf_.data()),
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    ASSERT_NE(mr_, nullptr) << strerror(errno);
+  }
+  void TearDown() override {
+    if (ctx_) {
+      for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
+      EXPECT_EQ(v::dereg_mr(mr_), 0);
+      EXPECT_EQ(v::destroy_cq(cq_), 0);
+      EXPECT_EQ(v::dealloc_pd(pd_), 0);
+    }
+    DriverTest::TearDown();
+  }
+  uint16_t Lid() const { return sim_->config().lid; }
+
+  ibv_qp* Qp(ibv_qp_type type) {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq_;
+    a.qp_type = type;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    ibv_qp* qp = v::create_qp(pd_, &a);
+    EXPECT_NE(qp, nullptr) << strerror(errno);
+    if (qp) qps_.push_back(qp);
+    return qp;
+  }
+  std::vector<ibv_wc> Poll(int n) {
+    std::vector<ibv_wc> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
+      ibv_wc wc[4];
+      const int got = rings::PollCq(cq_, 4, wc);
+      EXPECT_GE(got, 0);
+      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
+      if (got == 0) std::this_thread::yield();
+    }
+    return out;
+  }
+
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  std::vector<uint8_t> buf_;
+  std::vector<ibv_qp*> qps_;
+};
+
+TEST_F(IbPortDriverTest, QueryPortReportsTheInfiniBandPortTheSubnetManagerSetUp) {
+  EXPECT_TRUE(driver::IsInfiniBand(device()));
+  auto info = driver::QueryPort(device());
+  ASSERT_TRUE(info) << info.error().describe();
+  ibv_port_attr attr;
+  driver::verbs::Identity id;
+  id.gid_table_len = 1;  // what the verbs environment publishes for an IB port
+  ASSERT_EQ(driver::verbs::PortAttributes(device(), id, 1, *info, &attr), 0);
+  EXPECT_EQ(attr.link_layer, IBV_LINK_LAYER_INFINIBAND);
+  EXPECT_EQ(attr.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(attr.phys_state, 5);  // LinkUp
+  EXPECT_GE(Lid(), 2);
+  EXPECT_EQ(attr.lid, Lid());
+  EXPECT_EQ(attr.sm_lid, sim::Fabric::kSmLid);
+  EXPECT_EQ(attr.lmc, 0);
+  EXPECT_EQ(attr.gid_tbl_len, 1);
+  EXPECT_EQ(attr.active_mtu, IBV_MTU_4096);
+  EXPECT_TRUE(attr.port_cap_flags & IBV_PORT_CM_SUP);
+  EXPECT_FALSE(attr.port_cap_flags & IBV_PORT_IP_BASED_GIDS);
+  // A link pulled: DOWN and Disabled, as the vport context says.
+  sim_->SetLinkUp(false);
+  info = driver::QueryPort(device());
+  ASSERT_TRUE(info);
+  ASSERT_EQ(driver::verbs::PortAttributes(device(), id, 1, *info, &attr), 0);
+  EXPECT_EQ(attr.state, IBV_PORT_DOWN);
+  EXPECT_EQ(attr.phys_state, 3);
+  sim_->SetLinkUp(true);
+}
+
+TEST_F(IbPortDriverTest, RcWriteAndSendBetweenTwoQpsConnectedByLid) {
+  ibv_qp* a = Qp(IBV_QPT_RC);
+  ibv_qp* b = Qp(IBV_QPT_RC);
+  ASSERT_TRUE(a && b);
+  for (auto [qp, dest] : {std::pair{a, b->qp_num}, std::pair{b, a->qp_num}}) {
+    const RcPath path{.global = false, .dlid = Lid(), .sq_psn = 0x100 + dest,
+                      .rq_psn = 0x100 + qp->qp_num};
+    const RcConnectResult r = ConnectRc(qp, dest, path);
+    ASSERT_TRUE(r) << r.describe();
+  }
+  ibv_qp_attr q{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(v::query_qp(a, &q, IBV_QP_AV, &qi), 0);
+  EXPECT_EQ(q.ah_attr.is_global, 0);
+  EXPECT_EQ(q.ah_attr.dlid, Lid());
+
+  for (int i = 0; i < 256; ++i) buf_[i] = uint8_t(i * 3 + 1);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 256, mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[4096]);
+  wr.wr.rdma.rkey = mr_->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  auto wcs = Poll(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(std::memcmp(&buf_[0], &buf_[4096], 256), 0);
+
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[6144]), 64, mr_->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 2;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(rings::PostRecv(b, &rwr, &rbad), 0);
+  sge.length = 64;
+  wr.wr_id = 3;
+  wr.opcode = IBV_WR_SEND;
+  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  wcs = Poll(2);
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) {
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    if (wc.wr_id == 2) {
+      EXPECT_EQ(wc.slid, Lid());
+    }
+  }
+  EXPECT_EQ(std::memcmp(&buf_[0], &buf_[6144], 64), 0);
+}
+
+TEST_F(IbPortDriverTest, UdThroughAnAhWithoutAGrh) {
+  ibv_qp* tx = Qp(IBV_QPT_UD);
+  ibv_qp* rx = Qp(IBV_QPT_UD);
+  ASSERT_TRUE(tx && rx);
+  for (ibv_qp* qp : {tx, rx}) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qkey = 0x1234;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+    a.qp_state = IBV_QPS_RTR;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE), 0);
+    a.qp_state = IBV_QPS_RTS;
+    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  }
+  ibv_ah_attr ah_attr{};
+  ah_attr.port_num = 1;
+  ah_attr.dlid = Lid();
+  ah_attr.sl = 5;
+  ibv_ah* ah = v::create_ah(pd_, &ah_attr);
+  ASSERT_NE(ah, nullptr) << strerror(errno);
+  const prm::pod::mlx5_wqe_av& av = driver::Ah::From(ah)->dp.av;
+  EXPECT_EQ(av.rlid.host(), Lid());
+  EXPECT_EQ(av.stat_rate_sl & 0xf, 5);
+  EXPECT_EQ(av.grh_gid_fl.host(), 0u);  // no GRH bit
+
+  std::memset(&buf_[2048], 0xee, 40);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[2048]), 40 + 64, mr_->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 21;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(rings::PostRecv(rx, &rwr, &rbad), 0);
+  for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(0x30 + i);
+  ibv_sge ssge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
+  ibv_send_wr swr{};
+  swr.wr_id = 22;
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.wr.ud.ah = ah;
+  swr.wr.ud.remote_qpn = rx->qp_num;
+  swr.wr.ud.remote_qkey = 0x1234;
+  ibv_send_wr* sbad = nullptr;
+  ASSERT_EQ(rings::PostSend(tx, &swr, &sbad), 0);
+  auto wcs = Poll(2);
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) {
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    if (wc.wr_id == 21) {
+      EXPECT_EQ(wc.src_qp, tx->qp_num);
+      EXPECT_FALSE(wc.wc_flags & IBV_WC_GRH);
+      EXPECT_EQ(wc.slid, Lid());
+      EXPECT_EQ(wc.sl, 5);
+    }
+  }
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(buf_[2048 + i], 0xee) << i;  // the GRH area untouched
+  EXPECT_EQ(std::memcmp(&buf_[0], &buf_[2048 + 40], 64), 0);
+  EXPECT_EQ(v::destroy_ah(ah), 0);
+}
+
+}  // namespace
+}  // namespace onchip::testing
