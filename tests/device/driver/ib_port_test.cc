@@ -4,16 +4,14 @@
 // datagram through an AH without a GRH (no IBV_WC_GRH, the sender's LID in the completion), and
 // the address vector and QP path those build.
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "driver/ah.h"
 #include "driver/port.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/attributes.h"
-#include "tests/device/fixture.h"
+#include "tests/device/loopback_fixture.h"
 #include "tests/device/rc_connect.h"
 #include "tools/sim/wire.h"
 
@@ -22,31 +20,14 @@ namespace {
 
 namespace rings = driver::rings;
 
-class IbPortDriverTest : public DriverTest {
+class IbPortDriverTest : public LoopbackTest {
  protected:
+  IbPortDriverTest()
+      : LoopbackTest(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) {}
   sim::DeviceConfig Config() const override {
     sim::DeviceConfig c;
     c.port_type = sim::DeviceConfig::PortType::kInfiniBand;
     return c;
-  }
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
-    ASSERT_TRUE(pd_ && cq_);
-    buf_.assign(8192, 0);
-    mr_ = v::reg_mr(pd_, buf_.data(), buf_.size(), reinterpret_cast<uintptr_t>(buf_.data()),
-                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-    ASSERT_NE(mr_, nullptr) << strerror(errno);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      for (ibv_qp* qp : qps_) EXPECT_EQ(v::destroy_qp(qp), 0);
-      EXPECT_EQ(v::dereg_mr(mr_), 0);
-      EXPECT_EQ(v::destroy_cq(cq_), 0);
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
   }
   uint16_t Lid() const { return sim_->config().lid; }
 
@@ -61,24 +42,6 @@ class IbPortDriverTest : public DriverTest {
     if (qp) qps_.push_back(qp);
     return qp;
   }
-  std::vector<ibv_wc> Poll(int n) {
-    std::vector<ibv_wc> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
-      ibv_wc wc[4];
-      const int got = rings::PollCq(cq_, 4, wc);
-      EXPECT_GE(got, 0);
-      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
-      if (got == 0) std::this_thread::yield();
-    }
-    return out;
-  }
-
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_mr* mr_ = nullptr;
-  std::vector<uint8_t> buf_;
-  std::vector<ibv_qp*> qps_;
 };
 
 TEST_F(IbPortDriverTest, QueryPortReportsTheInfiniBandPortTheSubnetManagerSetUp) {

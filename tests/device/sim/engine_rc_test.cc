@@ -6,35 +6,19 @@
 #include <numeric>
 #include <set>
 
-#include "tests/device/sim/engine_node.h"
-#include "tests/device/sim/sim_fixture.h"
+#include "tests/device/sim/node_test.h"
 
 namespace onchip::sim::testing {
 namespace {
 
 using prm::QP_ST_RC;
 
-std::vector<std::byte> Pattern(std::size_t n, uint8_t seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed + i * 7);
-  return v;
-}
-
-class EngineRcTest : public SimTest {
+class EngineRcTest : public NodeTest {
  protected:
   void SetUp() override {
-    SimTest::SetUp();
-    node_ = std::make_unique<Node>(*w_);
-    node_->Start();
-    cq_a_ = node_->NewCq(0);
-    cq_b_ = node_->NewCq(1);
-    key_ = node_->MttKey(kAll);
+    NodeTest::SetUp();
     a_ = node_->NewQp(0, QP_ST_RC, cq_a_.cqn, cq_a_.cqn);
     b_ = node_->NewQp(1, QP_ST_RC, cq_b_.cqn, cq_b_.cqn);
-  }
-  void TearDown() override {
-    node_.reset();
-    SimTest::TearDown();
   }
   Node::Path PathTo(uint32_t qpn) {
     Node::Path p;
@@ -54,10 +38,7 @@ class EngineRcTest : public SimTest {
   static constexpr uint64_t kSrc = Node::kDataVa + 0x1000;
   static constexpr uint64_t kDst = Node::kDataVa + 0x20000;
 
-  std::unique_ptr<Node> node_;
-  Node::CqInfo cq_a_, cq_b_;
   Node::QpInfo a_, b_;
-  uint32_t key_ = 0;
 };
 
 TEST_F(EngineRcTest, SendLandsInTheReceiveWqeWithBothCqes) {

@@ -3,8 +3,7 @@
 // windows bound by UMR WQEs, used remotely and invalidated by SEND_WITH_INV.
 #include <cstring>
 
-#include "tests/device/sim/engine_node.h"
-#include "tests/device/sim/sim_fixture.h"
+#include "tests/device/sim/node_test.h"
 #include "uapi/prm/umr.h"
 #include "uapi/prm/wqe.h"
 
@@ -14,30 +13,9 @@ namespace {
 constexpr uint64_t kSrc = Node::kDataVa + 0x1000;
 constexpr uint64_t kDst = Node::kDataVa + 0x20000;
 
-std::vector<std::byte> Pattern(std::size_t n, uint8_t seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed + i * 13);
-  return v;
-}
-
-class EngineWireTest : public SimTest {
+class EngineWireTest : public NodeTest {
  protected:
-  void SetUp() override {
-    SimTest::SetUp();
-    node_ = std::make_unique<Node>(*w_);
-    node_->Start();
-    cq_a_ = node_->NewCq(0);
-    cq_b_ = node_->NewCq(1);
-    key_ = node_->MttKey(kAll);
-  }
-  void TearDown() override {
-    node_.reset();
-    SimTest::TearDown();
-  }
   Gid OwnGid() const { return sim_->engine().gids()[3]; }
-  std::unique_ptr<Node> node_;
-  Node::CqInfo cq_a_, cq_b_;
-  uint32_t key_ = 0;
 };
 
 // ---- two devices ----
@@ -67,7 +45,7 @@ TEST_F(EngineWireTest, RcAcrossTwoDevicesWithDeviceMemoryOnTheFarSide) {
   node_->Connect(a, to_b);
   far.Connect(b, to_a);
 
-  const auto msg = Pattern(1000, 4);
+  const auto msg = Pattern(1000, 4, 13);
   std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
   // Write into the far device's MEMIC, read it back, send into a far receive.
   node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(0, far_dm), DataSeg(key_, kSrc, 1000)}));
@@ -116,7 +94,7 @@ TEST_F(EngineWireTest, UdDeliversWithTheGrhFirst) {
   node_->Connect(a, {});
   node_->Connect(b, {});
   node_->PostRecv(b, key_, kDst, 40 + 256);
-  const auto msg = Pattern(100, 6);
+  const auto msg = Pattern(100, 6, 13);
   std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
   node_->PostSend(a, prm::MLX5_OPCODE_SEND,
                   Cat({Av(b.qpn, Node::kQkey, OwnGid(), 3), DataSeg(key_, kSrc, 100)}));
@@ -175,7 +153,7 @@ TEST_F(EngineWireTest, UcCompletesWithoutAcknowledgementAndDropsWhatItCannotDeli
   to_a.rgid = OwnGid();
   node_->Connect(a, to_b);
   node_->Connect(b, to_a);
-  const auto msg = Pattern(64, 1);
+  const auto msg = Pattern(64, 1, 13);
   std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
   // No receive posted: the send completes on the requester and is lost, no RNR.
   node_->PostSend(a, prm::MLX5_OPCODE_SEND, DataSeg(key_, kSrc, 64));
@@ -247,7 +225,7 @@ TEST_F(EngineWireTest, SrqReceivesFollowTheFreeList) {
   post(5, 2, kDst + 64);
   node_->StoreBe32(srq_dbr, 2);
   node_->DoorbellRung();
-  const auto msg = Pattern(32, 8);
+  const auto msg = Pattern(32, 8, 13);
   std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
   for (uint16_t expect : {0, 5}) {
     node_->PostSend(a, prm::MLX5_OPCODE_SEND, DataSeg(key_, kSrc, 32));
@@ -328,7 +306,7 @@ TEST_P(EngineWindowTest, BoundWindowAdmitsRemoteAccessUntilInvalidated) {
   ASSERT_TRUE(bound);
   ASSERT_EQ(bound->opcode(), prm::MLX5_CQE_REQ) << "syndrome " << int(bound->syndrome());
   // Remote write through the window.
-  const auto msg = Pattern(64, 3);
+  const auto msg = Pattern(64, 3, 13);
   std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
   node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(win + 100, rkey), DataSeg(key_, kSrc, 64)}));
   auto w1 = node_->Poll(cq_a_);

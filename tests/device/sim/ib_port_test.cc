@@ -5,8 +5,7 @@
 // grh bit and rlid say.
 #include <cstring>
 
-#include "tests/device/sim/engine_node.h"
-#include "tests/device/sim/sim_fixture.h"
+#include "tests/device/sim/node_test.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/hca.h"
@@ -24,12 +23,6 @@ DeviceConfig IbConfig(uint8_t mac_last = 1) {
   c.mac[5] = mac_last;
   c.ipv4 = 0x7f000000u + mac_last;
   return c;
-}
-
-std::vector<std::byte> Pattern(std::size_t n, uint8_t seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed + i * 7);
-  return v;
 }
 
 // A UD address vector: by DLID alone (`grh` false), or with the GRH bit and a DGID.
@@ -50,21 +43,9 @@ std::vector<std::byte> IbAv(uint32_t qpn, uint32_t qkey, uint16_t dlid, uint8_t 
   return v;
 }
 
-class IbPortTest : public SimTest {
+class IbPortTest : public NodeTest {
  protected:
   DeviceConfig Config() const override { return IbConfig(); }
-  void SetUp() override {
-    SimTest::SetUp();
-    node_ = std::make_unique<Node>(*w_);
-    node_->Start();
-    cq_a_ = node_->NewCq(0);
-    cq_b_ = node_->NewCq(1);
-    key_ = node_->MttKey(kAll);
-  }
-  void TearDown() override {
-    node_.reset();
-    SimTest::TearDown();
-  }
   uint16_t Lid() const { return sim_->config().lid; }
 
   // A second IB device in the process, started, with a CQ and a key.
@@ -93,9 +74,6 @@ class IbPortTest : public SimTest {
     return f;
   }
 
-  std::unique_ptr<Node> node_;
-  Node::CqInfo cq_a_, cq_b_;
-  uint32_t key_ = 0;
 };
 
 TEST_F(IbPortTest, CapsSayInfiniBandAndTheVportContextHoldsWhatTheSmAssigned) {
