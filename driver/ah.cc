@@ -23,10 +23,7 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
     return Fail(kPortOutOfRange, "create_ah: no such port");
   const bool ib = IsInfiniBand(device);
   if (!ib && !attr.is_global) return Fail(EINVAL, "create_ah: a RoCE address needs a GRH");
-  const uint32_t gids =
-      ib ? 8u << device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size)
-         : device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
-  if (attr.is_global && attr.grh.sgid_index >= gids)
+  if (attr.is_global && attr.grh.sgid_index >= GidTableSize(device))
     return Fail(EINVAL, "create_ah: sgid_index beyond the GID table");
 
   ONCHIP_TRY(auto op, device.registry().Begin("create_ah: device closed"));

@@ -18,6 +18,13 @@ bool IsInfiniBand(const Device& device) {
   return device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::port_type) == kPortTypeIb;
 }
 
+uint32_t GidTableSize(const Device& device) {
+  if (IsInfiniBand(device))
+    return 8u << device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size);
+  return static_cast<uint32_t>(
+      device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
+}
+
 Result<PortInfo> QueryPort(Device& device) {
   PortInfo info;
   if (!IsInfiniBand(device)) {

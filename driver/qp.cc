@@ -344,12 +344,10 @@ Result<void> CheckValues(const Qp& qp, const ibv_qp_attr& attr, int mask) {
     return Fail(EINVAL, "modify_qp: path_mtu outside 256..4096");
   if (mask & IBV_QP_AV) {
     // RoCE: every address is a global one. InfiniBand: a LID alone (is_global 0) will do.
-    const bool ib = IsInfiniBand(*qp.device);
-    if (!ib && !attr.ah_attr.is_global) return Fail(EINVAL, "modify_qp: a RoCE address needs a GRH");
+    if (!IsInfiniBand(*qp.device) && !attr.ah_attr.is_global)
+      return Fail(EINVAL, "modify_qp: a RoCE address needs a GRH");
     if (attr.ah_attr.port_num > ports) return Fail(EINVAL, "modify_qp: the address's port");
-    const uint32_t gids = ib ? 8u << gen.get(prm::cmd_hca_cap::gid_table_size)
-                             : qp.device->caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size);
-    if (attr.ah_attr.is_global && attr.ah_attr.grh.sgid_index >= gids)
+    if (attr.ah_attr.is_global && attr.ah_attr.grh.sgid_index >= GidTableSize(*qp.device))
       return Fail(EINVAL, "modify_qp: sgid_index beyond the GID table");
   }
   if (mask & IBV_QP_ALT_PATH)

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "driver/port.h"
 #include "uapi/prm/caps.h"
 
 namespace onchip::driver::verbs {
@@ -124,9 +125,7 @@ int PortAttributes(const driver::Device& device, const Identity& id, uint8_t por
     out->phys_state = info.phys_state;
     out->max_mtu = IBV_MTU_4096;
     out->active_mtu = IBV_MTU_4096;  // no Ethernet frame around IB packets
-    // gid_table_size is encoded: 8 << n entries.
-    const uint32_t table = 8u << gen.get(prm::cmd_hca_cap::gid_table_size);
-    out->gid_tbl_len = int(std::min(table, id.gid_table_len));
+    out->gid_tbl_len = int(std::min(driver::GidTableSize(device), id.gid_table_len));
     out->port_cap_flags = info.cap_mask1;
     out->max_msg_sz = Pow2(gen.get(prm::cmd_hca_cap::log_max_msg));
     out->pkey_tbl_len = 1;  // the default P_Key only: modify_qp takes pkey_index 0 alone
@@ -147,8 +146,7 @@ int PortAttributes(const driver::Device& device, const Identity& id, uint8_t por
   out->max_mtu = IBV_MTU_4096;
   // A standard 1500-byte Ethernet MTU leaves room for 1024-byte RoCE payloads.
   out->active_mtu = IBV_MTU_1024;
-  const uint32_t table = uint32_t(device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
-  out->gid_tbl_len = int(std::min(table, id.gid_table_len));
+  out->gid_tbl_len = int(std::min(driver::GidTableSize(device), id.gid_table_len));
   out->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   out->max_msg_sz = Pow2(gen.get(prm::cmd_hca_cap::log_max_msg));
   out->pkey_tbl_len = 1;  // RoCE: the default pkey only
