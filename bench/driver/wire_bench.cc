@@ -738,21 +738,33 @@ void Register() {
   }
 }
 
-// Remembers each row's time for the closing summary.
+// Remembers each row's p50 of every repetition for the closing summary, which takes their
+// median as the report does (tools/cli/report.py), so both print one number for the goal.
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
-  std::map<std::string, double> ns;
+  std::map<std::string, std::vector<double>> ns;
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs)
       if (r.run_type == Run::RT_Iteration && !r.error_occurred) {
         auto it = r.counters.find("p50_ns");
-        ns[r.benchmark_name()] = it != r.counters.end() ? it->second.value : r.GetAdjustedRealTime();
+        ns[r.benchmark_name()].push_back(it != r.counters.end() ? it->second.value
+                                                                : r.GetAdjustedRealTime());
       }
     ConsoleReporter::ReportRuns(runs);
   }
   double Ratio(const std::string& slow, const std::string& fast) const {
-    auto a = ns.find(slow), b = ns.find(fast);
-    return a == ns.end() || b == ns.end() || b->second == 0 ? 0 : a->second / b->second;
+    const double a = Median(slow), b = Median(fast);
+    return a == 0 || b == 0 ? 0 : a / b;
+  }
+
+ private:
+  double Median(const std::string& name) const {
+    auto it = ns.find(name);
+    if (it == ns.end() || it->second.empty()) return 0;
+    std::vector<double> v = it->second;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
 };
 
