@@ -83,7 +83,8 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   if (it == mappings_.end() || it->second.length != length)
     return Fail(ENOENT, "sim iommu: unmap: no such mapping");
   if (it->second.pidfd >= 0) close(it->second.pidfd);
-  if (last_found_.load(std::memory_order_relaxed) == &*it) last_found_.store(nullptr, std::memory_order_relaxed);
+  for (auto& entry : iotlb_)
+    if (entry.load(std::memory_order_relaxed) == &*it) entry.store(nullptr, std::memory_order_relaxed);
   mappings_.erase(it);
   return {};
 }
@@ -99,17 +100,16 @@ const Iommu::Mapping* Iommu::FindLocked(uint64_t iova, uint64_t len, uint64_t* o
     return iova >= m.first && iova - m.first < m.second.length &&
            len <= m.second.length - (iova - m.first);
   };
-  // The device's accesses cluster (doorbell records, one queue's pages): the mapping found last
-  // answers most lookups without walking the tree.
-  if (const auto* last = last_found_.load(std::memory_order_relaxed); last != nullptr && covers(*last)) {
-    *offset = iova - last->first;
-    return &last->second;
+  auto& entry = iotlb_[(iova >> 12) % kIotlbEntries];
+  if (const Node* hit = entry.load(std::memory_order_relaxed); hit != nullptr && covers(*hit)) {
+    *offset = iova - hit->first;
+    return &hit->second;
   }
   auto it = mappings_.upper_bound(iova);
   if (it == mappings_.begin()) return nullptr;
   --it;
   if (!covers(*it)) return nullptr;
-  last_found_.store(&*it, std::memory_order_relaxed);
+  entry.store(&*it, std::memory_order_relaxed);
   *offset = iova - it->first;
   return &it->second;
 }

@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -129,9 +130,14 @@ class Iommu {
 
   mutable std::shared_mutex mutex_;
   std::map<uint64_t, Mapping> mappings_;  // by iova
-  // The mapping FindLocked found last (a hint; nodes change only under the exclusive lock, and
-  // Unmap clears it before erasing the node it names).
-  mutable std::atomic<const std::pair<const uint64_t, Mapping>*> last_found_{nullptr};
+  // The IOTLB: the mapping a 4 KiB page of IOVA was last found in, direct-mapped by page
+  // number. The device polls words in several mappings every pass (each queue's doorbell
+  // record, each CQ's), so one remembered mapping would be evicted on every lookup. Entries
+  // are hints, checked against the lookup like the tree's answer; nodes change only under the
+  // exclusive lock, and Unmap clears every entry naming the node it erases.
+  using Node = std::pair<const uint64_t, Mapping>;
+  static constexpr std::size_t kIotlbEntries = 64;
+  mutable std::array<std::atomic<const Node*>, kIotlbEntries> iotlb_{};
 };
 
 template <class F>
