@@ -106,11 +106,11 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
   }
   result.progressed |= PollArms();
   result.progressed |= PollEqDoorbells();
-  // A round that moved work took time: the next one reads the clock again (timeouts and RNR
-  // waits compare against it). An idle pass reads it never.
-  uint64_t now = DeviceNs(started);
+  // One clock reading serves every round: it ends RNR waits and ACK timeouts and starts ACK
+  // timeouts (10 ms at least, where a pass lasts microseconds). RNR waits, which may be 10 us,
+  // and CQE timestamps read the clock when they happen.
+  const uint64_t now = DeviceNs(started);
   for (int round = 0; round < kMaxRounds; ++round) {
-    if (round > 0) now = NowNs();
     bool moved = false;
     if (port_.Pending() && !fw_.link_up_) {
       port_.Take(inbound_);  // a port whose link is down receives nothing
@@ -118,9 +118,9 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
       port_.Take(inbound_);
       for (Packet& p : inbound_) {
         if (p.kind == PacketKind::kRequest)
-          HandleRequest(p, now);
+          HandleRequest(p);
         else
-          HandleResponse(p, now);
+          HandleResponse(p);
       }
       moved = !inbound_.empty();
     }

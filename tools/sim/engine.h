@@ -99,14 +99,14 @@ class Engine {
   // Puts a packet on the wire: to this device's own port when it owns the destination GID.
   void Transmit(Packet&& p);
   bool FlushSend(uint32_t qpn, Qp& qp);
-  void HandleResponse(Packet& p, uint64_t now);
+  void HandleResponse(Packet& p);
   // Completes the WQE at sq_wqe_counter: a CQE when signaled (or always for an error), then on
   // to the next WQE. A non-zero syndrome moves the QP to the error state.
   void CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
                     uint32_t byte_cnt);
 
   // ---- responder (engine_responder.cc) ----
-  void HandleRequest(Packet& p, uint64_t now);
+  void HandleRequest(Packet& p);
   bool FlushRecv(uint32_t qpn, Qp& qp);
 
   // ---- keys and memory (engine_keys.cc) ----

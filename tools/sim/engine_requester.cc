@@ -365,7 +365,7 @@ void Engine::Transmit(Packet&& p) {
   Fabric::Instance().Deliver(p.dgid, std::move(p));
 }
 
-void Engine::HandleResponse(Packet& p, uint64_t now) {
+void Engine::HandleResponse(Packet& p) {
   auto it = fw_.qps_.find(p.dst_qpn);
   if (it == fw_.qps_.end()) return;
   const uint32_t qpn = it->first;
@@ -391,7 +391,9 @@ void Engine::HandleResponse(Packet& p, uint64_t now) {
           }
           if (pr.rnr_left != kRnrRetryForever) --pr.rnr_left;
           pr.rnr_wait = true;
-          pr.resend_at_ns = now + RnrTimerNs(p.rnr_timer);
+          // The wait starts now, not at the pass's clock reading: an RNR timer may be as short
+          // as 10 us, and a retry sent early would spend one of rnr_retry's tries.
+          pr.resend_at_ns = NowNs() + RnrTimerNs(p.rnr_timer);
           return;
         case NakCode::kRemoteAccess:
           CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 0, 0);

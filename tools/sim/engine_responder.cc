@@ -132,8 +132,7 @@ std::array<std::byte, kGrhBytes> Grh(const Packet& p) {
 
 }  // namespace
 
-void Engine::HandleRequest(Packet& p, uint64_t now) {
-  (void)now;
+void Engine::HandleRequest(Packet& p) {
   auto it = fw_.qps_.find(p.dst_qpn);
   if (it == fw_.qps_.end()) return;
   const uint32_t qpn = it->first;
