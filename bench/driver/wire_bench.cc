@@ -100,6 +100,24 @@ int64_t NowNs() {
       .count();
 }
 
+// The device thread's CPU time per operation over a row (counter engine_cpu_ns): what the device
+// model costs each operation, idle passes between operations included. CPU time, so a busy
+// machine inflates it far less than the wall-clock rows.
+class EngineCpu {
+ public:
+  explicit EngineCpu(const sim::Device& device) : device_(device), start_(device.thread_cpu_time()) {}
+  void Report(benchmark::State& state) const {
+    if (state.iterations() == 0) return;
+    const auto spent = device_.thread_cpu_time() - start_;
+    state.counters["engine_cpu_ns"] =
+        static_cast<double>(spent.count()) / static_cast<double>(state.iterations());
+  }
+
+ private:
+  const sim::Device& device_;
+  const std::chrono::nanoseconds start_;
+};
+
 [[noreturn]] void Die(const char* what, const std::string& why) {
   std::fprintf(stderr, "onchip wire_bench: %s on the software ConnectX: %s\n", what, why.c_str());
   std::exit(1);
@@ -342,6 +360,7 @@ void Latency(benchmark::State& state, Op op, Where where) {
   rwr.sg_list = &rsge;
   rwr.num_sge = 1;
   Samples samples;
+  const EngineCpu engine(*f.sim);
   for (auto _ : state) {
     const int64_t t0 = NowNs();
     ibv_send_wr* bad = nullptr;
@@ -359,6 +378,7 @@ void Latency(benchmark::State& state, Op op, Where where) {
     samples.Add(NowNs() - t0);
   }
   samples.Report(state);
+  engine.Report(state);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
@@ -372,6 +392,7 @@ void Bandwidth(benchmark::State& state, Op op, Where where) {
   ibv_cq* cq = f.end[0].cq;
   int in_flight = 0;
   std::array<ibv_wc, 16> wc;
+  const EngineCpu engine(*f.sim);
   for (auto _ : state) {
     while (in_flight == kBwInFlight) {
       const int n = rings::PollCq(cq, static_cast<int>(wc.size()), wc.data());
@@ -398,6 +419,7 @@ void Bandwidth(benchmark::State& state, Op op, Where where) {
     if (n < 0) break;
     in_flight -= n;
   }
+  engine.Report(state);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
