@@ -24,8 +24,9 @@
 //                           bench starts one), else the context says onchip.daemon=absent
 // for op in rdma_write, rdma_read, send_recv (8 B to 64 KiB) and atomic_fetch_add,
 // atomic_cmp_swap (8 B). Latency rows carry the per-operation p50_ns and p99_ns counters (a
-// steady_clock read per operation, about 20 ns, is inside them); a failed operation ends its row
-// with the completion's status as the error.
+// steady_clock read per operation, about 20 ns, is inside them); one-process latency and
+// bandwidth rows also carry engine_cpu_ns, the device thread's CPU time per operation. A failed
+// operation ends its row with the completion's status as the error.
 //
 // Where the bytes live: on the software ConnectX, device memory is host memory behind the
 // device model, so DM against host measures the model and the driver, not a NIC; the header says
