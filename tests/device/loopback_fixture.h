@@ -68,13 +68,18 @@ class LoopbackTest : public DriverTest {
   }
   std::vector<ibv_wc> Poll(int n) { return Poll(cq_, n); }
 
-  // A QP of `type` on cq_, 8 work requests of one entry each way, recorded in qps_.
-  ibv_qp* Qp(ibv_qp_type type) {
+  // A QP of `type` on `cq`, 8 work requests of one entry each way.
+  static ibv_qp_init_attr QpInitAttr(ibv_qp_type type, ibv_cq* cq) {
     ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
+    a.send_cq = a.recv_cq = cq;
     a.qp_type = type;
     a.cap.max_send_wr = a.cap.max_recv_wr = 8;
     a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return a;
+  }
+  // That QP on cq_, recorded in qps_.
+  ibv_qp* Qp(ibv_qp_type type) {
+    ibv_qp_init_attr a = QpInitAttr(type, cq_);
     ibv_qp* qp = v::create_qp(pd_, &a);
     EXPECT_NE(qp, nullptr) << strerror(errno);
     if (qp) qps_.push_back(qp);

@@ -348,11 +348,7 @@ TEST_F(DataPathTest, TheEventThreadWritesTheCqHandleToItsChannel) {
   ASSERT_NE(ch, nullptr) << strerror(errno);
   ibv_cq* cq = v::create_cq(verbs_, 16, ch, 0);
   ASSERT_NE(cq, nullptr) << strerror(errno);
-  ibv_qp_init_attr qa{};
-  qa.send_cq = qa.recv_cq = cq;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp_init_attr qa = QpInitAttr(IBV_QPT_RC, cq);
   ibv_qp* a = v::create_qp(pd_, &qa);
   ibv_qp* b = v::create_qp(pd_, &qa);
   ASSERT_TRUE(a && b);

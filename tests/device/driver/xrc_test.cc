@@ -319,11 +319,8 @@ TEST_F(XrcTest, ReceiveCompletionOutlivesItsTargetQp) {
   ASSERT_EQ(v::destroy_qp(recv), 0);
   // The device hands the number to the next QP: an RC QP with a receive posted. The completion
   // still belongs to the XRC SRQ (its user index says so), not to this QP's receive queue.
-  ibv_qp_init_attr ra{};
-  ra.send_cq = ra.recv_cq = cq_;
-  ra.qp_type = IBV_QPT_RC;
+  ibv_qp_init_attr ra = QpInitAttr(IBV_QPT_RC, cq_);
   ra.cap.max_send_wr = ra.cap.max_recv_wr = 4;
-  ra.cap.max_send_sge = ra.cap.max_recv_sge = 1;
   ibv_qp* reuse = v::create_qp(pd_, &ra);
   ASSERT_NE(reuse, nullptr) << strerror(errno);
   qps_.push_back(reuse);
