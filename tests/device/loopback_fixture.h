@@ -1,7 +1,8 @@
 // The driver tests' loopback fixture: one device, a PD, a CQ, an 8 KiB host buffer registered
 // with the rights a test asks for, the device's RoCE v2 GID (QPs of one device reach each other
-// through it), and a poller with a deadline. QPs a test records in qps_ are destroyed before the
-// rest; the DriverTest teardown then proves nothing was left behind.
+// through it), and a poller with a deadline. QPs a test records in qps_ (Qp records its own) are
+// destroyed before the rest; the DriverTest teardown then proves nothing was left behind. Local
+// and Remote name parts of buf_ for the work requests of tests/device/work_requests.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -16,6 +18,7 @@
 
 #include "driver/rings/data_path.h"
 #include "tests/device/fixture.h"
+#include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"
 
 namespace onchip::testing {
@@ -64,6 +67,32 @@ class LoopbackTest : public DriverTest {
     return out;
   }
   std::vector<ibv_wc> Poll(int n) { return Poll(cq_, n); }
+
+  // A QP of `type` on `cq`, 8 work requests of one entry each way.
+  static ibv_qp_init_attr QpInitAttr(ibv_qp_type type, ibv_cq* cq) {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq;
+    a.qp_type = type;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return a;
+  }
+  // That QP on cq_, recorded in qps_.
+  ibv_qp* Qp(ibv_qp_type type) {
+    ibv_qp_init_attr a = QpInitAttr(type, cq_);
+    ibv_qp* qp = v::create_qp(pd_, &a);
+    EXPECT_NE(qp, nullptr) << strerror(errno);
+    if (qp) qps_.push_back(qp);
+    return qp;
+  }
+
+  uint64_t Addr(std::size_t offset) const { return reinterpret_cast<uintptr_t>(&buf_[offset]); }
+  // buf_[offset, offset + length) as a request's local data, under mr_'s lkey.
+  ibv_sge Local(std::size_t offset, uint32_t length) const {
+    return {Addr(offset), length, mr_->lkey};
+  }
+  // buf_[offset..] as a one-sided request's target, under mr_'s rkey.
+  RemoteBuffer Remote(std::size_t offset) const { return {Addr(offset), mr_->rkey}; }
 
   const unsigned mr_access_;
   ibv_pd* pd_ = nullptr;

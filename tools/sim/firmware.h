@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,8 @@
 #include "tools/sim/umr.h"
 
 namespace onchip::sim {
+
+struct SrqRing;  // srq_queue_checks.h
 
 // An InfiniBand port's GID table: cmd_hca_cap.gid_table_size 0 encodes 8 entries. Index 0 holds
 // the default GID (subnet prefix fe80::/64, the port GUID); the others stay empty.
@@ -325,6 +328,23 @@ class Firmware {
   Outcome DestroyXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ArmXrcSrq(std::span<const std::byte> in, std::span<std::byte> out);
+  // What CREATE_SRQ and CREATE_XRC_SRQ read from their context layouts (srqc, xrc_srqc) for the
+  // steps they share.
+  struct SrqContext {
+    uint16_t uid;                      // the creator's
+    uint32_t pdn;
+    uint64_t dbr_addr;
+    std::size_t pas_offset;            // the command's pas[], in bytes
+    std::span<const std::byte> srqc;   // the context as the command carries it
+  };
+  // The steps both kinds share (firmware_srq_create.cc), after each checked its own fields and
+  // its ring (srq_queue_checks.h), in firmware's order: the PD (known, the creator's), then
+  // `check_named` (the other objects the kind names, recorded in the SRQ it is given), the
+  // doorbell record (4-byte aligned, mapped), the ring's pages, a number. On success the SRQ is in
+  // srqs_ under `*srqn` with its context copied, and holds its PD.
+  Outcome CreateSrqFromContext(std::span<const std::byte> in, const SrqContext& context,
+                               const SrqRing& ring, const std::function<Outcome(Srq&)>& check_named,
+                               uint32_t* srqn);
 
   // Raw packet QP objects (firmware_eth_queues.cc): SQ, RQ, TIS, TIR.
   Outcome CreateTis(std::span<const std::byte> in, std::span<std::byte> out);

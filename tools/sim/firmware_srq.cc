@@ -29,9 +29,6 @@ using Out = std::span<std::byte>;
 
 namespace {
 
-constexpr uint32_t kDbrAlignment = 4;
-constexpr uint32_t kDbrBytes = 4;      // the post counter
-
 Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
@@ -54,36 +51,14 @@ Outcome Firmware::CreateSrq(Bytes in, Out out) {
       !s.ok())
     return s;
 
-  const uint32_t pdn = prm::Get(in, Ctx::pd);
-  auto pd = pds_.find(pdn);
-  if (pd == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_PD_UNKNOWN);
-  if (pd->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-
-  const uint64_t dbr = prm::Get(in, Ctx::dbr_addr);
-  if (dbr % kDbrAlignment != 0) return Bad(Syndrome::SRQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Bad(Syndrome::SRQ_DBR_UNMAPPED);
-
-  Srq srq{};
-  srq.uid = uid;
-  srq.pd = pdn;
-  srq.log_page_bytes = 12 + ring.log_page_size;
-  srq.dbr_addr = dbr;
-  srq.wqe_count = uint32_t{1} << ring.log_size;
-  srq.stride = uint32_t{1} << ring.log_stride;
-  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, ring.log_size + ring.log_stride,
-                                 srq.log_page_bytes,
-                                 {Syndrome::SRQ_PAS_COUNT, Syndrome::SRQ_PAS_ENTRY,
-                                  Syndrome::SRQ_PAS_UNMAPPED},
-                                 &srq.pas);
-      !s.ok())
-    return s;
-
-  auto srqn = srq_ids_.Allocate();
-  if (!srqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::SRQ_EXHAUSTED);
-  std::memcpy(srq.srqc.data(), in.data() + Ctx::bit_offset / 8, srq.srqc.size());
-  ++pd->second.queues;
-  srqs_.emplace(*srqn, std::move(srq));
-  prm::Bits(out).set(prm::create_srq_out::srqn, *srqn);
+  const SrqContext context{.uid = uid,
+                           .pdn = static_cast<uint32_t>(prm::Get(in, Ctx::pd)),
+                           .dbr_addr = prm::Get(in, Ctx::dbr_addr),
+                           .pas_offset = In::pas.bit_offset / 8,
+                           .srqc = in.subspan(Ctx::bit_offset / 8, sizeof(Srq::srqc))};
+  uint32_t srqn = 0;
+  if (Outcome s = CreateSrqFromContext(in, context, ring, nullptr, &srqn); !s.ok()) return s;
+  prm::Bits(out).set(prm::create_srq_out::srqn, srqn);
   return Outcome::Ok();
 }
 

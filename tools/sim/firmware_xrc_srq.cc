@@ -4,11 +4,11 @@
 // doorbell record, numbers from the same table) that belongs to an XRC domain and completes its
 // receives on its own CQ: no QP names it. A request arriving at an XRC target QP names it
 // (the XRC segment of the sender's WQE), and the target takes the receive from it when both
-// belong to the same domain. CREATE_XRC_SRQ checks the ring, the PD and the record as CREATE_SRQ
-// does, and also that xrcd and cqn name live objects of the creator's; the SRQ holds its PD, its
-// CQ (DESTROY_CQ is RES_BUSY) and its domain (DEALLOC_XRCD is RES_BUSY). user_index is what
-// its receive CQEs carry in srqn_uidx (CQE version 1); user_index_equal_xrc_srqn takes the SRQ
-// number instead. The doorbell record is db_record_addr_h/_l (4-byte aligned by format).
+// belong to the same domain. CREATE_XRC_SRQ checks the ring, the PD, the record and the pages
+// through the steps CREATE_SRQ takes (srq_queue_checks.h, firmware_srq_create.cc), and also that
+// xrcd and cqn name live objects of the creator's; the SRQ holds its PD, its CQ (DESTROY_CQ is
+// RES_BUSY) and its domain (DEALLOC_XRCD is RES_BUSY). user_index is what its receive CQEs
+// carry in srqn_uidx (CQE version 1); user_index_equal_xrc_srqn takes the SRQ number instead. The doorbell record is db_record_addr_h/_l (4-byte aligned by format).
 //
 // The plain SRQ commands refuse an XRC SRQ and these refuse a plain one (SRQ_TYPE).
 #include <cstring>
@@ -26,8 +26,6 @@ using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
 namespace {
-
-constexpr uint32_t kDbrBytes = 4;    // the post counter
 
 Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 Outcome BadRes(Syndrome s) { return Refuse(CommandStatus::BAD_RES_ERR, s); }
@@ -55,50 +53,35 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
       !s.ok())
     return s;
 
-  // The objects it names, all the creator's.
-  const uint32_t pdn = prm::Get(in, Ctx::pd);
-  auto pd = pds_.find(pdn);
-  if (pd == pds_.end()) return BadRes(Syndrome::SRQ_PD_UNKNOWN);
-  if (pd->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
-  auto xrcd = xrcds_.find(prm::Get(in, Ctx::xrcd));
-  if (xrcd == xrcds_.end()) return BadRes(Syndrome::SRQ_XRCD_UNKNOWN);
-  if (xrcd->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
-  auto cq = cqs_.find(prm::Get(in, Ctx::cqn));
-  if (cq == cqs_.end()) return BadRes(Syndrome::SRQ_CQ_UNKNOWN);
-  if (cq->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
-
-  const uint64_t dbr = uint64_t{prm::Get(in, Ctx::db_record_addr_h)} << 32 |
-                       uint64_t{prm::Get(in, Ctx::db_record_addr_l)} << 2;
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Bad(Syndrome::SRQ_DBR_UNMAPPED);
-
-  Srq srq{};
-  srq.uid = uid;
-  srq.pd = pdn;
-  srq.xrcd = xrcd->first;
-  srq.cqn = cq->first;
-  srq.log_page_bytes = 12 + ring.log_page_size;
-  srq.dbr_addr = dbr;
-  srq.wqe_count = uint32_t{1} << ring.log_size;
-  srq.stride = uint32_t{1} << ring.log_stride;
-  if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, ring.log_size + ring.log_stride,
-                                 srq.log_page_bytes,
-                                 {Syndrome::SRQ_PAS_COUNT, Syndrome::SRQ_PAS_ENTRY,
-                                  Syndrome::SRQ_PAS_UNMAPPED},
-                                 &srq.pas);
-      !s.ok())
-    return s;
-
-  auto srqn = srq_ids_.Allocate();
-  if (!srqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::SRQ_EXHAUSTED);
+  const SrqContext context{
+      .uid = uid,
+      .pdn = static_cast<uint32_t>(prm::Get(in, Ctx::pd)),
+      .dbr_addr = uint64_t{prm::Get(in, Ctx::db_record_addr_h)} << 32 |
+                  uint64_t{prm::Get(in, Ctx::db_record_addr_l)} << 2,
+      .pas_offset = In::pas.bit_offset / 8,
+      .srqc = in.subspan(Ctx::bit_offset / 8, sizeof(Srq::srqc))};
+  // The objects it names besides its PD, all the creator's.
+  const auto domain_and_cq = [&](Srq& srq) {
+    auto xrcd = xrcds_.find(prm::Get(in, Ctx::xrcd));
+    if (xrcd == xrcds_.end()) return BadRes(Syndrome::SRQ_XRCD_UNKNOWN);
+    if (xrcd->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+    auto cq = cqs_.find(prm::Get(in, Ctx::cqn));
+    if (cq == cqs_.end()) return BadRes(Syndrome::SRQ_CQ_UNKNOWN);
+    if (cq->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+    srq.xrcd = xrcd->first;
+    srq.cqn = cq->first;
+    return Outcome::Ok();
+  };
+  uint32_t srqn = 0;
+  if (Outcome s = CreateSrqFromContext(in, context, ring, domain_and_cq, &srqn); !s.ok()) return s;
+  // Nothing below can fail: the SRQ is published and now holds its CQ and domain too.
+  Srq& srq = srqs_.at(srqn);
   srq.user_index = prm::Get(in, Ctx::user_index_equal_xrc_srqn)
-                       ? *srqn
+                       ? srqn
                        : static_cast<uint32_t>(prm::Get(in, Ctx::user_index));
-  std::memcpy(srq.srqc.data(), in.data() + Ctx::bit_offset / 8, srq.srqc.size());
-  ++pd->second.queues;
-  ++cq->second.users;
-  ++xrcd->second.users;
-  srqs_.emplace(*srqn, std::move(srq));
-  prm::Bits(out).set(prm::create_xrc_srq_out::xrc_srqn, *srqn);
+  ++cqs_.at(srq.cqn).users;
+  ++xrcds_.at(*srq.xrcd).users;
+  prm::Bits(out).set(prm::create_xrc_srq_out::xrc_srqn, srqn);
   return Outcome::Ok();
 }
 

@@ -2,7 +2,8 @@
 // fields (only the size is named apart: log_srq_size, log_xrc_srq_size), and firmware checks
 // them alike: the state and WQE count are the device's (a new SRQ is GOOD and holds nothing),
 // the size within log_max_srq_sz, the stride within max_wqe_sz_rq, the limit below the ring
-// size, the page size and offset the device takes.
+// size, the page size and offset the device takes. The steps after these (PD, doorbell record,
+// pages, number) are Firmware::CreateSrqFromContext's (firmware_srq_create.cc).
 #pragma once
 
 #include <cstdint>

@@ -28,6 +28,8 @@
 #include "mmio/device_word.h"
 #include "tests/device/loopback_fixture.h"
 #include "tests/device/rc_connect.h"
+#include "tests/device/ud_ready.h"
+#include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/eqe.h"
@@ -44,50 +46,30 @@ class DataPathTest : public LoopbackTest {
       : LoopbackTest(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                      IBV_ACCESS_MW_BIND) {}
 
-  ibv_qp* Rc() {
-    ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
-    a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    ibv_qp* qp = v::create_qp(pd_, &a);
-    EXPECT_NE(qp, nullptr) << strerror(errno);
-    if (qp) qps_.push_back(qp);
-    return qp;
-  }
   void Connect(ibv_qp* qp, uint32_t dest) {
     // Each side's sq_psn is what the other's rq_psn says.
     const RcPath path{.dgid = gid_, .sq_psn = 0xabc000 + dest, .rq_psn = 0xabc000 + qp->qp_num};
     const RcConnectResult r = ConnectRc(qp, dest, path);
     ASSERT_TRUE(r) << r.describe();
   }
+  // Two RC QPs on cq_, each connected to the other.
+  void ConnectedPair(ibv_qp** a, ibv_qp** b) {
+    *a = Qp(IBV_QPT_RC);
+    *b = Qp(IBV_QPT_RC);
+    ASSERT_TRUE(*a && *b);
+    Connect(*a, (*b)->qp_num);
+    Connect(*b, (*a)->qp_num);
+  }
 };
 
 TEST_F(DataPathTest, SendIntoAPostedReceiveAndRdmaWrite) {
-  ibv_qp* a = Rc();
-  ibv_qp* b = Rc();
-  ASSERT_TRUE(a && b);
-  Connect(a, b->qp_num);
-  Connect(b, a->qp_num);
+  ibv_qp *a = nullptr, *b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
 
   // b receives into buf_[4096..], a sends buf_[0..64).
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[4096]), 64, mr_->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 7;
-  rwr.sg_list = &rsge;
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(rings::PostRecv(b, &rwr, &rbad), 0);
+  ASSERT_EQ(Post(b, Recv(7, Local(4096, 64))), 0);
   for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(i + 1);
-  ibv_sge ssge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
-  ibv_send_wr swr{};
-  swr.wr_id = 9;
-  swr.sg_list = &ssge;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
-  swr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* sbad = nullptr;
-  ASSERT_EQ(rings::PostSend(a, &swr, &sbad), 0);
+  ASSERT_EQ(Post(a, Send(9, Local(0, 64)).Signaled()), 0);
   auto wcs = Poll(cq_, 2);
   ASSERT_EQ(wcs.size(), 2u);
   for (const ibv_wc& wc : wcs) {
@@ -105,11 +87,7 @@ TEST_F(DataPathTest, SendIntoAPostedReceiveAndRdmaWrite) {
   EXPECT_EQ(0, std::memcmp(&buf_[0], &buf_[4096], 64));
 
   // An RDMA write from a into buf_[6000..] through the MR's rkey.
-  swr.opcode = IBV_WR_RDMA_WRITE;
-  swr.wr_id = 10;
-  swr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[6000]);
-  swr.wr.rdma.rkey = mr_->rkey;
-  ASSERT_EQ(rings::PostSend(a, &swr, &sbad), 0);
+  ASSERT_EQ(Post(a, RdmaWrite(10, Local(0, 64), Remote(6000)).Signaled()), 0);
   wcs = Poll(cq_, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
@@ -118,23 +96,10 @@ TEST_F(DataPathTest, SendIntoAPostedReceiveAndRdmaWrite) {
 }
 
 TEST_F(DataPathTest, AnArmedCqReportsItsNextCompletionOnTheEq) {
-  ibv_qp* a = Rc();
-  ibv_qp* b = Rc();
-  ASSERT_TRUE(a && b);
-  Connect(a, b->qp_num);
-  Connect(b, a->qp_num);
+  ibv_qp *a = nullptr, *b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
   ASSERT_EQ(rings::ReqNotifyCq(cq_, 0), 0);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
-  wr.wr.rdma.rkey = mr_->rkey;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  ASSERT_EQ(Post(a, RdmaWrite(1, Local(0, 8), Remote(512)).Signaled()), 0);
   ASSERT_EQ(Poll(cq_, 1).size(), 1u);
   // EQE 0 of the completion EQ, written in the device's first pass (owner 0), names the CQ.
   const driver::CompletionEq* eq = device().comp_eq();
@@ -155,23 +120,10 @@ TEST_F(DataPathTest, AnArmedCqReportsItsNextCompletionOnTheEq) {
 }
 
 TEST_F(DataPathTest, ResizeCqKeepsUnpolledCompletionsInOrder) {
-  ibv_qp* a = Rc();
-  ibv_qp* b = Rc();
-  ASSERT_TRUE(a && b);
-  Connect(a, b->qp_num);
-  Connect(b, a->qp_num);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  ibv_qp *a = nullptr, *b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
   auto write = [&](uint64_t wr_id) {
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
-    wr.wr.rdma.rkey = mr_->rkey;
-    ibv_send_wr* bad = nullptr;
-    return rings::PostSend(a, &wr, &bad);
+    return Post(a, RdmaWrite(wr_id, Local(0, 8), Remote(512)).Signaled());
   };
   const driver::Cq* c = driver::Cq::From(cq_);
   // Waits, without polling, until the CQE at `index` of the current ring is software's.
@@ -234,23 +186,10 @@ TEST_F(DataPathTest, ResizeCqKeepsUnpolledCompletionsInOrder) {
 }
 
 TEST_F(DataPathTest, ModeratedEventsWaitForTheCountOrThePeriod) {
-  ibv_qp* a = Rc();
-  ibv_qp* b = Rc();
-  ASSERT_TRUE(a && b);
-  Connect(a, b->qp_num);
-  Connect(b, a->qp_num);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
+  ibv_qp *a = nullptr, *b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
   auto write = [&](uint64_t wr_id) {
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
-    wr.wr.rdma.rkey = mr_->rkey;
-    ibv_send_wr* bad = nullptr;
-    return rings::PostSend(a, &wr, &bad);
+    return Post(a, RdmaWrite(wr_id, Local(0, 8), Remote(512)).Signaled());
   };
   const driver::CompletionEq* eq = device().comp_eq();
   ASSERT_NE(eq, nullptr);
@@ -295,11 +234,8 @@ TEST_F(DataPathTest, ModeratedEventsWaitForTheCountOrThePeriod) {
 }
 
 TEST_F(DataPathTest, BindMwType1AndWriteThroughIt) {
-  ibv_qp* a = Rc();
-  ibv_qp* b = Rc();
-  ASSERT_TRUE(a && b);
-  Connect(a, b->qp_num);
-  Connect(b, a->qp_num);
+  ibv_qp *a = nullptr, *b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
   ibv_mw* mw = v::alloc_mw(pd_, IBV_MW_TYPE_1);
   ASSERT_NE(mw, nullptr);
   const uint32_t old_rkey = mw->rkey;
@@ -318,17 +254,8 @@ TEST_F(DataPathTest, BindMwType1AndWriteThroughIt) {
   EXPECT_EQ(wcs[0].opcode, IBV_WC_BIND_MW);
 
   for (int i = 0; i < 32; ++i) buf_[i] = uint8_t(0xa0 + i);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 32, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 4;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[1024 + 16]);
-  wr.wr.rdma.rkey = mw->rkey;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  // Through the window's rkey, inside the bound range.
+  ASSERT_EQ(Post(a, RdmaWrite(4, Local(0, 32), {Addr(1024 + 16), mw->rkey}).Signaled()), 0);
   wcs = Poll(cq_, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
@@ -361,24 +288,9 @@ TEST_F(DataPathTest, UdSendThroughAnAhIntoAnSrq) {
   qps_.push_back(tx);
   qps_.push_back(rx);
   EXPECT_EQ(v::destroy_srq(srq), EBUSY);  // rx receives from it
-  for (ibv_qp* qp : {tx, rx}) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qkey = 0x1234;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
-    a.qp_state = IBV_QPS_RTR;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE), 0);
-    a.qp_state = IBV_QPS_RTS;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-  }
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[2048]), 40 + 64, mr_->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 21;
-  rwr.sg_list = &rsge;
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(rings::PostSrqRecv(srq, &rwr, &rbad), 0);
+  for (ibv_qp* qp : {tx, rx}) ASSERT_EQ(ReadyUd(qp, 0x1234), 0) << qp->qp_num;
+  // The GRH's 40 bytes, then the payload.
+  ASSERT_EQ(Post(srq, Recv(21, Local(2048, 40 + 64))), 0);
 
   ibv_ah_attr ah_attr{};
   ah_attr.is_global = 1;
@@ -389,18 +301,7 @@ TEST_F(DataPathTest, UdSendThroughAnAhIntoAnSrq) {
   ibv_ah* ah = v::create_ah(pd_, &ah_attr);
   ASSERT_NE(ah, nullptr) << strerror(errno);
   for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(0x30 + i);
-  ibv_sge ssge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
-  ibv_send_wr swr{};
-  swr.wr_id = 22;
-  swr.sg_list = &ssge;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
-  swr.send_flags = IBV_SEND_SIGNALED;
-  swr.wr.ud.ah = ah;
-  swr.wr.ud.remote_qpn = rx->qp_num;
-  swr.wr.ud.remote_qkey = 0x1234;
-  ibv_send_wr* sbad = nullptr;
-  ASSERT_EQ(rings::PostSend(tx, &swr, &sbad), 0);
+  ASSERT_EQ(Post(tx, UdSend(22, Local(0, 64), ah, rx->qp_num, 0x1234).Signaled()), 0);
   auto wcs = Poll(cq_, 2);
   ASSERT_EQ(wcs.size(), 2u);
   for (const ibv_wc& wc : wcs) {
@@ -447,11 +348,7 @@ TEST_F(DataPathTest, TheEventThreadWritesTheCqHandleToItsChannel) {
   ASSERT_NE(ch, nullptr) << strerror(errno);
   ibv_cq* cq = v::create_cq(verbs_, 16, ch, 0);
   ASSERT_NE(cq, nullptr) << strerror(errno);
-  ibv_qp_init_attr qa{};
-  qa.send_cq = qa.recv_cq = cq;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  ibv_qp_init_attr qa = QpInitAttr(IBV_QPT_RC, cq);
   ibv_qp* a = v::create_qp(pd_, &qa);
   ibv_qp* b = v::create_qp(pd_, &qa);
   ASSERT_TRUE(a && b);
@@ -460,16 +357,7 @@ TEST_F(DataPathTest, TheEventThreadWritesTheCqHandleToItsChannel) {
   const uint64_t interrupts_before = sim_->engine().interrupts();
   for (int round = 0; round < 3; ++round) {
     ASSERT_EQ(rings::ReqNotifyCq(cq, 0), 0);
-    ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
-    ibv_send_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[512]);
-    wr.wr.rdma.rkey = mr_->rkey;
-    ibv_send_wr* bad = nullptr;
-    ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+    ASSERT_EQ(Post(a, RdmaWrite(0, Local(0, 8), Remote(512)).Signaled()), 0);
     ASSERT_EQ(Poll(cq, 1).size(), 1u);
     ASSERT_TRUE(Readable(ch->fd, 5000)) << "round " << round;
     uint64_t handle = 0;
@@ -547,28 +435,16 @@ TEST_F(DataPathTest, ALinkGoingDownAndUpIsSeenByQueryEventsAndTheWire) {
   auto failed = driver::QueryLinkUp(device());
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().errno_value(), EIO);
-  ibv_qp* a = Rc();
-  ibv_qp* b = Rc();
-  ASSERT_TRUE(a && b);
-  Connect(a, b->qp_num);
-  Connect(b, a->qp_num);
+  ibv_qp *a = nullptr, *b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
 
   sim_->SetLinkUp(false);
   ASSERT_TRUE(next_event());
   EXPECT_EQ(desc.event_type, uint32_t{IBV_EVENT_PORT_ERR});
   EXPECT_EQ(desc.element, 1u);
   EXPECT_FALSE(link_up());
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 8, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 7;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[4096]);
-  wr.wr.rdma.rkey = mr_->rkey;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  const SendRequest write = RdmaWrite(7, Local(0, 8), Remote(4096)).Signaled();
+  ASSERT_EQ(Post(a, write), 0);
   auto wcs = Poll(cq_, 1);  // 8 tries of a 67 ms ACK timeout
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR) << ibv_wc_status_str(wcs[0].status);
@@ -586,7 +462,7 @@ TEST_F(DataPathTest, ALinkGoingDownAndUpIsSeenByQueryEventsAndTheWire) {
   Connect(a, b->qp_num);
   Connect(b, a->qp_num);
   buf_[0] = 0x5c;
-  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  ASSERT_EQ(Post(a, write), 0);
   wcs = Poll(cq_, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);

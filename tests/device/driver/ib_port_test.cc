@@ -9,16 +9,15 @@
 
 #include "driver/ah.h"
 #include "driver/port.h"
-#include "driver/rings/data_path.h"
 #include "driver/verbs/attributes.h"
 #include "tests/device/loopback_fixture.h"
 #include "tests/device/rc_connect.h"
+#include "tests/device/ud_ready.h"
+#include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"
 
 namespace onchip::testing {
 namespace {
-
-namespace rings = driver::rings;
 
 class IbPortDriverTest : public LoopbackTest {
  protected:
@@ -30,18 +29,6 @@ class IbPortDriverTest : public LoopbackTest {
     return c;
   }
   uint16_t Lid() const { return sim_->config().lid; }
-
-  ibv_qp* Qp(ibv_qp_type type) {
-    ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
-    a.qp_type = type;
-    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    ibv_qp* qp = v::create_qp(pd_, &a);
-    EXPECT_NE(qp, nullptr) << strerror(errno);
-    if (qp) qps_.push_back(qp);
-    return qp;
-  }
 };
 
 TEST_F(IbPortDriverTest, QueryPortReportsTheInfiniBandPortTheSubnetManagerSetUp) {
@@ -90,33 +77,14 @@ TEST_F(IbPortDriverTest, RcWriteAndSendBetweenTwoQpsConnectedByLid) {
   EXPECT_EQ(q.ah_attr.dlid, Lid());
 
   for (int i = 0; i < 256; ++i) buf_[i] = uint8_t(i * 3 + 1);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 256, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(&buf_[4096]);
-  wr.wr.rdma.rkey = mr_->rkey;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  ASSERT_EQ(Post(a, RdmaWrite(1, Local(0, 256), Remote(4096)).Signaled()), 0);
   auto wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
   EXPECT_EQ(std::memcmp(&buf_[0], &buf_[4096], 256), 0);
 
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[6144]), 64, mr_->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 2;
-  rwr.sg_list = &rsge;
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(rings::PostRecv(b, &rwr, &rbad), 0);
-  sge.length = 64;
-  wr.wr_id = 3;
-  wr.opcode = IBV_WR_SEND;
-  ASSERT_EQ(rings::PostSend(a, &wr, &bad), 0);
+  ASSERT_EQ(Post(b, Recv(2, Local(6144, 64))), 0);
+  ASSERT_EQ(Post(a, Send(3, Local(0, 64)).Signaled()), 0);
   wcs = Poll(2);
   ASSERT_EQ(wcs.size(), 2u);
   for (const ibv_wc& wc : wcs) {
@@ -132,17 +100,7 @@ TEST_F(IbPortDriverTest, UdThroughAnAhWithoutAGrh) {
   ibv_qp* tx = Qp(IBV_QPT_UD);
   ibv_qp* rx = Qp(IBV_QPT_UD);
   ASSERT_TRUE(tx && rx);
-  for (ibv_qp* qp : {tx, rx}) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qkey = 0x1234;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
-    a.qp_state = IBV_QPS_RTR;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE), 0);
-    a.qp_state = IBV_QPS_RTS;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-  }
+  for (ibv_qp* qp : {tx, rx}) ASSERT_EQ(ReadyUd(qp, 0x1234), 0) << qp->qp_num;
   ibv_ah_attr ah_attr{};
   ah_attr.port_num = 1;
   ah_attr.dlid = Lid();
@@ -155,26 +113,9 @@ TEST_F(IbPortDriverTest, UdThroughAnAhWithoutAGrh) {
   EXPECT_EQ(av.grh_gid_fl.host(), 0u);  // no GRH bit
 
   std::memset(&buf_[2048], 0xee, 40);
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[2048]), 40 + 64, mr_->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 21;
-  rwr.sg_list = &rsge;
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(rings::PostRecv(rx, &rwr, &rbad), 0);
+  ASSERT_EQ(Post(rx, Recv(21, Local(2048, 40 + 64))), 0);
   for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(0x30 + i);
-  ibv_sge ssge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
-  ibv_send_wr swr{};
-  swr.wr_id = 22;
-  swr.sg_list = &ssge;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
-  swr.send_flags = IBV_SEND_SIGNALED;
-  swr.wr.ud.ah = ah;
-  swr.wr.ud.remote_qpn = rx->qp_num;
-  swr.wr.ud.remote_qkey = 0x1234;
-  ibv_send_wr* sbad = nullptr;
-  ASSERT_EQ(rings::PostSend(tx, &swr, &sbad), 0);
+  ASSERT_EQ(Post(tx, UdSend(22, Local(0, 64), ah, rx->qp_num, 0x1234).Signaled()), 0);
   auto wcs = Poll(2);
   ASSERT_EQ(wcs.size(), 2u);
   for (const ibv_wc& wc : wcs) {

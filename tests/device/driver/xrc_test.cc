@@ -20,6 +20,7 @@
 #include "driver/srq.h"
 #include "driver/xrcd.h"
 #include "tests/device/loopback_fixture.h"
+#include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"
 
 namespace onchip::testing {
@@ -141,19 +142,6 @@ class XrcTest : public LoopbackTest {
     Connect(*recv, (*send)->qp_num, true);
     Connect(*send, (*recv)->qp_num, false);
   }
-  void PostSrq(ibv_srq* srq, uint64_t wr_id, std::size_t offset, uint32_t len) {
-    ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[offset]), len, mr_->lkey};
-    ibv_recv_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    ASSERT_EQ(rings::PostSrqRecv(srq, &wr, &bad), 0);
-  }
-  int Post(ibv_qp* qp, ibv_send_wr& wr) {
-    ibv_send_wr* bad = nullptr;
-    return rings::PostSend(qp, &wr, &bad);
-  }
   ibv_qp_state State(ibv_qp* qp) {
     ibv_qp_attr a{};
     ibv_qp_init_attr init{};
@@ -248,17 +236,10 @@ TEST_F(XrcTest, SendIntoTheNamedSrqThroughPostSendAndTheWrApi) {
   ASSERT_TRUE(srq && send && recv);
   uint32_t srqn = 0;
   ASSERT_EQ(v::get_srq_num(srq, &srqn), 0);
-  PostSrq(srq, 70, 4096, 64);
-  PostSrq(srq, 71, 4096 + 64, 64);
+  ASSERT_EQ(Post(srq, Recv(70, Local(4096, 64))), 0);
+  ASSERT_EQ(Post(srq, Recv(71, Local(4096 + 64, 64))), 0);
   for (int i = 0; i < 64; ++i) buf_[i] = uint8_t(i + 1);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 64, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 9;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.qp_type.xrc.remote_srqn = srqn;
-  ASSERT_EQ(Post(send, wr), 0);
+  ASSERT_EQ(Post(send, Send(9, Local(0, 64)).ToXrcSrq(srqn)), 0);
   auto wcs = Poll(2);
   ASSERT_EQ(wcs.size(), 2u);
   for (const ibv_wc& wc : wcs) {
@@ -323,15 +304,8 @@ TEST_F(XrcTest, ReceiveCompletionOutlivesItsTargetQp) {
   Connect(send, recv->qp_num, false);
   uint32_t srqn = 0;
   ASSERT_EQ(v::get_srq_num(srq, &srqn), 0);
-  PostSrq(srq, 90, 4096, 64);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 16, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 12;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.qp_type.xrc.remote_srqn = srqn;
-  ASSERT_EQ(Post(send, wr), 0);
+  ASSERT_EQ(Post(srq, Recv(90, Local(4096, 64))), 0);
+  ASSERT_EQ(Post(send, Send(12, Local(0, 16)).ToXrcSrq(srqn)), 0);
   // The acknowledgement follows the receive completion: once the send completed, the receive
   // CQE is in cq_. Then the target goes, unpolled.
   ibv_wc swc{};
@@ -345,11 +319,8 @@ TEST_F(XrcTest, ReceiveCompletionOutlivesItsTargetQp) {
   ASSERT_EQ(v::destroy_qp(recv), 0);
   // The device hands the number to the next QP: an RC QP with a receive posted. The completion
   // still belongs to the XRC SRQ (its user index says so), not to this QP's receive queue.
-  ibv_qp_init_attr ra{};
-  ra.send_cq = ra.recv_cq = cq_;
-  ra.qp_type = IBV_QPT_RC;
+  ibv_qp_init_attr ra = QpInitAttr(IBV_QPT_RC, cq_);
   ra.cap.max_send_wr = ra.cap.max_recv_wr = 4;
-  ra.cap.max_send_sge = ra.cap.max_recv_sge = 1;
   ibv_qp* reuse = v::create_qp(pd_, &ra);
   ASSERT_NE(reuse, nullptr) << strerror(errno);
   qps_.push_back(reuse);
@@ -358,13 +329,7 @@ TEST_F(XrcTest, ReceiveCompletionOutlivesItsTargetQp) {
   init.qp_state = IBV_QPS_INIT;
   init.port_num = 1;
   ASSERT_EQ(v::modify_qp(reuse, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(&buf_[6000]), 16, mr_->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 91;
-  rwr.sg_list = &rsge;
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(rings::PostRecv(reuse, &rwr, &rbad), 0);
+  ASSERT_EQ(Post(reuse, Recv(91, Local(6000, 16))), 0);
   auto wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
@@ -382,31 +347,17 @@ TEST_F(XrcTest, RdmaAndAtomicsReachTheSrqsPd) {
   ASSERT_TRUE(srq && send && recv);
   uint32_t srqn = 0;
   ASSERT_EQ(v::get_srq_num(srq, &srqn), 0);
-  auto* base = buf_.data();
-  auto addr = [&](std::size_t off) { return reinterpret_cast<uintptr_t>(base + off); };
 
   // WRITE buf_[0..32) to buf_[2048..).
   for (int i = 0; i < 32; ++i) buf_[i] = uint8_t(0xa0 + i);
-  ibv_sge sge{addr(0), 32, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = addr(2048);
-  wr.wr.rdma.rkey = mr_->rkey;
-  wr.qp_type.xrc.remote_srqn = srqn;
-  ASSERT_EQ(Post(send, wr), 0);
+  ASSERT_EQ(Post(send, RdmaWrite(1, Local(0, 32), Remote(2048)).ToXrcSrq(srqn)), 0);
   auto wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
   EXPECT_EQ(std::memcmp(&buf_[2048], &buf_[0], 32), 0);
 
   // READ buf_[2048..) back into buf_[3072..).
-  sge = {addr(3072), 32, mr_->lkey};
-  wr.wr_id = 2;
-  wr.opcode = IBV_WR_RDMA_READ;
-  ASSERT_EQ(Post(send, wr), 0);
+  ASSERT_EQ(Post(send, RdmaRead(2, Local(3072, 32), Remote(2048)).ToXrcSrq(srqn)), 0);
   wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
@@ -416,14 +367,7 @@ TEST_F(XrcTest, RdmaAndAtomicsReachTheSrqsPd) {
   // FETCH_ADD then CMP_SWP on the 8 bytes at buf_[1024]; the value before lands at buf_[1536].
   uint64_t word = 5;
   std::memcpy(&buf_[1024], &word, 8);
-  sge = {addr(1536), 8, mr_->lkey};
-  wr.wr_id = 3;
-  wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-  wr.wr.atomic.remote_addr = addr(1024);
-  wr.wr.atomic.rkey = mr_->rkey;
-  wr.wr.atomic.compare_add = 2;
-  wr.qp_type.xrc.remote_srqn = srqn;
-  ASSERT_EQ(Post(send, wr), 0);
+  ASSERT_EQ(Post(send, FetchAdd(3, Local(1536, 8), Remote(1024), 2).ToXrcSrq(srqn)), 0);
   wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
@@ -433,11 +377,7 @@ TEST_F(XrcTest, RdmaAndAtomicsReachTheSrqsPd) {
   std::memcpy(&now, &buf_[1024], 8);
   EXPECT_EQ(before, 5u);
   EXPECT_EQ(now, 7u);
-  wr.wr_id = 4;
-  wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-  wr.wr.atomic.compare_add = 7;
-  wr.wr.atomic.swap = 100;
-  ASSERT_EQ(Post(send, wr), 0);
+  ASSERT_EQ(Post(send, CmpSwap(4, Local(1536, 8), Remote(1024), 7, 100).ToXrcSrq(srqn)), 0);
   wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
@@ -450,12 +390,8 @@ TEST_F(XrcTest, RdmaAndAtomicsReachTheSrqsPd) {
   ibv_mr* mr2 = v::reg_mr(other, far.data(), far.size(), reinterpret_cast<uintptr_t>(far.data()),
                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   ASSERT_NE(mr2, nullptr);
-  sge = {addr(0), 8, mr_->lkey};
-  wr.wr_id = 5;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(far.data());
-  wr.wr.rdma.rkey = mr2->rkey;
-  ASSERT_EQ(Post(send, wr), 0);
+  const RemoteBuffer far_buffer{reinterpret_cast<uintptr_t>(far.data()), mr2->rkey};
+  ASSERT_EQ(Post(send, RdmaWrite(5, Local(0, 8), far_buffer).ToXrcSrq(srqn)), 0);
   wcs = Poll(1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wcs[0].status);
@@ -473,19 +409,12 @@ TEST_F(XrcTest, AnSrqNotTheTargetsIsAnInvalidRequest) {
   ASSERT_NE(foreign, nullptr);
   uint32_t foreign_n = 0;
   ASSERT_EQ(v::get_srq_num(foreign, &foreign_n), 0);
-  PostSrq(foreign, 80, 4096, 64);
+  ASSERT_EQ(Post(foreign, Recv(80, Local(4096, 64))), 0);
   for (uint32_t srqn : {foreign_n, foreign_n + 77}) {
     ibv_qp *send = nullptr, *recv = nullptr;
     Pair(&send, &recv);
     ASSERT_TRUE(send && recv);
-    ibv_sge sge{reinterpret_cast<uintptr_t>(&buf_[0]), 16, mr_->lkey};
-    ibv_send_wr wr{};
-    wr.wr_id = 11;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.qp_type.xrc.remote_srqn = srqn;
-    ASSERT_EQ(Post(send, wr), 0);
+    ASSERT_EQ(Post(send, Send(11, Local(0, 16)).ToXrcSrq(srqn)), 0);
     auto wcs = Poll(1);
     ASSERT_EQ(wcs.size(), 1u) << srqn;
     EXPECT_EQ(wcs[0].wr_id, 11u);

@@ -104,6 +104,54 @@ void AddEqAndCq(std::vector<uint8_t>& s, uint32_t uar) {
   AddRaw(s, cq.bytes(), 16);
 }
 
+// A QP's way from RESET to RTS in a raw-mode seed: RST2INIT_QP, INIT2RTR_QP and RTR2RTS_QP on
+// port 1 at MTU 1024 (mtu 3), with the context fields that differ between transports. A zero
+// leaves its field clear, as the commands start.
+struct QpToRts {
+  uint32_t qpn = 0;
+  bool remote_access = false;  // INIT: rre, rwe, rae
+  uint32_t q_key = 0;          // INIT (UD)
+  bool init_again = false;     // INIT2INIT_QP (the P_Key index) before RTR
+  uint32_t remote_qpn = 0;     // RTR
+  uint32_t log_msg_max = 0;    // RTR
+  uint32_t next_rcv_psn = 0;   // RTR
+  uint32_t log_rra_max = 0;    // RTR
+  uint32_t min_rnr_nak = 0;    // RTR
+  uint32_t path_port = 0;      // RTR: the primary address path's vhca_port_num
+  uint32_t hop_limit = 0;      // RTR: the primary address path's
+  uint32_t next_send_psn = 0;  // RTS
+  uint32_t retry_count = 0;    // RTS
+  uint32_t rnr_retry = 0;      // RTS
+  uint32_t log_sra_max = 0;    // RTS
+};
+
+void AddQpToRts(std::vector<uint8_t>& s, const QpToRts& q) {
+  using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
+  auto init = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+  init.set(prm::rst2init_qp_in::qpn, q.qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
+      .set(Ctx::q_key, q.q_key);
+  if (q.remote_access) init.set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
+  AddRaw(s, init.bytes(), 16);
+  if (q.init_again) {
+    auto again = Cmd<prm::init2init_qp_in>(prm::INIT2INIT_QP);
+    again.set(prm::init2init_qp_in::qpn, q.qpn)
+        .set(prm::init2init_qp_in::opt_param_mask, prm::QP_OPTPAR_PKEY_INDEX);
+    AddRaw(s, again.bytes(), 16);
+  }
+  auto rtr = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+  rtr.set(prm::init2rtr_qp_in::qpn, q.qpn).set(Ctx::mtu, 3).set(Ctx::log_msg_max, q.log_msg_max)
+      .set(Ctx::remote_qpn, q.remote_qpn).set(Ctx::next_rcv_psn, q.next_rcv_psn)
+      .set(Ctx::log_rra_max, q.log_rra_max).set(Ctx::min_rnr_nak, q.min_rnr_nak)
+      .set(Ctx::primary_address_path.vhca_port_num, q.path_port)
+      .set(Ctx::primary_address_path.hop_limit, q.hop_limit);
+  AddRaw(s, rtr.bytes(), 16);
+  auto rts = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+  rts.set(prm::rtr2rts_qp_in::qpn, q.qpn).set(Ctx::next_send_psn, q.next_send_psn)
+      .set(Ctx::retry_count, q.retry_count).set(Ctx::rnr_retry, q.rnr_retry)
+      .set(Ctx::log_sra_max, q.log_sra_max);
+  AddRaw(s, rts.bytes(), 16);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,29 +288,17 @@ int main(int argc, char** argv) {
         .set(qpc.dbr_addr, kArenaIova + 0xf048)
         .set(prm::create_qp_in::pas[0], kArenaIova + 0xd000);
     AddRaw(s, ud.bytes(), 16);
-    using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
     for (uint32_t qpn : {2u, 3u}) {
       const bool is_rc = qpn == 2;
-      auto init = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
-      init.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1);
-      if (is_rc) init.set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
-      else init.set(Ctx::q_key, 0x11);
-      AddRaw(s, init.bytes(), 16);
-      auto again = Cmd<prm::init2init_qp_in>(prm::INIT2INIT_QP);
-      again.set(prm::init2init_qp_in::qpn, qpn)
-          .set(prm::init2init_qp_in::opt_param_mask, prm::QP_OPTPAR_PKEY_INDEX);
-      AddRaw(s, again.bytes(), 16);
-      auto rtr = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
-      rtr.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 3).set(Ctx::log_msg_max, 30);
-      if (is_rc)
-        rtr.set(Ctx::remote_qpn, 2).set(Ctx::next_rcv_psn, 1).set(Ctx::log_rra_max, 2)
-            .set(Ctx::min_rnr_nak, 12).set(Ctx::primary_address_path.vhca_port_num, 1)
-            .set(Ctx::primary_address_path.hop_limit, 64);
-      AddRaw(s, rtr.bytes(), 16);
-      auto rts = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
-      rts.set(prm::rtr2rts_qp_in::qpn, qpn).set(Ctx::next_send_psn, 1);
-      if (is_rc) rts.set(Ctx::retry_count, 7).set(Ctx::rnr_retry, 7).set(Ctx::log_sra_max, 2);
-      AddRaw(s, rts.bytes(), 16);
+      if (is_rc) {
+        AddQpToRts(s, {.qpn = qpn, .remote_access = true, .init_again = true, .remote_qpn = 2,
+                       .log_msg_max = 30, .next_rcv_psn = 1, .log_rra_max = 2,
+                       .min_rnr_nak = 12, .path_port = 1, .hop_limit = 64, .next_send_psn = 1,
+                       .retry_count = 7, .rnr_retry = 7, .log_sra_max = 2});
+      } else {
+        AddQpToRts(s, {.qpn = qpn, .q_key = 0x11, .init_again = true, .log_msg_max = 30,
+                       .next_send_psn = 1});
+      }
       auto rts2 = Cmd<prm::rts2rts_qp_in>(prm::RTS2RTS_QP);
       rts2.set(prm::rts2rts_qp_in::qpn, qpn)
           .set(prm::rts2rts_qp_in::opt_param_mask,
@@ -321,19 +357,10 @@ int main(int argc, char** argv) {
     tgt.set(qpc.st, prm::QP_ST_XRC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.no_sq, 1)
         .set(qpc.rq_type, prm::ZERO_LEN_RQ).set(qpc.xrcd, kXrcd);
     AddRaw(s, tgt.bytes(), 16);
-    using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
     for (uint32_t qpn : {2u, 3u}) {
-      auto init = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
-      init.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
-          .set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
-      AddRaw(s, init.bytes(), 16);
-      auto rtr = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
-      rtr.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 3).set(Ctx::remote_qpn, 5 - qpn)
-          .set(Ctx::primary_address_path.vhca_port_num, 1).set(Ctx::log_rra_max, 2);
-      AddRaw(s, rtr.bytes(), 16);
-      auto rts = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
-      rts.set(prm::rtr2rts_qp_in::qpn, qpn).set(Ctx::retry_count, 7).set(Ctx::rnr_retry, 7);
-      AddRaw(s, rts.bytes(), 16);
+      // Each the other's peer.
+      AddQpToRts(s, {.qpn = qpn, .remote_access = true, .remote_qpn = 5 - qpn, .log_rra_max = 2,
+                     .path_port = 1, .retry_count = 7, .rnr_retry = 7});
       auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
       query.set(prm::query_qp_in::qpn, qpn);
       AddRaw(s, query.bytes(), prm::size_bytes<prm::query_qp_out> + 8);
