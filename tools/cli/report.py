@@ -120,7 +120,10 @@ def collect(paths):
             if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
                 ns = float(b["p50_ns"])
                 p99_ns = float(b.get("p99_ns") or ns)
-            sample = (ns, b.get("bytes_per_second", 0.0), p99_ns)
+            # The device thread's CPU time per operation (wire rows of one process).
+            engine = b.get("engine_cpu_ns")
+            engine_ns = float(engine) if isinstance(engine, (int, float)) and engine > 0 else None
+            sample = (ns, b.get("bytes_per_second", 0.0), p99_ns, engine_ns)
             wire = wire_where(name)
             hot = hot_name(name)
             where = None if wire or hot else classify(name, data.get("context", {}))
@@ -159,8 +162,10 @@ def stats(samples):
     lat = [s[0] for s in samples]
     bw = [s[1] for s in samples]
     own_p99 = [s[2] for s in samples if len(s) > 2 and s[2] is not None]
+    engine = [s[3] for s in samples if len(s) > 3 and s[3] is not None]
     return {"median_ns": median(lat), "p99_ns": median(own_p99) if own_p99 else p99(lat),
-            "bytes_per_s": median(bw), "reps": len(samples)}
+            "bytes_per_s": median(bw), "engine_cpu_ns": median(engine) if engine else None,
+            "reps": len(samples)}
 
 
 def human_size(n):
@@ -294,12 +299,17 @@ def times_text(r):
     return "%.1fx" % r if r else "-"
 
 
+def engine_text(x):
+    """The device thread's CPU time per operation of a wire row, or '-' where none was measured."""
+    return human_ns(x["engine_cpu_ns"]) if x and x.get("engine_cpu_ns") else "-"
+
+
 def render_wire(title, table):
     out = [title]
-    cols = "%-20s %8s | %9s %9s | %9s %9s | %9s | %9s %9s | %7s"
+    cols = "%-20s %8s | %9s %9s | %9s %9s | %9s | %9s %9s | %7s | %9s"
     out.append(cols % ("operation", "size", "DM p50", "p99", "host p50", "p99", "floor",
-                       "DM/floor", "host/floor", "DM gain"))
-    out.append("-" * 118)
+                       "DM/floor", "host/floor", "DM gain", "DM engine"))
+    out.append("-" * 130)
     bandwidth = []
     for e in table:
         if e["op"].endswith("_bw"):
@@ -314,12 +324,13 @@ def render_wire(title, table):
         out.append(cols % (e["op"], human_size(e["size"]), cell["onchip"][0], cell["onchip"][1],
                            cell["host"][0], cell["host"][1], cell["floor"][0],
                            times_text(e["x_floor_onchip"]), times_text(e["x_floor_host"]),
-                           ratio_text(e["dm_vs_host"])))
+                           ratio_text(e["dm_vs_host"]), engine_text(e["impls"].get("onchip"))))
     for e in bandwidth:
         rates = {impl: human_rate(e["impls"][impl]["bytes_per_s"]) if impl in e["impls"]
                  else "error" if impl in e["errors"] else "-" for impl in ("onchip", "host")}
-        out.append("%-20s %8s | DM %s, host %s (32 in flight)"
-                   % (e["op"], human_size(e["size"]), rates["onchip"], rates["host"]))
+        out.append("%-20s %8s | DM %s, host %s (32 in flight); DM engine %s per operation"
+                   % (e["op"], human_size(e["size"]), rates["onchip"], rates["host"],
+                      engine_text(e["impls"].get("onchip"))))
     for e in table:
         for impl, message in sorted(e["errors"].items()):
             out.append("  %s %s %s failed: %s" % (e["op"], impl, human_size(e["size"]), message))
@@ -387,26 +398,31 @@ def render_sections(got, copy_table, wire1, wire2, hot):
         out.append("nothing on the software ConnectX can go below 1x). DM gain: host time over DM "
                    "time (> 1: faster when")
         out.append("the buffer is device memory: the remote one, or the local one for *_local_dm).")
+        out.append("DM engine: the software ConnectX's CPU time per operation (its device thread, "
+                   "idle passes between")
+        out.append("operations included): what the device model itself costs, measured in CPU "
+                   "time, steadier than p50.")
     return out
 
 
 def csv_lines(copy_table, wire1, wire2, hot, errors):
-    """report.csv: op,size,impl,p50_ns,p99_ns,bytes_per_s,error."""
-    lines = ["op,size,impl,p50_ns,p99_ns,bytes_per_s,error"]
+    """report.csv: op,size,impl,p50_ns,p99_ns,bytes_per_s,engine_cpu_ns,error."""
+    lines = ["op,size,impl,p50_ns,p99_ns,bytes_per_s,engine_cpu_ns,error"]
     fmt = lambda v: "" if v is None or v != v else ("%.3f" % v).rstrip("0").rstrip(".")
     for table, suffix in ((copy_table, ""), (wire1, ""), (wire2, TWO_PROC)):
         for e in table:
             for impl, x in sorted(e["impls"].items()):
-                lines.append("%s,%d,%s,%s,%s,%s," % (e["op"], e["size"], impl + suffix,
-                                                     fmt(x["median_ns"]), fmt(x["p99_ns"]),
-                                                     fmt(x["bytes_per_s"])))
+                lines.append("%s,%d,%s,%s,%s,%s,%s," % (e["op"], e["size"], impl + suffix,
+                                                        fmt(x["median_ns"]), fmt(x["p99_ns"]),
+                                                        fmt(x["bytes_per_s"]),
+                                                        fmt(x.get("engine_cpu_ns"))))
             for impl, message in sorted(e.get("errors", {}).items()):
-                lines.append("%s,%d,%s,,,,%s" % (e["op"], e["size"], impl + suffix,
-                                                 '"%s"' % message.replace('"', "'")))
+                lines.append("%s,%d,%s,,,,,%s" % (e["op"], e["size"], impl + suffix,
+                                                  '"%s"' % message.replace('"', "'")))
     for r in hot:
-        lines.append("%s,,onchip,%s,,,%s" % (r["path"], fmt(r["ns"]),
-                                             '"%s"' % r["error"] if r["error"] else ""))
-        lines.append("%s,,floor,%s,,," % (r["path"], fmt(r["floor_ns"])))
+        lines.append("%s,,onchip,%s,,,,%s" % (r["path"], fmt(r["ns"]),
+                                              '"%s"' % r["error"] if r["error"] else ""))
+        lines.append("%s,,floor,%s,,,," % (r["path"], fmt(r["floor_ns"])))
     return lines
 
 

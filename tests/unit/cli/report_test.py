@@ -14,13 +14,15 @@ import unittest_main
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def row(name, ns, p50=None, p99=None, bps=0.0, unit="ns"):
+def row(name, ns, p50=None, p99=None, bps=0.0, unit="ns", engine=None):
     b = {"name": name, "run_name": name, "run_type": "iteration", "real_time": ns,
          "cpu_time": ns, "time_unit": unit}
     if bps:
         b["bytes_per_second"] = bps
     if p50 is not None:
         b.update(p50_ns=p50, p99_ns=p99)
+    if engine is not None:
+        b["engine_cpu_ns"] = engine
     return b
 
 
@@ -31,9 +33,9 @@ def failed(name, message):
 
 WIRE = [
     # rdma_write at 8 B: the row's own per-operation timings (counters) win over real_time.
-    row("rdma_write.onchip/8/real_time", 999.0, p50=300.0, p99=450.0),
-    row("rdma_write.onchip/8/real_time", 999.0, p50=320.0, p99=500.0),
-    row("rdma_write.onchip/8/real_time", 999.0, p50=310.0, p99=470.0),
+    row("rdma_write.onchip/8/real_time", 999.0, p50=300.0, p99=450.0, engine=1500.0),
+    row("rdma_write.onchip/8/real_time", 999.0, p50=320.0, p99=500.0, engine=1700.0),
+    row("rdma_write.onchip/8/real_time", 999.0, p50=310.0, p99=470.0, engine=1600.0),
     row("rdma_write.host/8/real_time", 400.0),
     row("rdma_write.floor/8/real_time", 100.0),
     row("rdma_write.onchip/64/real_time", 0.5, unit="us"),
@@ -46,7 +48,7 @@ WIRE = [
     row("atomic_fetch_add.onchip/8/real_time", 350.0),
     row("atomic_fetch_add.host/8/real_time", 380.0),
     row("atomic_fetch_add.floor/8/real_time", 90.0),
-    row("rdma_write_bw.onchip/4096/real_time", 2000.0, bps=2.0e9),
+    row("rdma_write_bw.onchip/4096/real_time", 2000.0, bps=2.0e9, engine=1800.0),
     row("rdma_write_bw.host/4096/real_time", 2500.0, bps=1.6e9),
 ]
 HOT = [
@@ -110,7 +112,12 @@ class ReportTest(unittest.TestCase):
         self.assertIn("goal: an 8-byte RDMA WRITE into DM within 3x of the floor: 3.1x (missed)", text)
         self.assertIn("Over the wire, two processes: needs the device daemon", text)
         self.assertRegex(text, r"PostSend/blueflame\s+40 ns Floor/wqe_bf\s+10 ns\s+4.0x")
-        self.assertRegex(text, r"rdma_write_bw\s+4 KiB \| DM 2.00 GB/s, host 1.60 GB/s")
+        self.assertRegex(text, r"rdma_write_bw\s+4 KiB \| DM 2.00 GB/s, host 1.60 GB/s \(32 in flight\); "
+                               r"DM engine 1800 ns per operation")
+        # The device thread's CPU per operation closes the DM row (median of the repetitions);
+        # rows that did not measure it say so.
+        self.assertRegex(text, r"(?m)^rdma_write\s+8 B \|.*\| +1600 ns$")
+        self.assertRegex(text, r"(?m)^atomic_fetch_add\s+8 B \|.*\| +-$")
         hot = {r["path"]: r for r in got["hot"]}
         self.assertAlmostEqual(hot["PostRecv"]["x_floor"], 1.5)
 
@@ -118,10 +125,13 @@ class ReportTest(unittest.TestCase):
         self.write()
         with open(os.path.join(self.tmp.name, "report.csv")) as f:
             lines = list(csv.DictReader(f))
-        self.assertEqual(list(lines[0]), ["op", "size", "impl", "p50_ns", "p99_ns", "bytes_per_s", "error"])
+        self.assertEqual(list(lines[0]), ["op", "size", "impl", "p50_ns", "p99_ns", "bytes_per_s",
+                                          "engine_cpu_ns", "error"])
         by = {(l["op"], l["size"], l["impl"]): l for l in lines}
         self.assertEqual(by[("rdma_write", "8", "onchip")]["p50_ns"], "310")
         self.assertEqual(by[("rdma_write", "8", "onchip")]["p99_ns"], "470")
+        self.assertEqual(by[("rdma_write", "8", "onchip")]["engine_cpu_ns"], "1600")
+        self.assertEqual(by[("rdma_write", "8", "host")]["engine_cpu_ns"], "")
         self.assertEqual(by[("rdma_read", "8", "onchip")]["p50_ns"], "")
         self.assertEqual(by[("rdma_read", "8", "onchip")]["error"], "ibv_post_send: Invalid argument")
         self.assertEqual(by[("wc_copy_to_device", "4096", "vendor")]["p50_ns"], "600")
