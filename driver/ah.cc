@@ -25,6 +25,10 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
   if (!ib && !attr.is_global) return Fail(EINVAL, "create_ah: a RoCE address needs a GRH");
   if (attr.is_global && attr.grh.sgid_index >= GidTableSize(device))
     return Fail(EINVAL, "create_ah: sgid_index beyond the GID table");
+  // The kernel's answer for an empty entry: rdma_create_user_ah -> rdma_fill_sgid_attr ->
+  // rdma_get_gid_attr (drivers/infiniband/core/verbs.c, cache.c) gives ENODATA.
+  if (attr.is_global && !device.gid_table().populated(attr.grh.sgid_index))
+    return Fail(ENODATA, "create_ah: sgid_index names an empty GID entry");
 
   ONCHIP_TRY(auto op, device.registry().Begin("create_ah: device closed"));
   ParentPins pins;

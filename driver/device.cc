@@ -154,6 +154,7 @@ Result<void> Device::BringUp(const DeviceOptions& opts) {
 }
 
 Result<void> Device::Serve() {
+  ONCHIP_TRY(gid_table_, GidTable::Query(*commander_, caps_));
   memic_.Configure(caps_, bus_->bar0_size());
   sw_icm_.Configure(caps_);
   uars_ = std::make_unique<Uars>(*commander_, *bus_, caps_);

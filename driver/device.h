@@ -3,7 +3,7 @@
 // Device::Open runs bring-up (driver/hca.h) over a Bus, unwinding in reverse on any failure so
 // the function is left disabled with every page returned. The Device owns the bus, the memory
 // provider every driver-allocated DMA buffer comes from (alloc/, mapped through the bus), the
-// command queue, the pages lent to firmware, the queried capabilities, the MEMIC and SW ICM
+// command queue, the pages lent to firmware, the queried capabilities and GID table, the MEMIC and SW ICM
 // allocators, the UARs (uar.h), the completion EQ (eq.h), the TPH steering-tag table, and the registry of live objects
 // (registry.h: every kind, created and destroyed without a device-wide lock). Objects hold a
 // shared_ptr to it, so the memory stays valid while any object lives; Close() (or the last owner
@@ -30,6 +30,7 @@
 #include "driver/caps.h"
 #include "driver/cmd/cmdq.h"
 #include "driver/cmd/owner_channel.h"
+#include "driver/gid_table.h"
 #include "driver/memic.h"
 #include "driver/pages.h"
 #include "driver/registry.h"
@@ -96,6 +97,8 @@ class Device : public std::enable_shared_from_this<Device> {
   // Whether another process brought the function up and owns its command queue (Attach).
   bool attached() const { return remote_commander_ != nullptr; }
   const Caps& caps() const { return caps_; }
+  // Port 1's GID table as the firmware held it when the device was opened (gid_table.h).
+  const GidTable& gid_table() const { return gid_table_; }
   MemicAllocator& memic() { return memic_; }
   SwIcmAllocator& sw_icm() { return sw_icm_; }
   const PageSupply& pages() const { return *pages_; }
@@ -181,6 +184,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<cmd::OwnerChannel> owner_;          // attached: what the owner does beyond
   std::unique_ptr<PageSupply> pages_;
   Caps caps_;
+  GidTable gid_table_;
   std::unique_ptr<Uars> uars_;
   std::unique_ptr<CompletionEq> comp_eq_;
   std::unique_ptr<SteeringTagTable> steering_tags_;

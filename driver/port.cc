@@ -14,16 +14,18 @@ constexpr uint8_t kIbPortActive = 4, kIbPortDown = 1;
 constexpr uint8_t kIbPhysLinkUp = 5, kIbPhysDisabled = 3;
 }  // namespace
 
-bool IsInfiniBand(const Device& device) {
-  return device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::port_type) == kPortTypeIb;
+bool IsInfiniBand(const Caps& caps) {
+  return caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::port_type) == kPortTypeIb;
 }
 
-uint32_t GidTableSize(const Device& device) {
-  if (IsInfiniBand(device))
-    return 8u << device.caps().cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size);
-  return static_cast<uint32_t>(
-      device.caps().cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
+bool IsInfiniBand(const Device& device) { return IsInfiniBand(device.caps()); }
+
+uint32_t GidTableSize(const Caps& caps) {
+  if (IsInfiniBand(caps)) return 8u << caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size);
+  return static_cast<uint32_t>(caps.cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
 }
+
+uint32_t GidTableSize(const Device& device) { return GidTableSize(device.caps()); }
 
 Result<PortInfo> QueryPort(Device& device) {
   PortInfo info;

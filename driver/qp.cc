@@ -349,6 +349,10 @@ Result<void> CheckValues(const Qp& qp, const ibv_qp_attr& attr, int mask) {
     if (attr.ah_attr.port_num > ports) return Fail(EINVAL, "modify_qp: the address's port");
     if (attr.ah_attr.is_global && attr.ah_attr.grh.sgid_index >= GidTableSize(*qp.device))
       return Fail(EINVAL, "modify_qp: sgid_index beyond the GID table");
+    // The kernel's answer for an empty entry: _ib_modify_qp -> rdma_fill_sgid_attr ->
+    // rdma_get_gid_attr (drivers/infiniband/core/verbs.c, cache.c) gives ENODATA.
+    if (attr.ah_attr.is_global && !qp.device->gid_table().populated(attr.ah_attr.grh.sgid_index))
+      return Fail(ENODATA, "modify_qp: sgid_index names an empty GID entry");
   }
   if (mask & IBV_QP_ALT_PATH)
     return Fail(EOPNOTSUPP, "modify_qp: no path migration (the device has no alternate path)");

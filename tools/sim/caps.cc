@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "tools/sim/gid_table.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/opcodes.h"
 
@@ -108,9 +109,9 @@ Capabilities::Capabilities(const DeviceConfig& c, const BarLayout& layout) {
         .set(cmd_hca_cap::device_memory, (c.memic || has_sw_icm) ? 1 : 0)
         .set(cmd_hca_cap::nic_flow_table, 1)
         // Port 1's link layer (0 InfiniBand, 1 Ethernet); an IB port's GID table is
-        // gid_table_size encoded (0: 8 entries), RoCE's is roce_address_table_size.
+        // gid_table_size encoded (8 << n entries), RoCE's is roce_address_table_size.
         .set(cmd_hca_cap::port_type, static_cast<uint32_t>(c.port_type))
-        .set(cmd_hca_cap::gid_table_size, 0)
+        .set(cmd_hca_cap::gid_table_size, kIbGidTableSizeCode)
         .set(cmd_hca_cap::log_max_ra_req_qp, c.log_max_ra_req_qp)
         .set(cmd_hca_cap::log_max_ra_res_qp, c.log_max_ra_res_qp)
         .set(cmd_hca_cap::num_ports, c.num_ports)

@@ -69,9 +69,10 @@ struct DeviceConfig {
   uint8_t log_max_ra_res_qp = 4;  // ... and answers (log_rra_max)
   uint8_t num_ports = 1;          // vhca_port_num 1..num_ports
   uint8_t max_mtu = 5;            // largest qpc.mtu: 5 = 4096 bytes
-  // GIDs port 1 has (roce_address_table_size; src_addr_index must be below it): the RoCE v1 and
-  // v2 GIDs of the port's link-local and IPv4-mapped addresses, as the data engine's table holds.
-  uint16_t roce_address_table_size = 4;
+  // Entries in a RoCE port's GID table (roce_address_table_size; src_addr_index must be below
+  // it). The first four hold the RoCE v1 and v2 GIDs of the port's link-local and IPv4-mapped
+  // addresses, the rest are empty, as on a real port (gid_table.h).
+  uint16_t roce_address_table_size = 16;
 
   // ---- MEMIC (device_mem_cap) ----
   bool memic = true;

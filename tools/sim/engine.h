@@ -76,7 +76,8 @@ class Engine {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t - born_).count());
   }
-  const std::array<Gid, kGidTableSize>& gids() const { return gids_; }
+  // Port 1's GID table (gid_table.h), empty entries all zero.
+  const std::vector<Gid>& gids() const { return gids_; }
   bool InfiniBand() const { return config_.port_type == DeviceConfig::PortType::kInfiniBand; }
 
   // Interrupts: the eventfd an EQ whose eqc.intr is `vector` signals (one count per interrupt),
@@ -96,6 +97,10 @@ class Engine {
 
   // ---- requester (engine_requester.cc) ----
   bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
+  // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
+  // and nothing can answer it, as on a port whose entry holds no address.
+  Gid SourceGid(uint64_t index) const;
   // Puts a packet on the wire: to this device's own port when it owns the destination GID.
   void Transmit(Packet&& p);
   bool FlushSend(uint32_t qpn, Qp& qp);
@@ -186,7 +191,7 @@ class Engine {
   Bar0& bar_;
   const DeviceConfig config_;
   const std::chrono::steady_clock::time_point born_;
-  const std::array<Gid, kGidTableSize> gids_;
+  const std::vector<Gid> gids_;
   Port port_;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};

@@ -262,7 +262,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.grh = !InfiniBand() || (gid_fl & (1u << 30)) != 0;
     p.dlid = av.rlid.host();
     p.sl = InfiniBand() ? av.stat_rate_sl & 0xf : 0;  // RoCE: [3:1] is the Ethernet priority
-    p.sgid = gids_[std::min<std::size_t>((gid_fl >> 20) & 0xff, kGidTableSize - 1)];
+    p.sgid = SourceGid((gid_fl >> 20) & 0xff);
     p.flow_label = gid_fl & 0xfffff;
     p.tclass = av.tclass;
     p.hop_limit = av.hop_limit;
@@ -270,7 +270,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.dst_qpn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::remote_qpn));
     for (std::size_t i = 0; i < p.dgid.size(); ++i)
       p.dgid[i] = static_cast<uint8_t>(prm::Get(qpc, path.rgid_rip[i]));
-    p.sgid = gids_[std::min<std::size_t>(prm::Get(qpc, path.src_addr_index), kGidTableSize - 1)];
+    p.sgid = SourceGid(prm::Get(qpc, path.src_addr_index));
     p.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
     p.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
     p.flow_label = static_cast<uint32_t>(prm::Get(qpc, path.flow_label));
@@ -346,6 +346,10 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   pr.resend_at_ns = timeout ? now + timeout : 0;
   if (pr.resend_at_ns && (*deadline == 0 || pr.resend_at_ns < *deadline)) *deadline = pr.resend_at_ns;
   return true;
+}
+
+Gid Engine::SourceGid(uint64_t index) const {
+  return index < gids_.size() ? gids_[index] : Gid{};
 }
 
 void Engine::Transmit(Packet&& p) {

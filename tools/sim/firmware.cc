@@ -131,6 +131,7 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::QUERY_VPORT_STATE: h = &Firmware::QueryVportState; break;
     case prm::QUERY_HCA_VPORT_CONTEXT: h = &Firmware::QueryHcaVportContext; break;
     case prm::QUERY_HCA_VPORT_GID: h = &Firmware::QueryHcaVportGid; break;
+    case prm::QUERY_ROCE_ADDRESS: h = &Firmware::QueryRoceAddress; break;
     case prm::ALLOC_UAR: h = &Firmware::AllocUar; break;
     case prm::DEALLOC_UAR: h = &Firmware::DeallocUar; break;
     case prm::ALLOC_PD: h = &Firmware::AllocPd; break;

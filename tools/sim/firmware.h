@@ -35,6 +35,7 @@
 #include "tools/sim/caps.h"
 #include "tools/sim/config.h"
 #include "tools/sim/eth_queue_objects.h"
+#include "tools/sim/gid_table.h"
 #include "tools/sim/index_pool.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/outcome.h"
@@ -45,10 +46,6 @@
 namespace onchip::sim {
 
 struct SrqRing;  // srq_queue_checks.h
-
-// An InfiniBand port's GID table: cmd_hca_cap.gid_table_size 0 encodes 8 entries. Index 0 holds
-// the default GID (subnet prefix fe80::/64, the port GUID); the others stay empty.
-inline constexpr uint32_t kIbGidTableSize = 8;
 
 enum class HcaState : uint8_t {
   kDisabled,     // after reset or DISABLE_HCA: only ENABLE_HCA
@@ -235,6 +232,7 @@ class Firmware {
   // InfiniBand ports only: the port as the subnet manager configured it, and its GID table.
   Outcome QueryHcaVportContext(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryHcaVportGid(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome QueryRoceAddress(std::span<const std::byte> in, std::span<std::byte> out);
   int64_t PagesWanted() const;
   void ReleaseAllObjects();
 

@@ -310,7 +310,6 @@ Outcome Firmware::QueryVportState(Bytes in, Out out) {
 
 namespace {
 
-constexpr uint64_t kLinkLocalPrefix = 0xfe80000000000000ull;
 // IBTA PortInfo values: PortState ACTIVE / DOWN, PortPhysicalState LinkUp / Disabled.
 constexpr uint32_t kIbPortActive = 4, kIbPortDown = 1;
 constexpr uint32_t kIbPhysLinkUp = 5, kIbPhysDisabled = 3;
@@ -351,31 +350,6 @@ Outcome Firmware::QueryHcaVportContext(Bytes in, Out out) {
       .set(Ctx::subnet_timeout, kSubnetTimeout)
       .set(Ctx::sm_lid, kSmLid)
       .set(Ctx::sm_sl, 0);
-  return Outcome::Ok();
-}
-
-Outcome Firmware::QueryHcaVportGid(Bytes in, Out out) {
-  using In = prm::query_hca_vport_gid_in;
-  using O = prm::query_hca_vport_gid_out;
-  if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
-  if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
-  if (prm::Get(in, In::port_num) > config_.num_ports)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
-  if (config_.port_type != DeviceConfig::PortType::kInfiniBand)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB);
-  const uint32_t index = prm::Get(in, In::gid_index);
-  if (index >= kIbGidTableSize) return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::VPORT_GID_INDEX);
-  // gid[] follows the header: one 16-byte GID for one index.
-  constexpr std::size_t kGidByte = prm::size_bytes<O>;
-  if (out.size() < kGidByte + 16) return Refuse(CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
-  prm::Bits(out).set(O::gids_num, 1);
-  if (index == 0) {
-    const uint64_t words[2] = {kLinkLocalPrefix, NodeGuid(config_)};
-    for (int i = 0; i < 16; ++i)
-      out[kGidByte + i] = static_cast<std::byte>(words[i / 8] >> (56 - 8 * (i % 8)));
-  }
   return Outcome::Ok();
 }
 

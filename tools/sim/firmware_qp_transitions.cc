@@ -264,7 +264,7 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
     // an InfiniBand path with grh 0 goes by rlid and names no GID.
     const bool ib = config_.port_type == DeviceConfig::PortType::kInfiniBand;
     if (s.path && (!ib || s.Get(kPath.grh)) &&
-        s.Get(kPath.src_addr_index) >= (ib ? kIbGidTableSize : config_.roce_address_table_size))
+        s.Get(kPath.src_addr_index) >= GidTableSize(config_))
       return Bad(Syndrome::QP_GID_INDEX);
     if (s.rra && s.Get(qpc::log_rra_max) > config_.log_max_ra_res_qp)
       return Bad(Syndrome::QP_RRA_MAX);

@@ -2,35 +2,6 @@
 
 namespace onchip::sim {
 
-bool IsZero(const Gid& gid) {
-  for (uint8_t b : gid)
-    if (b != 0) return false;
-  return true;
-}
-
-std::array<Gid, kGidTableSize> DeviceGids(const DeviceConfig& config) {
-  if (config.port_type == DeviceConfig::PortType::kInfiniBand) {
-    Gid port{0xfe, 0x80};
-    const uint64_t guid = NodeGuid(config);
-    for (int i = 0; i < 8; ++i) port[8 + i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
-    return {port, Gid{}, Gid{}, Gid{}};
-  }
-  const auto& m = config.mac;
-  Gid link_local{0xfe, 0x80, 0, 0, 0, 0, 0, 0,
-                 static_cast<uint8_t>(m[0] ^ 0x02), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
-  Gid mapped{};
-  mapped[10] = 0xff;
-  mapped[11] = 0xff;
-  for (int i = 0; i < 4; ++i) mapped[12 + i] = static_cast<uint8_t>(config.ipv4 >> (24 - 8 * i));
-  return {link_local, link_local, mapped, mapped};
-}
-
-bool IsIpv4Mapped(const Gid& gid) {
-  for (int i = 0; i < 10; ++i)
-    if (gid[i] != 0) return false;
-  return gid[10] == 0xff && gid[11] == 0xff;
-}
-
 void Port::Push(Packet&& p) {
   {
     std::lock_guard lock(mutex_);

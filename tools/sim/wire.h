@@ -26,21 +26,10 @@
 #include <vector>
 
 #include "tools/sim/config.h"
+#include "tools/sim/gid_table.h"
 
 namespace onchip::sim {
 
-using Gid = std::array<uint8_t, 16>;
-
-// The device's GID table (port 1), as the verbs environment advertises it. RoCE: index 0 and 1
-// the link-local address from the MAC's modified EUI-64, index 2 and 3 the IPv4-mapped address
-// (each once as RoCE v1, once as RoCE v2). InfiniBand: index 0 the subnet prefix fe80::/64 and
-// the port GUID, the others empty (all zero), as an IB port's table is until someone adds one.
-inline constexpr std::size_t kGidTableSize = 4;
-std::array<Gid, kGidTableSize> DeviceGids(const DeviceConfig& config);
-// Whether a GID is empty (all zero): an unused table entry, which names no port.
-bool IsZero(const Gid& gid);
-// Whether a GID is an IPv4-mapped address (::ffff:a.b.c.d).
-bool IsIpv4Mapped(const Gid& gid);
 
 enum class PacketKind : uint8_t {
   kRequest,         // SEND*, RDMA_WRITE*, RDMA_READ, ATOMIC_*: `opcode` says which

@@ -77,6 +77,8 @@ bool UserMayIssue(uint16_t opcode) {
     // An InfiniBand port's LID, SM LID and GIDs: what ibv_query_port and the GID table show
     // (other_vport needs an e-switch manager, which the firmware refuses).
     case prm::QUERY_HCA_VPORT_CONTEXT: case prm::QUERY_HCA_VPORT_GID:
+    // A RoCE port's GID table, read the way DEVX lets any user read it.
+    case prm::QUERY_ROCE_ADDRESS:
       return true;
     default:
       return false;

@@ -9,7 +9,8 @@ One device per function: onchip_0, onchip_1, ... each with its function's MAC an
 (the device daemon serves two functions, 0c:42:a1:4f:00:01 / 127.0.0.1 and :02 / 127.0.0.2).
 A daemon started with --link-layer ib serves InfiniBand functions: link_layer "InfiniBand",
 the LID and SM LID its subnet manager gave, and one GID, fe80::/64 + the port GUID (= the node
-GUID), as an IB port's table holds before anyone adds to it.
+GUID), as an IB port's table holds before anyone adds to it. Either GID table lists its empty
+entries too, as zero GIDs.
 """
 import os
 
@@ -84,14 +85,36 @@ def ipv4_mapped_gid(a, b, c, d):
     return _gid([0, 0, 0, 0, 0, 0xffff, a << 8 | b, c << 8 | d])
 
 
+# Port 1's GID table has more entries than it holds addresses, as a real port's does
+# (tools/sim/gid_table.h): RoCE roce_address_table_size entries (tools/sim/config.h), InfiniBand
+# 8 (cmd_hca_cap.gid_table_size 0). The kernel lists every entry; an empty one reads as the zero
+# GID, of type "IB/RoCE v1", with no netdev.
+ROCE_GID_TABLE_SIZE = 16
+IB_GID_TABLE_SIZE = 8
+ZERO_GID = _gid([0] * 8)
+EMPTY_GID = (ZERO_GID, "IB/RoCE v1")
+
+
 def gids(mac=MAC, ipv4=IPV4):
-    """Port 1's GID table: each address once as RoCE v1 and once as RoCE v2, as mlx5_ib lists
-    them (tools/sim/wire.cc DeviceGids has the same order)."""
+    """The populated start of a RoCE port's GID table: each address once as RoCE v1 and once as
+    RoCE v2, as mlx5_ib lists them (tools/sim/gid_table.cc GidTable has the same order)."""
     return [(link_local_gid(mac), "IB/RoCE v1"), (link_local_gid(mac), "RoCE v2"),
             (ipv4_mapped_gid(*ipv4), "IB/RoCE v1"), (ipv4_mapped_gid(*ipv4), "RoCE v2")]
 
 
 GIDS = gids()
+
+
+def _gid_table(root, p, populated, size, ndev):
+    """Writes gids/I and gid_attrs/types/I for every entry of a `size`-entry table whose first
+    entries are `populated` ((gid, type) pairs); populated entries name `ndev` (None: no netdev,
+    as on InfiniBand), empty ones have no ndevs file (libibverbs then reports ifindex 0)."""
+    for i in range(size):
+        gid, kind = populated[i] if i < len(populated) else EMPTY_GID
+        _write(root, "%s/gids/%d" % (p, i), gid)
+        _write(root, "%s/gid_attrs/types/%d" % (p, i), kind)
+        if ndev is not None and i < len(populated):
+            _write(root, "%s/gid_attrs/ndevs/%d" % (p, i), ndev)
 
 
 def _write(root, rel, text):
@@ -147,10 +170,7 @@ def _device(root, ibdev, function):
     _write(root, p + "/lmc", "0")
     _write(root, p + "/cap_mask", "0x%08x" % PORT_CAP_MASK)
     _write(root, p + "/pkeys/0", "0xffff")
-    for i, (gid, kind) in enumerate(gids(function.mac, function.ipv4)):
-        _write(root, "%s/gids/%d" % (p, i), gid)
-        _write(root, "%s/gid_attrs/types/%d" % (p, i), kind)
-        _write(root, "%s/gid_attrs/ndevs/%d" % (p, i), NETDEV)
+    _gid_table(root, p, gids(function.mac, function.ipv4), ROCE_GID_TABLE_SIZE, NETDEV)
 
 
 def _ib_port(root, p, function):
@@ -165,5 +185,4 @@ def _ib_port(root, p, function):
     _write(root, p + "/lmc", "0")
     _write(root, p + "/cap_mask", "0x%08x" % IB_PORT_CAP_MASK)
     _write(root, p + "/pkeys/0", "0xffff")
-    _write(root, p + "/gids/0", ib_port_gid(function.mac))
-    _write(root, p + "/gid_attrs/types/0", "IB/RoCE v1")
+    _gid_table(root, p, [(ib_port_gid(function.mac), "IB/RoCE v1")], IB_GID_TABLE_SIZE, None)

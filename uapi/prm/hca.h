@@ -525,4 +525,57 @@ struct query_hca_vport_gid_out_bits {
 
 using query_hca_vport_gid_out = query_hca_vport_gid_out_bits<>;
 
+template <std::size_t B = 0>
+struct query_roce_address_in_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x80;
+  static constexpr Field<B + 0x0, 16, "query_roce_address_in.opcode"> opcode{};
+  static constexpr Field<B + 0x30, 16, "query_roce_address_in.op_mod"> op_mod{};
+  static constexpr Field<B + 0x40, 16, "query_roce_address_in.roce_address_index"> roce_address_index{};
+  static constexpr Field<B + 0x5c, 4, "query_roce_address_in.vhca_port_num"> vhca_port_num{};
+  static constexpr std::array<ReservedBits, 4> reserved_ranges{{
+      {B + 0x10, 16},
+      {B + 0x20, 16},
+      {B + 0x50, 12},
+      {B + 0x60, 32},
+  }};
+};
+
+using query_roce_address_in = query_roce_address_in_bits<>;
+
+template <std::size_t B = 0>
+struct query_roce_address_out_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x180;
+  static constexpr Field<B + 0x0, 8, "query_roce_address_out.status"> status{};
+  static constexpr Field<B + 0x20, 32, "query_roce_address_out.syndrome"> syndrome{};
+  static constexpr Region<B + 0x80, 256, "query_roce_address_out.roce_address"> roce_address{};
+  static constexpr std::array<ReservedBits, 2> reserved_ranges{{
+      {B + 0x8, 24},
+      {B + 0x40, 64},
+  }};
+};
+
+using query_roce_address_out = query_roce_address_out_bits<>;
+
+template <std::size_t B = 0>
+struct roce_addr_layout_bits {
+  static constexpr std::size_t bit_offset = B;
+  static constexpr std::size_t size_bits = 0x100;
+  static constexpr Array<B + 0x0, 8, 16, "roce_addr_layout.source_l3_address"> source_l3_address{};
+  static constexpr Field<B + 0x83, 1, "roce_addr_layout.vlan_valid"> vlan_valid{};
+  static constexpr Field<B + 0x84, 12, "roce_addr_layout.vlan_id"> vlan_id{};
+  static constexpr Field<B + 0x90, 16, "roce_addr_layout.source_mac_47_32"> source_mac_47_32{};
+  static constexpr Field<B + 0xa0, 32, "roce_addr_layout.source_mac_31_0"> source_mac_31_0{};
+  static constexpr Field<B + 0xd4, 4, "roce_addr_layout.roce_l3_type"> roce_l3_type{};
+  static constexpr Field<B + 0xd8, 8, "roce_addr_layout.roce_version"> roce_version{};
+  static constexpr std::array<ReservedBits, 3> reserved_ranges{{
+      {B + 0x80, 3},
+      {B + 0xc0, 20},
+      {B + 0xe0, 32},
+  }};
+};
+
+using roce_addr_layout = roce_addr_layout_bits<>;
+
 }  // namespace onchip::prm

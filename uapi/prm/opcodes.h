@@ -54,6 +54,7 @@ enum Opcode : uint16_t {
   QUERY_XRC_SRQ = 0x707,
   ARM_XRC_SRQ = 0x708,
   QUERY_VPORT_STATE = 0x750,
+  QUERY_ROCE_ADDRESS = 0x760,
   QUERY_HCA_VPORT_CONTEXT = 0x762,
   QUERY_HCA_VPORT_GID = 0x764,
   ALLOC_PD = 0x800,
@@ -253,6 +254,11 @@ enum ResizeCqFieldSelect : uint32_t {
   MLX5_MODIFY_CQ_MASK_PG_OFFSET = 1u << 1,
   MLX5_MODIFY_CQ_MASK_PG_SIZE = 1u << 2,
 };
+
+// A RoCE address table entry (roce_addr_layout), as mlx5_ifc.h / mlx5_core's gid.c name them:
+// roce_version says RoCE v1 or v2, roce_l3_type the v2 entry's IP version.
+enum RoceVersion : uint8_t { MLX5_ROCE_VERSION_1 = 0, MLX5_ROCE_VERSION_2 = 2 };
+enum RoceL3Type : uint8_t { MLX5_ROCE_L3_TYPE_IPV4 = 0, MLX5_ROCE_L3_TYPE_IPV6 = 1 };
 
 // The command queue entry's transport type (cmd_queue_entry.type).
 inline constexpr uint8_t PCI_CMD_XPORT = 0x7;

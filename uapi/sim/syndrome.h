@@ -42,6 +42,8 @@ enum class Syndrome : uint32_t {
   PORT_NOT_IB = 0x51000212,     // BAD_PARAM_ERR: QUERY_HCA_VPORT_* on an Ethernet port
   PORT_NUM = 0x51000213,        // BAD_PARAM_ERR: port_num neither 0 nor 1..num_ports
   VPORT_GID_INDEX = 0x51000214, // BAD_PARAM_ERR: gid_index not below the port's GID table
+  PORT_NOT_ETH = 0x51000215,        // BAD_PARAM_ERR: QUERY_ROCE_ADDRESS on an InfiniBand port
+  ROCE_ADDRESS_INDEX = 0x51000216,  // BAD_PARAM_ERR: roce_address_index not below the table
   // UAR, PD, transport domain; ownership.
   UAR_EXHAUSTED = 0x51000301,  // NO_RES_ERR
   UAR_UNKNOWN = 0x51000302,    // BAD_RES_ERR: no such UAR
@@ -259,6 +261,8 @@ constexpr const char* SyndromeName(uint32_t s) {
     ONCHIP_SIM_SYNDROME(PORT_NOT_IB)
     ONCHIP_SIM_SYNDROME(PORT_NUM)
     ONCHIP_SIM_SYNDROME(VPORT_GID_INDEX)
+    ONCHIP_SIM_SYNDROME(PORT_NOT_ETH)
+    ONCHIP_SIM_SYNDROME(ROCE_ADDRESS_INDEX)
     ONCHIP_SIM_SYNDROME(UAR_EXHAUSTED)
     ONCHIP_SIM_SYNDROME(UAR_UNKNOWN)
     ONCHIP_SIM_SYNDROME(NOT_OWNER)

@@ -1,12 +1,15 @@
 // Address handles: libmlx5's checks (a bad port is NULL with errno untouched, RoCE needs a GRH,
-// the GID index must be in the table) and the address vector the send ring copies, field by field.
+// the GID index must be in the table and name a held entry) and the address vector the send ring
+// copies, field by field.
 #include <arpa/inet.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "driver/ah.h"
+#include "driver/gid_table.h"
 #include "tests/device/fixture.h"
+#include "tools/sim/gid_table.h"
 
 namespace onchip::testing {
 namespace {
@@ -76,6 +79,35 @@ TEST_F(AhTest, Checks) {
   errno = 0;
   EXPECT_EQ(v::create_ah(nullptr, &attr), nullptr);
   EXPECT_EQ(errno, EINVAL);
+}
+
+// Port 1's GID table as the driver read it from the firmware at open (QUERY_ROCE_ADDRESS): 16
+// entries, the first four held. A GRH's sgid_index past it is EINVAL, one naming an empty entry
+// ENODATA, as the kernel's rdma_get_gid_attr answers.
+TEST_F(AhTest, TheSourceGidMustBeAHeldEntry) {
+  const driver::GidTable& table = device().gid_table();
+  ASSERT_EQ(table.size(), sim_->config().roce_address_table_size);
+  const auto gids = sim::DeviceGids(sim_->config());
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(table.populated(i), i < 4) << i;
+    EXPECT_EQ(0, std::memcmp(table.gid(i).data(), gids[i].data(), 16)) << i;
+  }
+  EXPECT_FALSE(table.populated(table.size()));
+  ibv_ah_attr attr = Global();
+  attr.grh.sgid_index = static_cast<uint8_t>(table.size());
+  errno = 0;
+  EXPECT_EQ(v::create_ah(pd_, &attr), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  for (uint8_t empty : {uint8_t{4}, static_cast<uint8_t>(table.size() - 1)}) {
+    attr.grh.sgid_index = empty;
+    errno = 0;
+    EXPECT_EQ(v::create_ah(pd_, &attr), nullptr) << int(empty);
+    EXPECT_EQ(errno, ENODATA) << int(empty);
+  }
+  attr.grh.sgid_index = 3;
+  ibv_ah* ah = v::create_ah(pd_, &attr);
+  ASSERT_NE(ah, nullptr) << strerror(errno);
+  EXPECT_EQ(v::destroy_ah(ah), 0);
 }
 
 TEST_F(AhTest, CloseReleasesALiveAh) {

@@ -2,12 +2,13 @@
 // answer from QUERY_HCA_VPORT_CONTEXT (link layer, the LID and SM LID the fabric's subnet manager
 // gave, ACTIVE), two RC QPs connected by LID without a GRH moving an RDMA write and a send, a UD
 // datagram through an AH without a GRH (no IBV_WC_GRH, the sender's LID in the completion), and
-// the address vector and QP path those build.
+// the address vector and QP path those build; the GID table's one held entry.
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "driver/ah.h"
+#include "driver/gid_table.h"
 #include "driver/port.h"
 #include "driver/verbs/attributes.h"
 #include "tests/device/loopback_fixture.h"
@@ -37,7 +38,7 @@ TEST_F(IbPortDriverTest, QueryPortReportsTheInfiniBandPortTheSubnetManagerSetUp)
   ASSERT_TRUE(info) << info.error().describe();
   ibv_port_attr attr;
   driver::verbs::Identity id;
-  id.gid_table_len = 1;  // what the verbs environment publishes for an IB port
+  id.gid_table_len = 8;  // what the verbs environment publishes for an IB port
   ASSERT_EQ(driver::verbs::PortAttributes(device(), id, 1, *info, &attr), 0);
   EXPECT_EQ(attr.link_layer, IBV_LINK_LAYER_INFINIBAND);
   EXPECT_EQ(attr.state, IBV_PORT_ACTIVE);
@@ -46,7 +47,7 @@ TEST_F(IbPortDriverTest, QueryPortReportsTheInfiniBandPortTheSubnetManagerSetUp)
   EXPECT_EQ(attr.lid, Lid());
   EXPECT_EQ(attr.sm_lid, sim::Fabric::kSmLid);
   EXPECT_EQ(attr.lmc, 0);
-  EXPECT_EQ(attr.gid_tbl_len, 1);
+  EXPECT_EQ(attr.gid_tbl_len, 8);
   EXPECT_EQ(attr.active_mtu, IBV_MTU_4096);
   EXPECT_TRUE(attr.port_cap_flags & IBV_PORT_CM_SUP);
   EXPECT_FALSE(attr.port_cap_flags & IBV_PORT_IP_BASED_GIDS);
@@ -58,6 +59,55 @@ TEST_F(IbPortDriverTest, QueryPortReportsTheInfiniBandPortTheSubnetManagerSetUp)
   EXPECT_EQ(attr.state, IBV_PORT_DOWN);
   EXPECT_EQ(attr.phys_state, 3);
   sim_->SetLinkUp(true);
+}
+
+// The GID table the driver read at open (QUERY_HCA_VPORT_GID): 8 entries, only the port GID
+// held. A GRH naming an empty entry is refused with ENODATA, as the kernel's rdma_get_gid_attr
+// answers, for an AH and a QP's path alike.
+TEST_F(IbPortDriverTest, OnlyThePortGidIsHeld) {
+  const driver::GidTable& table = device().gid_table();
+  ASSERT_EQ(table.size(), 8u);
+  const auto gids = sim::DeviceGids(sim_->config());
+  EXPECT_TRUE(table.populated(0));
+  EXPECT_EQ(0, std::memcmp(table.gid(0).data(), gids[0].data(), 16));
+  for (uint32_t i = 1; i < table.size(); ++i) EXPECT_FALSE(table.populated(i)) << i;
+  ibv_ah_attr ah_attr{};
+  ah_attr.port_num = 1;
+  ah_attr.dlid = Lid();
+  ah_attr.is_global = 1;
+  ah_attr.grh.hop_limit = 64;
+  std::memcpy(ah_attr.grh.dgid.raw, gids[0].data(), 16);
+  ah_attr.grh.sgid_index = 1;
+  errno = 0;
+  EXPECT_EQ(v::create_ah(pd_, &ah_attr), nullptr);
+  EXPECT_EQ(errno, ENODATA);
+  ah_attr.grh.sgid_index = 0;
+  ibv_ah* ah = v::create_ah(pd_, &ah_attr);
+  ASSERT_NE(ah, nullptr) << strerror(errno);
+  EXPECT_EQ(v::destroy_ah(ah), 0);
+
+  ibv_qp* qp = Qp(IBV_QPT_RC);
+  ASSERT_NE(qp, nullptr);
+  ibv_qp_attr init{};
+  init.qp_state = IBV_QPS_INIT;
+  init.port_num = 1;
+  init.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  ASSERT_EQ(v::modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                        IBV_QP_ACCESS_FLAGS), 0);
+  ibv_qp_attr rtr{};
+  rtr.qp_state = IBV_QPS_RTR;
+  rtr.path_mtu = IBV_MTU_1024;
+  rtr.dest_qp_num = qp->qp_num;
+  rtr.max_dest_rd_atomic = 1;
+  rtr.min_rnr_timer = 12;
+  rtr.ah_attr = ah_attr;
+  rtr.ah_attr.grh.sgid_index = 7;
+  constexpr int kRtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  EXPECT_EQ(v::modify_qp(qp, &rtr, kRtr), ENODATA);
+  EXPECT_EQ(qp->state, IBV_QPS_INIT);
+  rtr.ah_attr.grh.sgid_index = 0;
+  EXPECT_EQ(v::modify_qp(qp, &rtr, kRtr), 0);
 }
 
 TEST_F(IbPortDriverTest, RcWriteAndSendBetweenTwoQpsConnectedByLid) {

@@ -381,7 +381,17 @@ TEST_F(QpTest, ModifyRulesRefuseBeforeTheDevice) {
   refused(rc, deep, kRcRtrMask, EINVAL);
   ibv_qp_attr alt = rtr;
   refused(rc, alt, kRcRtrMask | IBV_QP_ALT_PATH, EOPNOTSUPP);
+  // The source GID: past the table EINVAL, an empty entry ENODATA (the kernel's
+  // rdma_get_gid_attr answers).
+  ibv_qp_attr past = rtr;
+  past.ah_attr.grh.sgid_index = static_cast<uint8_t>(device().gid_table().size());
+  refused(rc, past, kRcRtrMask, EINVAL);
+  ibv_qp_attr empty = rtr;
+  empty.ah_attr.grh.sgid_index = 4;
+  ASSERT_FALSE(device().gid_table().populated(4));
+  refused(rc, empty, kRcRtrMask, ENODATA);
   EXPECT_EQ(Commands(), at_init);
+  EXPECT_EQ(rc->state, IBV_QPS_INIT);
   ASSERT_EQ(v::modify_qp(rc, &rtr, kRcRtrMask), 0);
   ibv_qp_attr ts = RtsAttr();
   ASSERT_EQ(v::modify_qp(rc, &ts, kRcRtsMask), 0);

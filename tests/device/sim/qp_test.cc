@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/device/sim/queues.h"
+#include "tools/sim/gid_table.h"
 #include "uapi/prm/hca.h"
 
 namespace onchip::sim::testing {
@@ -669,7 +670,7 @@ TEST_F(QpTest, TransitionValuesAreChecked) {
   rra.set(Ctx::log_rra_max, 5);  // log_max_ra_res_qp is 4
   refuse(rra, Syndrome::QP_RRA_MAX, prm::QP_STATE_INIT);
   auto gid = Init2Rtr(qpn, prm::QP_ST_RC);
-  gid.set(Ctx::primary_address_path.src_addr_index, 4);  // port 1 has 4 GIDs
+  gid.set(Ctx::primary_address_path.src_addr_index, DeviceConfig{}.roce_address_table_size);
   refuse(gid, Syndrome::QP_GID_INDEX, prm::QP_STATE_INIT);
   auto path_port = Init2Rtr(qpn, prm::QP_ST_RC);
   path_port.set(Ctx::primary_address_path.vhca_port_num, 0);
@@ -734,6 +735,18 @@ TEST_F(QpLimitsTest, SourceGidIndexWithinTheTable) {
   EXPECT_TRUE(Refused(Modify(in), CommandStatus::BAD_PARAM_ERR, Syndrome::QP_GID_INDEX));
   in.set(Ctx::primary_address_path.src_addr_index, 1);
   EXPECT_TRUE(Ok(Modify(in)));
+}
+
+// The firmware checks a path's GID index against the table's size only: an empty entry (index
+// 4 of 16) is for the driver to refuse, as the kernel's GID cache does before any command.
+TEST_F(QpTest, AnEmptyGidEntryIsWithinTheTable) {
+  const uint32_t qpn = NewQp(pd_, cqn_);
+  ASSERT_TRUE(Ok(Modify(Rst2Init(qpn, prm::QP_ST_RC))));
+  ASSERT_TRUE(IsZero(GidTable(DeviceConfig{})[4].gid));
+  auto in = Init2Rtr(qpn, prm::QP_ST_RC);
+  in.set(Ctx::primary_address_path.src_addr_index, 4);
+  EXPECT_TRUE(Ok(Modify(in)));
+  EXPECT_EQ(QueryQp(qpn).get(QCtx::primary_address_path.src_addr_index), 4u);
 }
 
 TEST_F(QpTest, TeardownRefusesLiveQpsAndForceFreesThem) {

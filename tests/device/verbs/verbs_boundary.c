@@ -239,6 +239,15 @@ static void check_transitions(struct side* a, const struct ibv_device_attr* dev)
     rc = to_state(qp, IBV_QPS_RTR, rtr_mask, &attr);
     CHECK(rc == EINVAL, "INIT -> RTR with sgid_index %d of %d: rc %d (EINVAL)",
           attr.ah_attr.grh.sgid_index, port.gid_tbl_len, rc);
+    /* An entry of the table that holds no GID: the kernel's rdma_get_gid_attr says ENODATA. */
+    attr.ah_attr.grh.sgid_index = (uint8_t)(port.gid_tbl_len - 1);
+    rc = to_state(qp, IBV_QPS_RTR, rtr_mask, &attr);
+    CHECK(rc == ENODATA, "INIT -> RTR with the empty GID entry %d: rc %d (ENODATA)",
+          attr.ah_attr.grh.sgid_index, rc);
+    struct ibv_ah* ah = ibv_create_ah(a->pd, &attr.ah_attr);
+    CHECK(ah == NULL && errno == ENODATA, "create_ah with the empty GID entry %d: errno %d (ENODATA)",
+          attr.ah_attr.grh.sgid_index, ah ? 0 : errno);
+    if (ah) ibv_destroy_ah(ah);
     attr.ah_attr.grh.sgid_index = 1;
     rc = to_state(qp, IBV_QPS_RTR, rtr_mask & ~IBV_QP_DEST_QPN, &attr);
     CHECK(rc == EINVAL, "INIT -> RTR without its required dest_qp_num: rc %d (EINVAL)", rc);

@@ -80,7 +80,8 @@ static void check_port(struct ibv_context* ctx) {
   CHECK(rc == 0, "ibv_query_port(1) rc=%d", rc);
   CHECK(port.state == IBV_PORT_ACTIVE, "port state %d (ACTIVE)", port.state);
   CHECK(port.link_layer == IBV_LINK_LAYER_ETHERNET, "link layer %u (Ethernet)", port.link_layer);
-  CHECK(port.gid_tbl_len == 4, "gid_tbl_len %d", port.gid_tbl_len);
+  /* The table is larger than the four GIDs it holds, as on a real port. */
+  CHECK(port.gid_tbl_len == 16, "gid_tbl_len %d", port.gid_tbl_len);
   CHECK(port.max_mtu == IBV_MTU_4096 && port.active_mtu == IBV_MTU_1024, "mtu max %d active %d",
         port.max_mtu, port.active_mtu);
   CHECK(port.pkey_tbl_len == 1, "pkey_tbl_len %u", port.pkey_tbl_len);
@@ -99,9 +100,23 @@ static void check_port(struct ibv_context* ctx) {
   rc = ibv_query_gid_ex(ctx, 1, 1, &entry, 0);
   CHECK(rc == 0 && entry.gid_type == IBV_GID_TYPE_ROCE_V2, "GID 1 type %u (RoCE v2), rc=%d",
         entry.gid_type, rc);
-  struct ibv_gid_entry table[8];
-  ssize_t n = ibv_query_gid_table(ctx, table, 8, 0);
+  /* An empty entry: ibv_query_gid_ex says ENODATA, ibv_query_gid gives the zero GID. */
+  static const uint8_t kZero[16];
+  for (int i = 4; i < port.gid_tbl_len; i += port.gid_tbl_len - 5) {
+    rc = ibv_query_gid_ex(ctx, 1, (uint32_t)i, &entry, 0);
+    CHECK(rc == ENODATA, "ibv_query_gid_ex of the empty entry %d: rc=%d (ENODATA)", i, rc);
+    memset(gid.raw, 0xa5, sizeof(gid.raw));
+    rc = ibv_query_gid(ctx, 1, i, &gid);
+    CHECK(rc == 0 && memcmp(gid.raw, kZero, 16) == 0, "GID %d is the zero GID (rc=%d)", i, rc);
+  }
+  /* Only the held entries, in index order. */
+  struct ibv_gid_entry table[32];
+  ssize_t n = ibv_query_gid_table(ctx, table, 32, 0);
   CHECK(n == 4, "ibv_query_gid_table returns %zd entries", n);
+  for (ssize_t i = 0; i < n && i < 4; ++i)
+    CHECK(table[i].gid_index == (uint32_t)i && table[i].port_num == 1 &&
+              memcmp(table[i].gid.raw, kZero, 16) != 0,
+          "gid_table entry %zd: index %u port %u", i, table[i].gid_index, table[i].port_num);
   __be16 pkey = 0;
   rc = ibv_query_pkey(ctx, 1, 0, &pkey);
   CHECK(rc == 0 && be16toh(pkey) == 0xffff, "pkey 0 is 0x%x (rc=%d)", be16toh(pkey), rc);
