@@ -122,23 +122,32 @@ class Engine {
     kRemoteWrite = 8,
     kRemoteAtomic = 16,
   };
-  // Whether `key` admits `rights` on [va, va + len) for a QP of `pd` (and, for a type-2 window,
-  // number `qpn`). Windows are remote-only.
-  bool KeyAllows(uint32_t key, uint64_t va, uint64_t len, uint8_t rights, uint32_t pd,
-                 uint32_t qpn) const;
-  // The mkey holding the bytes `key` reaches (a window's parent), or nullptr if there is none.
-  const Firmware::Mkey* Target(uint32_t key) const;
-  // Copies through a key the caller has checked (KeyAllows); false if it cannot (gone since).
-  bool CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out);
-  // Appends `len` bytes read through `key` to `out`, growing it only after every page of the
+  // A key that admitted one access (Admit): the mkey it names and the one holding the bytes
+  // it reaches (a bound window's parent, else the same), looked up once for the check and the
+  // copies. Valid while the pass holds the firmware's mutex, which keeps every mkey in place.
+  struct AdmittedKey {
+    uint32_t key = 0;
+    const Firmware::Mkey* mkey = nullptr;
+    const Firmware::Mkey* target = nullptr;
+    bool in_device_memory() const { return target->memic_start || target->sw_icm_id; }
+  };
+  // `key` if it admits `rights` on [va, va + len) for a QP of `pd` (and, for a type-2 window,
+  // number `qpn`), else nullopt. Windows are remote-only.
+  std::optional<AdmittedKey> Admit(uint32_t key, uint64_t va, uint64_t len, uint8_t rights,
+                                   uint32_t pd, uint32_t qpn) const;
+  // Copies through an admitted key; false if a byte cannot be reached (its mapping is gone).
+  bool CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out);
+  // Appends `len` bytes read through `k` to `out`, growing it only after every page of the
   // range proved reachable (a key may span far more than the memory mapped behind it: a garbage
   // length must cost no memory). False, with `out` unchanged, if any byte is not.
-  bool AppendFromKey(uint32_t key, uint64_t va, uint64_t len, std::vector<std::byte>& out);
-  bool CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in);
+  bool AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len, std::vector<std::byte>& out);
+  bool CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::byte> in);
   // Runs an 8-byte atomic at va on a word in host byte order, or big-endian when `big_endian`;
   // the value before it (as a number), or nullopt.
-  std::optional<uint64_t> AtomicAtKey(uint32_t key, uint64_t va, bool compare_swap,
+  std::optional<uint64_t> AtomicAtKey(const AdmittedKey& k, uint64_t va, bool compare_swap,
                                       uint64_t swap_add, uint64_t compare, bool big_endian);
+  // The device-memory bytes [va, va + len) of a key whose target is MEMIC or SW ICM.
+  std::optional<std::span<std::byte>> DeviceBytes(const AdmittedKey& k, uint64_t va, uint64_t len);
   // The responder's byte order for 8-byte atomics: the CUR atomic_req_8B_endianness_mode the
   // driver set (0, the reset value: big-endian; 1: host order).
   bool AtomicsBigEndian() const;

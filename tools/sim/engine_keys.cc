@@ -27,116 +27,117 @@ bool InRange(uint64_t start, uint64_t size, uint64_t va, uint64_t len) {
 
 }  // namespace
 
-bool Engine::KeyAllows(uint32_t key, uint64_t va, uint64_t len, uint8_t rights, uint32_t pd,
-                       uint32_t qpn) const {
+std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint64_t len,
+                                                 uint8_t rights, uint32_t pd, uint32_t qpn) const {
   auto it = fw_.mkeys_.find(key >> 8);
-  if (it == fw_.mkeys_.end()) return false;
+  if (it == fw_.mkeys_.end()) return std::nullopt;
   const Firmware::Mkey& m = it->second;
   Bytes mkc(m.mkc);
   if (prm::Get(mkc, prm::mkc::mkey_7_0) != (key & 0xff) || prm::Get(mkc, prm::mkc::free))
-    return false;
-  if (m.pd != pd) return false;
-  if ((rights & kLocalRead) && !prm::Get(mkc, prm::mkc::lr)) return false;
-  if ((rights & kLocalWrite) && !prm::Get(mkc, prm::mkc::lw)) return false;
-  if ((rights & kRemoteRead) && !prm::Get(mkc, prm::mkc::rr)) return false;
-  if ((rights & kRemoteWrite) && !prm::Get(mkc, prm::mkc::rw)) return false;
-  if ((rights & kRemoteAtomic) && !prm::Get(mkc, prm::mkc::a)) return false;
+    return std::nullopt;
+  if (m.pd != pd) return std::nullopt;
+  if ((rights & kLocalRead) && !prm::Get(mkc, prm::mkc::lr)) return std::nullopt;
+  if ((rights & kLocalWrite) && !prm::Get(mkc, prm::mkc::lw)) return std::nullopt;
+  if ((rights & kRemoteRead) && !prm::Get(mkc, prm::mkc::rr)) return std::nullopt;
+  if ((rights & kRemoteWrite) && !prm::Get(mkc, prm::mkc::rw)) return std::nullopt;
+  if ((rights & kRemoteAtomic) && !prm::Get(mkc, prm::mkc::a)) return std::nullopt;
   const uint64_t start = prm::Get(mkc, prm::mkc::start_addr);
   const uint64_t size = prm::Get(mkc, prm::mkc::len);
   if (m.window) {
     const bool remote = (rights & (kRemoteRead | kRemoteWrite | kRemoteAtomic)) != 0;
-    if (!remote || (rights & (kLocalRead | kLocalWrite))) return false;
-    if (prm::Get(mkc, prm::mkc::en_rinval) && prm::Get(mkc, prm::mkc::qpn) != qpn) return false;
-    if (m.klm_targets.size() != 1) return false;
-    return InRange(start, size, va, len);
+    if (!remote || (rights & (kLocalRead | kLocalWrite))) return std::nullopt;
+    if (prm::Get(mkc, prm::mkc::en_rinval) && prm::Get(mkc, prm::mkc::qpn) != qpn)
+      return std::nullopt;
+    if (m.klm_targets.size() != 1 || !InRange(start, size, va, len)) return std::nullopt;
+    // A bound window reaches its parent's memory.
+    auto parent = fw_.mkeys_.find(m.klm_targets[0]);
+    if (parent == fw_.mkeys_.end()) return std::nullopt;
+    return AdmittedKey{.key = key, .mkey = &m, .target = &parent->second};
   }
-  if (m.memic_start || m.sw_icm_id) return InRange(0, size, va, len);
+  if (m.memic_start || m.sw_icm_id) {
+    if (!InRange(0, size, va, len)) return std::nullopt;
+    return AdmittedKey{.key = key, .mkey = &m, .target = &m};
+  }
   const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::access_mode_1_0) |
                                               (prm::Get(mkc, prm::mkc::access_mode_4_2) << 2));
-  if (mode != prm::MKC_ACCESS_MODE_MTT) return false;
-  return InRange(start, size, va, len);
+  if (mode != prm::MKC_ACCESS_MODE_MTT || !InRange(start, size, va, len)) return std::nullopt;
+  return AdmittedKey{.key = key, .mkey = &m, .target = &m};
 }
 
-const Firmware::Mkey* Engine::Target(uint32_t key) const {
-  auto it = fw_.mkeys_.find(key >> 8);
-  if (it == fw_.mkeys_.end()) return nullptr;
-  const Firmware::Mkey& m = it->second;
-  if (!m.window) return &m;
-  if (m.klm_targets.size() != 1) return nullptr;
-  auto parent = fw_.mkeys_.find(m.klm_targets[0]);
-  return parent == fw_.mkeys_.end() ? nullptr : &parent->second;
+std::optional<std::span<std::byte>> Engine::DeviceBytes(const AdmittedKey& k, uint64_t va,
+                                                        uint64_t len) {
+  // Device memory is registered zero-based; a window over it addresses from its own start.
+  const uint64_t off = k.mkey->window ? va - prm::Get(Bytes(k.mkey->mkc), prm::mkc::start_addr) : va;
+  return fw_.DeviceMemoryLocked(*k.mkey, k.key, off, len, true);
 }
 
-bool Engine::CopyFromKey(uint32_t key, uint64_t va, std::span<std::byte> out) {
+bool Engine::CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out) {
   if (out.empty()) return true;
-  const Firmware::Mkey* target = Target(key);
-  if (target == nullptr) return false;
-  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  const Firmware::Mkey& t = *target;
-  if (t.memic_start || t.sw_icm_id) {
-    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
-    auto dm = fw_.DeviceMemoryLocked(key, off, out.size(), true);
+  if (k.in_device_memory()) {
+    auto dm = DeviceBytes(k, va, out.size());
     if (!dm) return false;
     std::memcpy(out.data(), dm->data(), out.size());
     return true;
   }
+  const Iommu::Access access(iommu_);
   uint64_t done = 0;
   while (done < out.size()) {
     uint64_t page = 0;
-    auto bus = fw_.MttTranslateLocked(key, va + done, out.size() - done, &page);
+    auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va + done, out.size() - done, &page);
     if (!bus) return false;
     const uint64_t n = std::min<uint64_t>(out.size() - done, page - ((va + done) & (page - 1)));
-    if (!iommu_.Read(*bus, out.subspan(done, n))) return false;
+    if (!access.Read(*bus, out.subspan(done, n))) return false;
     done += n;
   }
   return true;
 }
 
-bool Engine::AppendFromKey(uint32_t key, uint64_t va, uint64_t len, std::vector<std::byte>& out) {
+bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
+                           std::vector<std::byte>& out) {
   if (len == 0) return true;
-  const Firmware::Mkey* target = Target(key);
-  if (target == nullptr) return false;
-  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  if (target->memic_start || target->sw_icm_id) {
-    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
-    if (!fw_.DeviceMemoryLocked(key, off, len, true)) return false;
-  } else {
+  if (k.in_device_memory()) {
+    auto dm = DeviceBytes(k, va, len);
+    if (!dm) return false;
+    out.insert(out.end(), dm->begin(), dm->end());
+    return true;
+  }
+  const Iommu::Access access(iommu_);
+  // Every page first: `out` grows only for a range wholly behind live mappings.
+  auto each_page = [&](auto&& f) {
     for (uint64_t done = 0; done < len;) {
       uint64_t page = 0;
-      auto bus = fw_.MttTranslateLocked(key, va + done, len - done, &page);
+      auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va + done, len - done, &page);
       if (!bus) return false;
       const uint64_t n = std::min<uint64_t>(len - done, page - ((va + done) & (page - 1)));
-      if (!iommu_.IsMapped(*bus, n)) return false;
+      if (!f(*bus, n)) return false;
       done += n;
     }
-  }
+    return true;
+  };
+  if (!each_page([&](uint64_t bus, uint64_t n) { return access.Mapped(bus, n); })) return false;
   const std::size_t at = out.size();
-  out.resize(at + len);
-  if (CopyFromKey(key, va, std::span(out).subspan(at))) return true;
+  out.reserve(at + len);
+  if (each_page([&](uint64_t bus, uint64_t n) { return access.Append(bus, n, out); })) return true;
   out.resize(at);
   return false;
 }
 
-bool Engine::CopyToKey(uint32_t key, uint64_t va, std::span<const std::byte> in) {
+bool Engine::CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::byte> in) {
   if (in.empty()) return true;
-  const Firmware::Mkey* target = Target(key);
-  if (target == nullptr) return false;
-  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  const Firmware::Mkey& t = *target;
-  if (t.memic_start || t.sw_icm_id) {
-    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
-    auto dm = fw_.DeviceMemoryLocked(key, off, in.size(), true);
+  if (k.in_device_memory()) {
+    auto dm = DeviceBytes(k, va, in.size());
     if (!dm) return false;
     std::memcpy(dm->data(), in.data(), in.size());
     return true;
   }
+  const Iommu::Access access(iommu_);
   uint64_t done = 0;
   while (done < in.size()) {
     uint64_t page = 0;
-    auto bus = fw_.MttTranslateLocked(key, va + done, in.size() - done, &page);
+    auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va + done, in.size() - done, &page);
     if (!bus) return false;
     const uint64_t n = std::min<uint64_t>(in.size() - done, page - ((va + done) & (page - 1)));
-    if (!iommu_.Write(*bus, in.subspan(done, n))) return false;
+    if (!access.Write(*bus, in.subspan(done, n))) return false;
     done += n;
   }
   return true;
@@ -147,7 +148,7 @@ bool Engine::AtomicsBigEndian() const {
                   prm::atomic_caps::atomic_req_8B_endianness_mode) == 0;
 }
 
-std::optional<uint64_t> Engine::AtomicAtKey(uint32_t key, uint64_t va, bool compare_swap,
+std::optional<uint64_t> Engine::AtomicAtKey(const AdmittedKey& k, uint64_t va, bool compare_swap,
                                             uint64_t swap_add, uint64_t compare, bool big_endian) {
   if (va % 8 != 0) return std::nullopt;
   // Memory holds the word in `order`; the operands and the result are numbers.
@@ -160,18 +161,13 @@ std::optional<uint64_t> Engine::AtomicAtKey(uint32_t key, uint64_t va, bool comp
     if (compare_swap) return found == compare ? to_memory(swap_add) : in_memory;
     return to_memory(found + swap_add);
   };
-  const Firmware::Mkey* target = Target(key);
-  if (target == nullptr) return std::nullopt;
-  const Firmware::Mkey& m = fw_.mkeys_.at(key >> 8);
-  const Firmware::Mkey& t = *target;
   std::optional<uint64_t> found;
-  if (t.memic_start || t.sw_icm_id) {
-    const uint64_t off = m.window ? va - prm::Get(Bytes(m.mkc), prm::mkc::start_addr) : va;
-    auto dm = fw_.DeviceMemoryLocked(key, off, 8, true);
+  if (k.in_device_memory()) {
+    auto dm = DeviceBytes(k, va, 8);
     if (!dm) return std::nullopt;
     found = Iommu::UpdateWord64(dm->data(), next);
   } else {
-    auto bus = fw_.MttTranslateLocked(key, va, 8, nullptr);
+    auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va, 8, nullptr);
     if (!bus) return std::nullopt;
     found = Iommu::Access(iommu_).Update64(*bus, next);
   }

@@ -309,7 +309,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   if (opcode == prm::MLX5_OPCODE_RDMA_READ || atomic) {
     // The list is where the response lands: local write on every entry, no inline data.
     for (const ListEntry& e : list)
-      if (e.is_inline || !KeyAllows(e.lkey, e.addr, e.length, kLocalWrite, qp.pd, qpn))
+      if (e.is_inline || !Admit(e.lkey, e.addr, e.length, kLocalWrite, qp.pd, qpn))
         return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     if (atomic && (list.size() != 1 || list[0].length != 8))
       return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
@@ -322,8 +322,8 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
         p.payload.insert(p.payload.end(), e.inline_bytes.begin(), e.inline_bytes.end());
         continue;
       }
-      if (!KeyAllows(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn) ||
-          !AppendFromKey(e.lkey, e.addr, e.length, p.payload))
+      const auto key = Admit(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn);
+      if (!key || !AppendFromKey(*key, e.addr, e.length, p.payload))
         return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     }
   }
@@ -435,8 +435,8 @@ void Engine::HandleResponse(Packet& p) {
       for (const ListEntry& e : list) {
         const std::size_t n = std::min<std::size_t>(e.length, data.size() - done);
         // The key was checked when the request left; it may have changed since.
-        if (e.is_inline || !KeyAllows(e.lkey, e.addr, n, kLocalWrite, qp.pd, qpn) ||
-            !CopyToKey(e.lkey, e.addr, data.subspan(done, n))) {
+        const auto key = e.is_inline ? std::nullopt : Admit(e.lkey, e.addr, n, kLocalWrite, qp.pd, qpn);
+        if (!key || !CopyToKey(*key, e.addr, data.subspan(done, n))) {
           CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
           return;
         }

@@ -231,8 +231,8 @@ void Engine::HandleRequest(Packet& p) {
       Packet r = answer(op == prm::MLX5_OPCODE_RDMA_READ ? PacketKind::kReadResponse
                                                          : PacketKind::kAtomicResponse);
       if (op == prm::MLX5_OPCODE_RDMA_READ) {
-        if (!KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn)) return;
-        if (!AppendFromKey(p.rkey, p.raddr, p.read_length, r.payload)) return;
+        const auto key = Admit(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn);
+        if (!key || !AppendFromKey(*key, p.raddr, p.read_length, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
         r.atomic_big_endian = AtomicsBigEndian();
@@ -313,8 +313,8 @@ void Engine::HandleRequest(Packet& p) {
       while (!b.empty()) {
         const ScatterEntry& e = recv.list[entry];
         const std::size_t n = std::min<std::size_t>(b.size(), e.length - used);
-        if (!KeyAllows(e.lkey, e.addr + used, n, kLocalWrite, recv.pd, qpn) ||
-            !CopyToKey(e.lkey, e.addr + used, b.first(n)))
+        const auto key = Admit(e.lkey, e.addr + used, n, kLocalWrite, recv.pd, qpn);
+        if (!key || !CopyToKey(*key, e.addr + used, b.first(n)))
           return prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
         b = b.subspan(n);
         used += n;
@@ -388,9 +388,9 @@ void Engine::HandleRequest(Packet& p) {
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM: {
       // A zero-length write names no memory: its rkey is not checked (IBTA).
-      if (!prm::Get(qpc, prm::qpc::rwe) ||
-          (!p.payload.empty() &&
-           !KeyAllows(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, pd, qpn))) {
+      std::optional<AdmittedKey> key;
+      if (!p.payload.empty()) key = Admit(p.rkey, p.raddr, p.payload.size(), kRemoteWrite, pd, qpn);
+      if (!prm::Get(qpc, prm::qpc::rwe) || (!p.payload.empty() && !key)) {
         if (rc) refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
@@ -402,7 +402,7 @@ void Engine::HandleRequest(Packet& p) {
           return;
         }
       }
-      if (!CopyToKey(p.rkey, p.raddr, p.payload)) {
+      if (key && !CopyToKey(*key, p.raddr, p.payload)) {
         if (rc) refuse(NakCode::kRemoteAccess, recv ? &*recv : nullptr,
                        prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
         return;
@@ -414,13 +414,14 @@ void Engine::HandleRequest(Packet& p) {
     }
     case prm::MLX5_OPCODE_RDMA_READ: {
       Packet r = answer(PacketKind::kReadResponse);
-      if (!rc || !prm::Get(qpc, prm::qpc::rre) ||
-          (p.read_length != 0 &&
-           !KeyAllows(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn))) {
+      // A zero-length read names no memory either.
+      std::optional<AdmittedKey> key;
+      if (p.read_length != 0) key = Admit(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn);
+      if (!rc || !prm::Get(qpc, prm::qpc::rre) || (p.read_length != 0 && !key)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
-      if (!AppendFromKey(p.rkey, p.raddr, p.read_length, r.payload)) {
+      if (key && !AppendFromKey(*key, p.raddr, p.read_length, r.payload)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
@@ -435,13 +436,13 @@ void Engine::HandleRequest(Packet& p) {
         refuse(NakCode::kInvalidRequest, nullptr, {});
         return;
       }
-      if (!prm::Get(qpc, prm::qpc::rae) ||
-          !KeyAllows(p.rkey, p.raddr, 8, kRemoteAtomic, pd, qpn)) {
+      const auto key = Admit(p.rkey, p.raddr, 8, kRemoteAtomic, pd, qpn);
+      if (!prm::Get(qpc, prm::qpc::rae) || !key) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
       const bool big_endian = AtomicsBigEndian();
-      auto original = AtomicAtKey(p.rkey, p.raddr, op == prm::MLX5_OPCODE_ATOMIC_CS, p.swap_add,
+      auto original = AtomicAtKey(*key, p.raddr, op == prm::MLX5_OPCODE_ATOMIC_CS, p.swap_add,
                                   p.compare, big_endian);
       if (!original) {
         refuse(NakCode::kRemoteAccess, nullptr, {});

@@ -207,6 +207,9 @@ class Firmware {
   // The bus address of va in an MTT key, checking [va, va + len) lies inside the key (lock held).
   std::optional<uint64_t> MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
                                              uint64_t* page_bytes) const;
+  // The same from the mkey `mkey` names, already found (the engine looks a key up once per use).
+  std::optional<uint64_t> MttTranslateLocked(const Mkey& m, uint32_t mkey, uint64_t va,
+                                             uint64_t len, uint64_t* page_bytes) const;
   // Calls f(bus_address, offset, bytes) for each page-sized piece of [va, va + len) (lock held).
   template <typename F>
   bool ForEachMttPiece(uint32_t mkey, uint64_t va, uint64_t len, F f) const;
@@ -367,6 +370,9 @@ class Firmware {
 
   std::optional<std::span<std::byte>> DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
                                                          uint64_t len, bool through_window);
+  std::optional<std::span<std::byte>> DeviceMemoryLocked(const Mkey& m, uint32_t mkey,
+                                                         uint64_t offset, uint64_t len,
+                                                         bool through_window);
 
   const DeviceConfig config_;
   const BarLayout layout_;

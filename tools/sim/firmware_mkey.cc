@@ -228,7 +228,12 @@ std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(uint32_t mkey, 
                                                                   bool through_window) {
   auto it = mkeys_.find(mkey >> 8);
   if (it == mkeys_.end()) return std::nullopt;
-  const Mkey& m = it->second;
+  return DeviceMemoryLocked(it->second, mkey, offset, len, through_window);
+}
+
+std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(const Mkey& m, uint32_t mkey,
+                                                                  uint64_t offset, uint64_t len,
+                                                                  bool through_window) {
   Bytes mkc_bytes(m.mkc);
   if (prm::Get(mkc_bytes, prm::mkc::mkey_7_0) != (mkey & 0xff) || prm::Get(mkc_bytes, prm::mkc::free))
     return std::nullopt;
@@ -259,7 +264,11 @@ std::optional<uint64_t> Firmware::MttTranslateLocked(uint32_t mkey, uint64_t va,
                                                      uint64_t* page_bytes) const {
   auto it = mkeys_.find(mkey >> 8);
   if (it == mkeys_.end()) return std::nullopt;
-  const Mkey& m = it->second;
+  return MttTranslateLocked(it->second, mkey, va, len, page_bytes);
+}
+
+std::optional<uint64_t> Firmware::MttTranslateLocked(const Mkey& m, uint32_t mkey, uint64_t va,
+                                                     uint64_t len, uint64_t* page_bytes) const {
   Bytes mkc_bytes(m.mkc);
   if (prm::Get(mkc_bytes, prm::mkc::mkey_7_0) != (mkey & 0xff) ||
       prm::Get(mkc_bytes, prm::mkc::free))
