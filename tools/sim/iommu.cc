@@ -181,6 +181,21 @@ bool Iommu::Access::Read(uint64_t iova, std::span<std::byte> out) const {
   return true;
 }
 
+bool Iommu::Access::Append(uint64_t iova, uint64_t len, std::vector<std::byte>& out) const {
+  uint64_t offset = 0;
+  const Mapping* m = iommu_.FindLocked(iova, len, &offset);
+  if (m == nullptr) return false;
+  if (m->host != nullptr) {
+    out.insert(out.end(), m->host + offset, m->host + offset + len);
+    return true;
+  }
+  const std::size_t at = out.size();
+  out.resize(at + len);
+  if (ProcessRead(*m, offset, std::span(out).subspan(at))) return true;
+  out.resize(at);
+  return false;
+}
+
 bool Iommu::Access::Write(uint64_t iova, std::span<const std::byte> in) const {
   uint64_t offset = 0;
   const Mapping* m = iommu_.FindLocked(iova, in.size(), &offset);

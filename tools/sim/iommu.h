@@ -37,6 +37,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <span>
+#include <vector>
 
 #include "uapi/result.h"
 #include "uapi/vpci.h"
@@ -80,6 +81,9 @@ class Iommu {
     // Whole transfers only: false if the range is not wholly inside one mapping or the target
     // process gave less than everything (exited, unmapped its memory, read-only pages).
     bool Read(uint64_t iova, std::span<std::byte> out) const;
+    // Read's bytes appended to `out`, which grows by `len` (and is left as it was on failure).
+    // From pointer memory the bytes are copied in once, with no zero-filled growth first.
+    bool Append(uint64_t iova, uint64_t len, std::vector<std::byte>& out) const;
     bool Write(uint64_t iova, std::span<const std::byte> in) const;
     // Writes `in` with its last byte stored last, as a release store: the handover of a
     // structure whose last byte holds an ownership bit (CQE, EQE, cmdq entry). For process
