@@ -3,6 +3,7 @@
 // table holds it until the driver sets an address there.
 #include "tools/sim/firmware.h"
 #include "tools/sim/gid_table.h"
+#include "tools/sim/vport_query_checks.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/opcodes.h"
 
@@ -50,19 +51,11 @@ Outcome Firmware::QueryRoceAddress(Bytes in, Out out) {
   return Outcome::Ok();
 }
 
-// The HCA vport commands exist for InfiniBand ports; port_num is 0 (the only port) or
-// 1..num_ports, and only this function's own vport is answered.
 Outcome Firmware::QueryHcaVportGid(Bytes in, Out out) {
   using In = prm::query_hca_vport_gid_in;
   using O = prm::query_hca_vport_gid_out;
   if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
-  if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
-  if (prm::Get(in, In::port_num) > config_.num_ports)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
-  if (config_.port_type != DeviceConfig::PortType::kInfiniBand)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB);
+  if (Outcome s = CheckOwnIbVportQuery<In>(in, config_); !s.ok()) return s;
   const uint32_t index = prm::Get(in, In::gid_index);
   const std::vector<GidEntry> table = GidTable(config_);
   if (index >= table.size()) return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::VPORT_GID_INDEX);

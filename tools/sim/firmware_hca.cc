@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tools/sim/firmware.h"
+#include "tools/sim/vport_query_checks.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/eqe.h"
 #include "uapi/prm/hca.h"
@@ -322,18 +323,10 @@ constexpr uint32_t kSmLid = 1;
 
 }  // namespace
 
-// The HCA vport commands exist for InfiniBand ports; port_num is 0 (the only port) or 1..num_ports,
-// and only this function's own vport is answered.
 Outcome Firmware::QueryHcaVportContext(Bytes in, Out out) {
   using In = prm::query_hca_vport_context_in;
   if (Outcome s = CheckShape<In, prm::query_hca_vport_context_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
-  if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
-  if (prm::Get(in, In::port_num) > config_.num_ports)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
-  if (config_.port_type != DeviceConfig::PortType::kInfiniBand)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB);
+  if (Outcome s = CheckOwnIbVportQuery<In>(in, config_); !s.ok()) return s;
   using Ctx = prm::hca_vport_context_bits<prm::query_hca_vport_context_out::hca_vport_context.bit_offset>;
   const uint64_t guid = NodeGuid(config_);
   prm::Bits(out)
