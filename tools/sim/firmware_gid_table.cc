@@ -13,10 +13,6 @@ using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
-namespace {
-Outcome BadOpMod() { return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD); }
-}  // namespace
-
 // One entry of the RoCE address table, as SET_ROCE_ADDRESS would have written it (mlx5_core's
 // mlx5_core_roce_gid_set): the GID in source_l3_address, the port's MAC, the RoCE version and,
 // for v2, whether the GID is an IPv4-mapped address. vhca_port_num is 0 or 1..num_ports.

@@ -19,8 +19,6 @@ namespace {
 
 constexpr uint32_t kSupportedIssi = 0x3;  // ISSI 0 and 1
 
-Outcome BadOpMod() { return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD); }
-
 }  // namespace
 
 Outcome Firmware::EnableHca(Bytes in, Out out) {

@@ -12,12 +12,6 @@ using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
-namespace {
-
-Outcome BadOpMod() { return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD); }
-
-}  // namespace
-
 Outcome Firmware::AllocUar(Bytes in, Out out) {
   using In = prm::alloc_uar_in;
   if (Outcome s = CheckShape<In, prm::alloc_uar_out>(in, out); !s.ok()) return s;

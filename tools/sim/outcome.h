@@ -27,6 +27,9 @@ constexpr Outcome Refuse(prm::CommandStatus status, Syndrome syndrome) {
   return {status, static_cast<uint32_t>(syndrome)};
 }
 
+// An op_mod the command does not define.
+constexpr Outcome BadOpMod() { return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD); }
+
 // True if bits [bit_offset, bit_offset + width) of `bytes` are all zero (bytes covers them).
 bool BitsZero(std::span<const std::byte> bytes, std::size_t bit_offset, std::size_t width);
 

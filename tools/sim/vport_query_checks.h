@@ -16,7 +16,7 @@ namespace onchip::sim {
 template <class In>
 Outcome CheckOwnIbVportQuery(std::span<const std::byte> in, const DeviceConfig& config) {
   using prm::CommandStatus;
-  if (prm::Get(in, In::op_mod) != 0) return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
     return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
   if (prm::Get(in, In::port_num) > config.num_ports)
