@@ -98,6 +98,7 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
   if (fw_.state_ != HcaState::kInitialized) {
     // No queues exist: whatever arrives finds no QP.
     if (port_.Pending()) port_.Take(inbound_);
+    looped_.clear();
     return result;
   }
   if (fw_.port_change_ != 0) {
@@ -112,17 +113,26 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
   const uint64_t now = DeviceNs(started);
   for (int round = 0; round < kMaxRounds; ++round) {
     bool moved = false;
-    if (port_.Pending() && !fw_.link_up_) {
-      port_.Take(inbound_);  // a port whose link is down receives nothing
-    } else if (port_.Pending()) {
-      port_.Take(inbound_);
-      for (Packet& p : inbound_) {
+    auto handle = [&](std::vector<Packet>& packets) {
+      for (Packet& p : packets) {
         if (p.kind == PacketKind::kRequest)
           HandleRequest(p);
         else
           HandleResponse(p);
       }
-      moved = !inbound_.empty();
+      moved |= !packets.empty();
+    };
+    if (port_.Pending() && !fw_.link_up_) {
+      port_.Take(inbound_);  // a port whose link is down receives nothing
+    } else if (port_.Pending()) {
+      port_.Take(inbound_);
+      handle(inbound_);
+    }
+    if (!looped_.empty()) {
+      // What this round sends to itself waits for the next round, as a port's packets do.
+      std::swap(looped_, looping_);
+      if (fw_.link_up_) handle(looping_);
+      looping_.clear();
     }
     uint64_t deadline = 0;
     for (auto& [qpn, qp] : fw_.qps_) {

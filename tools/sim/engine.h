@@ -2,8 +2,9 @@
 // completion queues and event queues the firmware's tables hold (tools/sim/queue_objects.h).
 //
 // One pass (Pass) does, under the firmware's mutex:
-//   - the wire: request packets that reached this device's port are executed by the responder
-//     (engine_responder.cc), responses complete the requester's WQE (engine_requester.cc);
+//   - the wire: request packets that reached this device's port (or that it sent itself, which
+//     skip the port's lock) are executed by the responder (engine_responder.cc), responses
+//     complete the requester's WQE (engine_requester.cc);
 //   - every QP's send queue: the doorbell record's send counter says how far the driver posted;
 //     WQEs up to it are fetched through the IOMMU from the QP's pages and executed in order;
 //     RC keeps one message in flight per QP and retries it on RNR NAKs and ACK timeouts;
@@ -68,7 +69,7 @@ class Engine {
 
   // Told before the device sleeps and after it wakes: a packet from the wire then wakes it.
   void SetSleeping(bool sleeping) { port_.SetSleeping(sleeping); }
-  bool InboundPending() const { return port_.Pending(); }
+  bool InboundPending() const { return port_.Pending() || !looped_.empty(); }
 
   // Device time: ns since `born`, the value the init segment's internal timer shows.
   uint64_t NowNs() const { return DeviceNs(std::chrono::steady_clock::now()); }
@@ -208,6 +209,11 @@ class Engine {
   // once the tables stop growing.
   std::vector<uint32_t> uar_pages_;
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
+  // Packets this device sent to itself (a QP to another QP of the same port), handled in the
+  // next round as the port's are. Only the pass touches them, so they skip the port's lock;
+  // `looping_` is the round's buffer, swapped with `looped_`.
+  std::vector<Packet> looped_;
+  std::vector<Packet> looping_;
 };
 
 }  // namespace onchip::sim

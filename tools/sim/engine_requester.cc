@@ -73,39 +73,54 @@ bool OpcodeAllowed(uint8_t st, uint8_t opcode) {
 }
 
 // One entry of a gather or scatter list: inline bytes or a keyed range.
+// Trivial (no member initializers, a pointer for the inline bytes): a GatherList's unused
+// entries stay unwritten. ParseList makes each entry whole; for inline data `length` counts
+// the bytes at `inline_data`.
 struct ListEntry {
-  bool is_inline = false;
-  Bytes inline_bytes;
-  uint32_t lkey = 0;
-  uint64_t addr = 0;
-  uint32_t length = 0;
+  bool is_inline;
+  const std::byte* inline_data;
+  uint32_t lkey;
+  uint64_t addr;
+  uint32_t length;
+  Bytes inline_bytes() const { return Bytes(inline_data, length); }
+};
+
+// A WQE's gather or scatter list, held where it is parsed: ds is 6 bits, so after the ctrl
+// segment at most 62 entries of 16 bytes or more fit, and parsing allocates nothing.
+class GatherList {
+ public:
+  static constexpr std::size_t kMaxEntries = 62;
+  void push_back(const ListEntry& e) { entries_[size_++] = e; }
+  bool full() const { return size_ == kMaxEntries; }
+  std::size_t size() const { return size_; }
+  const ListEntry& operator[](std::size_t i) const { return entries_[i]; }
+  const ListEntry* begin() const { return entries_.data(); }
+  const ListEntry* end() const { return entries_.data() + size_; }
+
+ private:
+  std::array<ListEntry, kMaxEntries> entries_;
+  std::size_t size_ = 0;
 };
 
 // The data segments from `offset` to the end of the WQE's ds units. False if one is cut short.
-bool ParseList(Bytes wqe, std::size_t offset, std::vector<ListEntry>* out) {
+bool ParseList(Bytes wqe, std::size_t offset, GatherList* out) {
   while (offset < wqe.size()) {
-    if (wqe.size() - offset < 4) return false;
+    if (wqe.size() - offset < 4 || out->full()) return false;
     const uint32_t bc = Load<prm::Be32>(wqe, offset).host();
     if (bc & prm::MLX5_INLINE_SEG) {
       const uint32_t n = bc & ~prm::MLX5_INLINE_SEG;
       if (n > wqe.size() - offset - 4) return false;
-      ListEntry e;
-      e.is_inline = true;
-      e.inline_bytes = wqe.subspan(offset + 4, n);
-      out->push_back(e);
+      out->push_back({.is_inline = true, .inline_data = wqe.data() + offset + 4, .lkey = 0,
+                      .addr = 0, .length = n});
       offset += (4 + n + 15) / 16 * 16;
       continue;
     }
     if (wqe.size() - offset < sizeof(prm::pod::mlx5_wqe_data_seg)) return false;
     const auto seg = Load<prm::pod::mlx5_wqe_data_seg>(wqe, offset);
     // Zero-length entries carry nothing (libmlx5 never writes them).
-    if (bc != 0) {
-      ListEntry e;
-      e.lkey = seg.lkey.host();
-      e.addr = seg.addr.host();
-      e.length = bc;
-      out->push_back(e);
-    }
+    if (bc != 0)
+      out->push_back({.is_inline = false, .inline_data = nullptr, .lkey = seg.lkey.host(),
+                      .addr = seg.addr.host(), .length = bc});
     offset += sizeof seg;
   }
   return true;
@@ -300,10 +315,10 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.swap_add = a.swap_add.host();
     p.compare = a.compare.host();
   }
-  std::vector<ListEntry> list;
+  GatherList list;
   if (!ParseList(wqe, offset, &list)) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
   uint64_t total = 0;
-  for (const ListEntry& e : list) total += e.is_inline ? e.inline_bytes.size() : e.length;
+  for (const ListEntry& e : list) total += e.length;
   if (total > kMaxMessageBytes) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
 
   if (opcode == prm::MLX5_OPCODE_RDMA_READ || atomic) {
@@ -319,7 +334,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     // good, so a garbage length costs no memory.
     for (const ListEntry& e : list) {
       if (e.is_inline) {
-        p.payload.insert(p.payload.end(), e.inline_bytes.begin(), e.inline_bytes.end());
+        p.payload.insert(p.payload.end(), e.inline_bytes().begin(), e.inline_bytes().end());
         continue;
       }
       const auto key = Admit(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn);
@@ -357,12 +372,12 @@ void Engine::Transmit(Packet&& p) {
   p.slid = config_.lid;
   if (!p.grh) {
     // InfiniBand without a GRH: by DLID. No port there: lost, as above.
-    if (p.dlid == config_.lid) port_.Push(std::move(p));
+    if (p.dlid == config_.lid) looped_.push_back(std::move(p));
     else Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
     return;
   }
   if (!IsZero(p.dgid) && std::find(gids_.begin(), gids_.end(), p.dgid) != gids_.end()) {
-    port_.Push(std::move(p));
+    looped_.push_back(std::move(p));  // this port's own GID: the next round receives it
     return;
   }
   // No device owns the GID: the packet is lost (RC notices by its ACK timeout).
@@ -420,7 +435,7 @@ void Engine::HandleResponse(Packet& p) {
       std::size_t offset = sizeof(prm::pod::mlx5_wqe_ctrl_seg) + sizeof(prm::pod::mlx5_wqe_raddr_seg);
       if (qp.st == prm::QP_ST_XRC) offset += sizeof(prm::pod::mlx5_wqe_xrc_seg);
       if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
-      std::vector<ListEntry> list;
+      GatherList list;
       if (wqe.size() < offset || !ParseList(wqe, offset, &list)) {
         CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
         return;
