@@ -80,8 +80,15 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   const uint32_t log_size = static_cast<uint32_t>(cqc.get(prm::cqc::log_cq_size));
   const uint32_t size = uint32_t{1} << log_size;
   const uint32_t cqe_bytes = cqc.get(prm::cqc::cqe_sz) == 1 ? 128 : 64;
-  if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
-    cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
+  // The consumer index only grows, so a ring that is not full by the last reading of it is not
+  // full: the doorbell record is read again only when that reading says full (as a NIC keeps
+  // the index it last fetched).
+  auto full = [&] {
+    return ((cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask) >= size;
+  };
+  if (full())
+    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
+      cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
   auto fail = [&](uint32_t status) {
     cq.progress.overflowed = true;
     cqc.set(prm::cqc::status, status);
@@ -90,8 +97,7 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
     WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_CQ_ERROR, data);
     return false;
   };
-  if (((cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask) >= size)
-    return fail(kCqStatusOverflow);
+  if (full()) return fail(kCqStatusOverflow);
 
   std::array<std::byte, 64> bytes{};
   const bool owner = prm::CqeOwnerFor(cq.producer_counter, size);

@@ -135,7 +135,11 @@ Outcome Firmware::QueryCq(Bytes in, Out out) {
   if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
   auto it = cqs_.find(prm::Get(in, In::cqn));
   if (it == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_UNKNOWN);
-  const Cq& cq = it->second;
+  Cq& cq = it->second;
+  // The engine reads the consumer index when a completion finds the ring full; the query
+  // reports the doorbell record's current value.
+  if (auto ci = Iommu::Access(iommu_).LoadAcquire32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
+    cq.consumer_counter = prm::Be32::FromRaw(*ci).host() & prm::kCqConsumerIndexMask;
   std::memcpy(out.data() + O::cq_context.bit_offset / 8, cq.cqc.data(), cq.cqc.size());
   prm::Bits(out)
       .set(Ctx::consumer_counter, cq.consumer_counter & 0xffffff)
