@@ -34,6 +34,12 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
       config_(config),
       born_(born),
       gids_(DeviceGids(config)),
+      own_gids_([&] {
+        std::vector<Gid> own;
+        for (const Gid& g : gids_)
+          if (!IsZero(g) && std::find(own.begin(), own.end(), g) == own.end()) own.push_back(g);
+        return own;
+      }()),
       port_(std::move(wake)) {
   for (uint32_t i = 0; i < config_.num_uars; ++i) {
     const uint32_t page = config_.first_uar_index + i;

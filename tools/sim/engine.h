@@ -202,6 +202,9 @@ class Engine {
   const DeviceConfig config_;
   const std::chrono::steady_clock::time_point born_;
   const std::vector<Gid> gids_;
+  // The distinct GIDs the table holds (RoCE: two, each as v1 and v2; IB: one): what a packet
+  // this port sends must name to come back to it.
+  const std::vector<Gid> own_gids_;
   Port port_;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};

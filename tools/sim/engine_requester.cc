@@ -376,7 +376,7 @@ void Engine::Transmit(Packet&& p) {
     else Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
     return;
   }
-  if (!IsZero(p.dgid) && std::find(gids_.begin(), gids_.end(), p.dgid) != gids_.end()) {
+  if (std::find(own_gids_.begin(), own_gids_.end(), p.dgid) != own_gids_.end()) {
     looped_.push_back(std::move(p));  // this port's own GID: the next round receives it
     return;
   }
