@@ -125,6 +125,7 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
           HandleRequest(p);
         else
           HandleResponse(p);
+        KeepPayloadBuffer(std::move(p.payload));
       }
       moved |= !packets.empty();
     };
@@ -174,6 +175,21 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
           .set(prm::qpc::hw_rq_counter, qp.progress.rq_counter);
   }
   return result;
+}
+
+std::vector<std::byte> Engine::TakePayloadBuffer() {
+  if (spare_payloads_.empty()) return {};
+  std::vector<std::byte> buffer = std::move(spare_payloads_.back());
+  spare_payloads_.pop_back();
+  return buffer;
+}
+
+void Engine::KeepPayloadBuffer(std::vector<std::byte>&& buffer) {
+  if (buffer.capacity() == 0 || buffer.capacity() > kSparePayloadBytes ||
+      spare_payloads_.size() == kSparePayloads)
+    return;
+  buffer.clear();
+  spare_payloads_.push_back(std::move(buffer));
 }
 
 bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,

@@ -217,6 +217,14 @@ class Engine {
   // `looping_` is the round's buffer, swapped with `looped_`.
   std::vector<Packet> looped_;
   std::vector<Packet> looping_;
+  // The payload buffers of packets already handled, given to the next packets this engine
+  // builds, so that a stream of messages stops allocating (at most kSparePayloads are kept,
+  // none larger than kSparePayloadBytes).
+  static constexpr std::size_t kSparePayloads = 64;
+  static constexpr std::size_t kSparePayloadBytes = 64 << 10;
+  std::vector<std::vector<std::byte>> spare_payloads_;
+  std::vector<std::byte> TakePayloadBuffer();
+  void KeepPayloadBuffer(std::vector<std::byte>&& buffer);
 };
 
 }  // namespace onchip::sim

@@ -332,6 +332,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   } else {
     // The payload grows one entry at a time, each only after its key and its memory proved
     // good, so a garbage length costs no memory.
+    p.payload = TakePayloadBuffer();
     for (const ListEntry& e : list) {
       if (e.is_inline) {
         p.payload.insert(p.payload.end(), e.inline_bytes().begin(), e.inline_bytes().end());

@@ -232,6 +232,7 @@ void Engine::HandleRequest(Packet& p) {
                                                          : PacketKind::kAtomicResponse);
       if (op == prm::MLX5_OPCODE_RDMA_READ) {
         const auto key = Admit(p.rkey, p.raddr, p.read_length, kRemoteRead, pd, qpn);
+        r.payload = TakePayloadBuffer();
         if (!key || !AppendFromKey(*key, p.raddr, p.read_length, r.payload)) return;
       } else {
         r.atomic_original = pr.last_atomic_original;
@@ -421,6 +422,7 @@ void Engine::HandleRequest(Packet& p) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
       }
+      r.payload = TakePayloadBuffer();
       if (key && !AppendFromKey(*key, p.raddr, p.read_length, r.payload)) {
         refuse(NakCode::kRemoteAccess, nullptr, {});
         return;
