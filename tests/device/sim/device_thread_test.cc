@@ -11,6 +11,7 @@
 
 #include "tests/device/sim/engine_node.h"
 #include "tests/device/sim/sim_fixture.h"
+#include "tests/device/sim/started_function.h"
 #include "tests/device/wait.h"
 #include "tools/sim/device_thread.h"
 
@@ -29,36 +30,10 @@ DeviceConfig ConfigOf(uint8_t i, DeviceConfig c = {}) {
   return c;
 }
 
-// A device brought up by a test-side driver, with a CQ and a key over its data.
-struct Function {
-  std::unique_ptr<Device> device;
-  std::unique_ptr<CommandWriter> writer;
-  std::unique_ptr<Node> node;
-  Node::CqInfo cq;
-  uint32_t key = 0;
+using Function = StartedFunction;
 
-  ~Function() {
-    node.reset();
-    writer.reset();
-    device.reset();
-  }
-  Gid gid() const { return device->engine().gids()[3]; }
-};
-
-std::unique_ptr<Function> MakeFunction(const DeviceConfig& config,
-                                       std::shared_ptr<DeviceThread> thread) {
-  auto d = Device::Create(config, std::move(thread));
-  EXPECT_TRUE(d) << d.error().describe();
-  if (!d) return nullptr;
-  auto f = std::make_unique<Function>();
-  f->device = std::move(*d);
-  f->writer = std::make_unique<CommandWriter>(*f->device);
-  f->node = std::make_unique<Node>(*f->writer);
-  f->node->Start();
-  f->cq = f->node->NewCq(0);
-  f->key = f->node->MttKey(kAll);
-  return f;
-}
+// The function's IPv4-mapped RoCE v2 GID, what its peers address it by.
+Gid GidOf(const Function& f) { return f.device->engine().gids()[3]; }
 
 // An RC QP on `from` connected to one on `to` (the same function for a loopback pair).
 struct RcPair {
@@ -70,10 +45,10 @@ RcPair Connect(Function& from, uint32_t from_slot, Function& to, uint32_t to_slo
   p.to_qp = to.node->NewQp(to_slot, prm::QP_ST_RC, to.cq.cqn, to.cq.cqn);
   Node::Path there;
   there.remote_qpn = p.to_qp.qpn;
-  there.rgid = to.gid();
+  there.rgid = GidOf(to);
   Node::Path back;
   back.remote_qpn = p.from_qp.qpn;
-  back.rgid = from.gid();
+  back.rgid = GidOf(from);
   from.node->Connect(p.from_qp, there);
   to.node->Connect(p.to_qp, back);
   return p;
@@ -108,8 +83,8 @@ TEST(DeviceThreadTest, DevicesOfTheirOwnGetThreadsOfTheirOwn) {
 TEST(DeviceThreadTest, TwoDevicesOnOneThreadServeCommandsAndTraffic) {
   auto thread = DeviceThread::Create();
   ASSERT_TRUE(thread);
-  auto a = MakeFunction(ConfigOf(0), *thread);
-  auto b = MakeFunction(ConfigOf(1), *thread);
+  auto a = StartFunction(ConfigOf(0), *thread);
+  auto b = StartFunction(ConfigOf(1), *thread);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(&a->device->thread(), thread->get());
   EXPECT_EQ(&b->device->thread(), thread->get());
@@ -138,8 +113,8 @@ TEST(DeviceThreadTest, TheThreadSleepsAndWakesForAllItsDevices) {
   slow.engine_idle_period = std::chrono::seconds(2);
   auto thread = DeviceThread::Create();
   ASSERT_TRUE(thread);
-  auto a = MakeFunction(ConfigOf(0, slow), *thread);
-  auto b = MakeFunction(ConfigOf(1, slow), *thread);
+  auto a = StartFunction(ConfigOf(0, slow), *thread);
+  auto b = StartFunction(ConfigOf(1, slow), *thread);
   ASSERT_TRUE(a && b);
   RcPair a_loop = Connect(*a, 0, *a, 1);
   ASSERT_TRUE(WaitUntil([&] { return a->device->engine_sleeping() && b->device->engine_sleeping(); }));
@@ -165,8 +140,8 @@ TEST(DeviceThreadTest, TheThreadSleepsAndWakesForAllItsDevices) {
 TEST(DeviceThreadTest, ADeviceGoesWhileTheOtherKeepsRunning) {
   auto thread = DeviceThread::Create();
   ASSERT_TRUE(thread);
-  auto a = MakeFunction(ConfigOf(0), *thread);
-  auto b = MakeFunction(ConfigOf(1), *thread);
+  auto a = StartFunction(ConfigOf(0), *thread);
+  auto b = StartFunction(ConfigOf(1), *thread);
   ASSERT_TRUE(a && b);
   const DeviceThread* shared = thread->get();
   thread->reset();

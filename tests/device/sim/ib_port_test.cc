@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "tests/device/sim/node_test.h"
+#include "tests/device/sim/started_function.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/hca.h"
@@ -49,31 +50,20 @@ class IbPortTest : public NodeTest {
   uint16_t Lid() const { return sim_->config().lid; }
 
   // A second IB device in the process, started, with a CQ and a key.
-  struct Far {
-    std::unique_ptr<Device> dev;
-    std::unique_ptr<CommandWriter> w;
-    std::unique_ptr<Node> node;
-    Node::CqInfo cq;
-    uint32_t key = 0;
-    ~Far() {
-      node.reset();
-      w.reset();
-    }
-  };
-  std::unique_ptr<Far> MakeFar() {
-    auto f = std::make_unique<Far>();
-    auto d = Device::Create(IbConfig(2));
-    EXPECT_TRUE(d) << d.error().describe();
-    if (!d) return nullptr;
-    f->dev = std::move(*d);
-    f->w = std::make_unique<CommandWriter>(*f->dev);
-    f->node = std::make_unique<Node>(*f->w);
-    f->node->Start();
-    f->cq = f->node->NewCq(0);
-    f->key = f->node->MttKey(kAll);
-    return f;
-  }
+  std::unique_ptr<StartedFunction> MakeFar() { return StartFunction(IbConfig(2)); }
 
+  // An RDMA WRITE of `n` bytes of Pattern(n, seed) on `a` into `far`'s kDst, completed and
+  // checked there.
+  void WriteToFar(Node::QpInfo& a, StartedFunction& far, uint32_t n, uint8_t seed) {
+    const auto msg = Pattern(n, seed);
+    std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
+    node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE,
+                    Cat({RaddrSeg(kDst, far.key), DataSeg(key_, kSrc, n)}));
+    auto w = node_->Poll(cq_a_);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->opcode(), prm::MLX5_CQE_REQ);
+    EXPECT_EQ(std::memcmp(far.node->Data(kDst), msg.data(), msg.size()), 0);
+  }
 };
 
 TEST_F(IbPortTest, CapsSayInfiniBandAndTheVportContextHoldsWhatTheSmAssigned) {
@@ -100,7 +90,7 @@ TEST_F(IbPortTest, CapsSayInfiniBandAndTheVportContextHoldsWhatTheSmAssigned) {
   // Another IB device gets another LID; after it goes, its LID is free again.
   auto far = MakeFar();
   ASSERT_TRUE(far);
-  const uint16_t far_lid = far->dev->config().lid;
+  const uint16_t far_lid = far->device->config().lid;
   EXPECT_NE(far_lid, Lid());
   EXPECT_GE(far_lid, 2u);
   // A LID asked for explicitly while a device holds it: refused.
@@ -136,21 +126,15 @@ TEST_F(IbPortTest, RcBetweenTwoDevicesByLidWithoutAGrh) {
   auto b = far->node->NewQp(0, prm::QP_ST_RC, far->cq.cqn, far->cq.cqn);
   Node::Path to_b;
   to_b.remote_qpn = b.qpn;
-  to_b.rlid = far->dev->config().lid;  // no GRH, no GID: the LID alone
+  to_b.rlid = far->device->config().lid;  // no GRH, no GID: the LID alone
   Node::Path to_a;
   to_a.remote_qpn = a.qpn;
   to_a.rlid = Lid();
   node_->Connect(a, to_b);
   far->node->Connect(b, to_a);
 
-  const auto msg = Pattern(1500, 3);
-  std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
-  node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE,
-                  Cat({RaddrSeg(kDst, far->key), DataSeg(key_, kSrc, 1500)}));
-  auto w = node_->Poll(cq_a_);
-  ASSERT_TRUE(w);
-  EXPECT_EQ(w->opcode(), prm::MLX5_CQE_REQ);
-  EXPECT_EQ(std::memcmp(far->node->Data(kDst), msg.data(), msg.size()), 0);
+  WriteToFar(a, *far, 1500, 3);
+  if (HasFatalFailure()) return;
   // A SEND the other way: the responder's CQE names the sender's LID.
   far->node->PostRecv(b, far->key, kDst + 0x4000, 2048);
   node_->PostSend(a, prm::MLX5_OPCODE_SEND, DataSeg(key_, kSrc, 100));
@@ -170,7 +154,7 @@ TEST_F(IbPortTest, RcWithAGrhStillGoesByGid) {
   to_b.remote_qpn = b.qpn;
   to_b.grh = true;
   to_b.src_addr_index = 0;
-  to_b.rgid = far->dev->engine().gids()[0];
+  to_b.rgid = far->device->engine().gids()[0];
   to_b.rlid = 0x7777;  // no port there: only the GID can deliver it
   Node::Path to_a;
   to_a.remote_qpn = a.qpn;
@@ -179,14 +163,7 @@ TEST_F(IbPortTest, RcWithAGrhStillGoesByGid) {
   to_a.rgid = sim_->engine().gids()[0];
   node_->Connect(a, to_b);
   far->node->Connect(b, to_a);
-  const auto msg = Pattern(64, 9);
-  std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
-  node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE,
-                  Cat({RaddrSeg(kDst, far->key), DataSeg(key_, kSrc, 64)}));
-  auto w = node_->Poll(cq_a_);
-  ASSERT_TRUE(w);
-  EXPECT_EQ(w->opcode(), prm::MLX5_CQE_REQ);
-  EXPECT_EQ(std::memcmp(far->node->Data(kDst), msg.data(), msg.size()), 0);
+  WriteToFar(a, *far, 64, 9);
 }
 
 TEST_F(IbPortTest, UdByDlidLeavesTheGrhAreaUnwrittenAndFlagsNoGrh) {
@@ -201,7 +178,7 @@ TEST_F(IbPortTest, UdByDlidLeavesTheGrhAreaUnwrittenAndFlagsNoGrh) {
   const auto msg = Pattern(100, 5);
   std::memcpy(node_->Data(kSrc), msg.data(), msg.size());
   node_->PostSend(a, prm::MLX5_OPCODE_SEND,
-                  Cat({IbAv(b.qpn, Node::kQkey, far->dev->config().lid, 3, false),
+                  Cat({IbAv(b.qpn, Node::kQkey, far->device->config().lid, 3, false),
                        DataSeg(key_, kSrc, 100)}));
   ASSERT_TRUE(node_->Poll(cq_a_));
   auto resp = far->node->Poll(far->cq);
@@ -219,13 +196,13 @@ TEST_F(IbPortTest, UdByDlidLeavesTheGrhAreaUnwrittenAndFlagsNoGrh) {
   // With the GRH bit the datagram goes by DGID and the receive gets its GRH.
   far->node->PostRecv(b, far->key, kDst + 0x1000, 40 + 256);
   node_->PostSend(a, prm::MLX5_OPCODE_SEND,
-                  Cat({IbAv(b.qpn, Node::kQkey, 0, 0, true, far->dev->engine().gids()[0]),
+                  Cat({IbAv(b.qpn, Node::kQkey, 0, 0, true, far->device->engine().gids()[0]),
                        DataSeg(key_, kSrc, 100)}));
   ASSERT_TRUE(node_->Poll(cq_a_));
   auto with_grh = far->node->Poll(far->cq);
   ASSERT_TRUE(with_grh);
   EXPECT_NE((with_grh->good.flags_rqpn.host() >> 28) & 3, 0u);
-  EXPECT_EQ(std::memcmp(far->node->Data(kDst + 0x1000 + 24), far->dev->engine().gids()[0].data(), 16), 0);
+  EXPECT_EQ(std::memcmp(far->node->Data(kDst + 0x1000 + 24), far->device->engine().gids()[0].data(), 16), 0);
   EXPECT_EQ(std::memcmp(far->node->Data(kDst + 0x1000 + 40), msg.data(), msg.size()), 0);
 }
 
