@@ -37,16 +37,17 @@ inline void ToDeviceBarrier() { asm volatile("" ::: "memory"); }
 // covers both cases. (rdma-core udma_from_device_barrier is LFENCE too.)
 inline void FromDeviceBarrier() { _mm_lfence(); }
 
-// Before the first store of a write-combined sequence (a BlueFlame copy, a device-memory copy):
-// every earlier store (WB doorbell record, the previous WC sequence) is posted before any store
-// of the new sequence, so the device sees the doorbell record before the BlueFlame write and two
+// Before the first store of a write-combined sequence (a BlueFlame copy, a doorbell): every
+// earlier store (WB doorbell record, the previous WC sequence, an earlier device-memory copy) is
+// posted before any store of the new sequence, so the device sees the doorbell record before the BlueFlame write and two
 // sequences never share a TLP. x86-64: SFENCE. (rdma-core mmio_wc_start.)
 inline void WcStart() { _mm_sfence(); }
 
 // After the last store of a write-combined sequence: the fill buffers holding it are posted now
 // and before any later store (including the release of a lock protecting a shared BlueFlame
 // register, which another core would otherwise race into the same buffer). x86-64: SFENCE.
-// (rdma-core mmio_flush_writes.) The copy kernels in wc_copy.h end with one WcFlush.
+// (rdma-core mmio_flush_writes.) Also what orders a device-memory copy (wc_copy.h) against a
+// store that is not a doorbell.
 inline void WcFlush() { _mm_sfence(); }
 
 // After a doorbell store and before loading a word the device writes to say whether it is

@@ -12,12 +12,12 @@ namespace {
 using namespace detail;
 
 constexpr std::array<ToDeviceVariant, 6> kToDevice{{
-    {"movq8", Isa::kBaseline, ToDeviceMovq8, LineMovq8, "8 x 8-byte MOV (vendor BlueFlame)"},
-    {"nt", Isa::kBaseline, ToDeviceNt, LineNt, "4 x 16-byte MOVNTDQ"},
-    {"sse", Isa::kBaseline, ToDeviceSse, LineSse, "4 x 16-byte MOVDQA"},
-    {"avx2", Isa::kAvx2, ToDeviceAvx2, LineAvx2, "2 x 32-byte VMOVDQA"},
-    {"avx512", Isa::kAvx512f, ToDeviceAvx512, LineAvx512, "1 x 64-byte VMOVDQA64"},
-    {"movdir64b", Isa::kMovdir64b, ToDeviceMovdir64b, LineMovdir64b, "1 x MOVDIR64B"},
+    {"movq8", Isa::kBaseline, ToDeviceMovq8, LineMovq8, "8 x 8-byte MOV (vendor BlueFlame)", false},
+    {"nt", Isa::kBaseline, ToDeviceNt, LineNt, "4 x 16-byte MOVNTDQ", true},
+    {"sse", Isa::kBaseline, ToDeviceSse, LineSse, "4 x 16-byte MOVDQA", false},
+    {"avx2", Isa::kAvx2, ToDeviceAvx2, LineAvx2, "2 x 32-byte VMOVDQA", false},
+    {"avx512", Isa::kAvx512f, ToDeviceAvx512, LineAvx512, "1 x 64-byte VMOVDQA64", false},
+    {"movdir64b", Isa::kMovdir64b, ToDeviceMovdir64b, LineMovdir64b, "1 x MOVDIR64B", true},
 }};
 
 constexpr std::array<FromDeviceVariant, 4> kFromDevice{{

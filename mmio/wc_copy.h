@@ -7,11 +7,17 @@
 // line boundary gets partial head and tail lines: their source bytes are gathered first, then
 // stored ascending in naturally aligned pieces of 4, 8 or 16 bytes. A copy shorter than a line
 // under the contract below (a sequence number, an order field) is a few inlined moves held in
-// registers: no loop, no stack buffer. One SFENCE (WcFlush) ends every copy: when the call
-// returns, every store of the copy is posted ahead of any later store. The caller pays that fence
-// on every copy; the vendor's mlx5_memcpy_to_dm leaves it out and relies on the barrier of the
-// next doorbell, which orders nothing for a reader that is not a doorbell (a peer's RDMA READ
-// after a flag the CPU wrote elsewhere), so onchip keeps it.
+// registers: no loop, no stack buffer.
+//
+// Ordering: a copy is ordered as plain stores to the same memory are, and pays no fence for it.
+// On write-back memory (the software ConnectX's device memory) that is program order. On
+// write-combining memory (a real MEMIC BAR) the stores may wait in fill buffers until the next
+// SFENCE: every onchip doorbell begins with one (WcStart, and WcLockGuard), so a work request
+// posted after the copy reads the copied bytes, which is the guarantee rdma-core's
+// mlx5_memcpy_to_dm gives. A caller that publishes the bytes any other way (a flag in host
+// memory that a peer reads) calls WcFlush() between the copy and the flag. Variants whose line
+// stores are weakly ordered on every memory type (nt, movdir64b: `weak_lines`) end a copy that
+// stored lines with WcFlush, so that the promise holds for them too.
 //
 // The caller guarantees (the hardware's rule for MEMIC, checked by the driver, EINVAL there):
 //   dst % 4 == 0 and len % 4 == 0. Under that contract no store narrower than 4 bytes is ever
@@ -19,7 +25,7 @@
 //   is read only inside [src, src+len). Other inputs are still copied exactly (pieces of 1 and 2
 //   bytes appear), which is right for host memory and wrong for MEMIC.
 // What x86 does NOT promise (see barriers.h): that lines leave the CPU in ascending order (WC
-// buffers drain in any order; only the final fence is an order point), or that a line stored
+// buffers drain in any order; only a fence is an order point), or that a line stored
 // with several instructions leaves as one TLP. MOVDIR64B is the one variant whose 64-byte
 // writes are architecturally whole.
 //
@@ -54,9 +60,10 @@ std::string_view IsaName(Isa isa);  // "AVX-512F", "MOVDIR64B", ...
 struct ToDeviceVariant {
   std::string_view name;     // ONCHIP_WC_COPY value: movq8 sse avx2 avx512 movdir64b nt
   Isa needs;
-  CopyFn copy;               // the whole copy, ending with WcFlush
+  CopyFn copy;               // the whole copy (fenced only if weak_lines, see above)
   LineFn line64;             // one 64-byte line, dst 64-byte aligned, no fence
   std::string_view stores;   // the instructions one line costs, for reports
+  bool weak_lines;           // line stores weakly ordered even on write-back memory
 };
 
 struct FromDeviceVariant {

@@ -2,7 +2,6 @@
 // AVX2 carries the target attribute itself; the file is compiled for the x86-64 baseline.
 #include <immintrin.h>
 
-#include "mmio/barriers.h"
 #include "mmio/wc_kernels.h"
 #include "mmio/wc_walk.h"
 
@@ -20,7 +19,7 @@ struct Avx2 : PieceDefaults {
   __attribute__((target("avx2"))) static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() { WcFlush(); }
+  static void AfterLines() {}
 };
 
 struct Avx2StreamRead : PieceDefaults {
@@ -35,19 +34,18 @@ struct Avx2StreamRead : PieceDefaults {
   __attribute__((target("avx2"))) static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() {}
 };
 
 }  // namespace
 
-__attribute__((target("avx2"), flatten)) void ToDeviceAvx2(void* dst, const void* src,
+ONCHIP_COPY_ENTRY __attribute__((target("avx2"), flatten)) void ToDeviceAvx2(void* dst, const void* src,
                                                            std::size_t len) {
   WalkToDevice<Avx2>(dst, src, len);
 }
-__attribute__((target("avx2"))) void LineAvx2(void* dst, const void* src) {
+ONCHIP_COPY_ENTRY __attribute__((target("avx2"))) void LineAvx2(void* dst, const void* src) {
   Avx2::Line(static_cast<char*>(dst), static_cast<const char*>(src));
 }
-__attribute__((target("avx2"), flatten)) void FromDeviceAvx2Stream(void* dst, const void* src,
+ONCHIP_COPY_ENTRY __attribute__((target("avx2"), flatten)) void FromDeviceAvx2Stream(void* dst, const void* src,
                                                                    std::size_t len) {
   WalkFromDevice<Avx2StreamRead>(dst, src, len);
 }

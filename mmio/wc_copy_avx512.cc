@@ -3,7 +3,6 @@
 // function that uses AVX-512 carries the target attribute; the file stays x86-64 baseline.
 #include <immintrin.h>
 
-#include "mmio/barriers.h"
 #include "mmio/wc_kernels.h"
 #include "mmio/wc_walk.h"
 
@@ -18,7 +17,7 @@ struct Avx512 : PieceDefaults {
   __attribute__((target("avx512f"))) static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() { WcFlush(); }
+  static void AfterLines() {}
 };
 
 struct Avx512StreamRead : PieceDefaults {
@@ -29,19 +28,18 @@ struct Avx512StreamRead : PieceDefaults {
   __attribute__((target("avx512f"))) static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() {}
 };
 
 }  // namespace
 
-__attribute__((target("avx512f"), flatten)) void ToDeviceAvx512(void* dst, const void* src,
+ONCHIP_COPY_ENTRY __attribute__((target("avx512f"), flatten)) void ToDeviceAvx512(void* dst, const void* src,
                                                                 std::size_t len) {
   WalkToDevice<Avx512>(dst, src, len);
 }
-__attribute__((target("avx512f"))) void LineAvx512(void* dst, const void* src) {
+ONCHIP_COPY_ENTRY __attribute__((target("avx512f"))) void LineAvx512(void* dst, const void* src) {
   Avx512::Line(static_cast<char*>(dst), static_cast<const char*>(src));
 }
-__attribute__((target("avx512f"), flatten)) void FromDeviceAvx512Stream(void* dst, const void* src,
+ONCHIP_COPY_ENTRY __attribute__((target("avx512f"), flatten)) void FromDeviceAvx512Stream(void* dst, const void* src,
                                                                        std::size_t len) {
   WalkFromDevice<Avx512StreamRead>(dst, src, len);
 }

@@ -40,7 +40,7 @@ struct Movq8 : PieceDefaults {
   static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() { WcFlush(); }
+  static void AfterLines() {}
 };
 
 // UCX's BlueFlame line: four 16-byte loads, then four aligned 16-byte stores.
@@ -59,11 +59,12 @@ struct Sse : PieceDefaults {
   static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() { WcFlush(); }
+  static void AfterLines() {}
 };
 
 // Non-temporal (MOVNTDQ) stores: on WC memory they behave like WC stores; on host memory they
-// bypass the caches. Weakly ordered, hence the one SFENCE at the end like every variant.
+// bypass the caches. Weakly ordered even on write-back memory, hence the SFENCE after a copy's
+// lines: it keeps the promise every variant makes (ordered like plain stores to that memory).
 struct Nt : PieceDefaults {
   static void Line(char* dst, const char* src) {
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
@@ -83,7 +84,7 @@ struct Nt : PieceDefaults {
   static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() { WcFlush(); }
+  static void AfterLines() { WcFlush(); }  // non-temporal stores are weakly ordered on any memory
 };
 
 // Reads: four aligned 16-byte loads of the device line, then four stores to host memory.
@@ -103,24 +104,23 @@ struct SseRead : PieceDefaults {
   static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() {}
 };
 
 }  // namespace
 
-void ToDeviceMovq8(void* dst, const void* src, std::size_t len) { WalkToDevice<Movq8>(dst, src, len); }
-void LineMovq8(void* dst, const void* src) {
+ONCHIP_COPY_ENTRY void ToDeviceMovq8(void* dst, const void* src, std::size_t len) { WalkToDevice<Movq8>(dst, src, len); }
+ONCHIP_COPY_ENTRY void LineMovq8(void* dst, const void* src) {
   Movq8::Line(static_cast<char*>(dst), static_cast<const char*>(src));
 }
-void ToDeviceSse(void* dst, const void* src, std::size_t len) { WalkToDevice<Sse>(dst, src, len); }
-void LineSse(void* dst, const void* src) {
+ONCHIP_COPY_ENTRY void ToDeviceSse(void* dst, const void* src, std::size_t len) { WalkToDevice<Sse>(dst, src, len); }
+ONCHIP_COPY_ENTRY void LineSse(void* dst, const void* src) {
   Sse::Line(static_cast<char*>(dst), static_cast<const char*>(src));
 }
-void ToDeviceNt(void* dst, const void* src, std::size_t len) { WalkToDevice<Nt>(dst, src, len); }
-void LineNt(void* dst, const void* src) {
+ONCHIP_COPY_ENTRY void ToDeviceNt(void* dst, const void* src, std::size_t len) { WalkToDevice<Nt>(dst, src, len); }
+ONCHIP_COPY_ENTRY void LineNt(void* dst, const void* src) {
   Nt::Line(static_cast<char*>(dst), static_cast<const char*>(src));
 }
-void FromDeviceSse(void* dst, const void* src, std::size_t len) {
+ONCHIP_COPY_ENTRY void FromDeviceSse(void* dst, const void* src, std::size_t len) {
   WalkFromDevice<SseRead>(dst, src, len);
 }
 

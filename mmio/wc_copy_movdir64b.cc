@@ -1,7 +1,7 @@
 // MOVDIR64B kernels: each line is one 64-byte direct store, read from the source and written to
 // the device by a single instruction; the SDM guarantees the 64-byte write is not torn, so on
-// PCIe it is one 64-byte TLP. Direct stores are weakly ordered like WC stores (one SFENCE ends
-// the copy). The file stays x86-64 baseline; only these functions carry the target attribute.
+// PCIe it is one 64-byte TLP. Direct stores are weakly ordered even on write-back memory, so a
+// copy that stored lines ends with one SFENCE (the pieces of a partial line are plain stores). The file stays x86-64 baseline; only these functions carry the target attribute.
 #include <immintrin.h>
 
 #include "mmio/barriers.h"
@@ -18,16 +18,16 @@ struct Movdir64b : PieceDefaults {
   __attribute__((target("movdir64b"))) static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() { WcFlush(); }
+  static void AfterLines() { WcFlush(); }  // direct stores are weakly ordered on any memory
 };
 
 }  // namespace
 
-__attribute__((target("movdir64b"), flatten)) void ToDeviceMovdir64b(void* dst, const void* src,
+ONCHIP_COPY_ENTRY __attribute__((target("movdir64b"), flatten)) void ToDeviceMovdir64b(void* dst, const void* src,
                                                                      std::size_t len) {
   WalkToDevice<Movdir64b>(dst, src, len);
 }
-__attribute__((target("movdir64b"))) void LineMovdir64b(void* dst, const void* src) {
+ONCHIP_COPY_ENTRY __attribute__((target("movdir64b"))) void LineMovdir64b(void* dst, const void* src) {
   Movdir64b::Line(static_cast<char*>(dst), static_cast<const char*>(src));
 }
 

@@ -26,12 +26,11 @@ struct Sse41StreamRead : PieceDefaults {
   __attribute__((target("sse4.1"))) static void Lines(char* dst, const char* src, std::size_t n) {
     for (const char* end = src + n; src != end; dst += kLine, src += kLine) Line(dst, src);
   }
-  static void End() {}
 };
 
 }  // namespace
 
-__attribute__((target("sse4.1"), flatten)) void FromDeviceSse41Stream(void* dst, const void* src,
+ONCHIP_COPY_ENTRY __attribute__((target("sse4.1"), flatten)) void FromDeviceSse41Stream(void* dst, const void* src,
                                                                       std::size_t len) {
   WalkFromDevice<Sse41StreamRead>(dst, src, len);
 }

@@ -4,6 +4,12 @@
 
 #include <cstddef>
 
+// Every entry point below starts a 64-byte line (ONCHIP_COPY_ENTRY on its definition): the short
+// paths, the first few dozen bytes of a copy function, then lie in one line and none of their
+// branches ends on a 32-byte boundary, which Skylake-derived cores fetch slowly since the JCC
+// erratum microcode (measured here: 0.6 ns of a 3 ns 4-byte copy, identical code otherwise).
+#define ONCHIP_COPY_ENTRY __attribute__((aligned(64)))
+
 namespace onchip::mmio::detail {
 
 // wc_copy_base.cc: x86-64 baseline (SSE2), always available.

@@ -5,7 +5,9 @@
 //   Lines(char* dst, const char* src, n) n/64 lines ascending with Line, with K's target
 //                                        attribute so that Line inlines into it
 //   LoadPiece / StorePiece               exact-width accesses for partial lines (defaults below)
-//   End()                                what ends the copy (WcFlush for to-device, nothing else)
+//   AfterLines()                         (to-device) what must follow K's line stores before the
+//                                        copy returns: WcFlush when they are weakly ordered on
+//                                        every memory type (MOVNTDQ, MOVDIR64B), else nothing
 // Keeping the walk in one template means the order that tests observe through a recording
 // kernel (tests/unit/mmio/wc_walk_test.cc) is the order every real variant executes.
 #pragma once
@@ -161,21 +163,40 @@ inline bool ShortUnderContract(std::uintptr_t device_addr, std::size_t n) {
 // piece is one fixed-width move held in a named register, never a stack buffer, so the copy is
 // a few inlined moves. Ops::Load<W>(src) returns a piece, Ops::Store<W>(dst, piece) puts it;
 // every load happens before the first store.
-// Up to 16 bytes: up to four 4-byte pieces, fewer tests than working out wider ones (the
-// write-combining buffer joins them all the same), and few enough registers that the caller
-// needs no stack frame.
+// Up to 16 bytes from a 4-byte aligned device address: 4-byte pieces, fewer tests than working
+// out wider ones (the write-combining buffer joins them all the same), and few enough registers
+// that the caller needs no stack frame. Returns false, having done nothing, unless n is 0, 4, 8,
+// 12 or 16. 4 and 8 bytes (a flag, a sequence number) are tested first and alone: at these
+// sizes each test and taken branch costs as much as a store.
 template <class Ops>
-[[gnu::always_inline]] inline void TinyCopy(char* dst, const char* src, std::size_t n) {
-  Word<4> w0{}, w1{}, w2{}, w3{};
-  if (n >= 4) w0 = Ops::template Load<4>(src);
-  if (n >= 8) w1 = Ops::template Load<4>(src + 4);
-  if (n >= 12) w2 = Ops::template Load<4>(src + 8);
-  if (n >= 16) w3 = Ops::template Load<4>(src + 12);
+[[gnu::always_inline]] inline bool TinyCopy(char* dst, const char* src, std::size_t n) {
+  if (n == 4) [[likely]] {
+    const Word<4> w0 = Ops::template Load<4>(src);
+    CompilerBarrier();
+    Ops::template Store<4>(dst, w0);
+    return true;
+  }
+  if (n == 8) [[likely]] {
+    const Word<4> w0 = Ops::template Load<4>(src);
+    const Word<4> w1 = Ops::template Load<4>(src + 4);
+    CompilerBarrier();
+    Ops::template Store<4>(dst, w0);
+    Ops::template Store<4>(dst + 4, w1);
+    return true;
+  }
+  if (n > 16 || (n & 3) != 0) return false;
+  if (n < 12) return true;  // 0
+  const Word<4> w0 = Ops::template Load<4>(src);
+  const Word<4> w1 = Ops::template Load<4>(src + 4);
+  const Word<4> w2 = Ops::template Load<4>(src + 8);
+  Word<4> w3{};
+  if (n == 16) w3 = Ops::template Load<4>(src + 12);
   CompilerBarrier();
-  if (n >= 4) Ops::template Store<4>(dst, w0);
-  if (n >= 8) Ops::template Store<4>(dst + 4, w1);
-  if (n >= 12) Ops::template Store<4>(dst + 8, w2);
-  if (n >= 16) Ops::template Store<4>(dst + 12, w3);
+  Ops::template Store<4>(dst, w0);
+  Ops::template Store<4>(dst + 4, w1);
+  Ops::template Store<4>(dst + 8, w2);
+  if (n == 16) Ops::template Store<4>(dst + 12, w3);
+  return true;
 }
 
 // 17 to 63 bytes from a 16-byte aligned device address (most device-memory offsets): 16-byte
@@ -248,18 +269,16 @@ struct ShortFromDeviceOps {
   [[gnu::always_inline]] static void Store(char* dst, Word<W> v) { K::template StoreHostWord<W>(dst, v); }
 };
 
-// 17 to 63 bytes to the device, then K::End(): out of line, so that its registers cost the tiny
-// and whole-line paths nothing.
+// 17 to 63 bytes to or from the device: out of line, so that its registers cost the tiny and
+// whole-line paths nothing.
 template <class K>
-[[gnu::noinline]] void ShortToDeviceAndEnd(char* dst, const char* src, std::size_t n) {
+[[gnu::noinline]] void ShortToDevice(char* dst, const char* src, std::size_t n) {
   ShortCopy<ShortToDeviceOps<K>>(dst, src, reinterpret_cast<std::uintptr_t>(dst), n);
-  K::End();
 }
 
 template <class K>
-[[gnu::noinline]] void ShortFromDeviceAndEnd(char* dst, const char* src, std::size_t n) {
+[[gnu::noinline]] void ShortFromDevice(char* dst, const char* src, std::size_t n) {
   ShortCopy<ShortFromDeviceOps<K>>(dst, src, reinterpret_cast<std::uintptr_t>(src), n);
-  K::End();
 }
 
 // [dst, dst+n) lies inside one line, n < 64. All source loads happen before the first store.
@@ -291,8 +310,9 @@ template <class K>
   }
 }
 
-// Head (up to the first line boundary of dst), full lines ascending, tail; then K::End().
-// Out of line and baseline ISA; full lines go through K::Lines, which carries K's ISA.
+// Head (up to the first line boundary of dst), full lines ascending, tail; then K::AfterLines()
+// if any full line was stored. Out of line and baseline ISA; full lines go through K::Lines,
+// which carries K's ISA.
 template <class K>
 [[gnu::noinline]] void WalkToDeviceUnaligned(char* dst, const char* src, std::size_t len) {
   std::size_t head = (kLine - (reinterpret_cast<std::uintptr_t>(dst) & (kLine - 1))) & (kLine - 1);
@@ -301,48 +321,47 @@ template <class K>
     PartialLineToDevice<K>(dst, src, head);
     dst += head, src += head, len -= head;
   }
-  if (const std::size_t body = len & ~(kLine - 1); body != 0) {
+  const std::size_t body = len & ~(kLine - 1);
+  if (body != 0) {
     K::Lines(dst, src, body);
     dst += body, src += body, len -= body;
   }
   if (len != 0) PartialLineToDevice<K>(dst, src, len);
-  K::End();
+  if (body != 0) K::AfterLines();
 }
 
 // The whole copy. A destination that is line-aligned with a length in whole lines (every
 // BlueFlame-sized copy, most MEMIC copies) takes the direct path: inlined lines, no stack frame;
 // a copy of at most 16 bytes under the device contract is up to four inlined moves, one up to a
 // line from a 16-byte aligned address up to five, any other shorter than a line a few moves out
-// of line (ShortCopy).
+// of line (ShortCopy). Pieces are ordinary stores, so only a copy that stored full lines ends
+// with K::AfterLines().
 template <class K>
 inline void WalkToDevice(void* dst_v, const void* src_v, std::size_t len) {
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
   const auto addr = reinterpret_cast<std::uintptr_t>(dst);
-  if (len <= 16 && ((addr | len) & 3) == 0) {
-    TinyCopy<ShortToDeviceOps<K>>(dst, src, len);
-    K::End();
+  if ((addr & 3) == 0 && TinyCopy<ShortToDeviceOps<K>>(dst, src, len)) [[likely]]
     return;
-  }
   if (((addr | len) & (kLine - 1)) == 0) [[likely]] {
+    if (len == 0) return;
     K::Lines(dst, src, len);
-    K::End();
+    K::AfterLines();
     return;
   }
   if (ShortUnderContract(addr, len)) {
     if ((addr & 15) == 0) {
       Aligned16Copy<ShortToDeviceOps<K>>(dst, src, len);
-      K::End();
       return;
     }
-    ShortToDeviceAndEnd<K>(dst, src, len);
+    ShortToDevice<K>(dst, src, len);
     return;
   }
   WalkToDeviceUnaligned<K>(dst, src, len);
 }
 
-// Head (up to the first line boundary of src), full lines ascending, tail; then K::End(). Out of
-// line and baseline ISA, so that the short copies' caller needs no stack frame; full lines go
+// Head (up to the first line boundary of src), full lines ascending, tail. Out of line and
+// baseline ISA, so that the short copies' caller needs no stack frame; full lines go
 // through K::Lines, which carries K's ISA.
 template <class K>
 [[gnu::noinline]] void WalkFromDeviceLong(char* dst, const char* src, std::size_t len) {
@@ -357,7 +376,6 @@ template <class K>
     dst += body, src += body, len -= body;
   }
   if (len != 0) PartialLineFromDevice<K>(dst, src, len);
-  K::End();
 }
 
 // Same walk with the device on the source side: a copy shorter than a line under the device
@@ -366,18 +384,15 @@ template <class K>
 inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
-  if (ShortUnderContract(reinterpret_cast<std::uintptr_t>(src), len)) {
-    if (len <= 16) {
-      TinyCopy<ShortFromDeviceOps<K>>(dst, src, len);
-      K::End();
-      return;
-    }
-    if ((reinterpret_cast<std::uintptr_t>(src) & 15) == 0) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(src);
+  if ((addr & 3) == 0 && TinyCopy<ShortFromDeviceOps<K>>(dst, src, len)) [[likely]]
+    return;
+  if (ShortUnderContract(addr, len)) {
+    if ((addr & 15) == 0) {
       Aligned16Copy<ShortFromDeviceOps<K>>(dst, src, len);
-      K::End();
       return;
     }
-    ShortFromDeviceAndEnd<K>(dst, src, len);
+    ShortFromDevice<K>(dst, src, len);
     return;
   }
   WalkFromDeviceLong<K>(dst, src, len);

@@ -10,7 +10,11 @@
 //   vendor_bf_8x8B mmio_memcpy_x64 (eight relaxed 64-bit stores per line) + mmio_flush_writes
 //   memcpy         glibc memcpy (not usable on device memory: it may use overlapping or
 //                  rep-movsb stores), the host-memory ceiling.
-// Every onchip to-device copy includes its closing SFENCE.
+// Like the vendor's copy, an onchip to-device copy issues no fence of its own (the next doorbell's
+// is its ordering point, mmio/README.md); nt and movdir64b end with one after their lines.
+// The summary's "every size" column is the worst ratio over 4 B to 256 KiB against the vendor's
+// 4-byte loop, with the size it occurs at: the small copies (sequence numbers, order fields)
+// have to win as well as the large ones.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -51,20 +55,27 @@ void Sizes(benchmark::internal::Benchmark* b, std::size_t from) {
   b->RangeMultiplier(2)->Range(static_cast<int64_t>(from), static_cast<int64_t>(kMax));
 }
 
+// A copy algorithm, onchip's or the vendor's, called the one way both are in use: through a
+// function pointer (ibv_memcpy_to_dm reaches the provider's copy as dm->memcpy_to_dm; onchip's
+// kernels are dispatched by CPU), so at 4 bytes the call costs both sides the same.
+void RegisterCopy(const std::string& name, CopyFn fn, bool to_device) {
+  Sizes(benchmark::RegisterBenchmark(name.c_str(),
+                                     [fn, to_device](benchmark::State& s) {
+                                       Run(s, [fn, to_device](std::size_t n) {
+                                         if (to_device)
+                                           fn(g_device, g_host, n);
+                                         else
+                                           fn(g_host, g_device, n);
+                                       });
+                                     }),
+        4);
+}
+
 void RegisterAll() {
   const CpuFeatures cpu = DetectCpuFeatures();
-  for (const auto& v : ToDeviceVariants()) {
-    if (!CpuHas(v.needs, cpu)) continue;
-    const CopyFn fn = v.copy;
-    Sizes(benchmark::RegisterBenchmark(("ToDevice/" + std::string(v.name)).c_str(),
-                                       [fn](benchmark::State& s) {
-                                         Run(s, [fn](std::size_t n) { fn(g_device, g_host, n); });
-                                       }),
-          4);
-  }
-  Sizes(benchmark::RegisterBenchmark("ToDevice/vendor_dm_4B", [](benchmark::State& s) {
-          Run(s, [](std::size_t n) { bench::VendorCopyToDm(g_device, g_host, n); });
-        }), 4);
+  for (const auto& v : ToDeviceVariants())
+    if (CpuHas(v.needs, cpu)) RegisterCopy("ToDevice/" + std::string(v.name), v.copy, true);
+  RegisterCopy("ToDevice/vendor_dm_4B", bench::VendorCopyToDm, true);
   Sizes(benchmark::RegisterBenchmark("ToDevice/vendor_bf_8x8B", [](benchmark::State& s) {
           Run(s, [](std::size_t n) {
             bench::VendorBfCopy(g_device, g_host, n);
@@ -96,18 +107,9 @@ void RegisterAll() {
     });
   })->Arg(64);
 
-  for (const auto& v : FromDeviceVariants()) {
-    if (!CpuHas(v.needs, cpu)) continue;
-    const CopyFn fn = v.copy;
-    Sizes(benchmark::RegisterBenchmark(("FromDevice/" + std::string(v.name)).c_str(),
-                                       [fn](benchmark::State& s) {
-                                         Run(s, [fn](std::size_t n) { fn(g_host, g_device, n); });
-                                       }),
-          4);
-  }
-  Sizes(benchmark::RegisterBenchmark("FromDevice/vendor_dm_4B", [](benchmark::State& s) {
-          Run(s, [](std::size_t n) { bench::VendorCopyFromDm(g_host, g_device, n); });
-        }), 4);
+  for (const auto& v : FromDeviceVariants())
+    if (CpuHas(v.needs, cpu)) RegisterCopy("FromDevice/" + std::string(v.name), v.copy, false);
+  RegisterCopy("FromDevice/vendor_dm_4B", bench::VendorCopyFromDm, false);
   Sizes(benchmark::RegisterBenchmark("FromDevice/memcpy", [](benchmark::State& s) {
           Run(s, [](std::size_t n) {
             benchmark::DoNotOptimize(std::memcpy(g_host, g_device, n));
@@ -143,14 +145,37 @@ double Ratio(const RecordingReporter& r, const std::string& a, const std::string
   return (x > 0 && y > 0) ? x / y : 0.0;
 }
 
+// The worst ratio of `prefix`/N against `base`/N over every size the suite runs, and its size.
+struct Worst {
+  double ratio = 0.0;
+  std::size_t size = 0;
+};
+Worst WorstOverSizes(const RecordingReporter& r, const std::string& prefix, const std::string& base) {
+  Worst w{1e9, 0};
+  for (std::size_t n = 4; n <= kMax; n *= 2) {
+    const double x = Ratio(r, prefix + std::to_string(n), base + std::to_string(n));
+    if (x < w.ratio) w = {x, n};
+  }
+  return w;
+}
+std::string Cell(const Worst& w) {
+  char buf[48];
+  if (w.size >= 1024)
+    std::snprintf(buf, sizeof buf, "%.2f (%zu KiB)", w.ratio, w.size / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f (%zu B)", w.ratio, w.size);
+  return buf;
+}
+
 void PrintSummary(const RecordingReporter& r) {
   const std::string active_to(ActiveToDevice().name);
   const std::string active_from(ActiveFromDevice().name);
   std::printf("\n== performance goals (ratios of bytes/s in this run; device = host WB memory) ==\n");
   std::printf("active: %.*s\n\n", static_cast<int>(WcCopyReport().size()), WcCopyReport().data());
-  std::printf("%-10s %22s %24s %22s %22s\n", "to-device", "4KiB / vendor_dm_4B", "256KiB / memcpy",
-              "64B / vendor_bf_8x8B", "BF64 / vendor_bf_8x8B");
-  std::printf("%-10s %22s %24s %22s %22s\n", "goal", ">= 8", ">= 0.90", ">= 1.00", ">= 1.00");
+  std::printf("%-10s %22s %24s %22s %22s %24s\n", "to-device", "4KiB / vendor_dm_4B", "256KiB / memcpy",
+              "64B / vendor_bf_8x8B", "BF64 / vendor_bf_8x8B", "every size / vendor_dm_4B");
+  std::printf("%-10s %22s %24s %22s %22s %24s\n", "goal", ">= 8", ">= 0.90", ">= 1.00", ">= 1.00",
+              ">= 1.00 (worst)");
   std::string missed;  // the active variants that missed a goal
   const CpuFeatures cpu = DetectCpuFeatures();
   for (const auto& v : ToDeviceVariants()) {
@@ -163,13 +188,15 @@ void PrintSummary(const RecordingReporter& r) {
     const double b = Ratio(r, "ToDevice/" + n + "/262144", "ToDevice/memcpy/262144");
     const double c = Ratio(r, "ToDevice/" + n + "/64", "ToDevice/vendor_bf_8x8B/64");
     const double d = Ratio(r, "BlueFlame64/" + n + "/64", "BlueFlame64/vendor_bf_8x8B/64");
-    const bool ok = a >= 8 && b >= 0.90 && c >= 1.0 && d >= 1.0;
-    std::printf("%-10s %22.2f %24.2f %22.2f %22.2f  %s%s\n", n.c_str(), a, b, c, d,
-                ok ? "all met" : "MISSED", n == active_to ? "  <- active" : "");
+    const Worst e = WorstOverSizes(r, "ToDevice/" + n + "/", "ToDevice/vendor_dm_4B/");
+    const bool ok = a >= 8 && b >= 0.90 && c >= 1.0 && d >= 1.0 && e.ratio >= 1.0;
+    std::printf("%-10s %22.2f %24.2f %22.2f %22.2f %24s  %s%s\n", n.c_str(), a, b, c, d,
+                Cell(e).c_str(), ok ? "all met" : "MISSED", n == active_to ? "  <- active" : "");
     if (n == active_to && !ok) missed += " to-device " + n;
   }
-  std::printf("\n%-14s %28s %24s\n", "from-device", "4KiB / vendor_dm_4B load", "256KiB / memcpy");
-  std::printf("%-14s %28s %24s\n", "goal", ">= 4", "(info)");
+  std::printf("\n%-14s %28s %24s %24s\n", "from-device", "4KiB / vendor_dm_4B load", "256KiB / memcpy",
+              "every size / vendor_dm_4B");
+  std::printf("%-14s %28s %24s %24s\n", "goal", ">= 4", "(info)", ">= 1.00 (worst)");
   for (const auto& v : FromDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) {
       std::printf("%-14.*s  (not on this CPU)\n", static_cast<int>(v.name.size()), v.name.data());
@@ -178,9 +205,10 @@ void PrintSummary(const RecordingReporter& r) {
     const std::string n(v.name);
     const double a = Ratio(r, "FromDevice/" + n + "/4096", "FromDevice/vendor_dm_4B/4096");
     const double b = Ratio(r, "FromDevice/" + n + "/262144", "FromDevice/memcpy/262144");
-    const bool ok = a >= 4;
-    std::printf("%-14s %28.2f %24.2f  %s%s\n", n.c_str(), a, b, ok ? "met" : "MISSED",
-                n == active_from ? "  <- active" : "");
+    const Worst e = WorstOverSizes(r, "FromDevice/" + n + "/", "FromDevice/vendor_dm_4B/");
+    const bool ok = a >= 4 && e.ratio >= 1.0;
+    std::printf("%-14s %28.2f %24.2f %24s  %s%s\n", n.c_str(), a, b, Cell(e).c_str(),
+                ok ? "met" : "MISSED", n == active_from ? "  <- active" : "");
     if (n == active_from && !ok) missed += " from-device " + n;
   }
   // The verdict line: tools/onchip bench reads "goal...: MISSED" lines as missed goals.

@@ -199,22 +199,33 @@ bool IsStore(const Insn& insn) {
 
 bool IsFence(const Insn& insn, const std::string& fence) { return insn.mnemonic == fence; }
 
+bool IsWeaklyOrderedStore(const Insn& insn) {
+  const std::string& m = insn.mnemonic;
+  const std::string base = m.substr(m.rfind(' ') == std::string::npos ? 0 : m.rfind(' ') + 1);
+  if (StartsWith(base, "movdir64b")) return true;
+  // MOVNTDQA is a load (its destination is a register, which IsStore rejects).
+  return (StartsWith(base, "movnt") || StartsWith(base, "vmovnt")) && IsStore(insn);
+}
+
 namespace {
 
 struct Checker {
   const Disassembly& dis;
   const std::string& fence;
+  bool (*is_store)(const Insn&);
   std::map<uint64_t, int> memo;  // 1 ends fenced, 0 not (or in progress)
 
-  bool EndsFenced(uint64_t start) {
-    if (auto it = memo.find(start); it != memo.end()) return it->second == 1;
-    memo[start] = 0;
+  // Whether the code at `start`, entered with (entry_dirty) or without counted stores pending,
+  // returns with none pending on every way out.
+  bool EndsFenced(uint64_t start, bool entry_dirty) {
+    const uint64_t key = start * 2 + (entry_dirty ? 1 : 0);
+    if (auto it = memo.find(key); it != memo.end()) return it->second == 1;
+    memo[key] = 0;
     const Function* fn = dis.Starting(start);
     bool saw_store = false;
     std::string ignored;
-    // Entered with unfenced stores pending: only a callee that fences on every way out clears them.
-    const bool ok = fn != nullptr && Check(*fn, /*entry_dirty=*/true, &saw_store, &ignored);
-    memo[start] = ok ? 1 : 0;
+    const bool ok = fn != nullptr && Check(*fn, entry_dirty, &saw_store, &ignored);
+    memo[key] = ok ? 1 : 0;
     return ok;
   }
 
@@ -262,19 +273,22 @@ struct Checker {
         const std::string callee = BareName(insn.target_name);
         if (NeverReturns(callee)) continue;
         if (IsSanitizerHook(callee)) {
-          if (callee.find("store") != std::string::npos || callee.find("write") != std::string::npos) {
+          // A sanitizer's write hook stands for a plain store (the instruction follows it).
+          if (is_store == &IsStore &&
+              (callee.find("store") != std::string::npos || callee.find("write") != std::string::npos)) {
             s = kDirty;
             *saw_store = true;
           }
         } else if (insn.target && !insn.target_name.empty() &&
                    insn.target_name.find('+') == std::string::npos &&
-                   insn.target_name.find("@plt") == std::string::npos &&
-                   EndsFenced(*insn.target)) {
-          s = kClean;
-        } else {
+                   insn.target_name.find("@plt") == std::string::npos) {
+          // A callee of this file: clean after it when it returns with nothing pending.
+          s = EndsFenced(*insn.target, s == kDirty) ? kClean : kDirty;
+          if (s == kDirty) *saw_store = true;
+        } else if (is_store == &IsStore) {
           s = kDirty;  // an unknown callee may store
           *saw_store = true;
-        }
+        }  // else: a library callee (a sanitizer's runtime) issues no weakly ordered stores
         flow(i + 1, s);
         continue;
       }
@@ -289,7 +303,7 @@ struct Checker {
         } else if (insn.target_name.find('+') != std::string::npos) {
           *why = describe(insn) + " jumps into the middle of other code";
           return false;
-        } else if (!EndsFenced(*insn.target)) {
+        } else if (!EndsFenced(*insn.target, s == kDirty)) {
           // Leaving the function (a tail call, a cold clone): that code must end fenced.
           *why = describe(insn) + " leaves for code that does not always end with " + fence;
           return false;
@@ -299,7 +313,7 @@ struct Checker {
       }
       if (IsFence(insn, fence)) {
         s = kClean;
-      } else if (IsStore(insn)) {
+      } else if (is_store(insn)) {
         s = kDirty;
         *saw_store = true;
       }
@@ -312,16 +326,43 @@ struct Checker {
 }  // namespace
 
 bool EndsWithFenceAfterLastStore(const Disassembly& dis, const Function& fn,
-                                 const std::string& fence, std::string* why) {
-  Checker c{dis, fence, {}};
+                                 const std::string& fence, std::string* why,
+                                 bool (*is_store)(const Insn&)) {
+  Checker c{dis, fence, is_store, {}};
   bool saw_store = false;
-  c.memo[fn.start] = 0;  // recursion into itself does not count as a fence
+  c.memo[fn.start * 2] = c.memo[fn.start * 2 + 1] = 0;  // recursion into itself is no fence
   if (!c.Check(fn, /*entry_dirty=*/false, &saw_store, why)) return false;
   if (!saw_store) {
     *why = fn.name + ": no store found, nothing to check";
     return false;
   }
   return true;
+}
+
+bool ReachesFence(const Disassembly& dis, const Function& fn, const std::string& fence,
+                  std::string* where) {
+  std::set<uint64_t> seen{fn.start};
+  std::vector<const Function*> todo{&fn};
+  while (!todo.empty()) {
+    const Function* f = todo.back();
+    todo.pop_back();
+    for (const Insn& insn : f->insns) {
+      if (IsFence(insn, fence)) {
+        std::ostringstream o;
+        o << f->name << " +0x" << std::hex << (insn.address - f->start);
+        *where = o.str();
+        return true;
+      }
+      if (!insn.target || !(StartsWith(insn.mnemonic, "j") || StartsWith(insn.mnemonic, "call")))
+        continue;
+      // The assembler pads up to an aligned next function with a jump over the padding: it is
+      // never executed, and it names the next function.
+      if (*insn.target == f->end) continue;
+      const Function* callee = dis.Starting(*insn.target);
+      if (callee != nullptr && seen.insert(callee->start).second) todo.push_back(callee);
+    }
+  }
+  return false;
 }
 
 }  // namespace onchip::mmio::testing

@@ -48,12 +48,21 @@ class Disassembly {
 // stores, and sanitizer write hooks.
 bool IsStore(const Insn& insn);
 bool IsFence(const Insn& insn, const std::string& fence);  // e.g. "sfence"
+// A store that is weakly ordered even on write-back memory: non-temporal (MOVNT*) and MOVDIR64B.
+bool IsWeaklyOrderedStore(const Insn& insn);
 
 // Whether every way out of `fn` (ret, or a jump/call chain out of it) passes `fence` after the
 // last store, following calls and tail jumps into functions of the same file. A callee that
 // itself ends fenced counts as a fence; any other call counts as a store (it may write). Also
 // false when `fn` contains no store at all (the check would be vacuous). `why` says what failed.
+// `is_store` picks the stores that count (IsStore: every store; IsWeaklyOrderedStore).
 bool EndsWithFenceAfterLastStore(const Disassembly& dis, const Function& fn,
-                                 const std::string& fence, std::string* why);
+                                 const std::string& fence, std::string* why,
+                                 bool (*is_store)(const Insn&) = IsStore);
+
+// Whether `fence` appears in `fn` or in any function of the same file that `fn` calls or jumps
+// to, transitively. `where` names the first one found.
+bool ReachesFence(const Disassembly& dis, const Function& fn, const std::string& fence,
+                  std::string* where);
 
 }  // namespace onchip::mmio::testing
