@@ -167,7 +167,9 @@ inline bool ShortUnderContract(std::uintptr_t device_addr, std::size_t n) {
 // out wider ones (the write-combining buffer joins them all the same), and few enough registers
 // that the caller needs no stack frame. Returns false, having done nothing, unless n is 0, 4, 8,
 // 12 or 16. 4 and 8 bytes (a flag, a sequence number) are tested first and alone: at these
-// sizes each test and taken branch costs as much as a store.
+// sizes each test and taken branch costs as much as a store. The barriers between stores keep
+// the host side's pieces (from the device) from being merged into a vector built with inserts,
+// which stalls the next copy's loads when the two buffers share page offsets (4 KiB aliasing).
 template <class Ops>
 [[gnu::always_inline]] inline bool TinyCopy(char* dst, const char* src, std::size_t n) {
   if (n == 4) [[likely]] {
@@ -181,6 +183,7 @@ template <class Ops>
     const Word<4> w1 = Ops::template Load<4>(src + 4);
     CompilerBarrier();
     Ops::template Store<4>(dst, w0);
+    CompilerBarrier();
     Ops::template Store<4>(dst + 4, w1);
     return true;
   }
@@ -193,8 +196,11 @@ template <class Ops>
   if (n == 16) w3 = Ops::template Load<4>(src + 12);
   CompilerBarrier();
   Ops::template Store<4>(dst, w0);
+  CompilerBarrier();
   Ops::template Store<4>(dst + 4, w1);
+  CompilerBarrier();
   Ops::template Store<4>(dst + 8, w2);
+  CompilerBarrier();
   if (n == 16) Ops::template Store<4>(dst + 12, w3);
   return true;
 }
