@@ -40,32 +40,35 @@ bool IsAtomic(uint8_t opcode) {
   return opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
 }
 
-// The verbs opcodes libmlx5 posts, with the mlx5 opcode and the requester completion's opcode.
+// The verbs opcodes libmlx5 posts, with the mlx5 opcode and the requester completion's opcode,
+// indexed by the raw ibv_wr_opcode value. Beyond the table libmlx5 posts none: TSO (raw packet
+// QPs only), DRIVER1, ATOMIC_WRITE and the rest.
 struct OpcodeMap {
   uint8_t mlx5;
   ibv_wc_opcode wc;
 };
+static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_SEND_WITH_INV == 9);
+constexpr OpcodeMap kOpcodes[] = {
+    /* RDMA_WRITE */ {prm::MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE},
+    /* RDMA_WRITE_WITH_IMM */ {prm::MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE},
+    /* SEND */ {prm::MLX5_OPCODE_SEND, IBV_WC_SEND},
+    /* SEND_WITH_IMM */ {prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND},
+    /* RDMA_READ */ {prm::MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ},
+    /* ATOMIC_CMP_AND_SWP */ {prm::MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP},
+    /* ATOMIC_FETCH_AND_ADD */ {prm::MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD},
+    /* LOCAL_INV */ {prm::MLX5_OPCODE_UMR, IBV_WC_LOCAL_INV},
+    /* BIND_MW */ {prm::MLX5_OPCODE_UMR, IBV_WC_BIND_MW},
+    /* SEND_WITH_INV */ {prm::MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND},
+};
+constexpr uint32_t kOpcodeCount = sizeof(kOpcodes) / sizeof(kOpcodes[0]);
+
 // `op` is the raw value: an application may pass any number, and only after this check is it
 // one of the enum's.
 static_assert(sizeof(ibv_wr_opcode) == sizeof(uint32_t));
 bool MapOpcode(uint32_t op, OpcodeMap* out) {
-  switch (op) {
-    case IBV_WR_SEND: *out = {prm::MLX5_OPCODE_SEND, IBV_WC_SEND}; return true;
-    case IBV_WR_SEND_WITH_IMM: *out = {prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND}; return true;
-    case IBV_WR_SEND_WITH_INV: *out = {prm::MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND}; return true;
-    case IBV_WR_RDMA_WRITE: *out = {prm::MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE}; return true;
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-      *out = {prm::MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE};
-      return true;
-    case IBV_WR_RDMA_READ: *out = {prm::MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ}; return true;
-    case IBV_WR_ATOMIC_CMP_AND_SWP: *out = {prm::MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP}; return true;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-      *out = {prm::MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD};
-      return true;
-    case IBV_WR_BIND_MW: *out = {prm::MLX5_OPCODE_UMR, IBV_WC_BIND_MW}; return true;
-    case IBV_WR_LOCAL_INV: *out = {prm::MLX5_OPCODE_UMR, IBV_WC_LOCAL_INV}; return true;
-    default: return false;  // TSO (raw packet QPs only), DRIVER1, ATOMIC_WRITE and beyond
-  }
+  if (op >= kOpcodeCount) return false;
+  *out = kOpcodes[op];
+  return true;
 }
 
 }  // namespace
@@ -120,6 +123,13 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   atomics_ = d.atomics;
   umr_ = d.umr;
   lock_.set_locked(d.locked);
+  // The verbs opcodes this queue posts, from the same rules that refuse the others (CheckOpcode),
+  // so that a post tests one bit.
+  postable_ = 0;
+  for (uint32_t raw = 0; raw < kOpcodeCount; ++raw) {
+    OpcodeMap op;
+    if (MapOpcode(raw, &op) && CheckOpcode(op.mlx5) == 0) postable_ |= uint32_t{1} << raw;
+  }
   return {};
 }
 
@@ -130,14 +140,9 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
 // Field by field into the caller's builder: no zero-fill or whole-struct copy, whose wide loads
 // over narrow stores the CPU cannot forward.
 ONCHIP_HOT void SendQueue::Load(Builder& b) const {
-  b.ring = ring_;
-  b.qend = qend_;
-  b.slots = slots_.get();
-  b.mask = wqe_cnt_ - 1;
-  b.qpn = qpn_;
+  b.q = this;
   b.cur_post = cur_post_;
   b.head = head_;
-  b.sig_bits = sig_bits_;
   b.next_fence = fm_cache_;
 }
 
@@ -147,9 +152,9 @@ ONCHIP_HOT void SendQueue::Store(const Builder& b) {
   fm_cache_ = b.next_fence;
 }
 
-ONCHIP_HOT int SendQueue::CheckRoom(const Builder& b) const {
-  if (b.head - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
-  if (b.cur_post + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
+ONCHIP_HOT int SendQueue::CheckRoom(uint32_t head, uint32_t cur_post) const {
+  if (head - tail_.load(std::memory_order_acquire) >= max_post_) return ENOMEM;
+  if (cur_post + worst_bbs_ - bb_tail_.load(std::memory_order_acquire) > wqe_cnt_) return ENOMEM;
   return 0;
 }
 
@@ -175,20 +180,23 @@ ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
 
 ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, uint8_t opcode,
                                           uint32_t imm_raw, ibv_wc_opcode wc_opcode, bool umr) {
-  slot = cur_post & mask;
-  ctrl = ring + std::size_t{slot} * kBb;
+  slot = cur_post & (q->wqe_cnt_ - 1);
+  ctrl = q->ring_ + std::size_t{slot} * kBb;
   const uint8_t fence =
       (send_flags & IBV_SEND_FENCE) ? uint8_t{prm::MLX5_WQE_CTRL_FENCE} : next_fence;
-  uint8_t fm_ce_se = sig_bits | fence;
-  if (send_flags & IBV_SEND_SIGNALED) fm_ce_se |= prm::MLX5_WQE_CTRL_CQ_UPDATE;
-  if (send_flags & IBV_SEND_SOLICITED) fm_ce_se |= prm::MLX5_WQE_CTRL_SOLICITED;
+  // IBV_SEND_SIGNALED (2) and IBV_SEND_SOLICITED (4) as ctrl's CQ_UPDATE and SOLICITED bits.
+  static_assert(IBV_SEND_SIGNALED == 2 && IBV_SEND_SOLICITED == 4);
+  static constexpr uint8_t kCeSe[4] = {
+      0, prm::MLX5_WQE_CTRL_CQ_UPDATE, prm::MLX5_WQE_CTRL_SOLICITED,
+      prm::MLX5_WQE_CTRL_CQ_UPDATE | prm::MLX5_WQE_CTRL_SOLICITED};
+  const uint8_t fm_ce_se = q->sig_bits_ | fence | kCeSe[(send_flags >> 1) & 3];
   // ctrl: {opmod_idx_opcode, qpn_ds (written at Finish)}, {signature 0, reserved 0, fm_ce_se,
   // imm}.
   opcode_word =
       Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode)).raw();
   Store64(ctrl, opcode_word);
   Store64(ctrl + 8, (uint64_t{fm_ce_se} << 24) | (uint64_t{imm_raw} << 32));
-  SendSlot& s = slots[slot];
+  SendSlot& s = q->slots_[slot];
   s.wr_id = wr_id;
   s.wr_count = head;
   s.wc_opcode = wc_opcode;
@@ -201,7 +209,7 @@ ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, u
 ONCHIP_HOT std::byte* SendQueue::Builder::TakeSegment() {
   std::byte* at = seg;
   seg += kDs;
-  if (seg == qend) seg = ring;
+  if (seg == q->qend_) seg = q->ring_;
   ++ds;
   return at;
 }
@@ -248,6 +256,8 @@ int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs,
   if (total == 0) return 0;
   // The 4-byte header, then the bytes back to back; only here can a WQE's bytes split at the
   // ring's end.
+  std::byte* const ring = q->ring_;
+  std::byte* const qend = q->qend_;
   const Be32 header = Be32::FromHost(prm::MLX5_INLINE_SEG | static_cast<uint32_t>(total));
   std::memcpy(seg, &header, sizeof(header));
   std::byte* p = seg + sizeof(header);
@@ -284,7 +294,7 @@ int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rke
       .addr = info.addr,
       .length = info.length,
       .access = info.mw_access_flags,
-      .qpn = qpn,
+      .qpn = q->qpn_,
   };
   auto size = BuildUmrWqe(request, wqe);
   if (!size) return size.error().errno_value();
@@ -295,12 +305,12 @@ int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rke
 }
 
 ONCHIP_HOT void SendQueue::Builder::Finish() {
-  const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(qpn, ds));
+  const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(q->qpn_, ds));
   last_doorbell = Pair(Be32::FromRaw(opcode_word), qpn_ds);
   Store64(ctrl, last_doorbell);
   cur_post += AlignUp(ds * kDs, kBb) / kBb;
   ++head;
-  slots[slot].next_post = cur_post;
+  q->slots_[slot].next_post = cur_post;
   last_ctrl = ctrl;
   last_ds = ds;
 }
@@ -319,13 +329,15 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   const bool blueflame = nreq == 1 && bf.blueflame && ds > 1 && ds * kDs <= bf.buf_size;
   auto write = [&] {
     std::byte* dst = bf.NextHalf();
-    if (blueflame) {
+    if (blueflame && ds <= kBb / kDs) [[likely]] {
+      mmio::BlueFlameCopy64(dst, last);  // one basic block: it cannot wrap
+    } else if (blueflame) {
       const uint32_t bytes = AlignUp(ds * kDs, kBb);
       const std::byte* src = last;
       for (uint32_t off = 0; off < bytes; off += kBb) {
         mmio::BlueFlameCopy64(dst + off, src);
         src += kBb;
-        if (src == b.qend) src = b.ring;
+        if (src == qend_) src = ring_;
       }
     } else {
       *reinterpret_cast<volatile uint64_t*>(dst) = b.last_doorbell;
@@ -342,18 +354,55 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   bus_->DoorbellRung();
 }
 
+// Why a work request whose opcode this queue does not post is refused, in libmlx5's order: an
+// opcode outside the verbs set EINVAL, then a full queue and too many SGEs ENOMEM, then what the
+// transport says (EINVAL, or EOPNOTSUPP for atomics on a QP without them).
+[[gnu::cold, gnu::noinline]] int SendQueue::RefuseOpcode(uint32_t head, uint32_t cur_post,
+                                                         int num_sge, uint32_t raw) const {
+  OpcodeMap op;
+  if (!MapOpcode(raw, &op)) return EINVAL;
+  if (const int err = CheckRoom(head, cur_post)) return err;
+  if (num_sge > state_max_gs_) return ENOMEM;
+  return CheckOpcode(op.mlx5);
+}
+
+// The segments that only some queues or requests carry, out of the common path so that its
+// registers stay few: UD's address vector, a UMR for BIND_MW / LOCAL_INV.
+[[gnu::noinline]] void SendQueue::Builder::PutDatagram(const ibv_send_wr* wr) {
+  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(ReserveDatagram());
+  std::memcpy(av, &DataPathAh::From(wr->wr.ud.ah)->av, sizeof(*av));
+  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (wr->wr.ud.remote_qpn & 0xffffff));
+  av->key.qkey.qkey = Be32::FromHost(wr->wr.ud.remote_qkey);
+}
+
+[[gnu::noinline]] int SendQueue::Builder::PutUmrOf(const ibv_send_wr* wr) {
+  if (wr->opcode == IBV_WR_BIND_MW)
+    return PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey, wr->bind_mw.rkey,
+                  wr->bind_mw.bind_info);
+  // The window keeps its key byte: the next bind names it by that key.
+  return PutUmr(true, wr->invalidate_rkey, wr->invalidate_rkey, ibv_mw_bind_info{});
+}
+
+// Runs a builder step that is out of line on a copy of the builder: the post path's own builder
+// then never has its address taken, and the compiler keeps its fields in registers.
+template <class Step>
+ONCHIP_HOT int SendQueue::OnCopy(Builder& b, Step step) {
+  Builder copy = b;
+  const int err = step(copy);
+  b = copy;
+  return err;
+}
+
 ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
   uint32_t raw;
   std::memcpy(&raw, &wr->opcode, sizeof(raw));  // not loaded as the enum before it is checked
-  OpcodeMap op;
-  if (!MapOpcode(raw, &op)) [[unlikely]]
-    return EINVAL;
-  if (const int err = CheckRoom(b)) [[unlikely]]
+  if (raw >= kOpcodeCount || ((postable_ >> raw) & 1) == 0) [[unlikely]]
+    return RefuseOpcode(b.head, b.cur_post, wr->num_sge, raw);
+  if (const int err = CheckRoom(b.head, b.cur_post)) [[unlikely]]
     return err;
   if (wr->num_sge > state_max_gs_) [[unlikely]]
     return ENOMEM;
-  if (const int err = CheckOpcode(op.mlx5)) [[unlikely]]
-    return err;
+  const OpcodeMap op = kOpcodes[raw];
 
   uint32_t imm = 0;
   switch (raw) {
@@ -374,12 +423,8 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
     case prm::MLX5_OPCODE_SEND:
     case prm::MLX5_OPCODE_SEND_IMM:
     case prm::MLX5_OPCODE_SEND_INVAL:
-      if (transport_ == QpTransport::kUd) {
-        auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(b.ReserveDatagram());
-        std::memcpy(av, &DataPathAh::From(wr->wr.ud.ah)->av, sizeof(*av));
-        av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (wr->wr.ud.remote_qpn & 0xffffff));
-        av->key.qkey.qkey = Be32::FromHost(wr->wr.ud.remote_qkey);
-      }
+      if (transport_ == QpTransport::kUd) [[unlikely]]
+        OnCopy(b, [wr](Builder& c) { return c.PutDatagram(wr), 0; });
       break;
     case prm::MLX5_OPCODE_RDMA_WRITE:
     case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
@@ -392,21 +437,17 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
       b.PutRaddr(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
       b.PutAtomic(op.mlx5, wr->wr.atomic.compare_add, 0);
       break;
-    case prm::MLX5_OPCODE_UMR:
-      if (wr->opcode == IBV_WR_BIND_MW)
-        err = b.PutUmr(wr->bind_mw.mw->type == IBV_MW_TYPE_2, wr->bind_mw.mw->rkey,
-                       wr->bind_mw.rkey, wr->bind_mw.bind_info);
-      else  // the window keeps its key byte: the next bind names it by that key
-        err = b.PutUmr(true, wr->invalidate_rkey, wr->invalidate_rkey, ibv_mw_bind_info{});
-      break;
+    case prm::MLX5_OPCODE_UMR: err = OnCopy(b, [wr](Builder& c) { return c.PutUmrOf(wr); }); break;
     default: break;
   }
   if (err == 0 && !umr) {
     if (IsAtomic(op.mlx5)) {
       // The 8-byte result lands in the first SGE.
       if (wr->num_sge > 0) b.PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, kAtomicBytes);
-    } else if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge > 0) {
-      err = b.PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge), max_inline_);
+    } else if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge > 0) [[unlikely]] {
+      err = OnCopy(b, [wr, max = max_inline_](Builder& c) {
+        return c.PutInline(wr->sg_list, nullptr, static_cast<std::size_t>(wr->num_sge), max);
+      });
     } else {
       for (int i = 0; i < wr->num_sge; ++i)
         if (wr->sg_list[i].length != 0)
@@ -475,7 +516,7 @@ ONCHIP_HOT bool SendQueue::WrBegin(uint8_t opcode) {
     Keep(wr_err_, EINVAL);
     return false;
   }
-  if (const int err = CheckRoom(wr_)) {
+  if (const int err = CheckRoom(wr_.head, wr_.cur_post)) {
     Keep(wr_err_, err);
     return false;
   }

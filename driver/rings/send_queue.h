@@ -139,17 +139,14 @@ class SendQueue {
  private:
   // The producer's working state while WQEs are built: copied from the queue at the start of a
   // post (so the compiler keeps it in registers while WQE bytes are stored through the ring) and
-  // written back when the post ends. The extended API keeps one across its calls and writes it
-  // back only on a successful ibv_wr_complete, which makes rollback free.
+  // written back when the post ends. The queue's constant facts (ring, slots, qpn) are read
+  // through `q` where needed rather than copied: fewer live values, fewer spills. The extended
+  // API keeps one across its calls and writes it back only on a successful ibv_wr_complete,
+  // which makes rollback free.
   struct Builder {
-    std::byte* ring;
-    std::byte* qend;
-    SendSlot* slots;
-    uint32_t mask;       // wqe_cnt - 1
-    uint32_t qpn;
+    const SendQueue* q;
     uint32_t cur_post;   // basic blocks posted
     uint32_t head;       // work requests posted
-    uint8_t sig_bits;
     uint8_t next_fence;  // the fence the next WQE inherits
     // The open WQE.
     std::byte* ctrl;
@@ -173,13 +170,18 @@ class SendQueue {
     void PutData(uint32_t lkey, uint64_t addr, uint32_t length);
     int PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n, uint32_t max);
     int PutUmr(bool type2, uint32_t target_key, uint32_t new_rkey, const ibv_mw_bind_info& info);
+    void PutDatagram(const ibv_send_wr* wr);  // UD: the address vector of wr.ud
+    int PutUmrOf(const ibv_send_wr* wr);      // BIND_MW or LOCAL_INV
     void Finish();
   };
 
   void Load(Builder& b) const;
   void Store(const Builder& b);
-  int CheckRoom(const Builder& b) const;
+  int CheckRoom(uint32_t head, uint32_t cur_post) const;
   int CheckOpcode(uint8_t opcode) const;
+  int RefuseOpcode(uint32_t head, uint32_t cur_post, int num_sge, uint32_t raw) const;
+  template <class Step>
+  static int OnCopy(Builder& b, Step step);
   int PostOne(Builder& b, ibv_send_wr* wr);
   void RingDoorbell(const Builder& b, uint32_t nreq);
   // The common start of each ibv_wr_* builder: false (error kept) when it cannot begin.
@@ -204,6 +206,7 @@ class SendQueue {
   uint8_t sig_bits_ = 0;
   bool atomics_ = true;
   bool umr_ = true;
+  uint32_t postable_ = 0;  // bit n: verbs opcode n posts on this queue (CheckOpcode allows it)
   QueueLock lock_;
   std::unique_ptr<SendSlot[]> slots_;
 
