@@ -486,13 +486,6 @@ int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   return err;
 }
 
-const SendSlot& SendQueue::Retire(uint16_t wqe_counter) {
-  const SendSlot& s = slots_[wqe_counter & (wqe_cnt_ - 1)];
-  tail_.store(s.wr_count + 1, std::memory_order_release);
-  bb_tail_.store(s.next_post, std::memory_order_release);
-  return s;
-}
-
 // ---- the extended API: one Builder across the calls, written back on success only ----
 
 namespace {

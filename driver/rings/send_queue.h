@@ -106,7 +106,12 @@ class SendQueue {
 
   // A requester CQE for WQE index `wqe_counter`: retires it and every earlier WQE and returns
   // its slot. Called by the CQ poller.
-  const SendSlot& Retire(uint16_t wqe_counter);
+  const SendSlot& Retire(uint16_t wqe_counter) {
+    const SendSlot& s = slots_[wqe_counter & (wqe_cnt_ - 1)];
+    tail_.store(s.wr_count + 1, std::memory_order_release);
+    bb_tail_.store(s.next_post, std::memory_order_release);
+    return s;
+  }
 
   // The extended API (ibv_qp_ex): Start locks; each Wr* builds one WQE (its data completes it);
   // errors are kept and returned by Complete, which rolls everything back on error and else rings
