@@ -123,13 +123,18 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   atomics_ = d.atomics;
   umr_ = d.umr;
   lock_.set_locked(d.locked);
-  // The verbs opcodes this queue posts, from the same rules that refuse the others (CheckOpcode),
-  // so that a post tests one bit.
+  // The opcodes this queue posts, verbs and mlx5, from the same rules that refuse the others
+  // (CheckOpcode), so that a post tests one bit.
   postable_ = 0;
   for (uint32_t raw = 0; raw < kOpcodeCount; ++raw) {
     OpcodeMap op;
     if (MapOpcode(raw, &op) && CheckOpcode(op.mlx5) == 0) postable_ |= uint32_t{1} << raw;
   }
+  mlx5_postable_ = 0;
+  for (uint32_t opcode = 0; opcode < 64; ++opcode)
+    if (CheckOpcode(static_cast<uint8_t>(opcode)) == 0) mlx5_postable_ |= uint64_t{1} << opcode;
+  // The largest WQE, in 16-byte units, that one BlueFlame copy carries (0: doorbells only).
+  bf_max_ds_ = d.bf->blueflame ? d.bf->buf_size / kDs : 0;
   return {};
 }
 
@@ -326,7 +331,7 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   Bfreg& bf = *bf_;
   const std::byte* last = b.last_ctrl;
   const uint32_t ds = b.last_ds;
-  const bool blueflame = nreq == 1 && bf.blueflame && ds > 1 && ds * kDs <= bf.buf_size;
+  const bool blueflame = nreq == 1 && ds > 1 && ds <= bf_max_ds_;
   auto write = [&] {
     std::byte* dst = bf.NextHalf();
     if (blueflame && ds <= kBb / kDs) [[likely]] {
@@ -513,8 +518,8 @@ ONCHIP_HOT bool SendQueue::WrBegin(uint8_t opcode) {
     Keep(wr_err_, err);
     return false;
   }
-  if (const int err = CheckOpcode(opcode)) {
-    Keep(wr_err_, err);
+  if (opcode >= 64 || ((mlx5_postable_ >> opcode) & 1) == 0) [[unlikely]] {
+    Keep(wr_err_, CheckOpcode(opcode));
     return false;
   }
   return true;

@@ -211,7 +211,9 @@ class SendQueue {
   uint8_t sig_bits_ = 0;
   bool atomics_ = true;
   bool umr_ = true;
-  uint32_t postable_ = 0;  // bit n: verbs opcode n posts on this queue (CheckOpcode allows it)
+  uint32_t postable_ = 0;       // bit n: verbs opcode n posts here (CheckOpcode allows it)
+  uint64_t mlx5_postable_ = 0;  // bit n: mlx5 opcode n posts here
+  uint32_t bf_max_ds_ = 0;      // the largest WQE (16-byte units) one BlueFlame copy carries
   QueueLock lock_;
   std::unique_ptr<SendSlot[]> slots_;
 
