@@ -825,9 +825,13 @@ int main(int argc, char** argv) {
                   reporter.Ratio(std::string(op) + ".onchip_2proc/8/real_time", std::string(op) + ".floor_2proc/8/real_time"),
                   reporter.Ratio(std::string(op) + ".host_2proc/8/real_time", std::string(op) + ".floor_2proc/8/real_time"));
   const double write8 = reporter.Ratio("rdma_write.onchip/8/real_time", "rdma_write.floor/8/real_time");
+  // Nothing on the software device can beat the floor: below 1 the floor itself was slowed
+  // (CPUs busy with other work) and the run cannot judge the goal.
   if (write8 > 0)
     std::printf("goal: 8-byte RDMA WRITE into DM within 3x of the floor: %.2fx: %s\n", write8,
-                write8 <= 3.0 ? "met" : "MISSED");
+                write8 < 1.0    ? "not judged (the floor ran slower than the operation: busy CPUs)"
+                : write8 <= 3.0 ? "met"
+                                : "MISSED");
   benchmark::Shutdown();
   // Closed and destroyed here, before static destruction takes the software ConnectX's fabric.
   auto& fixture = onchip::FixtureSlot();

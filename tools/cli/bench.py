@@ -151,7 +151,8 @@ class SuiteProgress:
     """Shows a suite's progress (a count of finished measurements), its own log lines and its
     closing summary, instead of every measurement: those are in the JSON and the report. Notes
     each performance goal the summary says was missed: a verdict line starting with "goal" and
-    ending in "MISSED" (the table rows of variants not in use are information, not verdicts)."""
+    ending in "MISSED", or saying the run could not judge it ("not judged", a floor slowed by busy
+    CPUs); the table rows of variants not in use are information, not verdicts."""
 
     def __init__(self):
         self.results = 0
@@ -162,7 +163,7 @@ class SuiteProgress:
         line = ANSI.sub("", line)
         if line.startswith("=="):
             self.in_summary = True
-        if re.match(r"^goal.*:\s*MISSED\s*$", line):
+        if re.match(r"^goal.*:\s*(MISSED|not judged.*)\s*$", line):
             self.missed.append(line.strip())
         if self.in_summary:
             return "    " + line
@@ -316,8 +317,8 @@ def run_suites(args, choice, suites, env, mode, warning):
         progress.step("bench FAILED: %d of %d suites: %s" % (len(failed), len(suites), "; ".join(failed)))
         return 1
     if missed:
-        progress.step("bench done, but %d performance goal%s missed (rerun with --full before "
-                      "reading much into it):" % (len(missed), "" if len(missed) == 1 else "s"))
+        progress.step("bench done, but %d performance goal%s missed or not judged (rerun with --full "
+                      "before reading much into it):" % (len(missed), "" if len(missed) == 1 else "s"))
         for m in missed:
             progress.note(m)
         return 0

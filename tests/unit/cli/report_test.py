@@ -121,6 +121,11 @@ class ReportTest(unittest.TestCase):
         hot = {r["path"]: r for r in got["hot"]}
         self.assertAlmostEqual(hot["PostRecv"]["x_floor"], 1.5)
 
+    def test_a_floor_slower_than_the_operation_judges_nothing(self):
+        self.assertEqual(report.wire_verdict(3.0), "met")
+        self.assertEqual(report.wire_verdict(3.1), "missed")
+        self.assertTrue(report.wire_verdict(0.1).startswith("not judged"))
+
     def test_csv_has_one_line_per_row_and_implementation_with_errors(self):
         self.write()
         with open(os.path.join(self.tmp.name, "report.csv")) as f:
