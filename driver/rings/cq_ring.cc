@@ -120,6 +120,49 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   return at;
 }
 
+// The receive WQE a responder CQE completes: from the XRC SRQ its srqn names, the QP's SRQ, or
+// its receive queue in order. False when the CQE names none of them.
+[[gnu::always_inline]] inline bool CqRing::RetireReceive(const pod::mlx5_cqe64& cqe,
+                                                         const WorkQueues& wq, uint64_t* wr_id) {
+  const uint16_t wqe_counter = cqe.wqe_counter.host();
+  if (wq.xrc_srqs != nullptr) {
+    const WorkQueues* x = wq.xrc_srqs->Find(cqe.srqn.host() & 0xffffff);
+    if (x == nullptr || x->srq == nullptr) return false;
+    *wr_id = x->srq->Retire(wqe_counter);
+    return true;
+  }
+  if (wq.srq != nullptr) {
+    *wr_id = wq.srq->Retire(wqe_counter);
+    return true;
+  }
+  if (wq.rq != nullptr) {
+    *wr_id = wq.rq->Retire();
+    return true;
+  }
+  return false;
+}
+
+// An error CQE (requester or responder): out of line, so that the registers it needs cost the
+// common completions nothing.
+[[gnu::noinline]] CqRing::Parsed CqRing::ParseError(const std::byte* at, const WorkQueues& wq,
+                                                    ibv_wc* wc) {
+  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+  const auto* err = reinterpret_cast<const pod::mlx5_err_cqe*>(at);
+  if (prm::CqeOpcodeOf(cqe->op_own) == prm::MLX5_CQE_REQ_ERR) {
+    if (wq.sq == nullptr) return Parsed::kError;
+    const SendSlot& slot = wq.sq->Retire(cqe->wqe_counter.host());
+    wc->wr_id = slot.wr_id;
+    wc->opcode = slot.wc_opcode;
+  } else {
+    if (!RetireReceive(*cqe, wq, &wc->wr_id)) return Parsed::kError;
+    wc->opcode = IBV_WC_RECV;
+  }
+  wc->status = StatusOfSyndrome(err->syndrome);
+  wc->vendor_err = err->vendor_err_synd;
+  wc->byte_len = 0;
+  return Parsed::kCompletion;
+}
+
 [[gnu::always_inline]] inline CqRing::Parsed CqRing::Parse(const std::byte* at, ibv_wc* wc,
                                                           uint64_t* ts) {
   const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
@@ -144,23 +187,7 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   if (ts != nullptr)
     *ts = (uint64_t{cqe->timestamp_h.host()} << 32) | cqe->timestamp_l.host();
 
-  auto retire_receive = [&](uint64_t* wr_id) {
-    if (wq->xrc_srqs != nullptr) {
-      const WorkQueues* x = wq->xrc_srqs->Find(cqe->srqn.host() & 0xffffff);
-      if (x == nullptr || x->srq == nullptr) return false;
-      *wr_id = x->srq->Retire(wqe_counter);
-      return true;
-    }
-    if (wq->srq != nullptr) {
-      *wr_id = wq->srq->Retire(wqe_counter);
-      return true;
-    }
-    if (wq->rq != nullptr) {
-      *wr_id = wq->rq->Retire();
-      return true;
-    }
-    return false;
-  };
+  auto retire_receive = [&](uint64_t* wr_id) { return RetireReceive(*cqe, *wq, wr_id); };
 
   switch (opcode) {
     case prm::MLX5_CQE_REQ: {
@@ -226,22 +253,7 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
       return Parsed::kCompletion;
     }
     case prm::MLX5_CQE_REQ_ERR:
-    case prm::MLX5_CQE_RESP_ERR: {
-      const auto* err = reinterpret_cast<const pod::mlx5_err_cqe*>(at);
-      if (opcode == prm::MLX5_CQE_REQ_ERR) {
-        if (wq->sq == nullptr) return Parsed::kError;
-        const SendSlot& slot = wq->sq->Retire(wqe_counter);
-        wc->wr_id = slot.wr_id;
-        wc->opcode = slot.wc_opcode;
-      } else {
-        if (!retire_receive(&wc->wr_id)) return Parsed::kError;
-        wc->opcode = IBV_WC_RECV;
-      }
-      wc->status = StatusOfSyndrome(err->syndrome);
-      wc->vendor_err = err->vendor_err_synd;
-      wc->byte_len = 0;
-      return Parsed::kCompletion;
-    }
+    case prm::MLX5_CQE_RESP_ERR: return ParseError(at, *wq, wc);
     default: return Parsed::kError;  // NO_PACKET (tag matching) and reserved opcodes
   }
 }

@@ -129,6 +129,8 @@ class CqRing {
     return buf_ + std::size_t{index & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
   }
   Parsed Parse(const std::byte* cqe, ibv_wc* wc, uint64_t* ts);
+  Parsed ParseError(const std::byte* cqe, const WorkQueues& wq, ibv_wc* wc);
+  static bool RetireReceive(const prm::pod::mlx5_cqe64& cqe, const WorkQueues& wq, uint64_t* wr_id);
   int PollOne(ibv_cq_ex* cq);  // consumes CQEs until one completion: 0, ENOENT or EINVAL
   void StoreCi(uint32_t ci);
   void MarkInvalid(std::byte* buf, uint32_t cqe_cnt) const;
