@@ -96,11 +96,18 @@ std::optional<uint32_t> Engine::TakeUarWord32(uint32_t page, uint64_t offset) {
 }
 
 Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
-  PassResult result;
   std::lock_guard lock(fw_.mutex_);
-  // One IOMMU window for the pass: every queue, doorbell record and buffer access below runs
-  // inside it and takes no lock of its own (an unmap waits for the pass to end).
+  // One IOMMU window for the pass: every queue, doorbell record and buffer access runs inside it
+  // and takes no lock of its own (an unmap waits for the pass to end).
   const Iommu::Access access(iommu_);
+  pass_access_ = &access;
+  const PassResult result = PassLocked(started);
+  pass_access_ = nullptr;
+  return result;
+}
+
+Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point started) {
+  PassResult result;
   if (fw_.state_ != HcaState::kInitialized) {
     // No queues exist: whatever arrives finds no QP.
     if (port_.Pending()) port_.Take(inbound_);

@@ -25,6 +25,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +88,9 @@ class Engine {
   uint64_t interrupts() const { return interrupts_.load(); }
 
  private:
+  // Pass's work, under the firmware's mutex and inside the pass's IOMMU window.
+  PassResult PassLocked(std::chrono::steady_clock::time_point started);
+
   // ---- queue memory (engine.cc) ----
   // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.
   bool ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
@@ -95,6 +99,15 @@ class Engine {
   std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
                                        uint64_t offset, uint64_t len) const;
   std::optional<uint32_t> LoadBe32(uint64_t bus) const;
+  // A doorbell-record word the engine reads every pass, its translation kept in `cache`, read
+  // inside the pass's IOMMU window.
+  std::optional<uint32_t> LoadBe32(uint64_t bus, Iommu::CachedTranslation& cache) const {
+    const auto raw = pass_access_ != nullptr ? pass_access_->LoadAcquire32(bus, cache)
+                                             : Iommu::Access(iommu_).LoadAcquire32(bus, cache);
+    if (!raw) return std::nullopt;
+    if constexpr (std::endian::native == std::endian::little) return std::byteswap(*raw);
+    return *raw;
+  }
 
   // ---- requester (engine_requester.cc) ----
   bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
@@ -206,6 +219,8 @@ class Engine {
   // this port sends must name to come back to it.
   const std::vector<Gid> own_gids_;
   Port port_;
+  // The IOMMU window Pass holds while it runs (every device access of a pass is inside it).
+  const Iommu::Access* pass_access_ = nullptr;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
   // The distinct UAR pages of the CQs or EQs a pass looks at: kept, so a pass allocates nothing

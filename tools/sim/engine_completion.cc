@@ -87,7 +87,7 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
     return ((cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask) >= size;
   };
   if (full())
-    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
+    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4, cq.progress.ci_dbr))
       cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
   auto fail = [&](uint32_t status) {
     cq.progress.overflowed = true;
@@ -276,7 +276,7 @@ bool Engine::PollArms() {
   // pass replaced the first, but each CQ's record still shows its own request.
   for (auto& [cqn, cq] : fw_.cqs_) {
     if (cq.progress.overflowed) continue;
-    auto word = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_ARM_DB * 4);
+    auto word = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq.progress.arm_dbr);
     if (word && *word != cq.progress.arm_word) arm(cqn, cq, *word);
   }
   return moved;

@@ -194,7 +194,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     pr.rnr_wait = false;
     pr.resend_at_ns = 0;
   }
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
   if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0) return false;
 
   RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
@@ -494,7 +494,7 @@ void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8
 bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
   QpProgress& pr = qp.progress;
   if (qp.sq_wqebb_count == 0) return false;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
   if (!producer) return false;
   bool moved = false;
   RingReader read = [&](uint64_t offset, std::span<std::byte> out) {

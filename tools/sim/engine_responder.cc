@@ -253,7 +253,7 @@ void Engine::HandleRequest(Packet& p) {
       auto s = fw_.srqs_.find(*srqn);
       if (s == fw_.srqs_.end() || s->second.wqe_count == 0) return std::nullopt;
       Srq& srq = s->second;
-      auto producer = LoadBe32(srq.dbr_addr);
+      auto producer = LoadBe32(srq.dbr_addr, srq.progress.dbr);
       if (!producer || ((*producer ^ srq.progress.counter) & prm::kWqCounterMask) == 0)
         return std::nullopt;
       const uint32_t index = srq.progress.head & (srq.wqe_count - 1);
@@ -279,7 +279,7 @@ void Engine::HandleRequest(Packet& p) {
       return recv;
     }
     if (qp.rq_wqe_count == 0) return std::nullopt;
-    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4);
+    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4, qp.progress.rq_dbr);
     if (!producer || ((*producer ^ pr.rq_counter) & prm::kWqCounterMask) == 0) return std::nullopt;
     const uint32_t index = pr.rq_counter & (qp.rq_wqe_count - 1);
     wqe.resize(qp.rq_stride);
@@ -468,7 +468,7 @@ bool Engine::FlushRecv(uint32_t qpn, Qp& qp) {
   // SRQ WQEs belong to the SRQ and stay posted; only the QP's own ring is flushed.
   if (qp.srqn || qp.rq_wqe_count == 0) return false;
   QpProgress& pr = qp.progress;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4, qp.progress.rq_dbr);
   if (!producer) return false;
   bool moved = false;
   for (uint32_t n = 0; n < qp.rq_wqe_count && ((*producer ^ pr.rq_counter) & prm::kWqCounterMask) != 0; ++n) {

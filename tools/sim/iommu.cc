@@ -85,6 +85,7 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   if (it->second.pidfd >= 0) close(it->second.pidfd);
   for (auto& entry : iotlb_)
     if (entry.load(std::memory_order_relaxed) == &*it) entry.store(nullptr, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_relaxed);
   mappings_.erase(it);
   return {};
 }
@@ -165,6 +166,17 @@ std::byte* Iommu::Access::Translate(uint64_t iova, uint64_t len) const {
   uint64_t offset = 0;
   const Mapping* m = iommu_.FindLocked(iova, len, &offset);
   return m != nullptr && m->host != nullptr ? m->host + offset : nullptr;
+}
+
+std::byte* Iommu::Access::TranslateAndRemember(uint64_t iova, uint64_t len,
+                                              CachedTranslation& cache) const {
+  std::byte* host = Translate(iova, len);
+  if (host == nullptr) return nullptr;
+  cache = {.iova = iova,
+           .len = len,
+           .generation = iommu_.generation_.load(std::memory_order_relaxed),
+           .host = host};
+  return host;
 }
 
 bool Iommu::Access::Mapped(uint64_t iova, uint64_t len) const {
