@@ -111,6 +111,8 @@ class Engine {
 
   // ---- requester (engine_requester.cc) ----
   bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
+  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.

@@ -174,8 +174,6 @@ static FetchedWqe FetchSendWqe(const RingReader& read, const Qp& qp, uint32_t co
 bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
   if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-  const Bytes qpc(qp.qpc);
-  const auto path = prm::qpc::primary_address_path;
   if (pr.awaiting) {
     if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
       if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
@@ -196,7 +194,16 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   }
   auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
   if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0) return false;
+  return ExecuteSendWqe(qpn, qp, now, deadline);
+}
 
+// Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
+// stack, which the many SendSteps that find nothing posted should not set up.
+[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now,
+                                              uint64_t* deadline) {
+  QpProgress& pr = qp.progress;
+  const Bytes qpc(qp.qpc);
+  const auto path = prm::qpc::primary_address_path;
   RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
   };
@@ -283,8 +290,10 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.hop_limit = av.hop_limit;
   } else {
     p.dst_qpn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::remote_qpn));
-    for (std::size_t i = 0; i < p.dgid.size(); ++i)
-      p.dgid[i] = static_cast<uint8_t>(prm::Get(qpc, path.rgid_rip[i]));
+    // The remote GID's 16 bytes lie in the context in wire order: one copy.
+    using Rgid = decltype(path.rgid_rip);
+    static_assert(Rgid::element_width == 8 && Rgid::count == 16 && Rgid::bit_offset % 8 == 0);
+    std::memcpy(p.dgid.data(), qpc.data() + Rgid::bit_offset / 8, p.dgid.size());
     p.sgid = SourceGid(prm::Get(qpc, path.src_addr_index));
     p.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
     p.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
