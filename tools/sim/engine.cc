@@ -200,18 +200,28 @@ void Engine::KeepPayloadBuffer(std::vector<std::byte>&& buffer) {
 }
 
 bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
-                       std::span<std::byte> out) const {
+                       std::span<std::byte> out, Iommu::CachedTranslation* page_cache) const {
   const uint64_t page = uint64_t{1} << log_page_bytes;
   uint64_t done = 0;
   while (done < out.size()) {
     const uint64_t at = offset + done;
     const uint64_t index = at >> log_page_bytes;
     if (index >= pas.size()) return false;
-    const uint64_t n = std::min<uint64_t>(out.size() - done, page - (at & (page - 1)));
-    if (!iommu_.Read(pas[index] + (at & (page - 1)), out.subspan(done, n))) return false;
+    const uint64_t in_page = at & (page - 1);
+    const uint64_t n = std::min<uint64_t>(out.size() - done, page - in_page);
+    if (const std::byte* host = QueuePage(pas[index], page, page_cache)) {
+      std::memcpy(out.data() + done, host + in_page, n);
+    } else if (!iommu_.Read(pas[index] + in_page, out.subspan(done, n))) {
+      return false;
+    }
     done += n;
   }
   return true;
+}
+
+std::byte* Engine::QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const {
+  if (cache == nullptr || pass_access_ == nullptr) return nullptr;
+  return pass_access_->Translate(bus, page, *cache);
 }
 
 std::optional<uint64_t> Engine::QueueAddress(const std::vector<uint64_t>& pas,

@@ -93,8 +93,13 @@ class Engine {
 
   // ---- queue memory (engine.cc) ----
   // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.
+  // With `page_cache`, a queue page of pointer memory keeps its translation there (a ring the
+  // engine reads or writes every message: its WQEs or CQEs).
   bool ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
-                 std::span<std::byte> out) const;
+                 std::span<std::byte> out, Iommu::CachedTranslation* page_cache = nullptr) const;
+  // The host pointer of the whole queue page at `bus` (`page` bytes) through `cache`, or nullptr
+  // (process memory, no cache, outside a pass, or not wholly mapped: then copy through the IOMMU).
+  std::byte* QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const;
   // The bus address of [offset, offset + len) of a queue, if the range lies in one page.
   std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
                                        uint64_t offset, uint64_t len) const;

@@ -134,7 +134,11 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   {
     const auto bus = QueueAddress(cq.pas, cq.log_page_bytes, offset, 64);
     bytes[63] = std::byte{op_own};
-    if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes))
+    if (!bus) return fail(kCqStatusWriteFail);
+    const uint64_t page = uint64_t{1} << cq.log_page_bytes;
+    if (std::byte* host = QueuePage(*bus & ~(page - 1), page, &cq.progress.ring_page))
+      Iommu::StoreHandover(host + (*bus & (page - 1)), bytes);
+    else if (!Iommu::Access(iommu_).WriteHandover(*bus, bytes))
       return fail(kCqStatusWriteFail);
   }
   ++cq.producer_counter;

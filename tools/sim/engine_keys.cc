@@ -102,6 +102,15 @@ bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
     return true;
   }
   const Iommu::Access access(iommu_);
+  // A range inside one page of pointer memory is one lookup and one copy (a small message).
+  uint64_t first_page = 0;
+  const auto first = fw_.MttTranslateLocked(*k.mkey, k.key, va, len, &first_page);
+  if (!first) return false;
+  if (len <= first_page - (va & (first_page - 1)))
+    if (const std::byte* host = access.Translate(*first, len)) {
+      out.insert(out.end(), host, host + len);
+      return true;
+    }
   // Every page first: `out` grows only for a range wholly behind live mappings.
   auto each_page = [&](auto&& f) {
     for (uint64_t done = 0; done < len;) {

@@ -205,7 +205,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   const Bytes qpc(qp.qpc);
   const auto path = prm::qpc::primary_address_path;
   RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
   const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
@@ -438,7 +438,7 @@ void Engine::HandleResponse(Packet& p) {
     case PacketKind::kReadResponse:
     case PacketKind::kAtomicResponse: {
       RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
-        return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+        return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
       };
       const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
       const Bytes wqe = fetched.bytes();
@@ -507,7 +507,7 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
   if (!producer) return false;
   bool moved = false;
   RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
   // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
   for (uint32_t n = 0; n < qp.sq_wqebb_count && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0; ++n) {

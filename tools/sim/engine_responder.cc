@@ -259,7 +259,8 @@ void Engine::HandleRequest(Packet& p) {
       const uint32_t index = srq.progress.head & (srq.wqe_count - 1);
       wqe.resize(srq.stride);
       if (srq.stride < sizeof(prm::pod::mlx5_wqe_srq_next_seg) ||
-          !ReadQueue(srq.pas, srq.log_page_bytes, uint64_t{index} * srq.stride, wqe))
+          !ReadQueue(srq.pas, srq.log_page_bytes, uint64_t{index} * srq.stride, wqe,
+                     &srq.progress.ring_page))
         return std::nullopt;
       prm::pod::mlx5_wqe_srq_next_seg next;
       std::memcpy(&next, wqe.data(), sizeof next);
@@ -286,7 +287,8 @@ void Engine::HandleRequest(Packet& p) {
     recv.wqe_counter = static_cast<uint16_t>(pr.rq_counter & prm::kWqCounterMask);
     recv.pd = qp.pd;
     ++pr.rq_counter;
-    if (ReadQueue(qp.pas, qp.log_page_bytes, uint64_t{index} * qp.rq_stride, wqe))
+    if (ReadQueue(qp.pas, qp.log_page_bytes, uint64_t{index} * qp.rq_stride, wqe,
+                  &pr.rq_page))
       ParseScatter(wqe, prm::Get(qpc, prm::qpc::wq_signature) ? 16 : 0, &recv.list);
     else
       recv.list.push_back({prm::MLX5_INVALID_LKEY, 0, 0});  // unreadable: fails as a bad key

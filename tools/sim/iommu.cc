@@ -228,10 +228,14 @@ bool Iommu::Access::WriteHandover(uint64_t iova, std::span<const std::byte> in) 
     return ProcessWrite(*m, offset, in.first(body)) &&
            ProcessWrite(*m, offset + body, in.subspan(body));
   }
-  std::byte* p = m->host + offset;
+  StoreHandover(m->host + offset, in);
+  return true;
+}
+
+void Iommu::StoreHandover(std::byte* p, std::span<const std::byte> in) {
+  const std::size_t body = in.size() - 1;
   std::memcpy(p, in.data(), body);
   std::atomic_ref<std::byte>(p[body]).store(in[body], std::memory_order_release);
-  return true;
 }
 
 std::optional<uint32_t> Iommu::Access::LoadAcquire32(uint64_t iova) const {

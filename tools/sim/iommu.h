@@ -141,6 +141,10 @@ class Iommu {
   // True if [iova, iova + len) lies inside one mapping (of either kind).
   bool IsMapped(uint64_t iova, uint64_t len) const;
 
+  // Stores `in` at `p` (pointer memory) with its last byte last, as a release store: what
+  // Access::WriteHandover does once it has the pointer.
+  static void StoreHandover(std::byte* p, std::span<const std::byte> in);
+
   // The compare-and-swap loop Update64 runs on a pointer (8-byte aligned, else nullopt).
   template <class F>
   static std::optional<uint64_t> UpdateWord64(std::byte* p, F&& next);

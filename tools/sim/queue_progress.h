@@ -24,6 +24,7 @@ struct CqProgress {
   uint64_t moderation_deadline_ns = 0;
   Iommu::CachedTranslation arm_dbr;  // the doorbell record's arm word
   Iommu::CachedTranslation ci_dbr;   // and its consumer index
+  Iommu::CachedTranslation ring_page;  // the page the last CQE went to
 };
 
 struct QpProgress {
@@ -56,12 +57,15 @@ struct QpProgress {
 
   Iommu::CachedTranslation sq_dbr;  // the doorbell record's send counter
   Iommu::CachedTranslation rq_dbr;  // and its receive counter
+  Iommu::CachedTranslation sq_page;  // the ring page the last send WQE came from
+  Iommu::CachedTranslation rq_page;  // and the last receive WQE
 };
 
 struct SrqProgress {
   uint32_t head = 0;     // the WQE index the free list continues at (the chain starts at 0)
   uint32_t counter = 0;  // WQEs consumed (16 bits compared with the doorbell record)
   Iommu::CachedTranslation dbr;  // the doorbell record's receive counter
+  Iommu::CachedTranslation ring_page;  // the ring page the last WQE came from
 };
 
 }  // namespace onchip::sim
