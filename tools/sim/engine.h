@@ -106,7 +106,8 @@ class Engine {
   std::optional<uint32_t> LoadBe32(uint64_t bus) const;
   // A doorbell-record word the engine reads every pass, its translation kept in `cache`, read
   // inside the pass's IOMMU window.
-  std::optional<uint32_t> LoadBe32(uint64_t bus, Iommu::CachedTranslation& cache) const {
+  [[gnu::always_inline]] std::optional<uint32_t> LoadBe32(uint64_t bus,
+                                                          Iommu::CachedTranslation& cache) const {
     const auto raw = pass_access_ != nullptr ? pass_access_->LoadAcquire32(bus, cache)
                                              : Iommu::Access(iommu_).LoadAcquire32(bus, cache);
     if (!raw) return std::nullopt;

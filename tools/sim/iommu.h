@@ -90,7 +90,8 @@ class Iommu {
     std::byte* Translate(uint64_t iova, uint64_t len) const;
     // Translate through `cache`: the lookup runs only when the range is not the one remembered or
     // a mapping went away since.
-    std::byte* Translate(uint64_t iova, uint64_t len, CachedTranslation& cache) const {
+    [[gnu::always_inline]] std::byte* Translate(uint64_t iova, uint64_t len,
+                                                CachedTranslation& cache) const {
       if (cache.generation == iommu_.generation_.load(std::memory_order_relaxed) &&
           cache.iova == iova && cache.len == len)
         return cache.host;
@@ -114,7 +115,8 @@ class Iommu {
     // copy: an aligned word is not split by the kernel's copy in practice, but nothing promises it.
     std::optional<uint32_t> LoadAcquire32(uint64_t iova) const;
     // The same load, its translation remembered in `cache` (pointer memory only).
-    std::optional<uint32_t> LoadAcquire32(uint64_t iova, CachedTranslation& cache) const {
+    [[gnu::always_inline]] std::optional<uint32_t> LoadAcquire32(uint64_t iova,
+                                                                 CachedTranslation& cache) const {
       std::byte* p = iova % 4 == 0 ? Translate(iova, 4, cache) : nullptr;
       if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 4 != 0) return LoadAcquire32(iova);
       return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(p)).load(std::memory_order_acquire);
