@@ -123,6 +123,8 @@ class Engine {
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
   Gid SourceGid(uint64_t index) const;
+  // Whether `gid` is one of this port's own (a packet to it stays on the device).
+  bool OwnGid(const Gid& gid) const;
   // Puts a packet on the wire: to this device's own port when it owns the destination GID.
   void Transmit(Packet&& p);
   bool FlushSend(uint32_t qpn, Qp& qp);
@@ -151,12 +153,21 @@ class Engine {
     uint32_t key = 0;
     const Firmware::Mkey* mkey = nullptr;
     const Firmware::Mkey* target = nullptr;
+    // An MTT key's mkc.start_addr and mkc.log_page_size, decoded once by Admit.
+    uint64_t start = 0;
+    uint32_t log_page_size = 0;
     bool in_device_memory() const { return target->memic_start || target->sw_icm_id; }
   };
   // `key` if it admits `rights` on [va, va + len) for a QP of `pd` (and, for a type-2 window,
   // number `qpn`), else nullopt. Windows are remote-only.
   std::optional<AdmittedKey> Admit(uint32_t key, uint64_t va, uint64_t len, uint8_t rights,
                                    uint32_t pd, uint32_t qpn) const;
+  // The bus address of va through an admitted host key, and its MTT page size. Admit checked
+  // the key and the range, and nothing changes an mkey while the pass holds the firmware's
+  // mutex, so an MTT key goes straight to its entry; a window through its parent's MTT
+  // (Firmware::MttTranslateLocked).
+  std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
+                                        uint64_t* page_bytes) const;
   // Copies through an admitted key; false if a byte cannot be reached (its mapping is gone).
   bool CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out);
   // Appends `len` bytes read through `k` to `out`, growing it only after every page of the

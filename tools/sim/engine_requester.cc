@@ -153,7 +153,9 @@ class FetchedWqe {
 
 // The WQE at basic block `counter`: its ds units, or nothing when a block is unreadable or ds is
 // 0 or longer than the ring.
-static FetchedWqe FetchSendWqe(const RingReader& read, const Qp& qp, uint32_t counter) {
+// `read(offset, out)` reads bytes of the QP's buffer (false if they are not mapped).
+template <class Read>
+static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter) {
   FetchedWqe wqe;
   const std::span<std::byte> buf = wqe.buffer();
   const uint32_t mask = qp.sq_wqebb_count - 1;
@@ -204,7 +206,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
   const Bytes qpc(qp.qpc);
   const auto path = prm::qpc::primary_address_path;
-  RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
+  auto read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
   const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
@@ -377,6 +379,18 @@ Gid Engine::SourceGid(uint64_t index) const {
   return index < gids_.size() ? gids_[index] : Gid{};
 }
 
+bool Engine::OwnGid(const Gid& gid) const {
+  // Two 8-byte compares per GID: this runs for every packet the device sends.
+  uint64_t want[2];
+  std::memcpy(want, gid.data(), sizeof want);
+  for (const Gid& own : own_gids_) {
+    uint64_t have[2];
+    std::memcpy(have, own.data(), sizeof have);
+    if (have[0] == want[0] && have[1] == want[1]) return true;
+  }
+  return false;
+}
+
 void Engine::Transmit(Packet&& p) {
   if (!fw_.link_up_) return;  // lost on a down link: RC notices by its ACK timeout
   p.slid = config_.lid;
@@ -386,7 +400,7 @@ void Engine::Transmit(Packet&& p) {
     else Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
     return;
   }
-  if (std::find(own_gids_.begin(), own_gids_.end(), p.dgid) != own_gids_.end()) {
+  if (OwnGid(p.dgid)) {
     looped_.push_back(std::move(p));  // this port's own GID: the next round receives it
     return;
   }
@@ -437,7 +451,7 @@ void Engine::HandleResponse(Packet& p) {
       return;
     case PacketKind::kReadResponse:
     case PacketKind::kAtomicResponse: {
-      RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
+      auto read = [&](uint64_t offset, std::span<std::byte> out) {
         return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
       };
       const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
@@ -506,7 +520,7 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
   auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
   if (!producer) return false;
   bool moved = false;
-  RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
+  auto read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
   // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
