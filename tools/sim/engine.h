@@ -108,8 +108,8 @@ class Engine {
   // inside the pass's IOMMU window.
   [[gnu::always_inline]] std::optional<uint32_t> LoadBe32(uint64_t bus,
                                                           Iommu::CachedTranslation& cache) const {
-    const auto raw = pass_access_ != nullptr ? pass_access_->LoadAcquire32(bus, cache)
-                                             : Iommu::Access(iommu_).LoadAcquire32(bus, cache);
+    if (pass_access_ == nullptr) return LoadBe32(bus);  // outside a pass: nothing remembered
+    const auto raw = pass_access_->LoadAcquire32(bus, cache);
     if (!raw) return std::nullopt;
     if constexpr (std::endian::native == std::endian::little) return std::byteswap(*raw);
     return *raw;
@@ -242,9 +242,13 @@ class Engine {
   const Iommu::Access* pass_access_ = nullptr;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
-  // The distinct UAR pages of the CQs or EQs a pass looks at: kept, so a pass allocates nothing
-  // once the tables stop growing.
-  std::vector<uint32_t> uar_pages_;
+  // The distinct UAR pages of the CQs and of the EQs whose doorbells a pass takes. Only a
+  // firmware command creates or destroys a queue, so they are computed again only when the
+  // firmware's command count moved since (commands_seen_).
+  std::vector<uint32_t> cq_uar_pages_;
+  std::vector<uint32_t> eq_uar_pages_;
+  uint64_t commands_seen_ = ~uint64_t{0};
+  void RefreshUarPages();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), handled in the
   // next round as the port's are. Only the pass touches them, so they skip the port's lock;

@@ -51,14 +51,12 @@ constexpr uint8_t kCqErrorOverflow = 0x1;
 // The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
 // kept, so a pass allocates nothing once the tables stop growing).
 template <class Table, class PageOf>
-const std::vector<uint32_t>& DistinctPages(std::vector<uint32_t>& out, const Table& table,
-                                           PageOf page_of) {
+void DistinctPages(std::vector<uint32_t>& out, const Table& table, PageOf page_of) {
   out.clear();
   for (const auto& [number, queue] : table) {
     const uint32_t page = page_of(queue);
     if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
   }
-  return out;
 }
 
 }  // namespace
@@ -243,6 +241,17 @@ void Engine::SignalVector(uint32_t vector) {
   [[maybe_unused]] ssize_t n = write(irq_fds_[vector], &one, sizeof one);
 }
 
+void Engine::RefreshUarPages() {
+  if (fw_.counters_.commands == commands_seen_) return;
+  commands_seen_ = fw_.counters_.commands;
+  DistinctPages(cq_uar_pages_, fw_.cqs_, [](const Cq& cq) {
+    return static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
+  });
+  DistinctPages(eq_uar_pages_, fw_.eqs_, [](const Eq& eq) {
+    return static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
+  });
+}
+
 bool Engine::PollArms() {
   bool moved = false;
   auto arm = [&](uint32_t cqn, Cq& cq, uint32_t arm_word) {
@@ -263,10 +272,8 @@ bool Engine::PollArms() {
                prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
     }
   };
-  const auto& pages = DistinctPages(uar_pages_, fw_.cqs_, [](const Cq& cq) {
-    return static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
-  });
-  for (uint32_t page : pages) {
+  RefreshUarPages();
+  for (uint32_t page : cq_uar_pages_) {
     auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
     if (!doorbell) continue;
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
@@ -288,10 +295,8 @@ bool Engine::PollArms() {
 
 bool Engine::PollEqDoorbells() {
   bool moved = false;
-  const auto& pages = DistinctPages(uar_pages_, fw_.eqs_, [](const Eq& eq) {
-    return static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
-  });
-  for (uint32_t page : pages) {
+  RefreshUarPages();
+  for (uint32_t page : eq_uar_pages_) {
     for (const bool arm : {false, true}) {
       auto word = TakeUarWord32(page, arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi);
       if (!word) continue;
