@@ -149,24 +149,30 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       looping_.clear();
     }
     uint64_t deadline = 0;
+    bool queues_moved = false;
     for (auto& [qpn, qp] : fw_.qps_) {
       if (qp.state == prm::QP_STATE_ERR) {
-        moved |= FlushSend(qpn, qp);
-        moved |= FlushRecv(qpn, qp);
+        queues_moved |= FlushSend(qpn, qp);
+        queues_moved |= FlushRecv(qpn, qp);
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
         if (qp.srqn && !qp.progress.last_wqe_reached) {
           qp.progress.last_wqe_reached = true;
           QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
-          moved = true;
+          queues_moved = true;
         }
         continue;
       }
-      moved |= SendStep(qpn, qp, now, &deadline);
+      queues_moved |= SendStep(qpn, qp, now, &deadline);
     }
+    moved |= queues_moved;
     result.next_deadline_ns = deadline;
     if (!moved) break;
     result.progressed = true;
+    // Every QP has been looked at after this round's packets: when none moved and no packet
+    // waits, another round would find what this one found (a WQE posted meanwhile waits for
+    // the next pass, as one posted after this pass would).
+    if (!queues_moved && looped_.empty() && !port_.Pending()) break;
   }
   // Moderated completion events whose period ended; the thread wakes for the next one.
   bool fired = false;
