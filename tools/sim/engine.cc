@@ -96,11 +96,18 @@ std::optional<uint32_t> Engine::TakeUarWord32(uint32_t page, uint64_t offset) {
 }
 
 Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
-  PassResult result;
   std::lock_guard lock(fw_.mutex_);
-  // One IOMMU window for the pass: every queue, doorbell record and buffer access below runs
-  // inside it and takes no lock of its own (an unmap waits for the pass to end).
+  // One IOMMU window for the pass: every queue, doorbell record and buffer access runs inside it
+  // and takes no lock of its own (an unmap waits for the pass to end).
   const Iommu::Access access(iommu_);
+  pass_access_ = &access;
+  const PassResult result = PassLocked(started);
+  pass_access_ = nullptr;
+  return result;
+}
+
+Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point started) {
+  PassResult result;
   if (fw_.state_ != HcaState::kInitialized) {
     // No queues exist: whatever arrives finds no QP.
     if (port_.Pending()) port_.Take(inbound_);
@@ -142,24 +149,30 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
       looping_.clear();
     }
     uint64_t deadline = 0;
+    bool queues_moved = false;
     for (auto& [qpn, qp] : fw_.qps_) {
       if (qp.state == prm::QP_STATE_ERR) {
-        moved |= FlushSend(qpn, qp);
-        moved |= FlushRecv(qpn, qp);
+        queues_moved |= FlushSend(qpn, qp);
+        queues_moved |= FlushRecv(qpn, qp);
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
         if (qp.srqn && !qp.progress.last_wqe_reached) {
           qp.progress.last_wqe_reached = true;
           QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
-          moved = true;
+          queues_moved = true;
         }
         continue;
       }
-      moved |= SendStep(qpn, qp, now, &deadline);
+      queues_moved |= SendStep(qpn, qp, now, &deadline);
     }
+    moved |= queues_moved;
     result.next_deadline_ns = deadline;
     if (!moved) break;
     result.progressed = true;
+    // Every QP has been looked at after this round's packets: when none moved and no packet
+    // waits, another round would find what this one found (a WQE posted meanwhile waits for
+    // the next pass, as one posted after this pass would).
+    if (!queues_moved && looped_.empty() && !port_.Pending()) break;
   }
   // Moderated completion events whose period ended; the thread wakes for the next one.
   bool fired = false;
@@ -193,18 +206,28 @@ void Engine::KeepPayloadBuffer(std::vector<std::byte>&& buffer) {
 }
 
 bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
-                       std::span<std::byte> out) const {
+                       std::span<std::byte> out, Iommu::CachedTranslation* page_cache) const {
   const uint64_t page = uint64_t{1} << log_page_bytes;
   uint64_t done = 0;
   while (done < out.size()) {
     const uint64_t at = offset + done;
     const uint64_t index = at >> log_page_bytes;
     if (index >= pas.size()) return false;
-    const uint64_t n = std::min<uint64_t>(out.size() - done, page - (at & (page - 1)));
-    if (!iommu_.Read(pas[index] + (at & (page - 1)), out.subspan(done, n))) return false;
+    const uint64_t in_page = at & (page - 1);
+    const uint64_t n = std::min<uint64_t>(out.size() - done, page - in_page);
+    if (const std::byte* host = QueuePage(pas[index], page, page_cache)) {
+      std::memcpy(out.data() + done, host + in_page, n);
+    } else if (!iommu_.Read(pas[index] + in_page, out.subspan(done, n))) {
+      return false;
+    }
     done += n;
   }
   return true;
+}
+
+std::byte* Engine::QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const {
+  if (cache == nullptr || pass_access_ == nullptr) return nullptr;
+  return pass_access_->Translate(bus, page, *cache);
 }
 
 std::optional<uint64_t> Engine::QueueAddress(const std::vector<uint64_t>& pas,

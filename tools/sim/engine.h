@@ -25,6 +25,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -87,21 +88,43 @@ class Engine {
   uint64_t interrupts() const { return interrupts_.load(); }
 
  private:
+  // Pass's work, under the firmware's mutex and inside the pass's IOMMU window.
+  PassResult PassLocked(std::chrono::steady_clock::time_point started);
+
   // ---- queue memory (engine.cc) ----
   // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.
+  // With `page_cache`, a queue page of pointer memory keeps its translation there (a ring the
+  // engine reads or writes every message: its WQEs or CQEs).
   bool ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes, uint64_t offset,
-                 std::span<std::byte> out) const;
+                 std::span<std::byte> out, Iommu::CachedTranslation* page_cache = nullptr) const;
+  // The host pointer of the whole queue page at `bus` (`page` bytes) through `cache`, or nullptr
+  // (process memory, no cache, outside a pass, or not wholly mapped: then copy through the IOMMU).
+  std::byte* QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const;
   // The bus address of [offset, offset + len) of a queue, if the range lies in one page.
   std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
                                        uint64_t offset, uint64_t len) const;
   std::optional<uint32_t> LoadBe32(uint64_t bus) const;
+  // A doorbell-record word the engine reads every pass, its translation kept in `cache`, read
+  // inside the pass's IOMMU window.
+  [[gnu::always_inline]] std::optional<uint32_t> LoadBe32(uint64_t bus,
+                                                          Iommu::CachedTranslation& cache) const {
+    if (pass_access_ == nullptr) return LoadBe32(bus);  // outside a pass: nothing remembered
+    const auto raw = pass_access_->LoadAcquire32(bus, cache);
+    if (!raw) return std::nullopt;
+    if constexpr (std::endian::native == std::endian::little) return std::byteswap(*raw);
+    return *raw;
+  }
 
   // ---- requester (engine_requester.cc) ----
   bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
+  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
   Gid SourceGid(uint64_t index) const;
+  // Whether `gid` is one of this port's own (a packet to it stays on the device).
+  bool OwnGid(const Gid& gid) const;
   // Puts a packet on the wire: to this device's own port when it owns the destination GID.
   void Transmit(Packet&& p);
   bool FlushSend(uint32_t qpn, Qp& qp);
@@ -130,12 +153,21 @@ class Engine {
     uint32_t key = 0;
     const Firmware::Mkey* mkey = nullptr;
     const Firmware::Mkey* target = nullptr;
+    // An MTT key's mkc.start_addr and mkc.log_page_size, decoded once by Admit.
+    uint64_t start = 0;
+    uint32_t log_page_size = 0;
     bool in_device_memory() const { return target->memic_start || target->sw_icm_id; }
   };
   // `key` if it admits `rights` on [va, va + len) for a QP of `pd` (and, for a type-2 window,
   // number `qpn`), else nullopt. Windows are remote-only.
   std::optional<AdmittedKey> Admit(uint32_t key, uint64_t va, uint64_t len, uint8_t rights,
                                    uint32_t pd, uint32_t qpn) const;
+  // The bus address of va through an admitted host key, and its MTT page size. Admit checked
+  // the key and the range, and nothing changes an mkey while the pass holds the firmware's
+  // mutex, so an MTT key goes straight to its entry; a window through its parent's MTT
+  // (Firmware::MttTranslateLocked).
+  std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
+                                        uint64_t* page_bytes) const;
   // Copies through an admitted key; false if a byte cannot be reached (its mapping is gone).
   bool CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out);
   // Appends `len` bytes read through `k` to `out`, growing it only after every page of the
@@ -206,11 +238,17 @@ class Engine {
   // this port sends must name to come back to it.
   const std::vector<Gid> own_gids_;
   Port port_;
+  // The IOMMU window Pass holds while it runs (every device access of a pass is inside it).
+  const Iommu::Access* pass_access_ = nullptr;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
-  // The distinct UAR pages of the CQs or EQs a pass looks at: kept, so a pass allocates nothing
-  // once the tables stop growing.
-  std::vector<uint32_t> uar_pages_;
+  // The distinct UAR pages of the CQs and of the EQs whose doorbells a pass takes. Only a
+  // firmware command creates or destroys a queue, so they are computed again only when the
+  // firmware's command count moved since (commands_seen_).
+  std::vector<uint32_t> cq_uar_pages_;
+  std::vector<uint32_t> eq_uar_pages_;
+  uint64_t commands_seen_ = ~uint64_t{0};
+  void RefreshUarPages();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), handled in the
   // next round as the port's are. Only the pass touches them, so they skip the port's lock;

@@ -51,14 +51,12 @@ constexpr uint8_t kCqErrorOverflow = 0x1;
 // The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
 // kept, so a pass allocates nothing once the tables stop growing).
 template <class Table, class PageOf>
-const std::vector<uint32_t>& DistinctPages(std::vector<uint32_t>& out, const Table& table,
-                                           PageOf page_of) {
+void DistinctPages(std::vector<uint32_t>& out, const Table& table, PageOf page_of) {
   out.clear();
   for (const auto& [number, queue] : table) {
     const uint32_t page = page_of(queue);
     if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
   }
-  return out;
 }
 
 }  // namespace
@@ -87,7 +85,7 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
     return ((cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask) >= size;
   };
   if (full())
-    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
+    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4, cq.progress.ci_dbr))
       cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
   auto fail = [&](uint32_t status) {
     cq.progress.overflowed = true;
@@ -134,7 +132,11 @@ bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   {
     const auto bus = QueueAddress(cq.pas, cq.log_page_bytes, offset, 64);
     bytes[63] = std::byte{op_own};
-    if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes))
+    if (!bus) return fail(kCqStatusWriteFail);
+    const uint64_t page = uint64_t{1} << cq.log_page_bytes;
+    if (std::byte* host = QueuePage(*bus & ~(page - 1), page, &cq.progress.ring_page))
+      Iommu::StoreHandover(host + (*bus & (page - 1)), bytes);
+    else if (!Iommu::Access(iommu_).WriteHandover(*bus, bytes))
       return fail(kCqStatusWriteFail);
   }
   ++cq.producer_counter;
@@ -239,6 +241,17 @@ void Engine::SignalVector(uint32_t vector) {
   [[maybe_unused]] ssize_t n = write(irq_fds_[vector], &one, sizeof one);
 }
 
+void Engine::RefreshUarPages() {
+  if (fw_.counters_.commands == commands_seen_) return;
+  commands_seen_ = fw_.counters_.commands;
+  DistinctPages(cq_uar_pages_, fw_.cqs_, [](const Cq& cq) {
+    return static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
+  });
+  DistinctPages(eq_uar_pages_, fw_.eqs_, [](const Eq& eq) {
+    return static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
+  });
+}
+
 bool Engine::PollArms() {
   bool moved = false;
   auto arm = [&](uint32_t cqn, Cq& cq, uint32_t arm_word) {
@@ -259,10 +272,8 @@ bool Engine::PollArms() {
                prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
     }
   };
-  const auto& pages = DistinctPages(uar_pages_, fw_.cqs_, [](const Cq& cq) {
-    return static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
-  });
-  for (uint32_t page : pages) {
+  RefreshUarPages();
+  for (uint32_t page : cq_uar_pages_) {
     auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
     if (!doorbell) continue;
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
@@ -276,7 +287,7 @@ bool Engine::PollArms() {
   // pass replaced the first, but each CQ's record still shows its own request.
   for (auto& [cqn, cq] : fw_.cqs_) {
     if (cq.progress.overflowed) continue;
-    auto word = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_ARM_DB * 4);
+    auto word = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq.progress.arm_dbr);
     if (word && *word != cq.progress.arm_word) arm(cqn, cq, *word);
   }
   return moved;
@@ -284,10 +295,8 @@ bool Engine::PollArms() {
 
 bool Engine::PollEqDoorbells() {
   bool moved = false;
-  const auto& pages = DistinctPages(uar_pages_, fw_.eqs_, [](const Eq& eq) {
-    return static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
-  });
-  for (uint32_t page : pages) {
+  RefreshUarPages();
+  for (uint32_t page : eq_uar_pages_) {
     for (const bool arm : {false, true}) {
       auto word = TakeUarWord32(page, arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi);
       if (!word) continue;

@@ -61,7 +61,17 @@ std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint
   const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::access_mode_1_0) |
                                               (prm::Get(mkc, prm::mkc::access_mode_4_2) << 2));
   if (mode != prm::MKC_ACCESS_MODE_MTT || !InRange(start, size, va, len)) return std::nullopt;
-  return AdmittedKey{.key = key, .mkey = &m, .target = &m};
+  return AdmittedKey{.key = key,
+                     .mkey = &m,
+                     .target = &m,
+                     .start = start,
+                     .log_page_size = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::log_page_size))};
+}
+
+std::optional<uint64_t> Engine::KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
+                                              uint64_t* page_bytes) const {
+  if (k.mkey->window) return fw_.MttTranslateLocked(*k.mkey, k.key, va, len, page_bytes);
+  return Firmware::MttLookup(*k.mkey, k.start, k.log_page_size, va, page_bytes);
 }
 
 std::optional<std::span<std::byte>> Engine::DeviceBytes(const AdmittedKey& k, uint64_t va,
@@ -83,7 +93,7 @@ bool Engine::CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte>
   uint64_t done = 0;
   while (done < out.size()) {
     uint64_t page = 0;
-    auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va + done, out.size() - done, &page);
+    auto bus = KeyBusAddress(k, va + done, out.size() - done, &page);
     if (!bus) return false;
     const uint64_t n = std::min<uint64_t>(out.size() - done, page - ((va + done) & (page - 1)));
     if (!access.Read(*bus, out.subspan(done, n))) return false;
@@ -102,11 +112,20 @@ bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
     return true;
   }
   const Iommu::Access access(iommu_);
+  // A range inside one page of pointer memory is one lookup and one copy (a small message).
+  uint64_t first_page = 0;
+  const auto first = KeyBusAddress(k, va, len, &first_page);
+  if (!first) return false;
+  if (len <= first_page - (va & (first_page - 1)))
+    if (const std::byte* host = access.Translate(*first, len)) {
+      out.insert(out.end(), host, host + len);
+      return true;
+    }
   // Every page first: `out` grows only for a range wholly behind live mappings.
   auto each_page = [&](auto&& f) {
     for (uint64_t done = 0; done < len;) {
       uint64_t page = 0;
-      auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va + done, len - done, &page);
+      auto bus = KeyBusAddress(k, va + done, len - done, &page);
       if (!bus) return false;
       const uint64_t n = std::min<uint64_t>(len - done, page - ((va + done) & (page - 1)));
       if (!f(*bus, n)) return false;
@@ -134,7 +153,7 @@ bool Engine::CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::b
   uint64_t done = 0;
   while (done < in.size()) {
     uint64_t page = 0;
-    auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va + done, in.size() - done, &page);
+    auto bus = KeyBusAddress(k, va + done, in.size() - done, &page);
     if (!bus) return false;
     const uint64_t n = std::min<uint64_t>(in.size() - done, page - ((va + done) & (page - 1)));
     if (!access.Write(*bus, in.subspan(done, n))) return false;
@@ -167,7 +186,7 @@ std::optional<uint64_t> Engine::AtomicAtKey(const AdmittedKey& k, uint64_t va, b
     if (!dm) return std::nullopt;
     found = Iommu::UpdateWord64(dm->data(), next);
   } else {
-    auto bus = fw_.MttTranslateLocked(*k.mkey, k.key, va, 8, nullptr);
+    auto bus = KeyBusAddress(k, va, 8, nullptr);
     if (!bus) return std::nullopt;
     found = Iommu::Access(iommu_).Update64(*bus, next);
   }

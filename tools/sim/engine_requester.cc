@@ -153,7 +153,9 @@ class FetchedWqe {
 
 // The WQE at basic block `counter`: its ds units, or nothing when a block is unreadable or ds is
 // 0 or longer than the ring.
-static FetchedWqe FetchSendWqe(const RingReader& read, const Qp& qp, uint32_t counter) {
+// `read(offset, out)` reads bytes of the QP's buffer (false if they are not mapped).
+template <class Read>
+static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter) {
   FetchedWqe wqe;
   const std::span<std::byte> buf = wqe.buffer();
   const uint32_t mask = qp.sq_wqebb_count - 1;
@@ -174,8 +176,6 @@ static FetchedWqe FetchSendWqe(const RingReader& read, const Qp& qp, uint32_t co
 bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
   if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-  const Bytes qpc(qp.qpc);
-  const auto path = prm::qpc::primary_address_path;
   if (pr.awaiting) {
     if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
       if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
@@ -194,11 +194,20 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     pr.rnr_wait = false;
     pr.resend_at_ns = 0;
   }
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
   if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0) return false;
+  return ExecuteSendWqe(qpn, qp, now, deadline);
+}
 
-  RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+// Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
+// stack, which the many SendSteps that find nothing posted should not set up.
+[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now,
+                                              uint64_t* deadline) {
+  QpProgress& pr = qp.progress;
+  const Bytes qpc(qp.qpc);
+  const auto path = prm::qpc::primary_address_path;
+  auto read = [&](uint64_t offset, std::span<std::byte> out) {
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
   const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
@@ -283,8 +292,10 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
     p.hop_limit = av.hop_limit;
   } else {
     p.dst_qpn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::remote_qpn));
-    for (std::size_t i = 0; i < p.dgid.size(); ++i)
-      p.dgid[i] = static_cast<uint8_t>(prm::Get(qpc, path.rgid_rip[i]));
+    // The remote GID's 16 bytes lie in the context in wire order: one copy.
+    using Rgid = decltype(path.rgid_rip);
+    static_assert(Rgid::element_width == 8 && Rgid::count == 16 && Rgid::bit_offset % 8 == 0);
+    std::memcpy(p.dgid.data(), qpc.data() + Rgid::bit_offset / 8, p.dgid.size());
     p.sgid = SourceGid(prm::Get(qpc, path.src_addr_index));
     p.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
     p.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
@@ -368,6 +379,18 @@ Gid Engine::SourceGid(uint64_t index) const {
   return index < gids_.size() ? gids_[index] : Gid{};
 }
 
+bool Engine::OwnGid(const Gid& gid) const {
+  // Two 8-byte compares per GID: this runs for every packet the device sends.
+  uint64_t want[2];
+  std::memcpy(want, gid.data(), sizeof want);
+  for (const Gid& own : own_gids_) {
+    uint64_t have[2];
+    std::memcpy(have, own.data(), sizeof have);
+    if (have[0] == want[0] && have[1] == want[1]) return true;
+  }
+  return false;
+}
+
 void Engine::Transmit(Packet&& p) {
   if (!fw_.link_up_) return;  // lost on a down link: RC notices by its ACK timeout
   p.slid = config_.lid;
@@ -377,7 +400,7 @@ void Engine::Transmit(Packet&& p) {
     else Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
     return;
   }
-  if (std::find(own_gids_.begin(), own_gids_.end(), p.dgid) != own_gids_.end()) {
+  if (OwnGid(p.dgid)) {
     looped_.push_back(std::move(p));  // this port's own GID: the next round receives it
     return;
   }
@@ -428,8 +451,8 @@ void Engine::HandleResponse(Packet& p) {
       return;
     case PacketKind::kReadResponse:
     case PacketKind::kAtomicResponse: {
-      RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
-        return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+      auto read = [&](uint64_t offset, std::span<std::byte> out) {
+        return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
       };
       const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
       const Bytes wqe = fetched.bytes();
@@ -494,11 +517,11 @@ void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8
 bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
   QpProgress& pr = qp.progress;
   if (qp.sq_wqebb_count == 0) return false;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
   if (!producer) return false;
   bool moved = false;
-  RingReader read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out);
+  auto read = [&](uint64_t offset, std::span<std::byte> out) {
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
   // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
   for (uint32_t n = 0; n < qp.sq_wqebb_count && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0; ++n) {

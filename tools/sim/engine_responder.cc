@@ -253,13 +253,14 @@ void Engine::HandleRequest(Packet& p) {
       auto s = fw_.srqs_.find(*srqn);
       if (s == fw_.srqs_.end() || s->second.wqe_count == 0) return std::nullopt;
       Srq& srq = s->second;
-      auto producer = LoadBe32(srq.dbr_addr);
+      auto producer = LoadBe32(srq.dbr_addr, srq.progress.dbr);
       if (!producer || ((*producer ^ srq.progress.counter) & prm::kWqCounterMask) == 0)
         return std::nullopt;
       const uint32_t index = srq.progress.head & (srq.wqe_count - 1);
       wqe.resize(srq.stride);
       if (srq.stride < sizeof(prm::pod::mlx5_wqe_srq_next_seg) ||
-          !ReadQueue(srq.pas, srq.log_page_bytes, uint64_t{index} * srq.stride, wqe))
+          !ReadQueue(srq.pas, srq.log_page_bytes, uint64_t{index} * srq.stride, wqe,
+                     &srq.progress.ring_page))
         return std::nullopt;
       prm::pod::mlx5_wqe_srq_next_seg next;
       std::memcpy(&next, wqe.data(), sizeof next);
@@ -279,14 +280,15 @@ void Engine::HandleRequest(Packet& p) {
       return recv;
     }
     if (qp.rq_wqe_count == 0) return std::nullopt;
-    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4);
+    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4, qp.progress.rq_dbr);
     if (!producer || ((*producer ^ pr.rq_counter) & prm::kWqCounterMask) == 0) return std::nullopt;
     const uint32_t index = pr.rq_counter & (qp.rq_wqe_count - 1);
     wqe.resize(qp.rq_stride);
     recv.wqe_counter = static_cast<uint16_t>(pr.rq_counter & prm::kWqCounterMask);
     recv.pd = qp.pd;
     ++pr.rq_counter;
-    if (ReadQueue(qp.pas, qp.log_page_bytes, uint64_t{index} * qp.rq_stride, wqe))
+    if (ReadQueue(qp.pas, qp.log_page_bytes, uint64_t{index} * qp.rq_stride, wqe,
+                  &pr.rq_page))
       ParseScatter(wqe, prm::Get(qpc, prm::qpc::wq_signature) ? 16 : 0, &recv.list);
     else
       recv.list.push_back({prm::MLX5_INVALID_LKEY, 0, 0});  // unreadable: fails as a bad key
@@ -468,7 +470,7 @@ bool Engine::FlushRecv(uint32_t qpn, Qp& qp) {
   // SRQ WQEs belong to the SRQ and stay posted; only the QP's own ring is flushed.
   if (qp.srqn || qp.rq_wqe_count == 0) return false;
   QpProgress& pr = qp.progress;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4, qp.progress.rq_dbr);
   if (!producer) return false;
   bool moved = false;
   for (uint32_t n = 0; n < qp.rq_wqe_count && ((*producer ^ pr.rq_counter) & prm::kWqCounterMask) != 0; ++n) {

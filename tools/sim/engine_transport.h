@@ -1,11 +1,9 @@
-// Transport constants the engine's requester and responder share: the RNR timer table, the GRH
-// size, and how the engine reads a ring.
+// Transport constants the engine's requester and responder share: the RNR timer table and the
+// GRH size.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <span>
 
 #include "uapi/prm/opcodes.h"
 
@@ -25,9 +23,6 @@ constexpr uint64_t RnrTimerNs(uint8_t code) {
       256,   384, 512,  768,  1024, 1536, 2048, 3072, 4096,  6144,  8192,  12288, 16384, 24576, 32768, 49152};
   return uint64_t{kTensOfMicroseconds[code & 31]} * 10'000;
 }
-
-// Reads `out.size()` bytes at a byte offset of a queue's buffer; false if they are not mapped.
-using RingReader = std::function<bool(uint64_t offset, std::span<std::byte> out)>;
 
 // The bytes of a UD receive's GRH area: the 40 bytes in front of the payload.
 inline constexpr std::size_t kGrhBytes = 40;

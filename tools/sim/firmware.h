@@ -210,6 +210,10 @@ class Firmware {
   // The same from the mkey `mkey` names, already found (the engine looks a key up once per use).
   std::optional<uint64_t> MttTranslateLocked(const Mkey& m, uint32_t mkey, uint64_t va,
                                              uint64_t len, uint64_t* page_bytes) const;
+  // MttTranslateLocked's last step alone, for an MTT key (not a window) whose checks passed: the
+  // entry for va, given the key's start_addr and log_page_size.
+  static std::optional<uint64_t> MttLookup(const Mkey& m, uint64_t start, uint32_t log_page_size,
+                                           uint64_t va, uint64_t* page_bytes);
   // Calls f(bus_address, offset, bytes) for each page-sized piece of [va, va + len) (lock held).
   template <typename F>
   bool ForEachMttPiece(uint32_t mkey, uint64_t va, uint64_t len, F f) const;

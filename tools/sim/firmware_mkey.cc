@@ -289,10 +289,15 @@ std::optional<uint64_t> Firmware::MttTranslateLocked(const Mkey& m, uint32_t mke
   const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::access_mode_1_0) |
                                               (prm::Get(mkc_bytes, prm::mkc::access_mode_4_2) << 2));
   if (mode != prm::MKC_ACCESS_MODE_MTT) return std::nullopt;
-  const uint32_t log_ps = static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::log_page_size));
-  const uint64_t ps = uint64_t{1} << log_ps;
+  return MttLookup(m, start, static_cast<uint32_t>(prm::Get(mkc_bytes, prm::mkc::log_page_size)),
+                   va, page_bytes);
+}
+
+std::optional<uint64_t> Firmware::MttLookup(const Mkey& m, uint64_t start, uint32_t log_page_size,
+                                            uint64_t va, uint64_t* page_bytes) {
+  const uint64_t ps = uint64_t{1} << log_page_size;
   // Entry 0 covers the page that holds start_addr; the offset inside a page is kept.
-  const uint64_t index = (va >> log_ps) - (start >> log_ps);
+  const uint64_t index = (va >> log_page_size) - (start >> log_page_size);
   if ((index + 1) * 8 > m.translations.size()) return std::nullopt;
   const uint64_t entry = prm::Get(Bytes(m.translations), prm::Element<64>{index * 64, "mtt"});
   if (page_bytes != nullptr) *page_bytes = ps;

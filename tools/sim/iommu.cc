@@ -85,6 +85,7 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   if (it->second.pidfd >= 0) close(it->second.pidfd);
   for (auto& entry : iotlb_)
     if (entry.load(std::memory_order_relaxed) == &*it) entry.store(nullptr, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_relaxed);
   mappings_.erase(it);
   return {};
 }
@@ -167,6 +168,17 @@ std::byte* Iommu::Access::Translate(uint64_t iova, uint64_t len) const {
   return m != nullptr && m->host != nullptr ? m->host + offset : nullptr;
 }
 
+std::byte* Iommu::Access::TranslateAndRemember(uint64_t iova, uint64_t len,
+                                              CachedTranslation& cache) const {
+  std::byte* host = Translate(iova, len);
+  if (host == nullptr) return nullptr;
+  cache = {.iova = iova,
+           .len = len,
+           .generation = iommu_.generation_.load(std::memory_order_relaxed),
+           .host = host};
+  return host;
+}
+
 bool Iommu::Access::Mapped(uint64_t iova, uint64_t len) const {
   uint64_t offset = 0;
   return iommu_.FindLocked(iova, len, &offset) != nullptr;
@@ -216,10 +228,14 @@ bool Iommu::Access::WriteHandover(uint64_t iova, std::span<const std::byte> in) 
     return ProcessWrite(*m, offset, in.first(body)) &&
            ProcessWrite(*m, offset + body, in.subspan(body));
   }
-  std::byte* p = m->host + offset;
+  StoreHandover(m->host + offset, in);
+  return true;
+}
+
+void Iommu::StoreHandover(std::byte* p, std::span<const std::byte> in) {
+  const std::size_t body = in.size() - 1;
   std::memcpy(p, in.data(), body);
   std::atomic_ref<std::byte>(p[body]).store(in[body], std::memory_order_release);
-  return true;
 }
 
 std::optional<uint32_t> Iommu::Access::LoadAcquire32(uint64_t iova) const {

@@ -63,6 +63,18 @@ class Iommu {
 
   std::size_t mapping_count() const;
 
+  // A translation its user keeps from one Access to the next (a queue's doorbell record, which
+  // the engine reads every pass): the host pointer of one range of pointer memory, good until a
+  // mapping is removed. Every Unmap moves the IOMMU's generation on, so a translation made before
+  // it is looked up again; a Map cannot change what an existing translation reaches (mappings
+  // never overlap). Process memory has no pointer and is never remembered.
+  struct CachedTranslation {
+    uint64_t iova = 0;
+    uint64_t len = 0;
+    uint64_t generation = 0;  // the IOMMU's generation when it was made; 0: none
+    std::byte* host = nullptr;
+  };
+
   // A window of translations and transfers valid while it lives. Re-entrant on one thread: an
   // Access made while this thread already holds one on the same IOMMU takes no lock of its own,
   // so the device thread opens one for a whole engine pass and the accesses inside it cost no
@@ -76,6 +88,15 @@ class Iommu {
     // Host pointer for [iova, iova + len) if one pointer mapping covers it, else nullptr (also
     // for process memory: use the copying calls below).
     std::byte* Translate(uint64_t iova, uint64_t len) const;
+    // Translate through `cache`: the lookup runs only when the range is not the one remembered or
+    // a mapping went away since.
+    [[gnu::always_inline]] std::byte* Translate(uint64_t iova, uint64_t len,
+                                                CachedTranslation& cache) const {
+      if (cache.generation == iommu_.generation_.load(std::memory_order_relaxed) &&
+          cache.iova == iova && cache.len == len)
+        return cache.host;
+      return TranslateAndRemember(iova, len, cache);
+    }
     // True if one mapping of either kind covers [iova, iova + len).
     bool Mapped(uint64_t iova, uint64_t len) const;
     // Whole transfers only: false if the range is not wholly inside one mapping or the target
@@ -93,6 +114,13 @@ class Iommu {
     // memory (no byte swap). For process memory a 4-byte
     // copy: an aligned word is not split by the kernel's copy in practice, but nothing promises it.
     std::optional<uint32_t> LoadAcquire32(uint64_t iova) const;
+    // The same load, its translation remembered in `cache` (pointer memory only).
+    [[gnu::always_inline]] std::optional<uint32_t> LoadAcquire32(uint64_t iova,
+                                                                 CachedTranslation& cache) const {
+      std::byte* p = iova % 4 == 0 ? Translate(iova, 4, cache) : nullptr;
+      if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 4 != 0) return LoadAcquire32(iova);
+      return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(p)).load(std::memory_order_acquire);
+    }
     // Replaces the 8-byte aligned word w with next(w) atomically and returns w. On pointer memory
     // a compare-and-swap loop: atomic with respect to the CPU too. On process memory a read and a
     // write under one lock shared by every device in this process: atomic with respect to other
@@ -102,6 +130,8 @@ class Iommu {
     std::optional<uint64_t> Update64(uint64_t iova, F&& next) const;
 
    private:
+    std::byte* TranslateAndRemember(uint64_t iova, uint64_t len, CachedTranslation& cache) const;
+
     const Iommu& iommu_;
     const Iommu* outer_;  // the IOMMU this thread held before, restored at destruction
     bool owns_lock_;
@@ -112,6 +142,10 @@ class Iommu {
   bool Write(uint64_t iova, std::span<const std::byte> in) const;
   // True if [iova, iova + len) lies inside one mapping (of either kind).
   bool IsMapped(uint64_t iova, uint64_t len) const;
+
+  // Stores `in` at `p` (pointer memory) with its last byte last, as a release store: what
+  // Access::WriteHandover does once it has the pointer.
+  static void StoreHandover(std::byte* p, std::span<const std::byte> in);
 
   // The compare-and-swap loop Update64 runs on a pointer (8-byte aligned, else nullopt).
   template <class F>
@@ -134,6 +168,9 @@ class Iommu {
 
   mutable std::shared_mutex mutex_;
   std::map<uint64_t, Mapping> mappings_;  // by iova
+  // Moves on with every Unmap, under the exclusive lock: a CachedTranslation made at another
+  // generation may name memory that is gone. Read inside an Access (the shared lock), so relaxed.
+  std::atomic<uint64_t> generation_{1};
   // The IOTLB: the mapping a 4 KiB page of IOVA was last found in, direct-mapped by page
   // number. The device polls words in several mappings every pass (each queue's doorbell
   // record, each CQ's), so one remembered mapping would be evicted on every lookup. Entries

@@ -1,9 +1,15 @@
 // What the data engine keeps per queue while it runs it: the counters it has consumed up to and
 // the work it has in flight. The firmware creates these zeroed and zeroes them again when a
 // queue returns to reset (QP_2RST); nothing but the engine writes them otherwise.
+//
+// The doorbell-record words the engine reads every pass keep their translation through the
+// IOMMU (Iommu::CachedTranslation), as a NIC keeps a queue's context and its addresses cached:
+// the lookup runs again only after an unmap.
 #pragma once
 
 #include <cstdint>
+
+#include "tools/sim/iommu.h"
 
 namespace onchip::sim {
 
@@ -16,6 +22,9 @@ struct CqProgress {
   // asked for it so far, and when the period started by the first of them ends (0: none running).
   uint32_t moderated = 0;
   uint64_t moderation_deadline_ns = 0;
+  Iommu::CachedTranslation arm_dbr;  // the doorbell record's arm word
+  Iommu::CachedTranslation ci_dbr;   // and its consumer index
+  Iommu::CachedTranslation ring_page;  // the page the last CQE went to
 };
 
 struct QpProgress {
@@ -45,11 +54,18 @@ struct QpProgress {
   // Counters QUERY_QP may report.
   uint64_t requests_sent = 0;
   uint64_t requests_executed = 0;
+
+  Iommu::CachedTranslation sq_dbr;  // the doorbell record's send counter
+  Iommu::CachedTranslation rq_dbr;  // and its receive counter
+  Iommu::CachedTranslation sq_page;  // the ring page the last send WQE came from
+  Iommu::CachedTranslation rq_page;  // and the last receive WQE
 };
 
 struct SrqProgress {
   uint32_t head = 0;     // the WQE index the free list continues at (the chain starts at 0)
   uint32_t counter = 0;  // WQEs consumed (16 bits compared with the doorbell record)
+  Iommu::CachedTranslation dbr;  // the doorbell record's receive counter
+  Iommu::CachedTranslation ring_page;  // the ring page the last WQE came from
 };
 
 }  // namespace onchip::sim

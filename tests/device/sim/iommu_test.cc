@@ -61,6 +61,34 @@ TEST(IommuTest, TranslationIsBoundedByOneMapping) {
   EXPECT_EQ(acc.Translate(0x10000, 0), nullptr);
 }
 
+// A remembered translation (a doorbell record's) is used until a mapping goes away: after an
+// unmap it is looked up again, so a range remapped elsewhere reaches the new memory and an
+// unmapped one nothing.
+TEST(IommuTest, CachedTranslationIsForgottenAtUnmap) {
+  Iommu m;
+  Buffer a(4096), b(4096);
+  ASSERT_TRUE(m.Map({0x10000, 4096, a.p}));
+  Iommu::CachedTranslation cache;
+  std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(a.p + 8)).store(7);
+  {
+    Iommu::Access acc(m);
+    EXPECT_EQ(acc.Translate(0x10008, 4, cache), a.p + 8);
+    EXPECT_EQ(acc.LoadAcquire32(0x10008, cache), 7u);
+    EXPECT_EQ(acc.Translate(0x10010, 4, cache), a.p + 0x10);  // another range: looked up
+  }
+  ASSERT_TRUE(m.Unmap(0x10000, 4096));
+  {
+    Iommu::Access acc(m);
+    EXPECT_EQ(acc.Translate(0x10010, 4, cache), nullptr);
+    EXPECT_EQ(acc.LoadAcquire32(0x10008, cache), std::nullopt);
+  }
+  ASSERT_TRUE(m.Map({0x10000, 4096, b.p}));
+  std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(b.p + 8)).store(9);
+  Iommu::Access acc(m);
+  EXPECT_EQ(acc.LoadAcquire32(0x10008, cache), 9u);
+  EXPECT_EQ(acc.Translate(0x10008, 4, cache), b.p + 8);
+}
+
 TEST(IommuTest, ReadWriteCopyOnlyInsideMappings) {
   Iommu m;
   Buffer a(4096);

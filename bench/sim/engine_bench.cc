@@ -1,0 +1,335 @@
+// The data engine's cost per small operation, without a device thread: one software ConnectX's
+// firmware and engine built directly (as the engine fuzz harness does), two RC QPs connected to
+// each other through the device's own GID, and the benchmark thread playing both the driver and
+// the device thread. Each iteration writes one signaled 8-byte RDMA WRITE WQE (an SGE on a host
+// MR) into QP A's ring, moves its send doorbell record, and runs engine passes until the CQE is
+// on A's CQ: the requester's WQE, the packet to the responder, the bytes written, the ACK back
+// and the CQE. No thread hand-off is inside, so wall-clock time and an instruction count
+// (callgrind) both measure the engine alone.
+//
+// Rows: EngineRdmaWrite/dm/8 (the remote buffer is a MEMIC MR, zero-based) and
+// EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. The names stay out of
+// the report's wire table (tools/cli/report.py), which is the wire suite's, with its device
+// thread and driver.
+//   bazel run -c opt //bench/sim:engine_bench
+//   valgrind --tool=callgrind engine_bench --benchmark_filter=host --benchmark_min_time=0.05
+//   then Engine::Pass's inclusive count over the number of HandleRequest calls (the iterations
+//   of every run Google Benchmark made).
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tools/sim/bar.h"
+#include "tools/sim/config.h"
+#include "tools/sim/engine.h"
+#include "tools/sim/firmware.h"
+#include "tools/sim/iommu.h"
+#include "uapi/prm/cq.h"
+#include "uapi/prm/cqe.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/eq.h"
+#include "uapi/prm/hca.h"
+#include "uapi/prm/memic.h"
+#include "uapi/prm/mkey.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/prm/qp.h"
+#include "uapi/prm/resources.h"
+#include "uapi/prm/send_wqe.h"
+
+namespace onchip::sim {
+namespace {
+
+// Where things sit in the DMA arena (IOVA kArenaIova + offset).
+constexpr uint64_t kArenaIova = 0x100000;
+constexpr std::size_t kArenaBytes = 256 << 10;
+constexpr uint64_t kEq = 0x0000;    // 128 EQEs, 2 pages
+constexpr uint64_t kCq = 0x2000;    // CQ i at + i * 0x1000: 64 CQEs
+constexpr uint64_t kQp = 0x4000;    // QP i at + i * 0x1000: RQ 16 x 64 B, then SQ 16 blocks
+constexpr uint64_t kSqOffset = 1024;
+constexpr uint64_t kDbr = 0x6000;   // CQ i at + i * 8, QP i at + 64 + i * 8
+constexpr uint64_t kData = 0x10000;  // 64 KiB under one MTT key, VA = IOVA
+constexpr uint32_t kDataBytes = 64 << 10;
+constexpr uint64_t kPagesIova = 0x4000'0000;
+constexpr uint32_t kLogCq = 6;
+constexpr uint32_t kLogSq = 4;
+
+[[noreturn]] void Broken(const std::string& what) {
+  std::fprintf(stderr, "engine_bench: %s\n", what.c_str());
+  std::abort();
+}
+
+template <class L>
+prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
+  prm::Message<L> m(extra);
+  m.set(L::opcode, opcode).set(L::op_mod, op_mod);
+  return m;
+}
+
+// Memory the device reaches through its IOMMU, page aligned.
+struct Aligned {
+  explicit Aligned(std::size_t bytes)
+      : p(static_cast<std::byte*>(std::aligned_alloc(4096, bytes))) {
+    std::memset(p, 0, bytes);
+  }
+  ~Aligned() { std::free(p); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+  std::byte* p;
+};
+
+// One device, its firmware brought up by command, an EQ, a CQ per QP, two connected RC QPs, a
+// host MR over the data area and a MEMIC MR.
+class Loopback {
+ public:
+  explicit Loopback(Bar0 bar)
+      : bar_(std::move(bar)),
+        pages_((config_.boot_pages + config_.init_pages) * 4096),
+        firmware_(config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
+        engine_(firmware_, iommu_, bar_, config_, [] {}, std::chrono::steady_clock::now()) {
+    const uint32_t n = config_.boot_pages + config_.init_pages;
+    if (!iommu_.Map({kArenaIova, kArenaBytes, arena_.p, -1, 0})) Broken("map arena");
+    if (!iommu_.Map({kPagesIova, uint64_t{n} * 4096, pages_.p, -1, 0})) Broken("map pages");
+    Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16, "ENABLE_HCA");
+    auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
+    issi.set(prm::set_issi_in::current_issi, 1);
+    Run(issi, 16, "SET_ISSI");
+    auto give = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
+    give.set(prm::manage_pages_in::input_num_entries, n);
+    for (uint32_t i = 0; i < n; ++i)
+      give.set(prm::manage_pages_in::pas[i], kPagesIova + uint64_t{i} * 4096);
+    Run(give, 16, "MANAGE_PAGES");
+    Run(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16, "INIT_HCA");
+    uar_ = Get(Run(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16, "ALLOC_UAR"), prm::alloc_uar_out::uar);
+    pd_ = Get(Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16, "ALLOC_PD"), prm::alloc_pd_out::pd);
+    NewEq();
+    for (uint32_t i = 0; i < 2; ++i) cqn_[i] = NewCq(i);
+    NewKeys();
+    for (uint32_t i = 0; i < 2; ++i) qpn_[i] = NewQp(i);
+    for (uint32_t i = 0; i < 2; ++i) Connect(qpn_[i], qpn_[1 - i]);
+  }
+
+  uint32_t host_rkey() const { return host_key_; }
+  uint32_t memic_rkey() const { return memic_key_; }
+  static constexpr uint64_t kSrcVa = kArenaIova + kData;
+  static constexpr uint64_t kHostDstVa = kArenaIova + kData + 0x8000;
+  static constexpr uint64_t kMemicDstVa = 0x100;  // zero-based
+
+  // Posts a signaled RDMA WRITE of `len` bytes from kSrcVa to (raddr, rkey) on QP A.
+  void PostWrite(uint64_t raddr, uint32_t rkey, uint32_t len) {
+    std::byte* wqe = arena_.p + kQp + kSqOffset + (sq_counter_ & ((1u << kLogSq) - 1)) * 64;
+    prm::pod::mlx5_wqe_ctrl_seg ctrl{};
+    ctrl.opmod_idx_opcode = prm::Be32::FromHost(
+        prm::OpmodIdxOpcode(0, static_cast<uint16_t>(sq_counter_), prm::MLX5_OPCODE_RDMA_WRITE));
+    ctrl.qpn_ds = prm::Be32::FromHost(prm::QpnDs(qpn_[0], 3));
+    ctrl.fm_ce_se = prm::MLX5_WQE_CTRL_CQ_UPDATE;
+    prm::pod::mlx5_wqe_raddr_seg r{};
+    r.raddr = prm::Be64::FromHost(raddr);
+    r.rkey = prm::Be32::FromHost(rkey);
+    prm::pod::mlx5_wqe_data_seg d{};
+    d.byte_count = prm::Be32::FromHost(len);
+    d.lkey = prm::Be32::FromHost(host_key_);
+    d.addr = prm::Be64::FromHost(kSrcVa);
+    std::memcpy(wqe, &ctrl, sizeof ctrl);
+    std::memcpy(wqe + 16, &r, sizeof r);
+    std::memcpy(wqe + 32, &d, sizeof d);
+    sq_counter_ = (sq_counter_ + 1) & 0xffff;
+    StoreBe32(kDbr + 64 + prm::MLX5_SND_DBR * 4, sq_counter_);
+  }
+
+  // Runs engine passes until QP A's CQ holds the next CQE; consumes it. The passes it took, or
+  // 0 when the CQE reports an error (or none came in 100 passes).
+  int CompleteOne() {
+    for (int passes = 1; passes <= 100; ++passes) {
+      engine_.Pass();
+      std::byte* cqe = arena_.p + kCq + (ci_ & ((1u << kLogCq) - 1)) * 64;
+      const auto op_own = std::to_integer<uint8_t>(
+          std::atomic_ref<std::byte>(cqe[63]).load(std::memory_order_acquire));
+      if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID ||
+          prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci_, 1u << kLogCq))
+        continue;
+      ++ci_;
+      StoreBe32(kDbr + prm::MLX5_CQ_SET_CI * 4, ci_ & prm::kCqConsumerIndexMask);
+      return prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_REQ ? passes : 0;
+    }
+    return 0;
+  }
+
+  std::byte* src() { return arena_.p + kData; }
+  std::byte* host_dst() { return arena_.p + kData + 0x8000; }
+  std::byte* memic_dst() { return bar_.Memic().data() + memic_offset_ + kMemicDstVa; }
+
+ private:
+  template <class M>
+  std::vector<std::byte> Run(const M& m, std::size_t out_len, const char* what) {
+    std::vector<std::byte> out(out_len);
+    if (!firmware_.Execute(m.bytes(), out).ok()) Broken(what);
+    return out;
+  }
+  template <class F>
+  static uint32_t Get(const std::vector<std::byte>& out, F f) {
+    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(out), f));
+  }
+  void StoreBe32(uint64_t offset, uint32_t v) {
+    const uint32_t raw = prm::Be32::FromHost(v).raw();
+    std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(arena_.p + offset))
+        .store(raw, std::memory_order_release);
+  }
+
+  void NewEq() {
+    for (int i = 0; i < 128; ++i) arena_.p[kEq + i * 64 + 63] = std::byte{1};
+    using In = prm::create_eq_in;
+    auto in = Cmd<In>(prm::CREATE_EQ, 0, 16);
+    in.set(In::eq_context_entry.log_eq_size, 7)
+        .set(In::eq_context_entry.uar_page, uar_)
+        .set(In::eq_context_entry.st, prm::EQ_CQ_STATE_ARMED)
+        .set(In::event_bitmask[0], 0x11)
+        .set(In::pas[0], kArenaIova + kEq)
+        .set(In::pas[1], kArenaIova + kEq + 4096);
+    eqn_ = Get(Run(in, 16, "CREATE_EQ"), prm::create_eq_out::eq_number);
+  }
+
+  uint32_t NewCq(uint32_t i) {
+    for (uint32_t e = 0; e < (1u << kLogCq); ++e)
+      arena_.p[kCq + i * 0x1000 + e * 64 + 63] = std::byte{prm::kCqeInitialOpOwn};
+    using In = prm::create_cq_in;
+    auto in = Cmd<In>(prm::CREATE_CQ, 0, 8);
+    in.set(In::cq_context.log_cq_size, kLogCq)
+        .set(In::cq_context.uar_page, uar_)
+        .set(In::cq_context.c_eqn_or_apu_element, eqn_)
+        .set(In::cq_context.dbr_addr, kArenaIova + kDbr + i * 8)
+        .set(In::pas[0], kArenaIova + kCq + i * 0x1000);
+    return Get(Run(in, 16, "CREATE_CQ"), prm::create_cq_out::cqn);
+  }
+
+  void NewKeys() {
+    using In = prm::create_mkey_in;
+    constexpr auto mkc = In::memory_key_mkey_entry;
+    auto common = [&](prm::Message<In>& in, uint8_t mode, uint8_t variant) {
+      in.set(mkc.access_mode_1_0, mode & 3).set(mkc.access_mode_4_2, mode >> 2)
+          .set(mkc.qpn, 0xffffff).set(mkc.lr, 1).set(mkc.lw, 1).set(mkc.rr, 1).set(mkc.rw, 1)
+          .set(mkc.pd, pd_).set(mkc.mkey_7_0, variant);
+    };
+    constexpr uint32_t pages = kDataBytes / 4096;
+    auto mtt = Cmd<In>(prm::CREATE_MKEY, 0, 8 * pages);
+    common(mtt, prm::MKC_ACCESS_MODE_MTT, 0x21);
+    mtt.set(mkc.start_addr, kArenaIova + kData).set(mkc.len, kDataBytes)
+        .set(mkc.log_page_size, 12).set(mkc.translations_octword_size, pages / 2)
+        .set(In::translations_octword_actual_size, pages / 2);
+    prm::Bits mb(mtt.bytes().subspan(prm::size_bytes<In>));
+    for (uint32_t i = 0; i < pages; ++i)
+      mb.set(prm::Element<64>{i * 64, "mtt"}, kArenaIova + kData + uint64_t{i} * 4096);
+    host_key_ = Get(Run(mtt, 16, "CREATE_MKEY mtt"), prm::create_mkey_out::mkey_index) << 8 | 0x21;
+    auto memic = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    memic.set(prm::alloc_memic_in::memic_size, 4096)
+        .set(prm::alloc_memic_in::range_start_addr, bar_.layout().memic_start)
+        .set(prm::alloc_memic_in::range_size, bar_.layout().memic_size);
+    const uint64_t start = prm::Get(std::span<const std::byte>(Run(memic, 16, "ALLOC_MEMIC")),
+                                    prm::alloc_memic_out::memic_start_addr);
+    memic_offset_ = start - bar_.layout().memic_start;
+    auto dm = Cmd<In>(prm::CREATE_MKEY);
+    common(dm, prm::MKC_ACCESS_MODE_MEMIC, 0x22);
+    dm.set(mkc.start_addr, start).set(mkc.len, 4096);
+    memic_key_ = Get(Run(dm, 16, "CREATE_MKEY memic"), prm::create_mkey_out::mkey_index) << 8 | 0x22;
+  }
+
+  uint32_t NewQp(uint32_t i) {
+    using In = prm::create_qp_in;
+    auto in = Cmd<In>(prm::CREATE_QP, 0, 8);
+    in.set(In::qpc.st, prm::QP_ST_RC)
+        .set(In::qpc.pm_state, prm::QP_PM_MIGRATED)
+        .set(In::qpc.pd, pd_)
+        .set(In::qpc.uar_page, uar_)
+        .set(In::qpc.cqn_snd, cqn_[i])
+        .set(In::qpc.cqn_rcv, cqn_[i])
+        .set(In::qpc.dbr_addr, kArenaIova + kDbr + 64 + i * 8)
+        .set(In::qpc.log_sq_size, kLogSq)
+        .set(In::qpc.log_rq_size, 4)
+        .set(In::qpc.log_rq_stride, 2)
+        .set(In::pas[0], kArenaIova + kQp + i * 0x1000);
+    return Get(Run(in, 16, "CREATE_QP"), prm::create_qp_out::qpn);
+  }
+
+  void Connect(uint32_t qpn, uint32_t remote) {
+    using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
+    auto a = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+    a.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
+        .set(Ctx::rre, 1).set(Ctx::rwe, 1);
+    Run(a, 16, "RST2INIT");
+    auto b = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+    const Gid gid = engine_.gids()[3];
+    b.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 5).set(Ctx::log_msg_max, 30)
+        .set(Ctx::remote_qpn, remote).set(Ctx::log_rra_max, 4).set(Ctx::min_rnr_nak, 12)
+        .set(Ctx::primary_address_path.vhca_port_num, 1)
+        .set(Ctx::primary_address_path.src_addr_index, 3)
+        .set(Ctx::primary_address_path.hop_limit, 64);
+    for (int i = 0; i < 16; ++i) b.set(Ctx::primary_address_path.rgid_rip[i], gid[i]);
+    Run(b, 16, "INIT2RTR");
+    auto c = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+    c.set(prm::rtr2rts_qp_in::qpn, qpn).set(Ctx::retry_count, 7).set(Ctx::rnr_retry, 7)
+        .set(Ctx::log_sra_max, 4).set(Ctx::primary_address_path.ack_timeout, 14);
+    Run(c, 16, "RTR2RTS");
+  }
+
+  const DeviceConfig config_{};
+  Bar0 bar_;
+  Iommu iommu_;
+  Aligned arena_{kArenaBytes};
+  Aligned pages_;
+  Firmware firmware_;
+  Engine engine_;
+  uint32_t uar_ = 0, pd_ = 0, eqn_ = 0;
+  uint32_t cqn_[2] = {}, qpn_[2] = {};
+  uint32_t host_key_ = 0, memic_key_ = 0;
+  uint64_t memic_offset_ = 0;
+  uint32_t sq_counter_ = 0;
+  uint32_t ci_ = 0;
+};
+
+std::unique_ptr<Loopback> MakeLoopback() {
+  auto bar = Bar0::Create(DeviceConfig{});
+  if (!bar) Broken("Bar0::Create: " + bar.error().describe());
+  return std::make_unique<Loopback>(std::move(*bar));
+}
+
+enum class Remote { kHost, kMemic };
+
+void RdmaWrite(benchmark::State& state, Remote remote) {
+  auto lb = MakeLoopback();
+  const auto len = static_cast<uint32_t>(state.range(0));
+  const bool memic = remote == Remote::kMemic;
+  const uint64_t raddr = memic ? Loopback::kMemicDstVa : Loopback::kHostDstVa;
+  const uint32_t rkey = memic ? lb->memic_rkey() : lb->host_rkey();
+  std::byte* dst = memic ? lb->memic_dst() : lb->host_dst();
+  uint64_t passes = 0;
+  uint64_t seq = 0;
+  for (auto _ : state) {
+    ++seq;
+    std::memcpy(lb->src(), &seq, sizeof seq);
+    lb->PostWrite(raddr, rkey, len);
+    const int n = lb->CompleteOne();
+    if (n == 0) {
+      state.SkipWithError("the WRITE did not complete successfully");
+      return;
+    }
+    passes += static_cast<uint64_t>(n);
+  }
+  uint64_t landed = 0;
+  std::memcpy(&landed, dst, sizeof landed);
+  if (len >= sizeof seq && landed != seq) state.SkipWithError("the last WRITE's bytes did not land");
+  state.counters["passes_per_op"] =
+      benchmark::Counter(static_cast<double>(passes), benchmark::Counter::kAvgIterations);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
+}
+
+BENCHMARK_CAPTURE(RdmaWrite, dm, Remote::kMemic)->Name("EngineRdmaWrite/dm")->Arg(8);
+BENCHMARK_CAPTURE(RdmaWrite, host, Remote::kHost)->Name("EngineRdmaWrite/host")->Arg(8);
+
+}  // namespace
+}  // namespace onchip::sim
