@@ -30,6 +30,7 @@
 #include "tools/sim/config.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
+#include "tools/sim/fuzz/direct_bring_up.h"
 #include "tools/sim/iommu.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/cqe.h"
@@ -65,13 +66,6 @@ constexpr uint32_t kLogSq = 4;
   std::abort();
 }
 
-template <class L>
-prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
-  prm::Message<L> m(extra);
-  m.set(L::opcode, opcode).set(L::op_mod, op_mod);
-  return m;
-}
-
 // Memory the device reaches through its IOMMU, page aligned.
 struct Aligned {
   explicit Aligned(std::size_t bytes)
@@ -96,18 +90,10 @@ class Loopback {
     const uint32_t n = config_.boot_pages + config_.init_pages;
     if (!iommu_.Map({kArenaIova, kArenaBytes, arena_.p, -1, 0})) Broken("map arena");
     if (!iommu_.Map({kPagesIova, uint64_t{n} * 4096, pages_.p, -1, 0})) Broken("map pages");
-    Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16, "ENABLE_HCA");
-    auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
-    issi.set(prm::set_issi_in::current_issi, 1);
-    Run(issi, 16, "SET_ISSI");
-    auto give = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
-    give.set(prm::manage_pages_in::input_num_entries, n);
-    for (uint32_t i = 0; i < n; ++i)
-      give.set(prm::manage_pages_in::pas[i], kPagesIova + uint64_t{i} * 4096);
-    Run(give, 16, "MANAGE_PAGES");
-    Run(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16, "INIT_HCA");
-    uar_ = Get(Run(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16, "ALLOC_UAR"), prm::alloc_uar_out::uar);
-    pd_ = Get(Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16, "ALLOC_PD"), prm::alloc_pd_out::pd);
+    const auto hca = fuzz::BringUpDirect(firmware_, kPagesIova, n);
+    if (!hca) Broken(hca.error().describe());
+    uar_ = hca->uar;
+    pd_ = hca->pd;
     NewEq();
     for (uint32_t i = 0; i < 2; ++i) cqn_[i] = NewCq(i);
     NewKeys();
@@ -185,7 +171,7 @@ class Loopback {
   void NewEq() {
     for (int i = 0; i < 128; ++i) arena_.p[kEq + i * 64 + 63] = std::byte{1};
     using In = prm::create_eq_in;
-    auto in = Cmd<In>(prm::CREATE_EQ, 0, 16);
+    auto in = prm::CommandIn<In>(prm::CREATE_EQ, 0, 16);
     in.set(In::eq_context_entry.log_eq_size, 7)
         .set(In::eq_context_entry.uar_page, uar_)
         .set(In::eq_context_entry.st, prm::EQ_CQ_STATE_ARMED)
@@ -199,7 +185,7 @@ class Loopback {
     for (uint32_t e = 0; e < (1u << kLogCq); ++e)
       arena_.p[kCq + i * 0x1000 + e * 64 + 63] = std::byte{prm::kCqeInitialOpOwn};
     using In = prm::create_cq_in;
-    auto in = Cmd<In>(prm::CREATE_CQ, 0, 8);
+    auto in = prm::CommandIn<In>(prm::CREATE_CQ, 0, 8);
     in.set(In::cq_context.log_cq_size, kLogCq)
         .set(In::cq_context.uar_page, uar_)
         .set(In::cq_context.c_eqn_or_apu_element, eqn_)
@@ -217,7 +203,7 @@ class Loopback {
           .set(mkc.pd, pd_).set(mkc.mkey_7_0, variant);
     };
     constexpr uint32_t pages = kDataBytes / 4096;
-    auto mtt = Cmd<In>(prm::CREATE_MKEY, 0, 8 * pages);
+    auto mtt = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 8 * pages);
     common(mtt, prm::MKC_ACCESS_MODE_MTT, 0x21);
     mtt.set(mkc.start_addr, kArenaIova + kData).set(mkc.len, kDataBytes)
         .set(mkc.log_page_size, 12).set(mkc.translations_octword_size, pages / 2)
@@ -226,14 +212,14 @@ class Loopback {
     for (uint32_t i = 0; i < pages; ++i)
       mb.set(prm::Element<64>{i * 64, "mtt"}, kArenaIova + kData + uint64_t{i} * 4096);
     host_key_ = Get(Run(mtt, 16, "CREATE_MKEY mtt"), prm::create_mkey_out::mkey_index) << 8 | 0x21;
-    auto memic = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    auto memic = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
     memic.set(prm::alloc_memic_in::memic_size, 4096)
         .set(prm::alloc_memic_in::range_start_addr, bar_.layout().memic_start)
         .set(prm::alloc_memic_in::range_size, bar_.layout().memic_size);
     const uint64_t start = prm::Get(std::span<const std::byte>(Run(memic, 16, "ALLOC_MEMIC")),
                                     prm::alloc_memic_out::memic_start_addr);
     memic_offset_ = start - bar_.layout().memic_start;
-    auto dm = Cmd<In>(prm::CREATE_MKEY);
+    auto dm = prm::CommandIn<In>(prm::CREATE_MKEY);
     common(dm, prm::MKC_ACCESS_MODE_MEMIC, 0x22);
     dm.set(mkc.start_addr, start).set(mkc.len, 4096);
     memic_key_ = Get(Run(dm, 16, "CREATE_MKEY memic"), prm::create_mkey_out::mkey_index) << 8 | 0x22;
@@ -241,7 +227,7 @@ class Loopback {
 
   uint32_t NewQp(uint32_t i) {
     using In = prm::create_qp_in;
-    auto in = Cmd<In>(prm::CREATE_QP, 0, 8);
+    auto in = prm::CommandIn<In>(prm::CREATE_QP, 0, 8);
     in.set(In::qpc.st, prm::QP_ST_RC)
         .set(In::qpc.pm_state, prm::QP_PM_MIGRATED)
         .set(In::qpc.pd, pd_)
@@ -258,11 +244,11 @@ class Loopback {
 
   void Connect(uint32_t qpn, uint32_t remote) {
     using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
-    auto a = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+    auto a = prm::CommandIn<prm::rst2init_qp_in>(prm::RST2INIT_QP);
     a.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
         .set(Ctx::rre, 1).set(Ctx::rwe, 1);
     Run(a, 16, "RST2INIT");
-    auto b = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+    auto b = prm::CommandIn<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
     const Gid gid = engine_.gids()[3];
     b.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 5).set(Ctx::log_msg_max, 30)
         .set(Ctx::remote_qpn, remote).set(Ctx::log_rra_max, 4).set(Ctx::min_rnr_nak, 12)
@@ -271,7 +257,7 @@ class Loopback {
         .set(Ctx::primary_address_path.hop_limit, 64);
     for (int i = 0; i < 16; ++i) b.set(Ctx::primary_address_path.rgid_rip[i], gid[i]);
     Run(b, 16, "INIT2RTR");
-    auto c = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+    auto c = prm::CommandIn<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
     c.set(prm::rtr2rts_qp_in::qpn, qpn).set(Ctx::retry_count, 7).set(Ctx::rnr_retry, 7)
         .set(Ctx::log_sra_max, 4).set(Ctx::primary_address_path.ack_timeout, 14);
     Run(c, 16, "RTR2RTS");

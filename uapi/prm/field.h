@@ -262,4 +262,13 @@ class Message {
   Bits bits_;
 };
 
+// A command's input: layout L zeroed (plus `extra` trailing bytes) with its opcode and op_mod
+// set, the two fields every mlx5 command input begins with.
+template <class L>
+Message<L> CommandIn(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
+  Message<L> m(extra);
+  m.set(L::opcode, opcode).set(L::op_mod, op_mod);
+  return m;
+}
+
 }  // namespace onchip::prm

@@ -14,6 +14,7 @@
 #include "tools/sim/bar.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
+#include "tools/sim/fuzz/direct_bring_up.h"
 #include "tools/sim/iommu.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/cqe.h"
@@ -35,13 +36,6 @@ namespace {
 [[noreturn]] void Broken(const char* what) {
   std::fprintf(stderr, "engine fuzz: %s\n", what);
   std::abort();
-}
-
-template <class L>
-prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
-  prm::Message<L> m(extra);
-  m.set(L::opcode, opcode).set(L::op_mod, op_mod);
-  return m;
 }
 
 // Where things sit in the DMA arena (IOVA kArena + offset).
@@ -105,23 +99,14 @@ struct Harness {
     };
     if (!map(kArena, kArenaBytes, arena())) Broken("map arena");
     if (!map(kPagesIova, uint64_t{n} * 4096, Align(pages_storage))) Broken("map pages");
-    Must(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16, "ENABLE_HCA");
-    auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
-    issi.set(prm::set_issi_in::current_issi, 1);
-    Must(issi, 16, "SET_ISSI");
-    auto give = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
-    give.set(prm::manage_pages_in::input_num_entries, n);
-    for (uint32_t i = 0; i < n; ++i) give.set(prm::manage_pages_in::pas[i], kPagesIova + uint64_t{i} * 4096);
-    Must(give, 16, "MANAGE_PAGES");
-    Must(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16, "INIT_HCA");
-    uar = static_cast<uint32_t>(Get(Must(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16, "UAR"),
-                                    prm::alloc_uar_out::uar));
-    pd = static_cast<uint32_t>(Get(Must(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16, "PD"),
-                                   prm::alloc_pd_out::pd));
+    const auto hca = BringUpDirect(firmware, kPagesIova, n);
+    if (!hca) Broken("bring-up");
+    uar = hca->uar;
+    pd = hca->pd;
     for (int i = 0; i < 128; ++i) arena()[kEq + i * 64 + 63] = std::byte{1};
     {
       using In = prm::create_eq_in;
-      auto in = Cmd<In>(prm::CREATE_EQ, 0, 16);
+      auto in = prm::CommandIn<In>(prm::CREATE_EQ, 0, 16);
       in.set(In::eq_context_entry.log_eq_size, 7)
           .set(In::eq_context_entry.uar_page, uar)
           .set(In::eq_context_entry.st, prm::EQ_CQ_STATE_ARMED)
@@ -133,7 +118,7 @@ struct Harness {
     for (int i = 0; i < 2; ++i) {
       for (int e = 0; e < 64; ++e) arena()[kCq + i * 0x1000 + e * 64 + 63] = std::byte{0xf0};
       using In = prm::create_cq_in;
-      auto in = Cmd<In>(prm::CREATE_CQ, 0, 8);
+      auto in = prm::CommandIn<In>(prm::CREATE_CQ, 0, 8);
       in.set(In::cq_context.log_cq_size, 6)
           .set(In::cq_context.uar_page, uar)
           .set(In::cq_context.c_eqn_or_apu_element, eqn)
@@ -144,7 +129,7 @@ struct Harness {
     {
       using In = prm::create_srq_in;
       using S = prm::srqc_bits<In::srq_context_entry.bit_offset>;
-      auto in = Cmd<In>(prm::CREATE_SRQ, 0, 8);
+      auto in = prm::CommandIn<In>(prm::CREATE_SRQ, 0, 8);
       in.set(S::log_srq_size, 4).set(S::log_rq_stride, 2).set(S::pd, pd)
           .set(S::dbr_addr, kArena + kDbr + 128).set(In::pas[0], kArena + kSrq);
       srqn = static_cast<uint32_t>(Get(Must(in, 16, "SRQ"), prm::create_srq_out::srqn));
@@ -158,7 +143,7 @@ struct Harness {
     for (int i = 0; i < kQps; ++i) {
       using In = prm::create_qp_in;
       const bool srq = i == 4;
-      auto in = Cmd<In>(prm::CREATE_QP, 0, 8);
+      auto in = prm::CommandIn<In>(prm::CREATE_QP, 0, 8);
       in.set(In::qpc.st, st[i])
           .set(In::qpc.pm_state, prm::QP_PM_MIGRATED)
           .set(In::qpc.pd, pd)
@@ -187,7 +172,7 @@ struct Harness {
           .set(mkc.a, 1).set(mkc.pd, pd).set(mkc.mkey_7_0, variant);
     };
     constexpr uint32_t pages = 16;
-    auto mtt = Cmd<In>(prm::CREATE_MKEY, 0, 8 * pages);
+    auto mtt = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 8 * pages);
     common(mtt, prm::MKC_ACCESS_MODE_MTT, 0x21);
     mtt.set(mkc.umr_en, 1).set(mkc.start_addr, kArena + kData).set(mkc.len, pages * 4096)
         .set(mkc.log_page_size, 12).set(mkc.translations_octword_size, pages / 2)
@@ -195,16 +180,16 @@ struct Harness {
     prm::Bits mb(mtt.bytes().subspan(prm::size_bytes<In>));
     for (uint32_t i = 0; i < pages; ++i) mb.set(prm::Element<64>{i * 64, "mtt"}, kArena + kData + i * 4096);
     keys[0] = static_cast<uint32_t>(Get(Must(mtt, 16, "MTT key"), prm::create_mkey_out::mkey_index)) << 8 | 0x21;
-    auto memic = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    auto memic = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
     memic.set(prm::alloc_memic_in::memic_size, 4096)
         .set(prm::alloc_memic_in::range_start_addr, bar.layout().memic_start)
         .set(prm::alloc_memic_in::range_size, bar.layout().memic_size);
     const uint64_t start = Get(Must(memic, 16, "MEMIC"), prm::alloc_memic_out::memic_start_addr);
-    auto dm = Cmd<In>(prm::CREATE_MKEY);
+    auto dm = prm::CommandIn<In>(prm::CREATE_MKEY);
     common(dm, prm::MKC_ACCESS_MODE_MEMIC, 0x22);
     dm.set(mkc.start_addr, start).set(mkc.len, 4096);
     keys[1] = static_cast<uint32_t>(Get(Must(dm, 16, "MEMIC key"), prm::create_mkey_out::mkey_index)) << 8 | 0x22;
-    auto mw = Cmd<In>(prm::CREATE_MKEY);
+    auto mw = prm::CommandIn<In>(prm::CREATE_MKEY);
     common(mw, prm::MKC_ACCESS_MODE_KLMS, 0x23);
     mw.set(mkc.free, 1).set(mkc.umr_en, 1).set(mkc.en_rinval, 1).set(mkc.translations_octword_size, 4);
     keys[2] = static_cast<uint32_t>(Get(Must(mw, 16, "window"), prm::create_mkey_out::mkey_index)) << 8 | 0x23;
@@ -213,12 +198,12 @@ struct Harness {
 
   void Connect(uint32_t qp, uint8_t st, uint32_t remote) {
     using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
-    auto a = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+    auto a = prm::CommandIn<prm::rst2init_qp_in>(prm::RST2INIT_QP);
     a.set(prm::rst2init_qp_in::qpn, qp).set(Ctx::primary_address_path.vhca_port_num, 1);
     if (st == prm::QP_ST_RC) a.set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
     if (st == prm::QP_ST_UD) a.set(Ctx::q_key, 0x1234);
     Must(a, 16, "RST2INIT");
-    auto b = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+    auto b = prm::CommandIn<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
     b.set(prm::init2rtr_qp_in::qpn, qp).set(Ctx::mtu, 5).set(Ctx::log_msg_max, 30);
     if (st == prm::QP_ST_RC) {
       const Gid gid = engine.gids()[3];
@@ -230,7 +215,7 @@ struct Harness {
       for (int i = 0; i < 16; ++i) b.set(Ctx::primary_address_path.rgid_rip[i], gid[i]);
     }
     Must(b, 16, "INIT2RTR");
-    auto c = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+    auto c = prm::CommandIn<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
     c.set(prm::rtr2rts_qp_in::qpn, qp).set(Ctx::next_send_psn, 7);
     if (st == prm::QP_ST_RC)
       c.set(Ctx::retry_count, 1).set(Ctx::rnr_retry, 1).set(Ctx::log_sra_max, 4)
@@ -338,7 +323,7 @@ EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size,
         ++result.passes;
         break;
       case 5: {
-        auto e = Cmd<prm::qp_2err_in>(prm::QP_2ERR);
+        auto e = prm::CommandIn<prm::qp_2err_in>(prm::QP_2ERR);
         e.set(prm::qp_2err_in::qpn, h.qpn[in.u8() % kQps]);
         std::vector<std::byte> out(16);
         h.firmware.Execute(e.bytes(), out);
@@ -350,7 +335,7 @@ EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size,
   if (const char* broken = h.firmware.CheckInvariants()) Broken(broken);
   // What the device produced, as QUERY_CQ / QUERY_QP report it.
   for (uint32_t cq : h.cqn) {
-    auto q = Cmd<prm::query_cq_in>(prm::QUERY_CQ);
+    auto q = prm::CommandIn<prm::query_cq_in>(prm::QUERY_CQ);
     q.set(prm::query_cq_in::cqn, cq);
     std::vector<std::byte> out(prm::size_bytes<prm::query_cq_out> + 64);
     if (!h.firmware.Execute(q.bytes(), out).ok()) Broken("QUERY_CQ");
@@ -358,7 +343,7 @@ EngineFuzzResult FuzzEngine(const uint8_t* data, std::size_t size,
         prm::Get(std::span<const std::byte>(out), prm::cqc_bits<prm::query_cq_out::cq_context.bit_offset>::producer_counter));
   }
   for (uint32_t qp : h.qpn) {
-    auto q = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+    auto q = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
     q.set(prm::query_qp_in::qpn, qp);
     std::vector<std::byte> out(prm::size_bytes<prm::query_qp_out>);
     if (!h.firmware.Execute(q.bytes(), out).ok()) Broken("QUERY_QP");

@@ -13,5 +13,6 @@ sim_srcs=(tools/sim/bar.cc tools/sim/caps.cc tools/sim/command_dma.cc tools/sim/
   tools/sim/outcome.cc tools/sim/engine*.cc tools/sim/wire.cc)
 exec "$root/tools/fuzz/run_target.sh" engine_fuzz tools/sim/fuzz/engine_corpus "${1:-600}" \
   "${2:-/tmp/onchip-fuzz/engine}" "${AFL_MAP_SIZE:-131072}" -- \
-  tools/sim/fuzz/engine_fuzz.cc tools/sim/fuzz/engine_fuzz_entry.cc "${sim_srcs[@]}" \
+  tools/sim/fuzz/engine_fuzz.cc tools/sim/fuzz/engine_fuzz_entry.cc tools/sim/fuzz/direct_bring_up.cc \
+  "${sim_srcs[@]}" \
   uapi/cmdq/mailbox.cc uapi/cmd_status.cc uapi/result.cc uapi/prm/field.cc
