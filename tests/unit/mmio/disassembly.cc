@@ -20,6 +20,13 @@ bool StartsWith(const std::string& s, const char* prefix) {
   return s.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
+// The mnemonic without its prefixes ("rep stos" -> "stos", "notrack jmp" -> "jmp").
+std::string BaseMnemonic(const Insn& insn) {
+  const std::string& m = insn.mnemonic;
+  const auto space = m.rfind(' ');
+  return space == std::string::npos ? m : m.substr(space + 1);
+}
+
 // Instruction prefixes objdump prints as separate words before the mnemonic.
 bool IsPrefix(const std::string& w) {
   static const std::set<std::string> k{"rep",  "repz", "repe",  "repnz", "repne", "lock",
@@ -162,7 +169,7 @@ const Function* Disassembly::Starting(uint64_t address) const {
 
 bool IsStore(const Insn& insn) {
   const std::string& m = insn.mnemonic;
-  std::string base = m.substr(m.rfind(' ') == std::string::npos ? 0 : m.rfind(' ') + 1);
+  const std::string base = BaseMnemonic(insn);
   if (StartsWith(base, "movdir64b")) return true;
   if (StartsWith(base, "stos") || StartsWith(base, "movs") ) {
     if (m.find("rep") != std::string::npos || insn.operands.find("%es:") != std::string::npos)
@@ -200,8 +207,7 @@ bool IsStore(const Insn& insn) {
 bool IsFence(const Insn& insn, const std::string& fence) { return insn.mnemonic == fence; }
 
 bool IsWeaklyOrderedStore(const Insn& insn) {
-  const std::string& m = insn.mnemonic;
-  const std::string base = m.substr(m.rfind(' ') == std::string::npos ? 0 : m.rfind(' ') + 1);
+  const std::string base = BaseMnemonic(insn);
   if (StartsWith(base, "movdir64b")) return true;
   // MOVNTDQA is a load (its destination is a register, which IsStore rejects).
   return (StartsWith(base, "movnt") || StartsWith(base, "vmovnt")) && IsStore(insn);
@@ -258,8 +264,7 @@ struct Checker {
       work.pop_back();
       const Insn& insn = in[i];
       int s = state[i];
-      const std::string& m = insn.mnemonic;
-      const std::string base = m.substr(m.rfind(' ') == std::string::npos ? 0 : m.rfind(' ') + 1);
+      const std::string base = BaseMnemonic(insn);
       const bool inside = insn.target && index.count(*insn.target) != 0;
       if (StartsWith(base, "ret")) {
         if (s == kDirty) {
@@ -353,7 +358,8 @@ bool ReachesFence(const Disassembly& dis, const Function& fn, const std::string&
         *where = o.str();
         return true;
       }
-      if (!insn.target || !(StartsWith(insn.mnemonic, "j") || StartsWith(insn.mnemonic, "call")))
+      const std::string base = BaseMnemonic(insn);
+      if (!insn.target || !(StartsWith(base, "j") || StartsWith(base, "call")))
         continue;
       // The assembler pads up to an aligned next function with a jump over the padding: it is
       // never executed, and it names the next function.

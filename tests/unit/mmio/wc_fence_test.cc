@@ -11,6 +11,9 @@
 // cannot see these, because it replaces the kernel.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+
 #include "mmio/wc_copy.h"
 #include "tests/unit/mmio/disassembly.h"
 
@@ -22,18 +25,30 @@ using testing::EndsWithFenceAfterLastStore;
 
 const void* Code(auto fn) { return reinterpret_cast<const void*>(fn); }
 
+// The disassembly of the file holding `fn`, and `fn` in it (test failures when either is missing).
+struct Disassembled {
+  std::optional<Disassembly> dis;
+  const testing::Function* fn = nullptr;
+};
+Disassembled Disassemble(auto code) {
+  Disassembled d;
+  std::string error;
+  d.dis = Disassembly::Of(Code(code), &error);
+  EXPECT_TRUE(d.dis) << error;
+  if (d.dis) d.fn = d.dis->At(Code(code));
+  EXPECT_NE(d.fn, nullptr) << "no symbol for the function";
+  return d;
+}
+
 TEST(WcFence, WeaklyOrderedLineStoresAreFencedOnEveryWayOut) {
   int checked = 0;
   for (const ToDeviceVariant& v : ToDeviceVariants()) {
     if (!v.weak_lines) continue;
     SCOPED_TRACE(std::string(v.name));
-    std::string error;
-    auto dis = Disassembly::Of(Code(v.copy), &error);
-    ASSERT_TRUE(dis) << error;
-    const testing::Function* fn = dis->At(Code(v.copy));
-    ASSERT_NE(fn, nullptr) << "no symbol for the copy function";
+    const Disassembled d = Disassemble(v.copy);
+    if (d.fn == nullptr) continue;
     std::string why;
-    EXPECT_TRUE(EndsWithFenceAfterLastStore(*dis, *fn, "sfence", &why,
+    EXPECT_TRUE(EndsWithFenceAfterLastStore(*d.dis, *d.fn, "sfence", &why,
                                             testing::IsWeaklyOrderedStore))
         << why;
     ++checked;
@@ -46,13 +61,10 @@ TEST(WcFence, PlainStoreCopiesIssueNoFence) {
   for (const ToDeviceVariant& v : ToDeviceVariants()) {
     if (v.weak_lines) continue;
     SCOPED_TRACE(std::string(v.name));
-    std::string error;
-    auto dis = Disassembly::Of(Code(v.copy), &error);
-    ASSERT_TRUE(dis) << error;
-    const testing::Function* fn = dis->At(Code(v.copy));
-    ASSERT_NE(fn, nullptr);
+    const Disassembled d = Disassemble(v.copy);
+    if (d.fn == nullptr) continue;
     std::string where;
-    EXPECT_FALSE(testing::ReachesFence(*dis, *fn, "sfence", &where)) << "sfence at " << where;
+    EXPECT_FALSE(testing::ReachesFence(*d.dis, *d.fn, "sfence", &where)) << "sfence at " << where;
     ++checked;
   }
   EXPECT_GE(checked, 4);
@@ -63,22 +75,18 @@ TEST(WcFence, PlainStoreCopiesIssueNoFence) {
 TEST(WcFence, TheChecksCanFail) {
   for (const ToDeviceVariant& v : ToDeviceVariants()) {
     SCOPED_TRACE(std::string(v.name));
-    std::string error;
-    auto dis = Disassembly::Of(Code(v.line64), &error);
-    ASSERT_TRUE(dis) << error;
-    const testing::Function* fn = dis->At(Code(v.line64));
-    ASSERT_NE(fn, nullptr);
+    const Disassembled d = Disassemble(v.line64);
+    if (d.fn == nullptr) continue;
     std::string why;
-    EXPECT_FALSE(EndsWithFenceAfterLastStore(*dis, *fn, "sfence", &why));
+    EXPECT_FALSE(EndsWithFenceAfterLastStore(*d.dis, *d.fn, "sfence", &why));
     EXPECT_NE(why.find("returns with a store after the last sfence"), std::string::npos) << why;
   }
   const ToDeviceVariant* nt = FindToDevice("nt");
   ASSERT_NE(nt, nullptr);
-  std::string error;
-  auto dis = Disassembly::Of(Code(nt->copy), &error);
-  ASSERT_TRUE(dis) << error;
+  const Disassembled d = Disassemble(nt->copy);
+  ASSERT_NE(d.fn, nullptr);
   std::string where;
-  EXPECT_TRUE(testing::ReachesFence(*dis, *dis->At(Code(nt->copy)), "sfence", &where));
+  EXPECT_TRUE(testing::ReachesFence(*d.dis, *d.fn, "sfence", &where));
 }
 
 }  // namespace
