@@ -27,13 +27,6 @@ namespace {
   std::abort();
 }
 
-template <class L>
-prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
-  prm::Message<L> m(extra);
-  m.set(L::opcode, opcode).set(L::op_mod, op_mod);
-  return m;
-}
-
 struct Harness {
   DeviceConfig config;
   Bar0 bar;
@@ -63,25 +56,25 @@ struct Harness {
   }
 
   void BringUp() {
-    Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);
-    auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
+    Run(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);
+    auto issi = prm::CommandIn<prm::set_issi_in>(prm::SET_ISSI);
     issi.set(prm::set_issi_in::current_issi, 1);
     Run(issi.bytes(), 16);
     const uint32_t n = config.boot_pages + config.init_pages;
-    auto give = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
+    auto give = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
     give.set(prm::manage_pages_in::input_num_entries, n);
     for (uint32_t i = 0; i < n; ++i)
       give.set(prm::manage_pages_in::pas[i], kPagesIova + uint64_t{i} * 4096);
     Run(give.bytes(), 16);
-    Run(Cmd<prm::init_hca_in>(prm::INIT_HCA).bytes(), 16);
+    Run(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA).bytes(), 16);
   }
 
   void CreateObjects() {
-    Run(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR).bytes(), 16);
-    Run(Cmd<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN).bytes(), 16);
-    auto pd_out = Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16);
+    Run(prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR).bytes(), 16);
+    Run(prm::CommandIn<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN).bytes(), 16);
+    auto pd_out = Run(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16);
     const uint64_t pd = prm::Get(std::span<const std::byte>(pd_out), prm::alloc_pd_out::pd);
-    auto memic = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    auto memic = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
     memic.set(prm::alloc_memic_in::memic_size, 4096)
         .set(prm::alloc_memic_in::range_start_addr, bar.layout().memic_start)
         .set(prm::alloc_memic_in::range_size, bar.layout().memic_size);
@@ -98,7 +91,7 @@ struct Harness {
     using In = prm::create_mkey_in;
     constexpr auto mkc = In::memory_key_mkey_entry;
     auto mk = [&](uint8_t mode, uint64_t start, uint64_t len) {
-      auto in = Cmd<In>(prm::CREATE_MKEY);
+      auto in = prm::CommandIn<In>(prm::CREATE_MKEY);
       in.set(mkc.access_mode_1_0, mode & 3)
           .set(mkc.access_mode_4_2, mode >> 2)
           .set(mkc.qpn, 0xffffff)
@@ -119,7 +112,7 @@ struct Harness {
     const uint64_t pa_idx =
         prm::Get(std::span<const std::byte>(pa_out), prm::create_mkey_out::mkey_index);
     auto klm = mk(prm::MKC_ACCESS_MODE_KLMS, 0, 4096);
-    auto klm_in = Cmd<In>(prm::CREATE_MKEY, 0, 16);
+    auto klm_in = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 16);
     std::memcpy(klm_in.bytes().data(), klm.bytes().data(), klm.bytes().size());
     klm_in.set(mkc.translations_octword_size, 1).set(In::translations_octword_actual_size, 1);
     prm::Bits(klm_in.bytes().subspan(prm::size_bytes<In>))

@@ -29,13 +29,6 @@ using namespace onchip;
 using onchip::sim::fuzz::kArenaBytes;
 using onchip::sim::fuzz::kArenaIova;
 
-template <class L>
-prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
-  prm::Message<L> m(extra);
-  m.set(L::opcode, opcode).set(L::op_mod, op_mod);
-  return m;
-}
-
 class Arena final : public cmdq::BlockAccess {
  public:
   std::vector<std::byte> bytes = std::vector<std::byte>(kArenaBytes);
@@ -91,12 +84,12 @@ void AddRaw(std::vector<uint8_t>& s, std::span<const std::byte> in, uint16_t out
 // An EQ of 64 entries on UAR `uar` in the arena's page 0x8000, and a CQ of 64 on it in page
 // 0x9000 with its record at 0xf000: the queues every raw-mode object seed starts from.
 void AddEqAndCq(std::vector<uint8_t>& s, uint32_t uar) {
-  auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+  auto eq = prm::CommandIn<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
   eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)
       .set(prm::create_eq_in::eq_context_entry.uar_page, uar)
       .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
   AddRaw(s, eq.bytes(), 16);
-  auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+  auto cq = prm::CommandIn<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
   cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
       .set(prm::create_cq_in::cq_context.uar_page, uar)
       .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
@@ -127,25 +120,25 @@ struct QpToRts {
 
 void AddQpToRts(std::vector<uint8_t>& s, const QpToRts& q) {
   using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
-  auto init = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+  auto init = prm::CommandIn<prm::rst2init_qp_in>(prm::RST2INIT_QP);
   init.set(prm::rst2init_qp_in::qpn, q.qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
       .set(Ctx::q_key, q.q_key);
   if (q.remote_access) init.set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
   AddRaw(s, init.bytes(), 16);
   if (q.init_again) {
-    auto again = Cmd<prm::init2init_qp_in>(prm::INIT2INIT_QP);
+    auto again = prm::CommandIn<prm::init2init_qp_in>(prm::INIT2INIT_QP);
     again.set(prm::init2init_qp_in::qpn, q.qpn)
         .set(prm::init2init_qp_in::opt_param_mask, prm::QP_OPTPAR_PKEY_INDEX);
     AddRaw(s, again.bytes(), 16);
   }
-  auto rtr = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+  auto rtr = prm::CommandIn<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
   rtr.set(prm::init2rtr_qp_in::qpn, q.qpn).set(Ctx::mtu, 3).set(Ctx::log_msg_max, q.log_msg_max)
       .set(Ctx::remote_qpn, q.remote_qpn).set(Ctx::next_rcv_psn, q.next_rcv_psn)
       .set(Ctx::log_rra_max, q.log_rra_max).set(Ctx::min_rnr_nak, q.min_rnr_nak)
       .set(Ctx::primary_address_path.vhca_port_num, q.path_port)
       .set(Ctx::primary_address_path.hop_limit, q.hop_limit);
   AddRaw(s, rtr.bytes(), 16);
-  auto rts = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+  auto rts = prm::CommandIn<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
   rts.set(prm::rtr2rts_qp_in::qpn, q.qpn).set(Ctx::next_send_psn, q.next_send_psn)
       .set(Ctx::retry_count, q.retry_count).set(Ctx::rnr_retry, q.rnr_retry)
       .set(Ctx::log_sra_max, q.log_sra_max);
@@ -165,48 +158,52 @@ int main(int argc, char** argv) {
   {  // Bring-up commands through the queue, from a cold device.
     Arena a;
     std::size_t blk = 0;
-    Encode(a, 0, Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16, blk);
-    Encode(a, 1, Cmd<prm::query_issi_in>(prm::QUERY_ISSI).bytes(), 112, blk);
-    Encode(a, 2, Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 0x1f).bytes(), 4112, blk);
-    Encode(a, 3, Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES).bytes(), 16, blk);
+    Encode(a, 0, prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16, blk);
+    Encode(a, 1, prm::CommandIn<prm::query_issi_in>(prm::QUERY_ISSI).bytes(), 112, blk);
+    Encode(a, 2, prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 0x1f).bytes(), 4112,
+           blk);
+    Encode(a, 3, prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES).bytes(),
+           16, blk);
     Write(dir, "cmdq_bringup", CmdqSeed(0, 0xf, a, 4096 + 1024 * blk));
   }
   {  // Resource commands through the queue on an initialized HCA with objects.
     Arena a;
     std::size_t blk = 0;
-    Encode(a, 0, Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, blk);
-    auto memic = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    Encode(a, 0, prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, blk);
+    auto memic = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
     memic.set(prm::alloc_memic_in::memic_size, 128)
         .set(prm::alloc_memic_in::range_start_addr, 0x80000)
         .set(prm::alloc_memic_in::range_size, 0x40000);
     Encode(a, 1, memic.bytes(), 16, blk);
     using In = prm::create_mkey_in;
     constexpr auto mkc = In::memory_key_mkey_entry;
-    auto mtt = Cmd<In>(prm::CREATE_MKEY, 0, 32);
+    auto mtt = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 32);
     mtt.set(mkc.access_mode_1_0, 1).set(mkc.qpn, 0xffffff).set(mkc.pd, 1).set(mkc.umr_en, 1)
         .set(mkc.len, 8192).set(mkc.log_page_size, 12).set(mkc.translations_octword_size, 2)
         .set(In::translations_octword_actual_size, 2);
     Encode(a, 2, mtt.bytes(), 16, blk);
-    auto q = Cmd<prm::query_mkey_in>(prm::QUERY_MKEY);
+    auto q = prm::CommandIn<prm::query_mkey_in>(prm::QUERY_MKEY);
     q.set(prm::query_mkey_in::mkey_index, 1);
     Encode(a, 3, q.bytes(), prm::size_bytes<prm::query_mkey_out>, blk);
-    auto d = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+    auto d = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
     d.set(prm::dealloc_pd_in::pd, 1);
     Encode(a, 4, d.bytes(), 16, blk);
     Write(dir, "cmdq_resources", CmdqSeed(kFlagBringUp | kFlagObjects, 0x1f, a, 4096 + 1024 * blk));
   }
   {  // Raw mode: every resource command once, valid, on an initialized HCA with objects.
     std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
-    AddRaw(s, Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR).bytes(), 16);
-    auto du = Cmd<prm::dealloc_uar_in>(prm::DEALLOC_UAR);
+    AddRaw(s, prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR).bytes(), 16);
+    auto du = prm::CommandIn<prm::dealloc_uar_in>(prm::DEALLOC_UAR);
     du.set(prm::dealloc_uar_in::uar, 8);
     AddRaw(s, du.bytes(), 16);
-    AddRaw(s, Cmd<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN).bytes(), 16);
-    auto dm = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
+    AddRaw(s,
+           prm::CommandIn<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN).bytes(),
+           16);
+    auto dm = prm::CommandIn<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
     dm.set(prm::dealloc_memic_in::memic_start_addr, 0x80000)
         .set(prm::dealloc_memic_in::memic_size, 4096);
     AddRaw(s, dm.bytes(), 16);
-    auto dk = Cmd<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
+    auto dk = prm::CommandIn<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
     dk.set(prm::destroy_mkey_in::mkey_index, 2);
     AddRaw(s, dk.bytes(), 16);
     AddRaw(s, dk.bytes(), 16);
@@ -219,10 +216,10 @@ int main(int argc, char** argv) {
     AddRaw(s, g.bytes(), 80);
     g.set(prm::general_obj_in_cmd_hdr::opcode, prm::DESTROY_GENERAL_OBJECT);
     AddRaw(s, g.bytes(), 16);
-    auto take = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_TAKE);
+    auto take = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_TAKE);
     take.set(prm::manage_pages_in::input_num_entries, 4);
     AddRaw(s, take.bytes(), 48);
-    auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+    auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
     force.set(prm::teardown_hca_in::profile, 1);
     AddRaw(s, force.bytes(), 16);
     Write(dir, "raw_resources", s);
@@ -230,29 +227,29 @@ int main(int argc, char** argv) {
   {  // Raw mode: an EQ and a CQ on it in the arena, queried, moderated, destroyed in order.
     std::vector<uint8_t> s = {kFlagBringUp | kFlagObjects | kFlagRaw};
     constexpr uint32_t kUar = 8;  // the UAR the object set allocates first
-    auto eq = Cmd<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
+    auto eq = prm::CommandIn<prm::create_eq_in>(prm::CREATE_EQ, 0, 8);
     eq.set(prm::create_eq_in::eq_context_entry.log_eq_size, 6)  // 4 KiB: one page
         .set(prm::create_eq_in::eq_context_entry.uar_page, kUar)
         .set(prm::create_eq_in::event_bitmask[0], 1)
         .set(prm::create_eq_in::pas[0], kArenaIova + 0x8000);
     AddRaw(s, eq.bytes(), 16);
-    auto qe = Cmd<prm::query_eq_in>(prm::QUERY_EQ);
+    auto qe = prm::CommandIn<prm::query_eq_in>(prm::QUERY_EQ);
     AddRaw(s, qe.bytes(), 280);
-    auto cq = Cmd<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
+    auto cq = prm::CommandIn<prm::create_cq_in>(prm::CREATE_CQ, 0, 8);
     cq.set(prm::create_cq_in::cq_context.log_cq_size, 6)
         .set(prm::create_cq_in::cq_context.uar_page, kUar)
         .set(prm::create_cq_in::cq_context.dbr_addr, kArenaIova + 0xf000)
         .set(prm::create_cq_in::pas[0], kArenaIova + 0x9000);
     AddRaw(s, cq.bytes(), 16);
-    auto qc = Cmd<prm::query_cq_in>(prm::QUERY_CQ);
+    auto qc = prm::CommandIn<prm::query_cq_in>(prm::QUERY_CQ);
     AddRaw(s, qc.bytes(), 280);
-    auto mc = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ);
+    auto mc = prm::CommandIn<prm::modify_cq_in>(prm::MODIFY_CQ);
     mc.set(prm::modify_cq_in::modify_field_select_resize_field_select, prm::CQ_MODIFY_PERIOD)
         .set(prm::cqc_bits<prm::modify_cq_in::cq_context.bit_offset>::cq_period, 16);
     AddRaw(s, mc.bytes(), 16);
-    auto de = Cmd<prm::destroy_eq_in>(prm::DESTROY_EQ);
+    auto de = prm::CommandIn<prm::destroy_eq_in>(prm::DESTROY_EQ);
     AddRaw(s, de.bytes(), 16);  // busy: the CQ reports to it
-    AddRaw(s, Cmd<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);
     AddRaw(s, de.bytes(), 16);
     Write(dir, "raw_queues", s);
   }
@@ -262,19 +259,19 @@ int main(int argc, char** argv) {
     constexpr uint32_t kPd = 1;   // its PD
     AddEqAndCq(s, kUar);
     using Srqc = prm::srqc_bits<prm::create_srq_in::srq_context_entry.bit_offset>;
-    auto srq = Cmd<prm::create_srq_in>(prm::CREATE_SRQ, 0, 8);
+    auto srq = prm::CommandIn<prm::create_srq_in>(prm::CREATE_SRQ, 0, 8);
     srq.set(Srqc::log_srq_size, 6).set(Srqc::log_rq_stride, 2).set(Srqc::pd, kPd)
         .set(Srqc::dbr_addr, kArenaIova + 0xf080)
         .set(prm::create_srq_in::pas[0], kArenaIova + 0xc000);
     AddRaw(s, srq.bytes(), 16);
-    auto arm = Cmd<prm::arm_rq_in>(prm::ARM_RQ, prm::ARM_RQ_IN_OP_MOD_SRQ);
+    auto arm = prm::CommandIn<prm::arm_rq_in>(prm::ARM_RQ, prm::ARM_RQ_IN_OP_MOD_SRQ);
     arm.set(prm::arm_rq_in::lwm, 8);
     AddRaw(s, arm.bytes(), 16);
-    AddRaw(s, Cmd<prm::query_srq_in>(prm::QUERY_SRQ).bytes(),
+    AddRaw(s, prm::CommandIn<prm::query_srq_in>(prm::QUERY_SRQ).bytes(),
            prm::size_bytes<prm::query_srq_out> + 8);
     // RC: 16 x 64-byte receive WQEs, then 64 send basic blocks: two pages.
     constexpr auto qpc = prm::create_qp_in::qpc;
-    auto rc = Cmd<prm::create_qp_in>(prm::CREATE_QP, 0, 16);
+    auto rc = prm::CommandIn<prm::create_qp_in>(prm::CREATE_QP, 0, 16);
     rc.set(qpc.st, prm::QP_ST_RC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.pd, kPd)
         .set(qpc.uar_page, kUar).set(qpc.log_rq_size, 4).set(qpc.log_rq_stride, 2)
         .set(qpc.log_sq_size, 6).set(qpc.dbr_addr, kArenaIova + 0xf040)
@@ -282,7 +279,7 @@ int main(int argc, char** argv) {
         .set(prm::create_qp_in::pas[1], kArenaIova + 0xb000);
     AddRaw(s, rc.bytes(), 16);
     // UD receiving from the SRQ: the send ring alone, one page.
-    auto ud = Cmd<prm::create_qp_in>(prm::CREATE_QP, 0, 8);
+    auto ud = prm::CommandIn<prm::create_qp_in>(prm::CREATE_QP, 0, 8);
     ud.set(qpc.st, prm::QP_ST_UD).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.pd, kPd)
         .set(qpc.uar_page, kUar).set(qpc.rq_type, prm::SRQ_RQ).set(qpc.log_sq_size, 6)
         .set(qpc.dbr_addr, kArenaIova + 0xf048)
@@ -299,30 +296,32 @@ int main(int argc, char** argv) {
         AddQpToRts(s, {.qpn = qpn, .q_key = 0x11, .init_again = true, .log_msg_max = 30,
                        .next_send_psn = 1});
       }
-      auto rts2 = Cmd<prm::rts2rts_qp_in>(prm::RTS2RTS_QP);
+      auto rts2 = prm::CommandIn<prm::rts2rts_qp_in>(prm::RTS2RTS_QP);
       rts2.set(prm::rts2rts_qp_in::qpn, qpn)
           .set(prm::rts2rts_qp_in::opt_param_mask,
                is_rc ? uint32_t{prm::QP_OPTPAR_RNR_TIMEOUT} : uint32_t{prm::QP_OPTPAR_Q_KEY});
       AddRaw(s, rts2.bytes(), 16);
-      auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+      auto query = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
       query.set(prm::query_qp_in::qpn, qpn);
       AddRaw(s, query.bytes(), prm::size_bytes<prm::query_qp_out>);
-      auto sqd = Cmd<prm::sqd2rts_qp_in>(prm::SQD_RTS_QP);  // not in SQD: BAD_QP_STATE
+      auto sqd = prm::CommandIn<prm::sqd2rts_qp_in>(prm::SQD_RTS_QP);  // not in SQD: BAD_QP_STATE
       sqd.set(prm::sqd2rts_qp_in::qpn, qpn);
       AddRaw(s, sqd.bytes(), 16);
-      auto err = Cmd<prm::qp_2err_in>(prm::QP_2ERR);
+      auto err = prm::CommandIn<prm::qp_2err_in>(prm::QP_2ERR);
       err.set(prm::qp_2err_in::qpn, qpn);
       AddRaw(s, err.bytes(), 16);
-      auto rst = Cmd<prm::qp_2rst_in>(prm::QP_2RST);
+      auto rst = prm::CommandIn<prm::qp_2rst_in>(prm::QP_2RST);
       rst.set(prm::qp_2rst_in::qpn, qpn);
       AddRaw(s, rst.bytes(), 16);
     }
-    AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);  // busy: UD uses it
-    AddRaw(s, Cmd<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);    // busy: QPs use it
-    auto dq = Cmd<prm::destroy_qp_in>(prm::DESTROY_QP);
+    // busy: UD uses it
+    AddRaw(s, prm::CommandIn<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);
+    // busy: QPs use it
+    AddRaw(s, prm::CommandIn<prm::destroy_cq_in>(prm::DESTROY_CQ).bytes(), 16);
+    auto dq = prm::CommandIn<prm::destroy_qp_in>(prm::DESTROY_QP);
     dq.set(prm::destroy_qp_in::qpn, 3);
     AddRaw(s, dq.bytes(), 16);
-    AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);
     Write(dir, "raw_qps", s);
   }
   {  // Raw mode: an XRC domain, an XRC SRQ on a CQ, XRC initiator and target QPs, taken to RTS,
@@ -332,28 +331,30 @@ int main(int argc, char** argv) {
     constexpr uint32_t kPd = 1;
     constexpr uint32_t kXrcd = 1;  // the first domain
     AddEqAndCq(s, kUar);
-    AddRaw(s, Cmd<prm::alloc_xrcd_in>(prm::ALLOC_XRCD).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::alloc_xrcd_in>(prm::ALLOC_XRCD).bytes(), 16);
     using X = prm::xrc_srqc_bits<prm::create_xrc_srq_in::xrc_srq_context_entry.bit_offset>;
-    auto srq = Cmd<prm::create_xrc_srq_in>(prm::CREATE_XRC_SRQ, 0, 8);
+    auto srq = prm::CommandIn<prm::create_xrc_srq_in>(prm::CREATE_XRC_SRQ, 0, 8);
     srq.set(X::log_xrc_srq_size, 6).set(X::log_rq_stride, 2).set(X::pd, kPd).set(X::xrcd, kXrcd)
         .set(X::cqn, 0).set(X::user_index_equal_xrc_srqn, 1)
         .set(X::db_record_addr_l, (kArenaIova + 0xf080) >> 2)
         .set(X::db_record_addr_h, (kArenaIova + 0xf080) >> 32)
         .set(prm::create_xrc_srq_in::pas[0], kArenaIova + 0xc000);
     AddRaw(s, srq.bytes(), 16);
-    auto arm = Cmd<prm::arm_xrc_srq_in>(prm::ARM_XRC_SRQ, prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ);
+    auto arm =
+        prm::CommandIn<prm::arm_xrc_srq_in>(prm::ARM_XRC_SRQ, prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ);
     arm.set(prm::arm_xrc_srq_in::lwm, 8);
     AddRaw(s, arm.bytes(), 16);
-    AddRaw(s, Cmd<prm::query_xrc_srq_in>(prm::QUERY_XRC_SRQ).bytes(),
+    AddRaw(s, prm::CommandIn<prm::query_xrc_srq_in>(prm::QUERY_XRC_SRQ).bytes(),
            prm::size_bytes<prm::query_xrc_srq_out> + 8);
     constexpr auto qpc = prm::create_qp_in::qpc;
-    auto ini = Cmd<prm::create_qp_in>(prm::CREATE_QP, 0, 8);  // qpn 2: 64 send blocks, one page
+    // qpn 2: 64 send blocks, one page
+    auto ini = prm::CommandIn<prm::create_qp_in>(prm::CREATE_QP, 0, 8);
     ini.set(qpc.st, prm::QP_ST_XRC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.pd, kPd)
         .set(qpc.uar_page, kUar).set(qpc.rq_type, prm::ZERO_LEN_RQ).set(qpc.log_sq_size, 6)
         .set(qpc.dbr_addr, kArenaIova + 0xf040)
         .set(prm::create_qp_in::pas[0], kArenaIova + 0xa000);
     AddRaw(s, ini.bytes(), 16);
-    auto tgt = Cmd<prm::create_qp_in>(prm::CREATE_QP);  // qpn 3: no ring, the domain
+    auto tgt = prm::CommandIn<prm::create_qp_in>(prm::CREATE_QP);  // qpn 3: no ring, the domain
     tgt.set(qpc.st, prm::QP_ST_XRC).set(qpc.pm_state, prm::QP_PM_MIGRATED).set(qpc.no_sq, 1)
         .set(qpc.rq_type, prm::ZERO_LEN_RQ).set(qpc.xrcd, kXrcd);
     AddRaw(s, tgt.bytes(), 16);
@@ -361,20 +362,20 @@ int main(int argc, char** argv) {
       // Each the other's peer.
       AddQpToRts(s, {.qpn = qpn, .remote_access = true, .remote_qpn = 5 - qpn, .log_rra_max = 2,
                      .path_port = 1, .retry_count = 7, .rnr_retry = 7});
-      auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+      auto query = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
       query.set(prm::query_qp_in::qpn, qpn);
       AddRaw(s, query.bytes(), prm::size_bytes<prm::query_qp_out> + 8);
     }
-    auto dealloc = Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
+    auto dealloc = prm::CommandIn<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
     dealloc.set(prm::dealloc_xrcd_in::xrcd, kXrcd);
     AddRaw(s, dealloc.bytes(), 16);  // busy: the SRQ and both QPs hold it
-    AddRaw(s, Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);  // the wrong kind
+    AddRaw(s, prm::CommandIn<prm::destroy_srq_in>(prm::DESTROY_SRQ).bytes(), 16);  // the wrong kind
     for (uint32_t qpn : {2u, 3u}) {
-      auto dq = Cmd<prm::destroy_qp_in>(prm::DESTROY_QP);
+      auto dq = prm::CommandIn<prm::destroy_qp_in>(prm::DESTROY_QP);
       dq.set(prm::destroy_qp_in::qpn, qpn);
       AddRaw(s, dq.bytes(), 16);
     }
-    AddRaw(s, Cmd<prm::destroy_xrc_srq_in>(prm::DESTROY_XRC_SRQ).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::destroy_xrc_srq_in>(prm::DESTROY_XRC_SRQ).bytes(), 16);
     AddRaw(s, dealloc.bytes(), 16);
     Write(dir, "raw_xrc", s);
   }
@@ -384,12 +385,12 @@ int main(int argc, char** argv) {
     constexpr uint32_t kTd = 1;
     constexpr uint32_t kPd = 1;
     AddEqAndCq(s, kUar);
-    auto tis = Cmd<prm::create_tis_in>(prm::CREATE_TIS);
+    auto tis = prm::CommandIn<prm::create_tis_in>(prm::CREATE_TIS);
     tis.set(prm::tisc_bits<prm::create_tis_in::ctx.bit_offset>::transport_domain, kTd);
     AddRaw(s, tis.bytes(), 16);
     using SqC = prm::sqc_bits<prm::create_sq_in::ctx.bit_offset>;
     using SqW = prm::wq_bits<SqC::wq.bit_offset>;
-    auto sq = Cmd<prm::create_sq_in>(prm::CREATE_SQ, 0, 8);  // 64 basic blocks: one page
+    auto sq = prm::CommandIn<prm::create_sq_in>(prm::CREATE_SQ, 0, 8);  // 64 basic blocks: one page
     sq.set(SqC::flush_in_error_en, 1).set(SqC::tis_lst_sz, 1).set(SqC::tis_num_0, 1)
         .set(SqW::wq_type, prm::WQ_TYPE_CYCLIC).set(SqW::pd, kPd).set(SqW::uar_page, kUar)
         .set(SqW::dbr_addr, kArenaIova + 0xf040).set(SqW::log_wq_stride, 6)
@@ -398,7 +399,7 @@ int main(int argc, char** argv) {
     AddRaw(s, sq.bytes(), 16);
     using RqC = prm::rqc_bits<prm::create_rq_in::ctx.bit_offset>;
     using RqW = prm::wq_bits<RqC::wq.bit_offset>;
-    auto rq = Cmd<prm::create_rq_in>(prm::CREATE_RQ, 0, 8);  // 16 x 64 B: one page
+    auto rq = prm::CommandIn<prm::create_rq_in>(prm::CREATE_RQ, 0, 8);  // 16 x 64 B: one page
     rq.set(RqC::vsd, 1).set(RqW::wq_type, prm::WQ_TYPE_CYCLIC).set(RqW::pd, kPd)
         .set(RqW::dbr_addr, kArenaIova + 0xf040).set(RqW::log_wq_stride, 6)
         .set(RqW::log_wq_sz, 4)
@@ -406,18 +407,18 @@ int main(int argc, char** argv) {
     AddRaw(s, rq.bytes(), 16);
     // The SQ and RQ take QP numbers 2 and 3.
     using TirC = prm::tirc_bits<prm::create_tir_in::ctx.bit_offset>;
-    auto tir = Cmd<prm::create_tir_in>(prm::CREATE_TIR);
+    auto tir = prm::CommandIn<prm::create_tir_in>(prm::CREATE_TIR);
     tir.set(TirC::inline_rqn, 3).set(TirC::transport_domain, kTd).set(TirC::self_lb_block, 2);
     AddRaw(s, tir.bytes(), 16);
     for (uint32_t next : {prm::SQC_STATE_RDY, prm::SQC_STATE_ERR, prm::SQC_STATE_RST}) {
-      auto ms = Cmd<prm::modify_sq_in>(prm::MODIFY_SQ);
+      auto ms = prm::CommandIn<prm::modify_sq_in>(prm::MODIFY_SQ);
       ms.set(prm::modify_sq_in::sqn, 2)
           .set(prm::modify_sq_in::sq_state,
                next == prm::SQC_STATE_RDY ? prm::SQC_STATE_RST
                : next == prm::SQC_STATE_ERR ? prm::SQC_STATE_RDY : prm::SQC_STATE_ERR)
           .set(prm::sqc_bits<prm::modify_sq_in::ctx.bit_offset>::state, next);
       AddRaw(s, ms.bytes(), 16);
-      auto mr = Cmd<prm::modify_rq_in>(prm::MODIFY_RQ);
+      auto mr = prm::CommandIn<prm::modify_rq_in>(prm::MODIFY_RQ);
       mr.set(prm::modify_rq_in::rqn, 3)
           .set(prm::modify_rq_in::rq_state,
                next == prm::RQC_STATE_RDY ? prm::RQC_STATE_RST
@@ -425,29 +426,29 @@ int main(int argc, char** argv) {
           .set(prm::rqc_bits<prm::modify_rq_in::ctx.bit_offset>::state, next);
       AddRaw(s, mr.bytes(), 16);
     }
-    auto qsq = Cmd<prm::query_sq_in>(prm::QUERY_SQ);
+    auto qsq = prm::CommandIn<prm::query_sq_in>(prm::QUERY_SQ);
     qsq.set(prm::query_sq_in::sqn, 2);
     AddRaw(s, qsq.bytes(), prm::size_bytes<prm::query_sq_out> + 8);
-    auto qrq = Cmd<prm::query_rq_in>(prm::QUERY_RQ);
+    auto qrq = prm::CommandIn<prm::query_rq_in>(prm::QUERY_RQ);
     qrq.set(prm::query_rq_in::rqn, 3);
     AddRaw(s, qrq.bytes(), prm::size_bytes<prm::query_rq_out> + 8);
-    auto qtir = Cmd<prm::query_tir_in>(prm::QUERY_TIR);
+    auto qtir = prm::CommandIn<prm::query_tir_in>(prm::QUERY_TIR);
     qtir.set(prm::query_tir_in::tirn, 1);
     AddRaw(s, qtir.bytes(), prm::size_bytes<prm::query_tir_out>);
-    auto qtis = Cmd<prm::query_tis_in>(prm::QUERY_TIS);
+    auto qtis = prm::CommandIn<prm::query_tis_in>(prm::QUERY_TIS);
     qtis.set(prm::query_tis_in::tisn, 1);
     AddRaw(s, qtis.bytes(), prm::size_bytes<prm::query_tis_out>);
-    auto drq = Cmd<prm::destroy_rq_in>(prm::DESTROY_RQ);
+    auto drq = prm::CommandIn<prm::destroy_rq_in>(prm::DESTROY_RQ);
     drq.set(prm::destroy_rq_in::rqn, 3);
     AddRaw(s, drq.bytes(), 16);  // busy: the TIR dispatches to it
-    auto dtis = Cmd<prm::destroy_tis_in>(prm::DESTROY_TIS);
+    auto dtis = prm::CommandIn<prm::destroy_tis_in>(prm::DESTROY_TIS);
     dtis.set(prm::destroy_tis_in::tisn, 1);
     AddRaw(s, dtis.bytes(), 16);  // busy: the SQ sends through it
-    auto dtir = Cmd<prm::destroy_tir_in>(prm::DESTROY_TIR);
+    auto dtir = prm::CommandIn<prm::destroy_tir_in>(prm::DESTROY_TIR);
     dtir.set(prm::destroy_tir_in::tirn, 1);
     AddRaw(s, dtir.bytes(), 16);
     AddRaw(s, drq.bytes(), 16);
-    auto dsq = Cmd<prm::destroy_sq_in>(prm::DESTROY_SQ);
+    auto dsq = prm::CommandIn<prm::destroy_sq_in>(prm::DESTROY_SQ);
     dsq.set(prm::destroy_sq_in::sqn, 2);
     AddRaw(s, dsq.bytes(), 16);
     AddRaw(s, dtis.bytes(), 16);
@@ -455,15 +456,15 @@ int main(int argc, char** argv) {
   }
   {  // Raw mode from cold: bring-up by hand, capabilities set.
     std::vector<uint8_t> s = {kFlagRaw};
-    AddRaw(s, Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);
-    auto set = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, 0);
+    AddRaw(s, prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);
+    auto set = prm::CommandIn<prm::set_hca_cap_in>(prm::SET_HCA_CAP, 0);
     AddRaw(s, set.bytes(), 16);
-    auto reg = Cmd<prm::access_register_in>(prm::ACCESS_REG, 0, 16);
+    auto reg = prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, 0, 16);
     reg.set(prm::access_register_in::register_id, prm::REG_HOST_ENDIANNESS);
     AddRaw(s, reg.bytes(), 32);
-    AddRaw(s, Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::INIT_PAGES).bytes(), 16);
-    AddRaw(s, Cmd<prm::init_hca_in>(prm::INIT_HCA).bytes(), 16);
-    AddRaw(s, Cmd<prm::nop_in>(prm::NOP).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::INIT_PAGES).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA).bytes(), 16);
+    AddRaw(s, prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16);
     Write(dir, "raw_bringup", s);
   }
   return 0;
