@@ -62,14 +62,9 @@ constexpr OpcodeMap kOpcodes[] = {
 };
 constexpr uint32_t kOpcodeCount = sizeof(kOpcodes) / sizeof(kOpcodes[0]);
 
-// `op` is the raw value: an application may pass any number, and only after this check is it
-// one of the enum's.
+// A post reads the opcode as its raw 32-bit value: an application may pass any number, and only
+// below kOpcodeCount is it one of the enum's.
 static_assert(sizeof(ibv_wr_opcode) == sizeof(uint32_t));
-bool MapOpcode(uint32_t op, OpcodeMap* out) {
-  if (op >= kOpcodeCount) return false;
-  *out = kOpcodes[op];
-  return true;
-}
 
 }  // namespace
 
@@ -123,13 +118,8 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   atomics_ = d.atomics;
   umr_ = d.umr;
   lock_.set_locked(d.locked);
-  // The opcodes this queue posts, verbs and mlx5, from the same rules that refuse the others
-  // (CheckOpcode), so that a post tests one bit.
-  postable_ = 0;
-  for (uint32_t raw = 0; raw < kOpcodeCount; ++raw) {
-    OpcodeMap op;
-    if (MapOpcode(raw, &op) && CheckOpcode(op.mlx5) == 0) postable_ |= uint32_t{1} << raw;
-  }
+  // The mlx5 opcodes this queue posts, from the same rules that refuse the others (CheckOpcode),
+  // so that a post tests one bit.
   mlx5_postable_ = 0;
   for (uint32_t opcode = 0; opcode < 64; ++opcode)
     if (CheckOpcode(static_cast<uint8_t>(opcode)) == 0) mlx5_postable_ |= uint64_t{1} << opcode;
@@ -359,16 +349,14 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
   bus_->DoorbellRung();
 }
 
-// Why a work request whose opcode this queue does not post is refused, in libmlx5's order: an
-// opcode outside the verbs set EINVAL, then a full queue and too many SGEs ENOMEM, then what the
-// transport says (EINVAL, or EOPNOTSUPP for atomics on a QP without them).
+// Why a work request whose (known) opcode this queue does not post is refused, in libmlx5's
+// order: a full queue and too many SGEs ENOMEM, then what the transport says (EINVAL, or
+// EOPNOTSUPP for atomics on a QP without them).
 [[gnu::cold, gnu::noinline]] int SendQueue::RefuseOpcode(uint32_t head, uint32_t cur_post,
-                                                         int num_sge, uint32_t raw) const {
-  OpcodeMap op;
-  if (!MapOpcode(raw, &op)) return EINVAL;
+                                                         int num_sge, uint8_t opcode) const {
   if (const int err = CheckRoom(head, cur_post)) return err;
   if (num_sge > state_max_gs_) return ENOMEM;
-  return CheckOpcode(op.mlx5);
+  return CheckOpcode(opcode);
 }
 
 // The segments that only some queues or requests carry, out of the common path so that its
@@ -401,13 +389,15 @@ ONCHIP_HOT int SendQueue::OnCopy(Builder& b, Step step) {
 ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
   uint32_t raw;
   std::memcpy(&raw, &wr->opcode, sizeof(raw));  // not loaded as the enum before it is checked
-  if (raw >= kOpcodeCount || ((postable_ >> raw) & 1) == 0) [[unlikely]]
-    return RefuseOpcode(b.head, b.cur_post, wr->num_sge, raw);
+  if (raw >= kOpcodeCount) [[unlikely]]
+    return EINVAL;
+  const OpcodeMap op = kOpcodes[raw];
+  if (!Postable(op.mlx5)) [[unlikely]]
+    return RefuseOpcode(b.head, b.cur_post, wr->num_sge, op.mlx5);
   if (const int err = CheckRoom(b.head, b.cur_post)) [[unlikely]]
     return err;
   if (wr->num_sge > state_max_gs_) [[unlikely]]
     return ENOMEM;
-  const OpcodeMap op = kOpcodes[raw];
 
   uint32_t imm = 0;
   switch (raw) {
@@ -518,7 +508,7 @@ ONCHIP_HOT bool SendQueue::WrBegin(uint8_t opcode) {
     Keep(wr_err_, err);
     return false;
   }
-  if (opcode >= 64 || ((mlx5_postable_ >> opcode) & 1) == 0) [[unlikely]] {
+  if (!Postable(opcode)) [[unlikely]] {
     Keep(wr_err_, CheckOpcode(opcode));
     return false;
   }

@@ -184,7 +184,10 @@ class SendQueue {
   void Store(const Builder& b);
   int CheckRoom(uint32_t head, uint32_t cur_post) const;
   int CheckOpcode(uint8_t opcode) const;
-  int RefuseOpcode(uint32_t head, uint32_t cur_post, int num_sge, uint32_t raw) const;
+  int RefuseOpcode(uint32_t head, uint32_t cur_post, int num_sge, uint8_t opcode) const;
+  bool Postable(uint8_t opcode) const {
+    return opcode < 64 && ((mlx5_postable_ >> opcode) & 1) != 0;
+  }
   template <class Step>
   static int OnCopy(Builder& b, Step step);
   int PostOne(Builder& b, ibv_send_wr* wr);
@@ -211,8 +214,7 @@ class SendQueue {
   uint8_t sig_bits_ = 0;
   bool atomics_ = true;
   bool umr_ = true;
-  uint32_t postable_ = 0;       // bit n: verbs opcode n posts here (CheckOpcode allows it)
-  uint64_t mlx5_postable_ = 0;  // bit n: mlx5 opcode n posts here
+  uint64_t mlx5_postable_ = 0;  // bit n: mlx5 opcode n posts here (CheckOpcode allows it)
   uint32_t bf_max_ds_ = 0;      // the largest WQE (16-byte units) one BlueFlame copy carries
   QueueLock lock_;
   std::unique_ptr<SendSlot[]> slots_;
