@@ -61,7 +61,7 @@ struct ToDeviceVariant {
   std::string_view name;     // ONCHIP_WC_COPY value: movq8 sse avx2 avx512 movdir64b nt
   Isa needs;
   CopyFn copy;               // the whole copy (fenced only if weak_lines, see above)
-  LineFn line64;             // one 64-byte line, dst 64-byte aligned, no fence
+  LineFn line64;             // one BlueFlame line (BlueFlameCopy64): src read 16 bytes at a time
   std::string_view stores;   // the instructions one line costs, for reports
   bool weak_lines;           // line stores weakly ordered even on write-back memory
 };
@@ -104,6 +104,11 @@ inline void CopyToDevice(void* dst, const void* src, std::size_t len) {
 
 // One BlueFlame-sized line: dst 64-byte aligned, src any alignment, exactly 64 bytes, stored
 // with the active variant's line kernel. No fence: bracket with WcStart/WcFlush (WcLockGuard).
+// The source is a WQE the caller wrote a few nanoseconds earlier, one 16-byte segment per store,
+// so the kernels read it 16 bytes (movq8: 8) at a time: each load is then forwarded from one
+// store still in the store buffer, where a 32- or 64-byte load spanning several would wait for
+// them all to reach the cache (about 4 ns of a 10 ns post on Skylake-SP). The stores to dst keep
+// the variant's width. MOVDIR64B is the exception: its one instruction reads the line itself.
 inline void BlueFlameCopy64(void* dst, const void* src) {
   detail::g_line64.load(std::memory_order_relaxed)(dst, src);
 }

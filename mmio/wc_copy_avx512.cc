@@ -36,8 +36,15 @@ ONCHIP_COPY_ENTRY __attribute__((target("avx512f"), flatten)) void ToDeviceAvx51
                                                                 std::size_t len) {
   WalkToDevice<Avx512>(dst, src, len);
 }
+// The BlueFlame line: 16-byte loads (see BlueFlameCopy64) joined in two steps, then one 64-byte
+// store.
 ONCHIP_COPY_ENTRY __attribute__((target("avx512f"))) void LineAvx512(void* dst, const void* src) {
-  Avx512::Line(static_cast<char*>(dst), static_cast<const char*>(src));
+  const auto* s = static_cast<const __m128i*>(src);
+  const __m256i lo = _mm256_set_m128i(_mm_loadu_si128(s + 1), _mm_loadu_si128(s));
+  const __m256i hi = _mm256_set_m128i(_mm_loadu_si128(s + 3), _mm_loadu_si128(s + 2));
+  // The masked form: GCC 12's plain _mm512_inserti64x4 reads an undefined vector (-Wuninitialized).
+  const __m512i low = _mm512_castsi256_si512(lo);
+  _mm512_store_si512(dst, _mm512_mask_inserti64x4(low, 0xff, low, hi, 1));
 }
 ONCHIP_COPY_ENTRY __attribute__((target("avx512f"), flatten)) void FromDeviceAvx512Stream(void* dst, const void* src,
                                                                        std::size_t len) {
