@@ -1,5 +1,7 @@
 #include "driver/rings/send_queue.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -28,9 +30,14 @@ constexpr uint32_t kAtomicBytes = 8;
 
 constexpr uint32_t AlignUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 
-// WQE bytes are written as whole 8-byte words built in registers: narrower stores that a wider
-// load (the doorbell, the BlueFlame copy) later reads back cannot be forwarded and stall it.
-inline void Store64(std::byte* at, uint64_t v) { std::memcpy(at, &v, sizeof(v)); }
+// A WQE segment is written as one 16-byte store of two 8-byte words built in registers: the
+// BlueFlame copy reads the WQE back 16 bytes at a time (mmio::BlueFlameCopy64) a few
+// nanoseconds later, and a load is forwarded from the store buffer only when one store covers
+// it; narrower stores under it would make the copy wait for them to reach the cache.
+inline void StoreSegment(std::byte* at, uint64_t first, uint64_t second) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(at),
+                   _mm_set_epi64x(static_cast<long long>(second), static_cast<long long>(first)));
+}
 // Two big-endian 32-bit fields as they lie in memory, first at the lower address.
 inline uint64_t Pair(Be32 first, Be32 second) {
   return uint64_t{first.raw()} | (uint64_t{second.raw()} << 32);
@@ -123,6 +130,12 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   mlx5_postable_ = 0;
   for (uint32_t opcode = 0; opcode < 64; ++opcode)
     if (CheckOpcode(static_cast<uint8_t>(opcode)) == 0) mlx5_postable_ |= uint64_t{1} << opcode;
+  // The verbs opcodes PostSend builds on its short path (see Single).
+  single_opcodes_ = 0;
+  if (d.transport == QpTransport::kRc || d.transport == QpTransport::kUc)
+    for (const ibv_wr_opcode v : {IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+                                  IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ})
+      if (Postable(kOpcodes[v].mlx5)) single_opcodes_ |= 1u << v;
   // The largest WQE, in 16-byte units, that one BlueFlame copy carries (0: doorbells only).
   bf_max_ds_ = d.bf->blueflame ? d.bf->buf_size / kDs : 0;
   return {};
@@ -185,12 +198,11 @@ ONCHIP_HOT void SendQueue::Builder::Begin(uint64_t wr_id, unsigned send_flags, u
       0, prm::MLX5_WQE_CTRL_CQ_UPDATE, prm::MLX5_WQE_CTRL_SOLICITED,
       prm::MLX5_WQE_CTRL_CQ_UPDATE | prm::MLX5_WQE_CTRL_SOLICITED};
   const uint8_t fm_ce_se = q->sig_bits_ | fence | kCeSe[(send_flags >> 1) & 3];
-  // ctrl: {opmod_idx_opcode, qpn_ds (written at Finish)}, {signature 0, reserved 0, fm_ce_se,
-  // imm}.
+  // ctrl: {opmod_idx_opcode, qpn_ds}, {signature 0, reserved 0, fm_ce_se, imm}, stored whole
+  // by Finish once ds is known.
   opcode_word =
       Be32::FromHost(prm::OpmodIdxOpcode(0, static_cast<uint16_t>(cur_post), opcode)).raw();
-  Store64(ctrl, opcode_word);
-  Store64(ctrl + 8, (uint64_t{fm_ce_se} << 24) | (uint64_t{imm_raw} << 32));
+  ctrl_second = (uint64_t{fm_ce_se} << 24) | (uint64_t{imm_raw} << 32);
   SendSlot& s = q->slots_[slot];
   s.wr_id = wr_id;
   s.wr_count = head;
@@ -211,21 +223,19 @@ ONCHIP_HOT std::byte* SendQueue::Builder::TakeSegment() {
 
 ONCHIP_HOT void SendQueue::Builder::PutRaddr(uint32_t rkey, uint64_t raddr) {
   std::byte* at = TakeSegment();  // raddr, rkey, reserved
-  Store64(at, Be64::FromHost(raddr).raw());
-  Store64(at + 8, Pair(Be32::FromHost(rkey), Be32::FromHost(0)));
+  StoreSegment(at, Be64::FromHost(raddr).raw(), Pair(Be32::FromHost(rkey), Be32::FromHost(0)));
 }
 
 ONCHIP_HOT void SendQueue::Builder::PutAtomic(uint8_t opcode, uint64_t swap_add,
                                               uint64_t compare) {
   std::byte* at = TakeSegment();  // swap_add, compare
-  Store64(at, Be64::FromHost(swap_add).raw());
-  Store64(at + 8, Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0).raw());
+  StoreSegment(at, Be64::FromHost(swap_add).raw(),
+               Be64::FromHost(opcode == prm::MLX5_OPCODE_ATOMIC_CS ? compare : 0).raw());
 }
 
 ONCHIP_HOT std::byte* SendQueue::Builder::PutXrc(uint32_t remote_srqn) {
   std::byte* at = TakeSegment();  // xrc_srqn, reserved
-  Store64(at, Pair(Be32::FromHost(remote_srqn & 0xffffff), Be32::FromHost(0)));
-  Store64(at + 8, 0);
+  StoreSegment(at, Pair(Be32::FromHost(remote_srqn & 0xffffff), Be32::FromHost(0)), 0);
   return at;
 }
 
@@ -239,8 +249,7 @@ ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
 
 ONCHIP_HOT void SendQueue::Builder::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
   std::byte* at = TakeSegment();  // byte_count, lkey, addr
-  Store64(at, Pair(Be32::FromHost(length), Be32::FromHost(lkey)));
-  Store64(at + 8, Be64::FromHost(addr).raw());
+  StoreSegment(at, Pair(Be32::FromHost(length), Be32::FromHost(lkey)), Be64::FromHost(addr).raw());
 }
 
 int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n,
@@ -302,7 +311,7 @@ int SendQueue::Builder::PutUmr(bool type2, uint32_t target_key, uint32_t new_rke
 ONCHIP_HOT void SendQueue::Builder::Finish() {
   const Be32 qpn_ds = Be32::FromHost(prm::QpnDs(q->qpn_, ds));
   last_doorbell = Pair(Be32::FromRaw(opcode_word), qpn_ds);
-  Store64(ctrl, last_doorbell);
+  StoreSegment(ctrl, last_doorbell, ctrl_second);
   cur_post += AlignUp(ds * kDs, kBb) / kBb;
   ++head;
   q->slots_[slot].next_post = cur_post;
@@ -310,24 +319,26 @@ ONCHIP_HOT void SendQueue::Builder::Finish() {
   last_ds = ds;
 }
 
-ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
+// Out of line and called with scalars: the post paths then keep nothing in callee-saved
+// registers for it, and save none on entry (each push is one more store the WcStart SFENCE
+// waits for).
+[[gnu::noinline]] void SendQueue::RingDoorbell(uint32_t cur_post, const std::byte* last,
+                                               uint32_t last_ds, uint64_t last_word,
+                                               uint32_t nreq) {
   // The WQEs are in host memory before the record says they exist ...
   mmio::ToDeviceBarrier();
-  mmio::StoreDeviceWord(*db_counter_, Be32::FromHost(b.cur_post & prm::kWqCounterMask));
+  mmio::StoreDeviceWord(*db_counter_, Be32::FromHost(cur_post & prm::kWqCounterMask));
   // ... and the record before the doorbell (WcStart orders it against the write-combined
   // stores; this keeps the compiler from sinking it).
   mmio::ToDeviceBarrier();
-
+  const bool blueflame = nreq == 1 && last_ds > 1 && last_ds <= bf_max_ds_;
   Bfreg& bf = *bf_;
-  const std::byte* last = b.last_ctrl;
-  const uint32_t ds = b.last_ds;
-  const bool blueflame = nreq == 1 && ds > 1 && ds <= bf_max_ds_;
   auto write = [&] {
     std::byte* dst = bf.NextHalf();
-    if (blueflame && ds <= kBb / kDs) [[likely]] {
+    if (blueflame && last_ds <= kBb / kDs) [[likely]] {
       mmio::BlueFlameCopy64(dst, last);  // one basic block: it cannot wrap
     } else if (blueflame) {
-      const uint32_t bytes = AlignUp(ds * kDs, kBb);
+      const uint32_t bytes = AlignUp(last_ds * kDs, kBb);
       const std::byte* src = last;
       for (uint32_t off = 0; off < bytes; off += kBb) {
         mmio::BlueFlameCopy64(dst + off, src);
@@ -335,7 +346,7 @@ ONCHIP_HOT void SendQueue::RingDoorbell(const Builder& b, uint32_t nreq) {
         if (src == qend_) src = ring_;
       }
     } else {
-      *reinterpret_cast<volatile uint64_t*>(dst) = b.last_doorbell;
+      *reinterpret_cast<volatile uint64_t*>(dst) = last_word;
     }
   };
   if (bf.need_lock) {
@@ -457,7 +468,45 @@ ONCHIP_HOT int SendQueue::PostOne(Builder& b, ibv_send_wr* wr) {
   return 0;
 }
 
+// The common post, one SEND, SEND_WITH_IMM, RDMA_WRITE(_WITH_IMM) or RDMA_READ with at most two
+// non-empty SGEs on an RC or UC queue, is built here with nothing else live, so it keeps every
+// value in registers: each store before the doorbell's SFENCE is a store that fence waits for.
+// Anything else, and any request that would fail, takes PostList, which gives the errors.
+ONCHIP_HOT bool SendQueue::Single(const ibv_send_wr* wr) const {
+  uint32_t raw;
+  std::memcpy(&raw, &wr->opcode, sizeof(raw));
+  if (wr->next != nullptr || raw >= 32 || ((single_opcodes_ >> raw) & 1) == 0) return false;
+  if ((wr->send_flags & IBV_SEND_INLINE) != 0) return false;
+  const uint32_t n = static_cast<uint32_t>(wr->num_sge);
+  if (n > 2 || wr->num_sge > state_max_gs_) return false;
+  for (uint32_t i = 0; i < n; ++i)
+    if (wr->sg_list[i].length == 0) return false;
+  return !device_gone();
+}
+
 int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  if (!Single(wr)) return PostList(wr, bad_wr);
+  lock_.lock();
+  Builder b;
+  Load(b);
+  if (CheckRoom(b.head, b.cur_post) != 0) [[unlikely]] {
+    lock_.unlock();
+    return PostList(wr, bad_wr);
+  }
+  const OpcodeMap op = kOpcodes[wr->opcode];
+  const bool imm = wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+  b.Begin(wr->wr_id, wr->send_flags, op.mlx5, imm ? wr->imm_data : 0, op.wc, false);
+  if (op.wc != IBV_WC_SEND) b.PutRaddr(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+  if (wr->num_sge > 0) b.PutData(wr->sg_list[0].lkey, wr->sg_list[0].addr, wr->sg_list[0].length);
+  if (wr->num_sge > 1) b.PutData(wr->sg_list[1].lkey, wr->sg_list[1].addr, wr->sg_list[1].length);
+  b.Finish();
+  Store(b);
+  RingDoorbell(b.cur_post, b.last_ctrl, b.last_ds, b.last_doorbell, 1);
+  lock_.unlock();
+  return 0;
+}
+
+[[gnu::noinline]] int SendQueue::PostList(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   if (device_gone()) [[unlikely]] {
     *bad_wr = wr;
     return EIO;
@@ -476,7 +525,7 @@ int SendQueue::PostSend(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   }
   Store(b);
   if (nreq != 0) [[likely]]
-    RingDoorbell(b, nreq);
+    RingDoorbell(b.cur_post, b.last_ctrl, b.last_ds, b.last_doorbell, nreq);
   lock_.unlock();
   return err;
 }
@@ -664,7 +713,8 @@ int SendQueue::WrComplete() {
   if (device_gone()) [[unlikely]] err = EIO;  // no doorbell for a function that is gone
   if (err == 0) {
     Store(wr_);
-    if (wr_nreq_ != 0) RingDoorbell(wr_, wr_nreq_);
+    if (wr_nreq_ != 0)
+      RingDoorbell(wr_.cur_post, wr_.last_ctrl, wr_.last_ds, wr_.last_doorbell, wr_nreq_);
   }
   wr_open_ = false;
   lock_.unlock();

@@ -156,6 +156,7 @@ class SendQueue {
     // The open WQE.
     std::byte* ctrl;
     uint32_t opcode_word;  // the ctrl's first word as stored (big-endian opmod_idx_opcode)
+    uint64_t ctrl_second;  // the ctrl's second 8 bytes as stored (fm_ce_se, imm)
     std::byte* seg;      // the next 16 bytes to write
     uint32_t ds;
     uint32_t slot;
@@ -191,7 +192,11 @@ class SendQueue {
   template <class Step>
   static int OnCopy(Builder& b, Step step);
   int PostOne(Builder& b, ibv_send_wr* wr);
-  void RingDoorbell(const Builder& b, uint32_t nreq);
+  bool Single(const ibv_send_wr* wr) const;
+  int PostList(ibv_send_wr* wr, ibv_send_wr** bad_wr);
+  // The doorbell record, then the bfreg: the last WQE's BlueFlame copy, or its first 8 bytes.
+  void RingDoorbell(uint32_t cur_post, const std::byte* last, uint32_t last_ds, uint64_t last_word,
+                    uint32_t nreq);
   // The common start of each ibv_wr_* builder: false (error kept) when it cannot begin.
   bool WrBegin(uint8_t opcode);
   void WrFinishSetter();
@@ -215,6 +220,7 @@ class SendQueue {
   bool atomics_ = true;
   bool umr_ = true;
   uint64_t mlx5_postable_ = 0;  // bit n: mlx5 opcode n posts here (CheckOpcode allows it)
+  uint32_t single_opcodes_ = 0;  // bit n: ibv_wr_opcode n takes PostSend's short path
   uint32_t bf_max_ds_ = 0;      // the largest WQE (16-byte units) one BlueFlame copy carries
   QueueLock lock_;
   std::unique_ptr<SendSlot[]> slots_;
