@@ -112,7 +112,7 @@ TEST_F(BarTest, InitializingStaysSetForTheInitDelay) {
   std::span<const std::byte> seg(w.bar(), prm::init_seg::kBytes);
   EXPECT_EQ(prm::Get(seg, prm::initial_seg::initializing), 1u);
   // A command posted now waits for the firmware to come up.
-  auto r = w.Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);
+  auto r = w.Run(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->ok());
   EXPECT_EQ(prm::Get(seg, prm::initial_seg::initializing), 0u);

@@ -145,7 +145,7 @@ Result<Reply> CommandWriter::Run(std::span<const std::byte> in, std::size_t out_
 }
 
 Result<Reply> CommandWriter::GivePages(uint32_t n) {
-  auto in = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
+  auto in = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * n);
   in.set(prm::manage_pages_in::input_num_entries, n);
   for (uint32_t i = 0; i < n; ++i) {
     if (kPagePoolOffset + (next_page_ + 1) * 4096 > kArenaBytes)
@@ -161,23 +161,26 @@ Result<void> CommandWriter::BringUp() {
     if (!r->ok()) return Fail(EIO, what);
     return {};
   };
-  ONCHIP_CHECK(check(Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16), "enable_hca"));
-  ONCHIP_CHECK(check(Run(Cmd<prm::query_issi_in>(prm::QUERY_ISSI).bytes(), 112), "query_issi"));
-  auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
+  ONCHIP_CHECK(
+      check(Run(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16), "enable_hca"));
+  ONCHIP_CHECK(
+      check(Run(prm::CommandIn<prm::query_issi_in>(prm::QUERY_ISSI).bytes(), 112), "query_issi"));
+  auto issi = prm::CommandIn<prm::set_issi_in>(prm::SET_ISSI);
   issi.set(prm::set_issi_in::current_issi, 1);
   ONCHIP_CHECK(check(Run(issi.bytes(), 16), "set_issi"));
   for (uint16_t op_mod : {prm::BOOT_PAGES, prm::INIT_PAGES}) {
-    auto q = Run(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, op_mod).bytes(), 16);
+    auto q = Run(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, op_mod).bytes(), 16);
     ONCHIP_CHECK(check(q, "query_pages"));
     const auto n = static_cast<uint32_t>(q->get(prm::query_pages_out::num_pages));
     if (n) ONCHIP_CHECK(check(GivePages(n), "manage_pages"));
     if (op_mod == prm::BOOT_PAGES) {
-      auto reg = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_WRITE, 16);
+      auto reg =
+          prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_WRITE, 16);
       reg.set(prm::access_register_in::register_id, prm::REG_HOST_ENDIANNESS);
       ONCHIP_CHECK(check(Run(reg.bytes(), 32), "access_reg"));
     }
   }
-  ONCHIP_CHECK(check(Run(Cmd<prm::init_hca_in>(prm::INIT_HCA).bytes(), 16), "init_hca"));
+  ONCHIP_CHECK(check(Run(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA).bytes(), 16), "init_hca"));
   return {};
 }
 

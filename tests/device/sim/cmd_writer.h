@@ -107,13 +107,4 @@ class CommandWriter {
   std::vector<std::size_t> out_lens_ = std::vector<std::size_t>(32);
 };
 
-// Message helper: a zeroed input of layout L with opcode (and op_mod) set.
-template <class L>
-prm::Message<L> Cmd(uint16_t opcode, uint16_t op_mod = 0, std::size_t extra = 0) {
-  prm::Message<L> m(extra);
-  m.set(L::opcode, opcode);
-  m.set(L::op_mod, op_mod);
-  return m;
-}
-
 }  // namespace onchip::sim::testing

@@ -26,7 +26,7 @@ class CmdqTest : public SimTest {
   }
   // A message long enough to need input mailboxes: SET_DRIVER_VERSION (80 bytes, 1 block).
   static prm::Message<prm::set_driver_version_in> LongInput() {
-    auto v = Cmd<prm::set_driver_version_in>(prm::SET_DRIVER_VERSION);
+    auto v = prm::CommandIn<prm::set_driver_version_in>(prm::SET_DRIVER_VERSION);
     v.set(prm::set_driver_version_in::driver_version[0], 'x');
     return v;
   }
@@ -47,13 +47,13 @@ class CmdqTest : public SimTest {
 };
 
 TEST_F(CmdqTest, WrongTransportTypeIsCmdDescrErr) {
-  auto e = *w_->Build(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 0);
+  auto e = *w_->Build(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 0);
   Set(e, E::type, 3);
   EXPECT_EQ(RunCorrupted(e).delivery, DeliveryStatus::CMD_DESCR_ERR);
 }
 
 TEST_F(CmdqTest, ReservedEntryBitIsResFldNotClr) {
-  auto e = *w_->Build(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 0);
+  auto e = *w_->Build(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 0);
   e[1] = std::byte{1};
   EXPECT_EQ(RunCorrupted(e).delivery, DeliveryStatus::RES_FLD_NOT_CLR_ERR);
 }
@@ -74,7 +74,7 @@ TEST_F(CmdqTest, InputBlockTokenMismatchIsTokErr) {
 
 TEST_F(CmdqTest, BlockNumberOutOfSequenceIsBadBlkNum) {
   // MANAGE_PAGES with 100 pages: 816 bytes, two input blocks.
-  auto in = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 800);
+  auto in = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 800);
   in.set(prm::manage_pages_in::input_num_entries, 100);
   for (int i = 0; i < 100; ++i)
     in.set(prm::manage_pages_in::pas[i], CommandWriter::kArenaIova + CommandWriter::kPagePoolOffset +
@@ -88,7 +88,7 @@ TEST_F(CmdqTest, BlockNumberOutOfSequenceIsBadBlkNum) {
 }
 
 TEST_F(CmdqTest, ChainLoopIsBadBlkNum) {
-  auto in = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * 200);
+  auto in = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * 200);
   in.set(prm::manage_pages_in::input_num_entries, 200);
   auto e = *w_->Build(in.bytes(), 16, 0);
   // Block 1 points back at block 0 (with block 0's number kept): a loop.
@@ -112,7 +112,7 @@ TEST_F(CmdqTest, MisalignedOrUnmappedInputPointerIsInPtrAlignErr) {
 
 TEST_F(CmdqTest, UndeliverableOutputRunsNothing) {
   // ALLOC_PD with a 600-byte output (two output blocks) whose chain points nowhere.
-  auto in = Cmd<prm::alloc_pd_in>(prm::ALLOC_PD);
+  auto in = prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD);
   auto e = *w_->Build(in.bytes(), 600, 0);
   Set(e, E::output_mailbox_pointer_63_32, 0x66);
   EXPECT_EQ(RunCorrupted(e).delivery, DeliveryStatus::OUT_PTR_ALIGN_ERR);
@@ -128,7 +128,7 @@ TEST_F(CmdqTest, UndeliverableOutputRunsNothing) {
 TEST_F(CmdqTest, EverySlotAtOnce) {
   const uint32_t slots = 32;
   for (uint32_t s = 0; s < slots; ++s)
-    ASSERT_TRUE(w_->Post(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, s));
+    ASSERT_TRUE(w_->Post(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, s));
   w_->Ring(0xffffffffu);
   std::set<uint64_t> pds;
   for (uint32_t s = 0; s < slots; ++s) {
@@ -141,15 +141,15 @@ TEST_F(CmdqTest, EverySlotAtOnce) {
 }
 
 TEST_F(CmdqTest, OverwrittenDoorbellStillCompletesEveryOwnedSlot) {
-  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 3));
-  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 4));
+  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 3));
+  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 4));
   w_->Ring(1u << 4);  // the ring for slot 3 was "lost"
   EXPECT_TRUE(w_->Wait(3, std::chrono::milliseconds(5000)).value().ok());
   EXPECT_TRUE(w_->Wait(4, std::chrono::milliseconds(5000)).value().ok());
 }
 
 TEST_F(CmdqTest, DoorbellWithoutKickIsNoticedAtTheIdlePeriod) {
-  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 2));
+  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 2));
   std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(
                                 w_->bar() + prm::initial_seg::command_doorbell_vector.bit_offset / 8))
       .store(std::byteswap(uint32_t{1} << 2));
@@ -167,7 +167,7 @@ TEST_F(CmdqTest, UnreachableQueueIsLeftAloneAndLaterServed) {
   const uint64_t lo = prm::initial_seg::cmdq_phy_addr_31_12.bit_offset / 8;
   store(hi, 0x99);  // nothing mapped there
   const uint64_t completed_before = sim_->queue_counters().completed;
-  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 0));
+  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 0));
   w_->Ring(1);
   // The device looked at the rung slot and found nothing mapped: it says so and leaves it.
   ASSERT_TRUE(onchip::testing::WaitUntil([&] { return sim_->queue_counters().unreachable > 0; }));
@@ -180,7 +180,7 @@ TEST_F(CmdqTest, UnreachableQueueIsLeftAloneAndLaterServed) {
 }
 
 TEST_F(CmdqTest, ZeroLengthOutputIsDeliveredWithNothingToSay) {
-  auto r = w_->Run(Cmd<prm::nop_in>(prm::NOP).bytes(), 0);
+  auto r = w_->Run(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 0);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->delivery, DeliveryStatus::OK);
   EXPECT_TRUE(r->out.empty());
@@ -188,7 +188,8 @@ TEST_F(CmdqTest, ZeroLengthOutputIsDeliveredWithNothingToSay) {
 
 TEST_F(CmdqTest, LongMessagesBothWays) {
   ASSERT_TRUE(Ok(*w_->GivePages(300)));  // 2416-byte input, 5 blocks
-  auto q = Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);  // 8 output blocks
+  auto q =
+      Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);  // 8 output blocks
   ASSERT_TRUE(Ok(q));
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   EXPECT_EQ(q.get(Gen::log_max_pd), DeviceConfig{}.log_max_pd);

@@ -38,7 +38,7 @@ class CqTest : public QueueTest {
     return ::testing::AssertionSuccess();
   }
   prm::Message<prm::modify_cq_in> Modify(uint32_t cqn, uint32_t select, uint16_t uid = 0) {
-    auto in = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ);
+    auto in = prm::CommandIn<prm::modify_cq_in>(prm::MODIFY_CQ);
     in.set(prm::modify_cq_in::cqn, cqn)
         .set(prm::modify_cq_in::uid, uid)
         .set(prm::modify_cq_in::modify_field_select_resize_field_select, select);
@@ -278,7 +278,7 @@ TEST_F(CqTest, ResizeSwitchesRingsAtAResizeCqe) {
   constexpr uint64_t kBigRing = kQueueIova + 4 * 4096;  // 256 CQEs, four pages
   constexpr uint64_t kTinyRing = kQueueIova + 8 * 4096;  // 1 CQE, one page
   auto resize = [&](uint32_t log_size, uint64_t iova, uint32_t pages, uint32_t select = kAllResizeFields) {
-    auto in = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, pages * 8);
+    auto in = prm::CommandIn<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, pages * 8);
     in.set(prm::modify_cq_in::op_mod, prm::CQ_OPMOD_RESIZE)
         .set(prm::modify_cq_in::cqn, cqn)
         .set(prm::modify_cq_in::modify_field_select_resize_field_select, select)
@@ -336,7 +336,7 @@ class NoResizeCqTest : public CqTest {
 
 TEST_F(NoResizeCqTest, ResizeIsRefusedWithoutTheCapability) {
   const uint32_t cqn = NewCq(eqn_);
-  auto in = Cmd<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, 8);
+  auto in = prm::CommandIn<prm::modify_cq_in>(prm::MODIFY_CQ, prm::CQ_OPMOD_RESIZE, 8);
   in.set(prm::modify_cq_in::cqn, cqn)
       .set(prm::modify_cq_in::modify_field_select_resize_field_select, kAllResizeFields)
       .set(MCqc::log_cq_size, 6)
@@ -349,10 +349,10 @@ TEST_F(NoResizeCqTest, ResizeIsRefusedWithoutTheCapability) {
 
 TEST_F(CqTest, TeardownRefusesLiveCqsAndForceFreesThem) {
   const uint32_t cqn = NewCq(eqn_);
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
                       CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY));
   EXPECT_TRUE(Ok(QueryCq(cqn)));
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   const auto c = sim_->counters();

@@ -87,13 +87,14 @@ class Node {
   // interrupt vector 1).
   void Start(bool host_order_atomics = true) {
     // CommandWriter::BringUp's steps, with the capability set before INIT_HCA.
-    Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16);
-    auto issi = Cmd<prm::set_issi_in>(prm::SET_ISSI);
+    Run(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16);
+    auto issi = prm::CommandIn<prm::set_issi_in>(prm::SET_ISSI);
     issi.set(prm::set_issi_in::current_issi, 1);
     Run(issi, 16);
     for (uint16_t op_mod : {prm::BOOT_PAGES, prm::INIT_PAGES}) {
-      const auto n = static_cast<uint32_t>(Run(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, op_mod), 16)
-                                               .get(prm::query_pages_out::num_pages));
+      const auto n = static_cast<uint32_t>(
+          Run(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, op_mod), 16)
+              .get(prm::query_pages_out::num_pages));
       if (n) {
         auto given = w_.GivePages(n);
         ASSERT_TRUE(given && given->ok());
@@ -101,16 +102,17 @@ class Node {
     }
     if (host_order_atomics) {
       using SetAtomic = prm::atomic_caps_bits<prm::set_hca_cap_in::capability.bit_offset>;
-      auto set = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_ATOMIC));
+      auto set =
+          prm::CommandIn<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_ATOMIC));
       set.set(SetAtomic::atomic_req_8B_endianness_mode, 1);
       Run(set, 16);
     }
-    Run(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16);
-    auto u = Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR);
+    Run(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16);
+    auto u = prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR);
     uar = static_cast<uint32_t>(Run(u, 16).get(prm::alloc_uar_out::uar));
     pd = AllocPd();
     using In = prm::create_eq_in;
-    auto in = Cmd<In>(prm::CREATE_EQ, 0, 8 * 2);
+    auto in = prm::CommandIn<In>(prm::CREATE_EQ, 0, 8 * 2);
     in.set(In::eq_context_entry.log_eq_size, kLogEq)
         .set(In::eq_context_entry.uar_page, uar)
         .set(In::eq_context_entry.intr, 1)
@@ -138,7 +140,7 @@ class Node {
   }
 
   uint32_t AllocPd() {
-    auto in = Cmd<prm::alloc_pd_in>(prm::ALLOC_PD);
+    auto in = prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD);
     return static_cast<uint32_t>(Run(in, 16).get(prm::alloc_pd_out::pd));
   }
 
@@ -159,7 +161,7 @@ class Node {
       w_.host(cq.ring)[i * 64 + 63] = std::byte{prm::kCqeInitialOpOwn};
     std::memset(w_.host(cq.dbr), 0, 8);
     using In = prm::create_cq_in;
-    auto in = Cmd<In>(prm::CREATE_CQ, 0, 8 * 2);
+    auto in = prm::CommandIn<In>(prm::CREATE_CQ, 0, 8 * 2);
     in.set(In::cq_context.log_cq_size, kLogCq)
         .set(In::cq_context.uar_page, uar)
         .set(In::cq_context.c_eqn_or_apu_element, eqn)
@@ -241,7 +243,7 @@ class Node {
     using In = prm::create_qp_in;
     const uint64_t bytes = q.sq_offset() + uint64_t{q.sq_count} * 64;
     const uint32_t pages = static_cast<uint32_t>((bytes + 4095) / 4096);
-    auto in = Cmd<In>(prm::CREATE_QP, 0, 8 * pages);
+    auto in = prm::CommandIn<In>(prm::CREATE_QP, 0, 8 * pages);
     in.set(In::qpc.st, st)
         .set(In::qpc.pm_state, prm::QP_PM_MIGRATED)
         .set(In::qpc.pd, qp_pd == ~0u ? pd : qp_pd)
@@ -277,7 +279,7 @@ class Node {
   // RST -> INIT -> RTR -> RTS with `path` (RC and UC), or the UD steps.
   void Connect(const QpInfo& q, const Path& path) {
     {
-      auto in = Cmd<prm::rst2init_qp_in>(prm::RST2INIT_QP);
+      auto in = prm::CommandIn<prm::rst2init_qp_in>(prm::RST2INIT_QP);
       in.set(prm::rst2init_qp_in::qpn, q.qpn)
           .set(Ctx::primary_address_path.vhca_port_num, 1);
       if (q.st == prm::QP_ST_RC) in.set(Ctx::rre, 1).set(Ctx::rwe, 1).set(Ctx::rae, 1);
@@ -286,7 +288,7 @@ class Node {
       Run(in, 16);
     }
     {
-      auto in = Cmd<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
+      auto in = prm::CommandIn<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
       in.set(prm::init2rtr_qp_in::qpn, q.qpn).set(Ctx::mtu, 5).set(Ctx::log_msg_max, 30);
       if (q.st != prm::QP_ST_UD) {
         in.set(Ctx::remote_qpn, path.remote_qpn)
@@ -303,7 +305,7 @@ class Node {
       Run(in, 16);
     }
     {
-      auto in = Cmd<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
+      auto in = prm::CommandIn<prm::rtr2rts_qp_in>(prm::RTR2RTS_QP);
       in.set(prm::rtr2rts_qp_in::qpn, q.qpn).set(Ctx::next_send_psn, path.psn);
       if (q.st == prm::QP_ST_RC)
         in.set(Ctx::retry_count, path.retry_count)
@@ -314,13 +316,13 @@ class Node {
     }
   }
   uint32_t QpState(uint32_t qpn) {
-    auto in = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+    auto in = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
     in.set(prm::query_qp_in::qpn, qpn);
     return static_cast<uint32_t>(
         Run(in, prm::size_bytes<prm::query_qp_out>).get(prm::query_qp_out::qpc.state));
   }
   void ToError(uint32_t qpn) {
-    auto in = Cmd<prm::qp_2err_in>(prm::QP_2ERR);
+    auto in = prm::CommandIn<prm::qp_2err_in>(prm::QP_2ERR);
     in.set(prm::qp_2err_in::qpn, qpn);
     Run(in, 16);
   }
@@ -331,7 +333,7 @@ class Node {
     using In = prm::create_mkey_in;
     constexpr auto mkc = In::memory_key_mkey_entry;
     const uint32_t pages = kDataBytes / 4096;
-    auto in = Cmd<In>(prm::CREATE_MKEY, 0, 8 * pages);
+    auto in = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 8 * pages);
     SetKeyCommon(in, prm::MKC_ACCESS_MODE_MTT, rights, key_pd);
     in.set(mkc.start_addr, kDataVa)
         .set(mkc.len, kDataBytes)
@@ -345,7 +347,7 @@ class Node {
   // A MEMIC allocation of `bytes` and a zero-based key over it; `bar_offset` is where its bytes
   // lie in BAR0.
   uint32_t MemicKey(uint32_t bytes, uint8_t rights, uint64_t* bar_offset) {
-    auto a = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    auto a = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
     a.set(prm::alloc_memic_in::range_start_addr, w_.device().layout().memic_start)
         .set(prm::alloc_memic_in::range_size, w_.device().layout().memic_size)
         .set(prm::alloc_memic_in::memic_size, bytes)
@@ -354,7 +356,7 @@ class Node {
     *bar_offset = start;
     using In = prm::create_mkey_in;
     constexpr auto mkc = In::memory_key_mkey_entry;
-    auto in = Cmd<In>(prm::CREATE_MKEY);
+    auto in = prm::CommandIn<In>(prm::CREATE_MKEY);
     SetKeyCommon(in, prm::MKC_ACCESS_MODE_MEMIC, rights, ~0u);
     in.set(mkc.start_addr, start).set(mkc.len, bytes);
     return KeyOf(Run(in, 16));
@@ -363,7 +365,7 @@ class Node {
   uint32_t Window(int type) {
     using In = prm::create_mkey_in;
     constexpr auto mkc = In::memory_key_mkey_entry;
-    auto in = Cmd<In>(prm::CREATE_MKEY);
+    auto in = prm::CommandIn<In>(prm::CREATE_MKEY);
     in.set(mkc.access_mode_1_0, prm::MKC_ACCESS_MODE_KLMS & 3)
         .set(mkc.access_mode_4_2, prm::MKC_ACCESS_MODE_KLMS >> 2)
         .set(mkc.qpn, 0xffffff)

@@ -66,7 +66,7 @@ TEST_F(EngineRcTest, SendLandsInTheReceiveWqeWithBothCqes) {
   EXPECT_TRUE(resp->solicited());
   EXPECT_EQ(std::memcmp(node_->Data(kDst), msg.data(), msg.size()), 0);
   // QUERY_QP reports what the engine consumed.
-  auto in = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+  auto in = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
   in.set(prm::query_qp_in::qpn, a_.qpn);
   EXPECT_EQ(node_->Run(in, prm::size_bytes<prm::query_qp_out>)
                 .get(prm::query_qp_out::qpc.hw_sq_wqebb_counter),

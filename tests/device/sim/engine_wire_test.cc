@@ -196,7 +196,7 @@ TEST_F(EngineWireTest, SrqReceivesFollowTheFreeList) {
   const uint64_t srq_dbr = Node::kDbrIova + 512;
   std::memset(w_->host(Node::kSrqIova), 0, 4096);
   std::memset(w_->host(srq_dbr), 0, 8);
-  auto in = Cmd<In>(prm::CREATE_SRQ, 0, 8);
+  auto in = prm::CommandIn<In>(prm::CREATE_SRQ, 0, 8);
   in.set(S::log_srq_size, kLogSize)
       .set(S::log_rq_stride, 2)
       .set(S::pd, node_->pd)

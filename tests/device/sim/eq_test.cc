@@ -192,23 +192,23 @@ TEST_F(EqTest, UserContextEqIsItsOwn) {
 TEST_F(EqTest, TeardownRefusesLiveEqsAndForceFreesThem) {
   const uint32_t eqn = NewEq();
   NewCq(eqn);
-  auto graceful = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto graceful = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   EXPECT_TRUE(Refused(Exec(graceful, 16), CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY));
   EXPECT_EQ(sim_->counters().eqs, 1u);
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   EXPECT_EQ(sim_->counters().eqs, 0u);
   EXPECT_EQ(sim_->counters().cqs, 0u);
   EXPECT_EQ(sim_->firmware().CheckInvariants(), nullptr);
   // After INIT_HCA the numbers start over.
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16)));
   uar_ = AllocUar(0);
   EXPECT_EQ(NewEq(), eqn);
 }
 
 TEST_F(EqTest, CommandsNeedAnInitializedHca) {
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   EXPECT_TRUE(Refused(CreateEq(EqIn()), CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));

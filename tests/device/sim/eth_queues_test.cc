@@ -33,20 +33,20 @@ class EthQueuesTest : public QueueTest {
   }
 
   uint32_t AllocTd(uint16_t uid = 0) {
-    auto in = Cmd<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN);
+    auto in = prm::CommandIn<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN);
     in.set(prm::alloc_transport_domain_in::uid, uid);
     auto r = Exec(in, 16);
     EXPECT_TRUE(Ok(r));
     return static_cast<uint32_t>(r.get(prm::alloc_transport_domain_out::transport_domain));
   }
   Reply DeallocTd(uint32_t td) {
-    auto in = Cmd<prm::dealloc_transport_domain_in>(prm::DEALLOC_TRANSPORT_DOMAIN);
+    auto in = prm::CommandIn<prm::dealloc_transport_domain_in>(prm::DEALLOC_TRANSPORT_DOMAIN);
     in.set(prm::dealloc_transport_domain_in::transport_domain, td);
     return Exec(in, 16);
   }
 
   prm::Message<prm::create_tis_in> TisIn(uint32_t td, uint16_t uid = 0) {
-    auto in = Cmd<prm::create_tis_in>(prm::CREATE_TIS);
+    auto in = prm::CommandIn<prm::create_tis_in>(prm::CREATE_TIS);
     in.set(prm::create_tis_in::uid, uid).set(TisC::transport_domain, td);
     return in;
   }
@@ -58,7 +58,7 @@ class EthQueuesTest : public QueueTest {
 
   // An SQ of 2^log_sz 64-byte basic blocks (64: one page) on this fixture's PD, CQ and UAR.
   prm::Message<prm::create_sq_in> SqIn(uint32_t tisn, uint32_t log_sz = 6, uint32_t pages = 1) {
-    auto in = Cmd<prm::create_sq_in>(prm::CREATE_SQ, 0, 8 * pages);
+    auto in = prm::CommandIn<prm::create_sq_in>(prm::CREATE_SQ, 0, 8 * pages);
     in.set(SqC::cqn, cqn_)
         .set(SqC::tis_lst_sz, 1)
         .set(SqC::tis_num_0, tisn)
@@ -76,7 +76,7 @@ class EthQueuesTest : public QueueTest {
   }
   // An RQ of 2^log_sz WQEs of 2^log_stride bytes (16 x 64 B: one page).
   prm::Message<prm::create_rq_in> RqIn(uint32_t log_sz = 4, uint32_t log_stride = 6) {
-    auto in = Cmd<prm::create_rq_in>(prm::CREATE_RQ, 0, 8);
+    auto in = prm::CommandIn<prm::create_rq_in>(prm::CREATE_RQ, 0, 8);
     in.set(RqC::cqn, cqn_)
         .set(RqC::vsd, 1)
         .set(RqW::wq_type, prm::WQ_TYPE_CYCLIC)
@@ -89,7 +89,7 @@ class EthQueuesTest : public QueueTest {
     return in;
   }
   prm::Message<prm::create_tir_in> TirIn(uint32_t rqn) {
-    auto in = Cmd<prm::create_tir_in>(prm::CREATE_TIR);
+    auto in = prm::CommandIn<prm::create_tir_in>(prm::CREATE_TIR);
     in.set(TirC::disp_type, prm::TIRC_DISP_TYPE_DIRECT)
         .set(TirC::inline_rqn, rqn)
         .set(TirC::transport_domain, td_)
@@ -104,13 +104,13 @@ class EthQueuesTest : public QueueTest {
   }
   template <class L, class F>
   Reply Simple(uint16_t opcode, F field, uint32_t n, std::size_t out = 16) {
-    auto in = Cmd<L>(opcode);
+    auto in = prm::CommandIn<L>(opcode);
     in.set(field, n);
     return Exec(in, out);
   }
   Reply ModifySq(uint32_t sqn, uint32_t cur, uint32_t next, uint64_t bitmask = 0) {
     using In = prm::modify_sq_in;
-    auto in = Cmd<In>(prm::MODIFY_SQ);
+    auto in = prm::CommandIn<In>(prm::MODIFY_SQ);
     in.set(In::sqn, sqn)
         .set(In::sq_state, cur)
         .set(In::modify_bitmask, bitmask)
@@ -119,7 +119,7 @@ class EthQueuesTest : public QueueTest {
   }
   Reply ModifyRq(uint32_t rqn, uint32_t cur, uint32_t next) {
     using In = prm::modify_rq_in;
-    auto in = Cmd<In>(prm::MODIFY_RQ);
+    auto in = prm::CommandIn<In>(prm::MODIFY_RQ);
     in.set(In::rqn, rqn).set(In::rq_state, cur).set(prm::rqc_bits<In::ctx.bit_offset>::state, next);
     return Exec(in, 16);
   }
@@ -324,7 +324,7 @@ TEST_F(EthQueuesTest, ForcedTeardownReleasesEverything) {
   const uint32_t tisn = NewTis();
   Created(SqIn(tisn));
   Created(TirIn(Created(RqIn())));
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   const auto c = sim_->counters();

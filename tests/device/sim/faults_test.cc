@@ -25,12 +25,12 @@ class FaultsTest : public SimTest {
 TEST_F(FaultsTest, FailNextNCommandsWithAChosenStatus) {
   sim_->InjectFailure({.count = 2, .opcode = std::nullopt, .status = CommandStatus::NO_RES_ERR, .syndrome = 0xabcd});
   for (int i = 0; i < 2; ++i) {
-    auto r = Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
+    auto r = Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
     EXPECT_EQ(r.status, 0x0fu);
     EXPECT_EQ(r.syndrome, 0xabcdu);
   }
   EXPECT_EQ(sim_->counters().pds, 0u);  // refused commands changed nothing
-  EXPECT_TRUE(Ok(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
+  EXPECT_TRUE(Ok(Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
 }
 
 TEST_F(FaultsTest, FailOneOpcodeOnly) {
@@ -38,23 +38,23 @@ TEST_F(FaultsTest, FailOneOpcodeOnly) {
                        .opcode = prm::ALLOC_UAR,
                        .status = CommandStatus::INT_ERR,
                        .syndrome = 0x11});
-  EXPECT_TRUE(Ok(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
-  auto r = Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16);
+  EXPECT_TRUE(Ok(Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
+  auto r = Exec(prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR), 16);
   EXPECT_EQ(r.status, 0x01u);
   EXPECT_EQ(r.syndrome, 0x11u);
-  EXPECT_TRUE(Ok(Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16)));
+  EXPECT_TRUE(Ok(Exec(prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR), 16)));
 }
 
 TEST_F(FaultsTest, StalledCommandTimesOutThenCompletesOnRelease) {
   sim_->StallNext(prm::ALLOC_PD);
-  auto r = w_->Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, 0,
+  auto r = w_->Run(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, 0,
                    std::chrono::milliseconds(100));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().errno_value(), ETIMEDOUT);
   EXPECT_TRUE(w_->Owned(0));
   EXPECT_EQ(sim_->queue_counters().stalled, 1u);
   // Other slots keep working while one command hangs.
-  auto nop = w_->Run(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 1);
+  auto nop = w_->Run(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 1);
   ASSERT_TRUE(nop && nop->ok());
   EXPECT_EQ(sim_->counters().pds, 0u);
   sim_->ReleaseStall();
@@ -67,7 +67,7 @@ TEST_F(FaultsTest, StalledCommandTimesOutThenCompletesOnRelease) {
 TEST_F(FaultsTest, DeviceWithAStalledCommandShutsDownCleanly) {
   sim_->StallNext();
   const uint64_t completed_before = sim_->queue_counters().completed;
-  ASSERT_TRUE(w_->Post(Cmd<prm::nop_in>(prm::NOP).bytes(), 16, 0));
+  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 0));
   w_->Ring(1);
   // The device took the command and parked it: it is stalled, not merely not yet seen.
   ASSERT_TRUE(onchip::testing::WaitUntil([&] { return sim_->queue_counters().stalled == 1; }));
@@ -96,10 +96,10 @@ TEST_F(FaultsTest, CountersPerOpcodeAndResourcesAlive) {
   EXPECT_EQ(before.by_opcode.at(prm::ENABLE_HCA), 1u);
   EXPECT_EQ(before.by_opcode.at(prm::INIT_HCA), 1u);
   EXPECT_EQ(before.commands_failed, 0u);
-  for (int i = 0; i < 3; ++i) Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
-  Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16);
-  Exec(Cmd<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN), 16);
-  Exec(Cmd<prm::nop_in>(0x7ff), 16);  // refused
+  for (int i = 0; i < 3; ++i) Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
+  Exec(prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR), 16);
+  Exec(prm::CommandIn<prm::alloc_transport_domain_in>(prm::ALLOC_TRANSPORT_DOMAIN), 16);
+  Exec(prm::CommandIn<prm::nop_in>(0x7ff), 16);  // refused
   const Counters c = sim_->counters();
   EXPECT_EQ(c.by_opcode.at(prm::ALLOC_PD), 3u);
   EXPECT_EQ(c.by_opcode.at(0x7ff), 1u);

@@ -28,7 +28,7 @@ Gid L3Address(const Reply& r) {
 }
 
 prm::Message<In> QueryRoceAddress(uint32_t index) {
-  auto m = Cmd<In>(prm::QUERY_ROCE_ADDRESS);
+  auto m = prm::CommandIn<In>(prm::QUERY_ROCE_ADDRESS);
   m.set(In::roce_address_index, index);
   return m;
 }
@@ -45,9 +45,10 @@ TEST_F(RoceGidTableTest, TheTableIsLargerThanItsFourAddresses) {
   const DeviceConfig c;
   EXPECT_EQ(GidTableSize(c), c.roce_address_table_size);
   EXPECT_GT(c.roce_address_table_size, 4u);
-  const auto cap = Exec(Cmd<prm::query_hca_cap_in>(
-                            prm::QUERY_HCA_CAP, prm::QueryCapOpMod(prm::CAP_ROCE, prm::HCA_CAP_OPMOD_GET_CUR)),
-                        prm::size_bytes<prm::query_hca_cap_out>);
+  const auto cap =
+      Exec(prm::CommandIn<prm::query_hca_cap_in>(
+               prm::QUERY_HCA_CAP, prm::QueryCapOpMod(prm::CAP_ROCE, prm::HCA_CAP_OPMOD_GET_CUR)),
+           prm::size_bytes<prm::query_hca_cap_out>);
   ASSERT_TRUE(Ok(cap));
   using Roce = prm::roce_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   EXPECT_EQ(cap.get(Roce::roce_address_table_size), c.roce_address_table_size);
@@ -101,11 +102,12 @@ TEST_F(RoceGidTableTest, RefusedPastTheTableOnAnotherPortOrWithAnUnknownOpMod) {
   auto port = QueryRoceAddress(0);
   port.set(In::vhca_port_num, c.num_ports + 1);
   EXPECT_TRUE(Refused(Exec(port, kRoceOut), CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM));
-  auto op_mod = Cmd<In>(prm::QUERY_ROCE_ADDRESS, 1);
+  auto op_mod = prm::CommandIn<In>(prm::QUERY_ROCE_ADDRESS, 1);
   EXPECT_TRUE(Refused(Exec(op_mod, kRoceOut), CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
   // An InfiniBand command on this Ethernet port.
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_hca_vport_gid_in>(prm::QUERY_HCA_VPORT_GID), kVportGidOut),
-                      CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB));
+  EXPECT_TRUE(Refused(
+      Exec(prm::CommandIn<prm::query_hca_vport_gid_in>(prm::QUERY_HCA_VPORT_GID), kVportGidOut),
+      CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB));
 }
 
 class IbGidTableTest : public SimTest {
@@ -120,16 +122,17 @@ class IbGidTableTest : public SimTest {
     BringUp();
   }
   Reply QueryGid(uint32_t index) {
-    auto m = Cmd<prm::query_hca_vport_gid_in>(prm::QUERY_HCA_VPORT_GID);
+    auto m = prm::CommandIn<prm::query_hca_vport_gid_in>(prm::QUERY_HCA_VPORT_GID);
     m.set(prm::query_hca_vport_gid_in::gid_index, index);
     return Exec(m, kVportGidOut);
   }
 };
 
 TEST_F(IbGidTableTest, EightEntriesOnlyThePortGidHeld) {
-  const auto cap = Exec(Cmd<prm::query_hca_cap_in>(
-                            prm::QUERY_HCA_CAP, prm::QueryCapOpMod(prm::CAP_GENERAL, prm::HCA_CAP_OPMOD_GET_CUR)),
-                        prm::size_bytes<prm::query_hca_cap_out>);
+  const auto cap = Exec(
+      prm::CommandIn<prm::query_hca_cap_in>(
+          prm::QUERY_HCA_CAP, prm::QueryCapOpMod(prm::CAP_GENERAL, prm::HCA_CAP_OPMOD_GET_CUR)),
+      prm::size_bytes<prm::query_hca_cap_out>);
   ASSERT_TRUE(Ok(cap));
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   EXPECT_EQ(8u << cap.get(Gen::gid_table_size), kIbGidTableSize);

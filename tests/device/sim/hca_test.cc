@@ -18,83 +18,85 @@ TEST_F(HcaTest, BringUpReachesInitializedAndHoldsThePagesItAskedFor) {
   EXPECT_EQ(sim_->firmware().state(), HcaState::kInitialized);
   const DeviceConfig c;
   EXPECT_EQ(sim_->counters().pages_held, c.boot_pages + c.init_pages);
-  const auto q = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16);
+  const auto q =
+      Exec(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16);
   ASSERT_TRUE(Ok(q));
   EXPECT_EQ(q.get(prm::query_pages_out::num_pages), 0u);
 }
 
 TEST_F(HcaTest, EverythingButEnableHcaIsRefusedBeforeEnableHca) {
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_issi_in>(prm::QUERY_ISSI), 112),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::query_issi_in>(prm::QUERY_ISSI), 112),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::NOP), 16), CommandStatus::BAD_SYS_STATE_ERR,
-                      Syndrome::WRONG_STATE));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::nop_in>(prm::NOP), 16),
+                      CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
 }
 
 TEST_F(HcaTest, AllocPdBeforeInitHcaIsBadSysState) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16),
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
   EXPECT_EQ(sim_->counters().pds, 0u);
 }
 
 TEST_F(HcaTest, EnableHcaChecksFunctionAndReservedBits) {
-  auto in = Cmd<prm::enable_hca_in>(prm::ENABLE_HCA);
+  auto in = prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA);
   in.set(prm::enable_hca_in::function_id, 1);
   EXPECT_TRUE(Refused(Exec(in, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_FUNCTION));
-  auto uid = Cmd<prm::enable_hca_in>(prm::ENABLE_HCA);
+  auto uid = prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA);
   uid.bytes()[2] = std::byte{1};  // enable_hca_in has no uid: reserved
   EXPECT_TRUE(Refused(Exec(uid, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
-  auto op = Cmd<prm::enable_hca_in>(prm::ENABLE_HCA, 3);
+  auto op = prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA, 3);
   EXPECT_TRUE(Refused(Exec(op, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
   EXPECT_EQ(sim_->firmware().state(), HcaState::kDisabled);
 }
 
 TEST_F(HcaTest, IssiQueryAndSet) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
-  auto q = Exec(Cmd<prm::query_issi_in>(prm::QUERY_ISSI), 112);
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  auto q = Exec(prm::CommandIn<prm::query_issi_in>(prm::QUERY_ISSI), 112);
   ASSERT_TRUE(Ok(q));
   EXPECT_EQ(q.get(prm::query_issi_out::current_issi), 0u);
   EXPECT_EQ(q.get(prm::query_issi_out::supported_issi_dw0), 0x3u);
-  auto set = Cmd<prm::set_issi_in>(prm::SET_ISSI);
+  auto set = prm::CommandIn<prm::set_issi_in>(prm::SET_ISSI);
   set.set(prm::set_issi_in::current_issi, 2);
   EXPECT_TRUE(Refused(Exec(set, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::ISSI_UNSUPPORTED));
   set.set(prm::set_issi_in::current_issi, 1);
   ASSERT_TRUE(Ok(Exec(set, 16)));
-  q = Exec(Cmd<prm::query_issi_in>(prm::QUERY_ISSI), 112);
+  q = Exec(prm::CommandIn<prm::query_issi_in>(prm::QUERY_ISSI), 112);
   EXPECT_EQ(q.get(prm::query_issi_out::current_issi), 1u);
   // A short output is refused, not truncated.
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_issi_in>(prm::QUERY_ISSI), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::query_issi_in>(prm::QUERY_ISSI), 16),
                       CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
 }
 
 TEST_F(HcaTest, PagesBootInitRegularGiveAndTake) {
   const DeviceConfig c;
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
-  auto boot = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES), 16);
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  auto boot = Exec(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES), 16);
   EXPECT_EQ(boot.get(prm::query_pages_out::num_pages), c.boot_pages);
   ASSERT_TRUE(Ok(*w_->GivePages(c.boot_pages)));
-  boot = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES), 16);
+  boot = Exec(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::BOOT_PAGES), 16);
   EXPECT_EQ(boot.get(prm::query_pages_out::num_pages), 0u);
   // Enabled, the firmware needs just its boot pages.
-  EXPECT_EQ(Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16)
+  EXPECT_EQ(Exec(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16)
                 .get(prm::query_pages_out::num_pages),
             0u);
-  auto init = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::INIT_PAGES), 16);
+  auto init = Exec(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::INIT_PAGES), 16);
   EXPECT_EQ(init.get(prm::query_pages_out::num_pages), c.init_pages);
   // INIT_HCA without the init pages.
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::PAGES_MISSING));
   ASSERT_TRUE(Ok(*w_->GivePages(c.init_pages)));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16)));
 
   // While initialized the firmware keeps what it needs: TAKE returns only a surplus.
   ASSERT_TRUE(Ok(*w_->GivePages(3)));
-  auto regular = Exec(Cmd<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16);
+  auto regular =
+      Exec(prm::CommandIn<prm::query_pages_in>(prm::QUERY_PAGES, prm::REGULAR_PAGES), 16);
   EXPECT_EQ(static_cast<int32_t>(regular.get(prm::query_pages_out::num_pages)), -3);
-  auto take = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_TAKE);
+  auto take = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_TAKE);
   take.set(prm::manage_pages_in::input_num_entries, 10);
   auto t = Exec(take, 16 + 8 * 10);
   ASSERT_TRUE(Ok(t));
@@ -107,20 +109,21 @@ TEST_F(HcaTest, PagesBootInitRegularGiveAndTake) {
   EXPECT_EQ(sim_->counters().pages_held, c.boot_pages + c.init_pages);
 
   // After TEARDOWN_HCA every page can be reclaimed.
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16)));
   take.set(prm::manage_pages_in::input_num_entries, 200);
   t = Exec(take, 16 + 8 * 200);
   ASSERT_TRUE(Ok(t));
   EXPECT_EQ(t.get(prm::manage_pages_out::output_num_entries), c.boot_pages + c.init_pages);
   EXPECT_EQ(sim_->counters().pages_held, 0u);
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::disable_hca_in>(prm::DISABLE_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::disable_hca_in>(prm::DISABLE_HCA), 16)));
   EXPECT_EQ(sim_->firmware().state(), HcaState::kDisabled);
 }
 
 TEST_F(HcaTest, ManagePagesRefusesBadPages) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
   auto give = [&](std::initializer_list<uint64_t> pas) {
-    auto in = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * pas.size());
+    auto in =
+        prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8 * pas.size());
     in.set(prm::manage_pages_in::input_num_entries, pas.size());
     std::size_t i = 0;
     for (uint64_t pa : pas) in.set(prm::manage_pages_in::pas[i++], pa);
@@ -135,25 +138,26 @@ TEST_F(HcaTest, ManagePagesRefusesBadPages) {
   EXPECT_TRUE(Refused(give({page}), CommandStatus::BAD_PARAM_ERR, Syndrome::PAGE_DUPLICATE));
   EXPECT_EQ(sim_->counters().pages_held, 1u);
   // input_num_entries beyond the message.
-  auto lie = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8);
+  auto lie = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_GIVE, 8);
   lie.set(prm::manage_pages_in::input_num_entries, 5);
   lie.set(prm::manage_pages_in::pas[0], page + 4096);
   EXPECT_TRUE(Refused(Exec(lie, 16), CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT));
   // TAKE whose output cannot hold the pages asked for.
-  auto take = Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_TAKE);
+  auto take = prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, prm::PAGES_TAKE);
   take.set(prm::manage_pages_in::input_num_entries, 4);
   EXPECT_TRUE(
       Refused(Exec(take, 16), CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::manage_pages_in>(prm::MANAGE_PAGES, 7), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::manage_pages_in>(prm::MANAGE_PAGES, 7), 16),
                       CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
   EXPECT_EQ(sim_->counters().pages_held, 1u);
 }
 
 TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
   const DeviceConfig c;
   auto query = [&](prm::CapType t, prm::CapMode m) {
-    return Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, prm::QueryCapOpMod(t, m)), 4112);
+    return Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, prm::QueryCapOpMod(t, m)),
+                4112);
   };
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   using Mem = prm::device_mem_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
@@ -207,10 +211,9 @@ TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
 
   EXPECT_TRUE(Refused(query(prm::CAP_ODP, prm::HCA_CAP_OPMOD_GET_CUR),
                       CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_TYPE_UNSUPPORTED));
-  EXPECT_TRUE(Refused(
-      Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 16),
-      CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
-  auto other = Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1);
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 16),
+                      CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
+  auto other = prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1);
   other.set(prm::query_hca_cap_in::other_function, 1);
   EXPECT_TRUE(Refused(Exec(other, 4112), CommandStatus::BAD_PARAM_ERR,
                       Syndrome::CAP_OTHER_FUNCTION));
@@ -220,13 +223,14 @@ TEST_F(HcaTest, QueryHcaCapMaxAndCurForEveryType) {
 // RC/UC/UD and XRC (with 2^log_max_xrcd domains), 8-byte compare-and-swap and fetch-and-add whose byte order the driver
 // may set to host order.
 TEST_F(HcaTest, QueueAndAtomicCapabilities) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
   const DeviceConfig c;
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   using Atomic = prm::atomic_caps_bits<prm::query_hca_cap_out::capability.bit_offset>;
   using Roce = prm::roce_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   auto query = [&](prm::CapType t, prm::CapMode m) {
-    return Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, prm::QueryCapOpMod(t, m)), 4112);
+    return Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, prm::QueryCapOpMod(t, m)),
+                4112);
   };
   auto gen = query(prm::CAP_GENERAL, prm::HCA_CAP_OPMOD_GET_CUR);
   ASSERT_TRUE(Ok(gen));
@@ -258,7 +262,8 @@ TEST_F(HcaTest, QueueAndAtomicCapabilities) {
   auto acur = query(prm::CAP_ATOMIC, prm::HCA_CAP_OPMOD_GET_CUR);
   EXPECT_EQ(acur.get(Atomic::atomic_req_8B_endianness_mode), 0u);  // until the driver sets it
   using SetAtomic = prm::atomic_caps_bits<prm::set_hca_cap_in::capability.bit_offset>;
-  auto set = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_ATOMIC));
+  auto set =
+      prm::CommandIn<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_ATOMIC));
   std::copy(acur.out.begin() + 16, acur.out.end(), set.bytes().begin() + 16);
   set.set(SetAtomic::atomic_req_8B_endianness_mode, 1);
   set.set(SetAtomic::atomic_size_qp, 0xffff);  // not writable: ignored
@@ -277,75 +282,77 @@ TEST_F(HcaTest, DeviceWithoutMemicOrSwIcmSaysSo) {
   auto d = Device::Create(c);
   ASSERT_TRUE(d);
   CommandWriter w(**d);
-  ASSERT_TRUE(w.Run(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16)->ok());
+  ASSERT_TRUE(w.Run(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16)->ok());
   using Mem = prm::device_mem_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
-  auto mem = w.Run(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 0x1f).bytes(), 4112);
+  auto mem = w.Run(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 0x1f).bytes(), 4112);
   ASSERT_TRUE(mem && mem->ok());
   EXPECT_EQ(mem->get(Mem::memic), 0u);
   EXPECT_EQ(mem->get(Mem::steering_sw_icm_start_address), 0u);
-  auto gen = w.Run(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1).bytes(), 4112);
+  auto gen = w.Run(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1).bytes(), 4112);
   EXPECT_EQ(gen->get(Gen::device_memory), 0u);
   EXPECT_EQ(gen->get(Gen::general_obj_types), 0u);
   EXPECT_EQ((*d)->bar0().size, (*d)->layout().msix_end);  // UARs, then the MSI-X (ST) table
 }
 
 TEST_F(HcaTest, SetHcaCapChangesWritableFieldsOnly) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
   using Set = prm::cmd_hca_cap_bits<prm::set_hca_cap_in::capability.bit_offset>;
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
-  auto cur = Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);
-  auto set = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_GENERAL));
+  auto cur = Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);
+  auto set =
+      prm::CommandIn<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_GENERAL));
   std::copy(cur.out.begin() + 16, cur.out.end(), set.bytes().begin() + 16);
   set.set(Set::uar_4k, 1);
   set.set(Set::log_max_pd, 3);  // not writable: ignored
   ASSERT_TRUE(Ok(Exec(set, 16)));
-  auto after = Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);
+  auto after = Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 1), 4112);
   EXPECT_EQ(after.get(Gen::uar_4k), 1u);
   EXPECT_EQ(after.get(Gen::log_max_pd), DeviceConfig{}.log_max_pd);
 
   set.set(Set::cmdif_checksum, 1);  // MAX is 0: not supported
   EXPECT_TRUE(Refused(Exec(set, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_ABOVE_MAX));
-  auto devmem = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_DEV_MEM));
+  auto devmem =
+      prm::CommandIn<prm::set_hca_cap_in>(prm::SET_HCA_CAP, prm::SetCapOpMod(prm::CAP_DEV_MEM));
   EXPECT_TRUE(Refused(Exec(devmem, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_NOT_SETTABLE));
-  auto odd = Cmd<prm::set_hca_cap_in>(prm::SET_HCA_CAP, 1);
+  auto odd = prm::CommandIn<prm::set_hca_cap_in>(prm::SET_HCA_CAP, 1);
   EXPECT_TRUE(Refused(Exec(odd, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
   // Too short an input: the capability page is part of the layout.
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_hca_cap_in>(prm::SET_HCA_CAP), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::SET_HCA_CAP), 16),
                       CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT));
   // After INIT_HCA capabilities are fixed.
   ASSERT_TRUE(Ok(*w_->GivePages(DeviceConfig{}.boot_pages + DeviceConfig{}.init_pages)));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16)));
   set.set(Set::cmdif_checksum, 0);
   EXPECT_TRUE(Refused(Exec(set, 16), CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
 }
 
 TEST_F(HcaTest, AccessRegHostEndianness) {
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA), 16)));
   using RegIn = prm::register_host_endianness_bits<prm::access_register_in::register_data.bit_offset>;
   using RegOut =
       prm::register_host_endianness_bits<prm::access_register_out::register_data.bit_offset>;
-  auto wr = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_WRITE, 16);
+  auto wr = prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_WRITE, 16);
   wr.set(prm::access_register_in::register_id, prm::REG_HOST_ENDIANNESS);
   prm::Bits(wr.bytes()).set(RegIn::he, 1);
   ASSERT_TRUE(Ok(Exec(wr, 32)));
-  auto rd = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
+  auto rd = prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
   rd.set(prm::access_register_in::register_id, prm::REG_HOST_ENDIANNESS);
   auto r = Exec(rd, 32);
   ASSERT_TRUE(Ok(r));
   EXPECT_EQ(r.get(RegOut::he), 1u);
   EXPECT_EQ(sim_->firmware().host_endianness(), 1u);
-  auto other = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
+  auto other = prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
   other.set(prm::access_register_in::register_id, 0x5001);
   EXPECT_TRUE(Refused(Exec(other, 32), CommandStatus::BAD_PARAM_ERR,
                       Syndrome::REGISTER_UNSUPPORTED));
-  auto arg = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
+  auto arg = prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_READ, 16);
   arg.set(prm::access_register_in::register_id, prm::REG_HOST_ENDIANNESS)
       .set(prm::access_register_in::argument, 1);
   EXPECT_TRUE(Refused(Exec(arg, 32), CommandStatus::BAD_PARAM_ERR, Syndrome::REGISTER_ARGUMENT));
   wr.bytes()[16 + 3] = std::byte{1};  // a reserved bit of the register
   EXPECT_TRUE(Refused(Exec(wr, 32), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
-  auto short_in = Cmd<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_WRITE);
+  auto short_in = prm::CommandIn<prm::access_register_in>(prm::ACCESS_REG, prm::ACCESS_REG_WRITE);
   short_in.set(prm::access_register_in::register_id, prm::REG_HOST_ENDIANNESS);
   EXPECT_TRUE(
       Refused(Exec(short_in, 32), CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT));
@@ -353,14 +360,14 @@ TEST_F(HcaTest, AccessRegHostEndianness) {
 
 TEST_F(HcaTest, TeardownGracefulRefusesLiveObjectsForceFreesThem) {
   BringUp();
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR), 16)));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR), 16)));
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
                       CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY));
-  auto fast = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto fast = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   fast.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_PREPARE_FAST_TEARDOWN);
   EXPECT_TRUE(Refused(Exec(fast, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::TEARDOWN_PROFILE));
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   auto r = Exec(force, 16);
   ASSERT_TRUE(Ok(r));
@@ -370,12 +377,12 @@ TEST_F(HcaTest, TeardownGracefulRefusesLiveObjectsForceFreesThem) {
   EXPECT_EQ(c.uars, 0u);
   EXPECT_EQ(sim_->firmware().state(), HcaState::kEnabled);
   // And the HCA can come up again.
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::init_hca_in>(prm::INIT_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16)));
 }
 
 TEST_F(HcaTest, SetDriverVersionAndNop) {
   BringUp();
-  auto v = Cmd<prm::set_driver_version_in>(prm::SET_DRIVER_VERSION);
+  auto v = prm::CommandIn<prm::set_driver_version_in>(prm::SET_DRIVER_VERSION);
   const char name[] = "onchip,sim-test,1.0";
   for (std::size_t i = 0; i < sizeof name - 1; ++i)
     v.set(prm::set_driver_version_in::driver_version[i], static_cast<uint8_t>(name[i]));
@@ -383,51 +390,53 @@ TEST_F(HcaTest, SetDriverVersionAndNop) {
   EXPECT_EQ(sim_->firmware().driver_version(), name);
   v.set(prm::set_driver_version_in::reserved_2, 1);
   EXPECT_TRUE(Refused(Exec(v, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::nop_in>(prm::NOP), 16)));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::NOP, 1), 16), CommandStatus::BAD_PARAM_ERR,
-                      Syndrome::BAD_OP_MOD));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::nop_in>(prm::NOP), 16)));
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::nop_in>(prm::NOP, 1), 16),
+                      CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
 }
 
 TEST_F(HcaTest, UnknownOpcodeIsBadOp) {
   BringUp();
-  auto r = Exec(Cmd<prm::nop_in>(0x7ff), 16);
+  auto r = Exec(prm::CommandIn<prm::nop_in>(0x7ff), 16);
   EXPECT_TRUE(Refused(r, CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::QUERY_SPECIAL_CONTEXTS), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::nop_in>(prm::QUERY_SPECIAL_CONTEXTS), 16),
                       CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE));
 }
 
 TEST_F(HcaTest, DisableHcaOnlyAfterTeardown) {
   BringUp();
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::disable_hca_in>(prm::DISABLE_HCA), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::disable_hca_in>(prm::DISABLE_HCA), 16),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16)));
-  ASSERT_TRUE(Ok(Exec(Cmd<prm::disable_hca_in>(prm::DISABLE_HCA), 16)));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::nop_in>(prm::NOP), 16), CommandStatus::BAD_SYS_STATE_ERR,
-                      Syndrome::WRONG_STATE));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16)));
+  ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::disable_hca_in>(prm::DISABLE_HCA), 16)));
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::nop_in>(prm::NOP), 16),
+                      CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
 }
 
 // The NIC vport's state is the port's link: up from the start, down and up again as the link
 // goes; only this function's own vport (op_mod 0) or the uplink (op_mod 2) can be asked for.
 TEST_F(HcaTest, QueryVportStateFollowsTheLink) {
   auto state = [&] {
-    const auto out = Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE), 16);
+    const auto out = Exec(prm::CommandIn<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE), 16);
     EXPECT_TRUE(Ok(out));
     return out.get(prm::query_vport_state_out::state);
   };
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE), 16),
                       CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
   BringUp();
   EXPECT_EQ(state(), 1u);
-  const auto uplink = Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE, 2), 16);
+  const auto uplink =
+      Exec(prm::CommandIn<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE, 2), 16);
   ASSERT_TRUE(Ok(uplink));
   EXPECT_EQ(uplink.get(prm::query_vport_state_out::admin_state), 1u);
   sim_->SetLinkUp(false);
   EXPECT_EQ(state(), 0u);
   sim_->SetLinkUp(true);
   EXPECT_EQ(state(), 1u);
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE, 1), 16),
-                      CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
-  auto other = Cmd<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE);
+  EXPECT_TRUE(
+      Refused(Exec(prm::CommandIn<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE, 1), 16),
+              CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
+  auto other = prm::CommandIn<prm::query_vport_state_in>(prm::QUERY_VPORT_STATE);
   other.set(prm::query_vport_state_in::other_vport, 1).set(prm::query_vport_state_in::vport_number, 1);
   EXPECT_TRUE(Refused(Exec(other, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION));
 }

@@ -67,7 +67,7 @@ class IbPortTest : public NodeTest {
 };
 
 TEST_F(IbPortTest, CapsSayInfiniBandAndTheVportContextHoldsWhatTheSmAssigned) {
-  auto cap = Cmd<prm::query_hca_cap_in>(
+  auto cap = prm::CommandIn<prm::query_hca_cap_in>(
       prm::QUERY_HCA_CAP, prm::QueryCapOpMod(prm::CAP_GENERAL, prm::HCA_CAP_OPMOD_GET_CUR));
   Reply caps = node_->Run(cap, 4112);
   using Gen = prm::cmd_hca_cap_bits<prm::query_hca_cap_out::capability.bit_offset>;
@@ -76,8 +76,9 @@ TEST_F(IbPortTest, CapsSayInfiniBandAndTheVportContextHoldsWhatTheSmAssigned) {
 
   using Out = prm::query_hca_vport_context_out;
   using Ctx = prm::hca_vport_context_bits<Out::hca_vport_context.bit_offset>;
-  Reply r = node_->Run(Cmd<prm::query_hca_vport_context_in>(prm::QUERY_HCA_VPORT_CONTEXT),
-                       prm::size_bytes<Out>);
+  Reply r =
+      node_->Run(prm::CommandIn<prm::query_hca_vport_context_in>(prm::QUERY_HCA_VPORT_CONTEXT),
+                 prm::size_bytes<Out>);
   EXPECT_GE(Lid(), 2u);  // LID 1 is the subnet manager's
   EXPECT_EQ(r.get(Ctx::lid), Lid());
   EXPECT_EQ(r.get(Ctx::sm_lid), Fabric::kSmLid);
@@ -108,13 +109,13 @@ TEST_F(IbPortTest, CapsSayInfiniBandAndTheVportContextHoldsWhatTheSmAssigned) {
 TEST_F(IbPortTest, GidZeroIsTheSubnetPrefixAndThePortGuid) {
   using In = prm::query_hca_vport_gid_in;
   constexpr std::size_t kOut = prm::size_bytes<prm::query_hca_vport_gid_out> + 16;
-  Reply r = node_->Run(Cmd<In>(prm::QUERY_HCA_VPORT_GID), kOut);
+  Reply r = node_->Run(prm::CommandIn<In>(prm::QUERY_HCA_VPORT_GID), kOut);
   EXPECT_EQ(r.get(prm::query_hca_vport_gid_out::gids_num), 1u);
   const Gid want = sim_->engine().gids()[0];
   EXPECT_EQ(want[0], 0xfe);
   EXPECT_EQ(want[1], 0x80);
   EXPECT_EQ(std::memcmp(r.out.data() + 16, want.data(), 16), 0);
-  auto bad = Cmd<In>(prm::QUERY_HCA_VPORT_GID);
+  auto bad = prm::CommandIn<In>(prm::QUERY_HCA_VPORT_GID);
   bad.set(In::gid_index, kIbGidTableSize);
   EXPECT_TRUE(Refused(Exec(bad, kOut), prm::CommandStatus::BAD_PARAM_ERR, Syndrome::VPORT_GID_INDEX));
 }
@@ -212,7 +213,7 @@ class EthPortTest : public SimTest {};
 
 TEST_F(EthPortTest, HcaVportQueriesAreForInfiniBandPortsOnly) {
   BringUp();
-  Reply r = Exec(Cmd<prm::query_hca_vport_context_in>(prm::QUERY_HCA_VPORT_CONTEXT),
+  Reply r = Exec(prm::CommandIn<prm::query_hca_vport_context_in>(prm::QUERY_HCA_VPORT_CONTEXT),
                  prm::size_bytes<prm::query_hca_vport_context_out>);
   EXPECT_TRUE(Refused(r, prm::CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB));
   EXPECT_EQ(sim_->config().lid, 0u);

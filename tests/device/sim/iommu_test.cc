@@ -288,9 +288,9 @@ TEST_F(IommuDeviceTest, MappingsChangeWhileCommandsRun) {
     }
   });
   for (int i = 0; i < 200; ++i) {
-    auto r = Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
+    auto r = Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16);
     ASSERT_TRUE(Ok(r));
-    auto d = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+    auto d = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
     d.set(prm::dealloc_pd_in::pd, r.get(prm::alloc_pd_out::pd));
     ASSERT_TRUE(Ok(Exec(d, 16)));
   }

@@ -22,7 +22,7 @@ class MemicTest : public SimTest {
   }
   Reply Alloc(uint64_t size, uint32_t log_align = 0, uint64_t range_start = 0,
               uint64_t range_size = 0) {
-    auto in = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+    auto in = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
     in.set(prm::alloc_memic_in::memic_size, size)
         .set(prm::alloc_memic_in::log_memic_addr_alignment, log_align)
         .set(prm::alloc_memic_in::range_start_addr, range_start ? range_start : start_)
@@ -30,7 +30,7 @@ class MemicTest : public SimTest {
     return Exec(in, 16);
   }
   Reply Dealloc(uint64_t addr, uint64_t size) {
-    auto in = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
+    auto in = prm::CommandIn<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
     in.set(prm::dealloc_memic_in::memic_start_addr, addr)
         .set(prm::dealloc_memic_in::memic_size, size);
     return Exec(in, 16);
@@ -116,17 +116,17 @@ TEST_F(MemicTest, WindowIsRealStorageSharedWithTheDriversMapping) {
 
 TEST_F(MemicTest, ModifyMemicIsUnsupportedMemicOperationsIsZero) {
   auto a = Alloc(64);
-  auto in = Cmd<prm::modify_memic_in>(prm::MODIFY_MEMIC, prm::MODIFY_MEMIC_OP_MOD_ALLOC);
+  auto in = prm::CommandIn<prm::modify_memic_in>(prm::MODIFY_MEMIC, prm::MODIFY_MEMIC_OP_MOD_ALLOC);
   in.set(prm::modify_memic_in::memic_start_addr, a.get(prm::alloc_memic_out::memic_start_addr))
       .set(prm::modify_memic_in::memic_operation_type, 0);
   EXPECT_TRUE(Refused(Exec(in, 64), CommandStatus::BAD_PARAM_ERR,
                       Syndrome::MEMIC_OPERATION_UNSUPPORTED));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::modify_memic_in>(prm::MODIFY_MEMIC, 2), 64),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::modify_memic_in>(prm::MODIFY_MEMIC, 2), 64),
                       CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
 }
 
 TEST_F(MemicTest, AllocMemicHasNoUid) {
-  auto in = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+  auto in = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
   in.bytes()[3] = std::byte{1};
   in.set(prm::alloc_memic_in::memic_size, 64)
       .set(prm::alloc_memic_in::range_start_addr, start_)
@@ -162,7 +162,7 @@ class NoMemicTest : public SimTest {
 
 TEST_F(NoMemicTest, AllocMemicIsBadOp) {
   BringUp();
-  auto in = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+  auto in = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
   in.set(prm::alloc_memic_in::memic_size, 64);
   EXPECT_TRUE(Refused(Exec(in, 16), CommandStatus::BAD_OP_ERR, Syndrome::MEMIC_UNSUPPORTED));
 }

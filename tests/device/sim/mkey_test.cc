@@ -26,12 +26,12 @@ class MkeyTest : public SimTest {
     pd_ = AllocPd(0);
   }
   uint32_t AllocPd(uint16_t uid) {
-    auto in = Cmd<prm::alloc_pd_in>(prm::ALLOC_PD);
+    auto in = prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD);
     in.set(prm::alloc_pd_in::uid, uid);
     return static_cast<uint32_t>(Exec(in, 16).get(prm::alloc_pd_out::pd));
   }
   static prm::Message<In> Mkey(uint8_t mode, uint32_t pd, std::size_t octowords = 0) {
-    auto in = Cmd<In>(prm::CREATE_MKEY, 0, 16 * octowords);
+    auto in = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 16 * octowords);
     in.set(mkc.access_mode_1_0, mode & 3)
         .set(mkc.access_mode_4_2, mode >> 2)
         .set(mkc.qpn, 0xffffff)
@@ -42,12 +42,12 @@ class MkeyTest : public SimTest {
     return in;
   }
   Reply Destroy(uint32_t index, uint16_t uid = 0) {
-    auto in = Cmd<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
+    auto in = prm::CommandIn<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
     in.set(prm::destroy_mkey_in::mkey_index, index).set(prm::destroy_mkey_in::uid, uid);
     return Exec(in, 16);
   }
   Reply Query(uint32_t index) {
-    auto in = Cmd<prm::query_mkey_in>(prm::QUERY_MKEY);
+    auto in = prm::CommandIn<prm::query_mkey_in>(prm::QUERY_MKEY);
     in.set(prm::query_mkey_in::mkey_index, index);
     return Exec(in, prm::size_bytes<prm::query_mkey_out>);
   }
@@ -233,7 +233,7 @@ TEST_F(MkeyTest, KlmMkeyHoldsTheMkeysItNames) {
 }
 
 TEST_F(MkeyTest, MemicMkeyMustLieInOneAllocationWhichItHolds) {
-  auto a = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+  auto a = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
   a.set(prm::alloc_memic_in::memic_size, 4096)
       .set(prm::alloc_memic_in::range_start_addr, sim_->layout().memic_start)
       .set(prm::alloc_memic_in::range_size, sim_->layout().memic_size);
@@ -251,7 +251,7 @@ TEST_F(MkeyTest, MemicMkeyMustLieInOneAllocationWhichItHolds) {
   EXPECT_EQ((*bytes)[0], std::byte{0xa5});
   EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(key ^ 1, 10, 1));  // wrong variant
   EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(key, 4096 - 64, 1));  // past the mkey
-  auto dealloc = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
+  auto dealloc = prm::CommandIn<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
   dealloc.set(prm::dealloc_memic_in::memic_start_addr, off)
       .set(prm::dealloc_memic_in::memic_size, 4096);
   EXPECT_TRUE(Refused(Exec(dealloc, 16), CommandStatus::RES_BUSY, Syndrome::MEMIC_BUSY));
@@ -321,7 +321,7 @@ TEST_F(MkeyTest, PdMustExistAndBeOwnedAndCannotBeOrphaned) {
   m.set(mkc.pd, pd_);
   auto r = Exec(m, 16);
   ASSERT_TRUE(Ok(r));
-  auto dealloc = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+  auto dealloc = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
   dealloc.set(prm::dealloc_pd_in::pd, pd_);
   EXPECT_TRUE(Refused(Exec(dealloc, 16), CommandStatus::RES_BUSY, Syndrome::PD_BUSY));
   EXPECT_TRUE(Refused(Destroy(Index(r), 4), CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER));

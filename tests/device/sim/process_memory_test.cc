@@ -155,7 +155,8 @@ TEST_F(ProcessMemoryTest, ChildHoldsQueuesMailboxesAndData) {
   // Without the child the device cannot reach its command queue: the command never completes
   // and the device counts the slot unreachable, nothing worse.
   child.Kill();
-  auto r = w_->Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, 0, std::chrono::milliseconds(300));
+  auto r = w_->Run(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16, 0,
+                   std::chrono::milliseconds(300));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().errno_value(), ETIMEDOUT);
   EXPECT_GT(sim_->queue_counters().unreachable, 0u);
@@ -226,7 +227,7 @@ TEST_F(ProcessMemoryTest, ChildDataThenTheChildDiesMidTraffic) {
   EXPECT_EQ(good + failed + flushed, kBurst + 1);
   EXPECT_EQ(node_->QpState(a_.qpn), prm::QP_STATE_ERR);
   // The device goes on serving what it can reach.
-  EXPECT_TRUE(Ok(w_->Run(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16).value()));
+  EXPECT_TRUE(Ok(w_->Run(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD).bytes(), 16).value()));
   ExpectNoCommandLost();
 }
 

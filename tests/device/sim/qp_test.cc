@@ -96,7 +96,7 @@ TEST_F(QpTest, AQpHoldsItsCqsAndPd) {
   const uint32_t qpn = static_cast<uint32_t>(r.get(prm::create_qp_out::qpn));
   EXPECT_TRUE(Refused(DestroyCq(cqn_), CommandStatus::RES_BUSY, Syndrome::CQ_BUSY));
   EXPECT_TRUE(Refused(DestroyCq(rcv), CommandStatus::RES_BUSY, Syndrome::CQ_BUSY));
-  auto dealloc = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+  auto dealloc = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
   dealloc.set(prm::dealloc_pd_in::pd, pd_);
   EXPECT_TRUE(Refused(Exec(dealloc, 16), CommandStatus::RES_BUSY, Syndrome::PD_BUSY));
   ASSERT_TRUE(Ok(DestroyQp(qpn)));
@@ -270,13 +270,13 @@ TEST_F(QpTest, PageSizeOffsetAndPageList) {
 
   // 5 KiB of rings need two 4 KiB pages: one or three are wrong.
   QpShape shape;
-  auto fewer = Cmd<In>(prm::CREATE_QP, 0, 8);
+  auto fewer = prm::CommandIn<In>(prm::CREATE_QP, 0, 8);
   {
     auto full = QpIn(pd_, cqn_, shape);
     std::memcpy(fewer.bytes().data(), full.bytes().data(), fewer.bytes().size());
   }
   EXPECT_TRUE(RefusedUnchanged(fewer, CommandStatus::BAD_PARAM_ERR, Syndrome::QP_PAS_COUNT));
-  auto more = Cmd<In>(prm::CREATE_QP, 0, 24);
+  auto more = prm::CommandIn<In>(prm::CREATE_QP, 0, 24);
   {
     auto full = QpIn(pd_, cqn_, shape);
     std::memcpy(more.bytes().data(), full.bytes().data(), full.bytes().size());
@@ -328,22 +328,22 @@ TEST_F(QpTest, ReservedBitsAndOpMod) {
 TEST_F(QpTest, LengthsAndHcaState) {
   // The input must hold the whole layout; the output the command's.
   auto full = QpIn(pd_, cqn_);
-  auto short_in = Cmd<prm::destroy_qp_in>(prm::CREATE_QP);
+  auto short_in = prm::CommandIn<prm::destroy_qp_in>(prm::CREATE_QP);
   EXPECT_TRUE(Refused(Exec(short_in, 16), CommandStatus::BAD_INP_LEN_ERR,
                       Syndrome::INPUT_TOO_SHORT));
   EXPECT_TRUE(Refused(Exec(full, 8), CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
   const uint32_t qpn = NewQp(pd_, cqn_);
-  auto query = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+  auto query = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
   query.set(prm::query_qp_in::qpn, qpn);
   EXPECT_TRUE(Refused(Exec(query, prm::size_bytes<prm::query_qp_out> - 8),
                       CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
-  auto short_modify = Cmd<prm::qp_2rst_in>(prm::RST2INIT_QP);
+  auto short_modify = prm::CommandIn<prm::qp_2rst_in>(prm::RST2INIT_QP);
   short_modify.set(prm::qp_2rst_in::qpn, qpn);
   EXPECT_TRUE(Refused(Modify(short_modify), CommandStatus::BAD_INP_LEN_ERR,
                       Syndrome::INPUT_TOO_SHORT));
   EXPECT_EQ(QpState(qpn), prm::QP_STATE_RST);
   // Queue commands need an initialized HCA.
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   EXPECT_TRUE(Refused(CreateQp(full), CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE));
@@ -752,10 +752,10 @@ TEST_F(QpTest, AnEmptyGidEntryIsWithinTheTable) {
 TEST_F(QpTest, TeardownRefusesLiveQpsAndForceFreesThem) {
   const uint32_t qpn = NewQp(pd_, cqn_);
   DriveTo(qpn, prm::QP_ST_RC, prm::QP_STATE_RTS);
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
                       CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY));
   EXPECT_TRUE(Ok(QueryQp(qpn)));
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   const auto c = sim_->counters();

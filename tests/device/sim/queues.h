@@ -55,7 +55,7 @@ class QueueTest : public SimTest {
   }
 
   uint32_t AllocUar(uint16_t uid) {
-    auto in = Cmd<prm::alloc_uar_in>(prm::ALLOC_UAR);
+    auto in = prm::CommandIn<prm::alloc_uar_in>(prm::ALLOC_UAR);
     in.set(prm::alloc_uar_in::uid, uid);
     auto r = Exec(in, 16);
     EXPECT_TRUE(Ok(r));
@@ -66,7 +66,7 @@ class QueueTest : public SimTest {
   prm::Message<prm::create_eq_in> EqIn(uint32_t log_size = 7, uint32_t pages = 2,
                                        uint32_t log_page_size = 0, uint16_t uid = 0) {
     using In = prm::create_eq_in;
-    auto in = Cmd<In>(prm::CREATE_EQ, 0, 8 * pages);
+    auto in = prm::CommandIn<In>(prm::CREATE_EQ, 0, 8 * pages);
     in.set(In::uid, uid)
         .set(In::eq_context_entry.log_eq_size, log_size)
         .set(In::eq_context_entry.uar_page, uar_)
@@ -84,12 +84,12 @@ class QueueTest : public SimTest {
     return static_cast<uint32_t>(r.get(prm::create_eq_out::eq_number));
   }
   Reply DestroyEq(uint32_t eqn, uint16_t uid = 0) {
-    auto in = Cmd<prm::destroy_eq_in>(prm::DESTROY_EQ);
+    auto in = prm::CommandIn<prm::destroy_eq_in>(prm::DESTROY_EQ);
     in.set(prm::destroy_eq_in::eq_number, eqn).set(prm::mbox_in::uid, uid);
     return Exec(in, 16);
   }
   Reply QueryEq(uint32_t eqn, std::size_t pas = 8) {
-    auto in = Cmd<prm::query_eq_in>(prm::QUERY_EQ);
+    auto in = prm::CommandIn<prm::query_eq_in>(prm::QUERY_EQ);
     in.set(prm::query_eq_in::eq_number, eqn);
     return Exec(in, prm::size_bytes<prm::query_eq_out> + 8 * pas);
   }
@@ -98,7 +98,7 @@ class QueueTest : public SimTest {
   prm::Message<prm::create_cq_in> CqIn(uint32_t eqn, uint32_t log_size = 7, uint32_t pages = 2,
                                        uint16_t uid = 0) {
     using In = prm::create_cq_in;
-    auto in = Cmd<In>(prm::CREATE_CQ, 0, 8 * pages);
+    auto in = prm::CommandIn<In>(prm::CREATE_CQ, 0, 8 * pages);
     in.set(In::uid, uid)
         .set(In::cq_context.log_cq_size, log_size)
         .set(In::cq_context.uar_page, uar_)
@@ -114,18 +114,18 @@ class QueueTest : public SimTest {
     return static_cast<uint32_t>(r.get(prm::create_cq_out::cqn));
   }
   Reply DestroyCq(uint32_t cqn, uint16_t uid = 0) {
-    auto in = Cmd<prm::destroy_cq_in>(prm::DESTROY_CQ);
+    auto in = prm::CommandIn<prm::destroy_cq_in>(prm::DESTROY_CQ);
     in.set(prm::destroy_cq_in::cqn, cqn).set(prm::destroy_cq_in::uid, uid);
     return Exec(in, 16);
   }
   Reply QueryCq(uint32_t cqn, std::size_t pas = 8) {
-    auto in = Cmd<prm::query_cq_in>(prm::QUERY_CQ);
+    auto in = prm::CommandIn<prm::query_cq_in>(prm::QUERY_CQ);
     in.set(prm::query_cq_in::cqn, cqn);
     return Exec(in, prm::size_bytes<prm::query_cq_out> + 8 * pas);
   }
 
   uint32_t AllocPd(uint16_t uid = 0) {
-    auto in = Cmd<prm::alloc_pd_in>(prm::ALLOC_PD);
+    auto in = prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD);
     in.set(prm::alloc_pd_in::uid, uid);
     auto r = Exec(in, 16);
     EXPECT_TRUE(Ok(r));
@@ -138,7 +138,7 @@ class QueueTest : public SimTest {
                                        uint16_t uid = 0) {
     using In = prm::create_qp_in;
     const uint32_t pages = shape.pages();
-    auto in = Cmd<In>(prm::CREATE_QP, 0, 8 * pages);
+    auto in = prm::CommandIn<In>(prm::CREATE_QP, 0, 8 * pages);
     in.set(In::uid, uid)
         .set(In::qpc.st, shape.st)
         .set(In::qpc.pm_state, prm::QP_PM_MIGRATED)
@@ -169,12 +169,12 @@ class QueueTest : public SimTest {
     return static_cast<uint32_t>(r.get(prm::create_qp_out::qpn));
   }
   Reply DestroyQp(uint32_t qpn, uint16_t uid = 0) {
-    auto in = Cmd<prm::destroy_qp_in>(prm::DESTROY_QP);
+    auto in = prm::CommandIn<prm::destroy_qp_in>(prm::DESTROY_QP);
     in.set(prm::destroy_qp_in::qpn, qpn).set(prm::destroy_qp_in::uid, uid);
     return Exec(in, 16);
   }
   Reply QueryQp(uint32_t qpn, uint16_t uid = 0) {
-    auto in = Cmd<prm::query_qp_in>(prm::QUERY_QP);
+    auto in = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
     in.set(prm::query_qp_in::qpn, qpn).set(prm::mbox_in::uid, uid);
     return Exec(in, prm::size_bytes<prm::query_qp_out>);
   }
@@ -185,7 +185,7 @@ class QueueTest : public SimTest {
   template <class L>
   prm::Message<L> Transition(uint16_t opcode, uint32_t qpn, uint32_t opt_param_mask = 0,
                              uint16_t uid = 0) {
-    auto in = Cmd<L>(opcode);
+    auto in = prm::CommandIn<L>(opcode);
     in.set(L::qpn, qpn).set(L::uid, uid);
     if constexpr (requires { L::opt_param_mask; }) in.set(L::opt_param_mask, opt_param_mask);
     return in;
@@ -261,7 +261,7 @@ class QueueTest : public SimTest {
     using S = prm::srqc_bits<In::srq_context_entry.bit_offset>;
     const uint64_t bytes = uint64_t{1} << (log_size + 4 + log_stride);
     const uint32_t pages = static_cast<uint32_t>(std::max<uint64_t>(1, bytes / 4096));
-    auto in = Cmd<In>(prm::CREATE_SRQ, 0, 8 * pages);
+    auto in = prm::CommandIn<In>(prm::CREATE_SRQ, 0, 8 * pages);
     in.set(In::uid, uid)
         .set(S::log_srq_size, log_size)
         .set(S::log_rq_stride, log_stride)
@@ -277,18 +277,18 @@ class QueueTest : public SimTest {
     return static_cast<uint32_t>(r.get(prm::create_srq_out::srqn));
   }
   Reply DestroySrq(uint32_t srqn, uint16_t uid = 0) {
-    auto in = Cmd<prm::destroy_srq_in>(prm::DESTROY_SRQ);
+    auto in = prm::CommandIn<prm::destroy_srq_in>(prm::DESTROY_SRQ);
     in.set(prm::destroy_srq_in::srqn, srqn).set(prm::destroy_srq_in::uid, uid);
     return Exec(in, 16);
   }
   Reply QuerySrq(uint32_t srqn, uint16_t uid = 0, std::size_t pas = 8) {
-    auto in = Cmd<prm::query_srq_in>(prm::QUERY_SRQ);
+    auto in = prm::CommandIn<prm::query_srq_in>(prm::QUERY_SRQ);
     in.set(prm::query_srq_in::srqn, srqn).set(prm::mbox_in::uid, uid);
     return Exec(in, prm::size_bytes<prm::query_srq_out> + 8 * pas);
   }
   Reply ArmRq(uint32_t srqn, uint32_t lwm, uint16_t uid = 0,
               uint16_t op_mod = prm::ARM_RQ_IN_OP_MOD_SRQ) {
-    auto in = Cmd<prm::arm_rq_in>(prm::ARM_RQ, op_mod);
+    auto in = prm::CommandIn<prm::arm_rq_in>(prm::ARM_RQ, op_mod);
     in.set(prm::arm_rq_in::srq_number, srqn)
         .set(prm::arm_rq_in::lwm, lwm)
         .set(prm::arm_rq_in::uid, uid);

@@ -23,13 +23,13 @@ class ResourcesTest : public SimTest {
   }
   template <class L>
   Reply Alloc(uint16_t opcode, uint16_t uid = 0) {
-    auto in = Cmd<L>(opcode);
+    auto in = prm::CommandIn<L>(opcode);
     in.set(L::uid, uid);
     return Exec(in, 16);
   }
   template <class L, class F>
   Reply Dealloc(uint16_t opcode, F field, uint32_t id, uint16_t uid = 0) {
-    auto in = Cmd<L>(opcode);
+    auto in = prm::CommandIn<L>(opcode);
     in.set(L::uid, uid).set(field, id);
     return Exec(in, 16);
   }
@@ -110,13 +110,13 @@ TEST_F(ResourcesTest, TransportDomainLifeCycle) {
 }
 
 TEST_F(ResourcesTest, ReservedBitsOpModAndLengths) {
-  auto pd = Cmd<prm::alloc_pd_in>(prm::ALLOC_PD);
+  auto pd = prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD);
   pd.bytes()[12] = std::byte{0x80};
   EXPECT_TRUE(Refused(Exec(pd, 16), CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD, 1), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD, 1), 16),
                       CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
   // Output too short to carry the PD number.
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 8),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 8),
                       CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT));
   // Input shorter than the layout (only the inline 16 bytes exist; DEALLOC_PD needs 16: use 12).
   std::vector<std::byte> tiny(12);

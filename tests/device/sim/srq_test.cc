@@ -144,7 +144,7 @@ TEST_F(SrqTest, PageSizeOffsetAndPageList) {
   offset.set(S::page_offset, 1);
   EXPECT_TRUE(RefusedUnchanged(offset, CommandStatus::BAD_PARAM_ERR, Syndrome::SRQ_PAGE_OFFSET));
   // 128 x 64 B need two pages; one is wrong.
-  auto fewer = Cmd<In>(prm::CREATE_SRQ, 0, 8);
+  auto fewer = prm::CommandIn<In>(prm::CREATE_SRQ, 0, 8);
   {
     auto full = SrqIn(pd_, 7);
     std::memcpy(fewer.bytes().data(), full.bytes().data(), fewer.bytes().size());
@@ -198,7 +198,7 @@ TEST_F(SrqTest, QpsHoldTheSrqAndItsPd) {
   EXPECT_EQ(q.get(prm::query_qp_out::qpc.rq_type), prm::SRQ_RQ);
   EXPECT_EQ(q.get(prm::query_qp_out::qpc.srqn_rmpn_xrqn), srqn);
   EXPECT_TRUE(Refused(DestroySrq(srqn), CommandStatus::RES_BUSY, Syndrome::SRQ_BUSY));
-  auto dealloc = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+  auto dealloc = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
   dealloc.set(prm::dealloc_pd_in::pd, pd_);
   ASSERT_TRUE(Ok(DestroyQp(qpn)));
   EXPECT_TRUE(Refused(Exec(dealloc, 16), CommandStatus::RES_BUSY, Syndrome::PD_BUSY));
@@ -266,9 +266,9 @@ TEST_F(SrqTest, TeardownRefusesLiveSrqsAndForceFreesThem) {
   const uint32_t cqn = NewCq(eqn);
   const uint32_t srqn = NewSrq(pd_);
   ASSERT_TRUE(Ok(CreateQp(QpOnSrq(cqn, srqn))));
-  EXPECT_TRUE(Refused(Exec(Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
+  EXPECT_TRUE(Refused(Exec(prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA), 16),
                       CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY));
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   const auto c = sim_->counters();

@@ -19,7 +19,7 @@ class SwIcmTest : public SimTest {
   void SetUp() override {
     SimTest::SetUp();
     BringUp();
-    auto mem = Exec(Cmd<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 0x1f), 4112);
+    auto mem = Exec(prm::CommandIn<prm::query_hca_cap_in>(prm::QUERY_HCA_CAP, 0x1f), 4112);
     steering_ = mem.get(Mem::steering_sw_icm_start_address);
     header_modify_ = mem.get(Mem::header_modify_sw_icm_start_address);
     pattern_ = mem.get(Mem::header_modify_pattern_sw_icm_start_address);

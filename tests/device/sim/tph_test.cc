@@ -31,11 +31,11 @@ class TphTest : public SimTest {
   }
   uint32_t AllocPd() {
     return static_cast<uint32_t>(
-        Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16).get(prm::alloc_pd_out::pd));
+        Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16).get(prm::alloc_pd_out::pd));
   }
   // An MTT mkey over one page, as a DMA-handle registration makes it.
   Reply MttWithTph(uint32_t pd, uint32_t en, uint32_t ph, uint32_t index) {
-    auto in = Cmd<In>(prm::CREATE_MKEY, 0, 16);
+    auto in = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 16);
     in.set(mkc.access_mode_1_0, prm::MKC_ACCESS_MODE_MTT)
         .set(mkc.qpn, 0xffffff).set(mkc.lr, 1).set(mkc.lw, 1).set(mkc.pd, pd)
         .set(mkc.mkey_7_0, 0x21).set(mkc.start_addr, 0x10000).set(mkc.len, 4096)
@@ -48,12 +48,12 @@ class TphTest : public SimTest {
     return Exec(in, 16);
   }
   Reply Query(uint32_t index) {
-    auto in = Cmd<prm::query_mkey_in>(prm::QUERY_MKEY);
+    auto in = prm::CommandIn<prm::query_mkey_in>(prm::QUERY_MKEY);
     in.set(prm::query_mkey_in::mkey_index, index);
     return Exec(in, prm::size_bytes<prm::query_mkey_out>);
   }
   Reply Destroy(uint32_t index) {
-    auto in = Cmd<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
+    auto in = prm::CommandIn<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
     in.set(prm::destroy_mkey_in::mkey_index, index);
     return Exec(in, 16);
   }

@@ -100,13 +100,13 @@ class UmrTest : public SimTest {
   }
   uint32_t AllocPd() {
     return static_cast<uint32_t>(
-        Exec(Cmd<prm::alloc_pd_in>(prm::ALLOC_PD), 16).get(prm::alloc_pd_out::pd));
+        Exec(prm::CommandIn<prm::alloc_pd_in>(prm::ALLOC_PD), 16).get(prm::alloc_pd_out::pd));
   }
   static uint32_t Index(const Reply& r) {
     return static_cast<uint32_t>(r.get(prm::create_mkey_out::mkey_index));
   }
   static prm::Message<In> Mkey(uint8_t mode, uint32_t pd, std::size_t octowords = 0) {
-    auto in = Cmd<In>(prm::CREATE_MKEY, 0, 16 * octowords);
+    auto in = prm::CommandIn<In>(prm::CREATE_MKEY, 0, 16 * octowords);
     in.set(mkc.access_mode_1_0, mode & 3)
         .set(mkc.access_mode_4_2, mode >> 2)
         .set(mkc.qpn, 0xffffff)
@@ -147,12 +147,12 @@ class UmrTest : public SimTest {
     return Key(Index(r), 0x5c);
   }
   Reply Destroy(uint32_t key) {
-    auto in = Cmd<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
+    auto in = prm::CommandIn<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
     in.set(prm::destroy_mkey_in::mkey_index, key >> 8);
     return Exec(in, 16);
   }
   Reply Query(uint32_t key) {
-    auto in = Cmd<prm::query_mkey_in>(prm::QUERY_MKEY);
+    auto in = prm::CommandIn<prm::query_mkey_in>(prm::QUERY_MKEY);
     in.set(prm::query_mkey_in::mkey_index, key >> 8);
     return Exec(in, prm::size_bytes<prm::query_mkey_out>);
   }
@@ -445,7 +445,7 @@ TEST_F(UmrTest, MalformedWqesAreLocalQpOperationErrors) {
 }
 
 TEST_F(UmrTest, ABoundWindowReachesItsParentsMemory) {
-  auto a = Cmd<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
+  auto a = prm::CommandIn<prm::alloc_memic_in>(prm::ALLOC_MEMIC);
   a.set(prm::alloc_memic_in::memic_size, 8192)
       .set(prm::alloc_memic_in::range_start_addr, sim_->layout().memic_start)
       .set(prm::alloc_memic_in::range_size, sim_->layout().memic_size);
@@ -468,7 +468,7 @@ TEST_F(UmrTest, ABoundWindowReachesItsParentsMemory) {
   EXPECT_FALSE(sim_->firmware().MkeyDeviceMemory(k, 7, 1));  // invalidated
   ASSERT_TRUE(Ok(Destroy(mw)));
   ASSERT_TRUE(Ok(Destroy(parent)));
-  auto d = Cmd<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
+  auto d = prm::CommandIn<prm::dealloc_memic_in>(prm::DEALLOC_MEMIC);
   d.set(prm::dealloc_memic_in::memic_start_addr, off).set(prm::dealloc_memic_in::memic_size, 8192);
   ASSERT_TRUE(Ok(Exec(d, 16)));
 }
@@ -512,7 +512,7 @@ TEST_F(UmrTest, ARegUmrQpChangesAnMrsAccessAndPdInPlace) {
   EXPECT_EQ(q.get(QMkc::start_addr), kMrVa);  // the translation stays
   // The MR moved its hold to the new PD: the old one may go, the new one is busy.
   auto dealloc = [&](uint32_t pd) {
-    auto in = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+    auto in = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
     in.set(prm::dealloc_pd_in::pd, pd);
     return Exec(in, 16);
   };
@@ -548,7 +548,7 @@ TEST_F(UmrTest, ARegUmrQpRefusesWhatItCannotChange) {
 
 // Only the function's owner (uid 0, the kernel) may have a REG_UMR QP.
 TEST_F(UmrTest, OnlyUidZeroCreatesARegUmrQp) {
-  auto in = Cmd<prm::create_qp_in>(prm::CREATE_QP);
+  auto in = prm::CommandIn<prm::create_qp_in>(prm::CREATE_QP);
   in.set(prm::create_qp_in::uid, 7).set(prm::create_qp_in::qpc.st, prm::QP_ST_REG_UMR)
       .set(prm::create_qp_in::qpc.rq_type, prm::ZERO_LEN_RQ);
   auto r = Exec(in, prm::size_bytes<prm::create_qp_out>);

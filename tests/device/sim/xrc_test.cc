@@ -30,7 +30,7 @@ class XrcTest : public QueueTest {
   }
 
   Reply AllocXrcd(uint16_t uid = 0) {
-    auto in = Cmd<prm::alloc_xrcd_in>(prm::ALLOC_XRCD);
+    auto in = prm::CommandIn<prm::alloc_xrcd_in>(prm::ALLOC_XRCD);
     in.set(prm::alloc_xrcd_in::uid, uid);
     return Exec(in, 16);
   }
@@ -40,14 +40,14 @@ class XrcTest : public QueueTest {
     return static_cast<uint32_t>(r.get(prm::alloc_xrcd_out::xrcd));
   }
   Reply DeallocXrcd(uint32_t xrcd, uint16_t uid = 0) {
-    auto in = Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
+    auto in = prm::CommandIn<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
     in.set(prm::dealloc_xrcd_in::xrcd, xrcd).set(prm::dealloc_xrcd_in::uid, uid);
     return Exec(in, 16);
   }
 
   // CREATE_XRC_SRQ of 64 WQEs of 64 bytes (one page) in `xrcd`, completing on `cqn`.
   prm::Message<XIn> XrcSrqIn(uint32_t xrcd, uint32_t cqn, uint16_t uid = 0) {
-    auto in = Cmd<XIn>(prm::CREATE_XRC_SRQ, 0, 8);
+    auto in = prm::CommandIn<XIn>(prm::CREATE_XRC_SRQ, 0, 8);
     in.set(XIn::uid, uid)
         .set(X::log_xrc_srq_size, 6)
         .set(X::log_rq_stride, 2)
@@ -67,17 +67,17 @@ class XrcTest : public QueueTest {
     return static_cast<uint32_t>(r.get(prm::create_xrc_srq_out::xrc_srqn));
   }
   Reply DestroyXrcSrq(uint32_t srqn, uint16_t uid = 0) {
-    auto in = Cmd<prm::destroy_xrc_srq_in>(prm::DESTROY_XRC_SRQ);
+    auto in = prm::CommandIn<prm::destroy_xrc_srq_in>(prm::DESTROY_XRC_SRQ);
     in.set(prm::destroy_xrc_srq_in::xrc_srqn, srqn).set(prm::destroy_xrc_srq_in::uid, uid);
     return Exec(in, 16);
   }
   Reply QueryXrcSrq(uint32_t srqn, uint16_t uid = 0) {
-    auto in = Cmd<prm::query_xrc_srq_in>(prm::QUERY_XRC_SRQ);
+    auto in = prm::CommandIn<prm::query_xrc_srq_in>(prm::QUERY_XRC_SRQ);
     in.set(prm::query_xrc_srq_in::xrc_srqn, srqn).set(prm::mbox_in::uid, uid);
     return Exec(in, prm::size_bytes<prm::query_xrc_srq_out> + 8);
   }
   Reply ArmXrcSrq(uint32_t srqn, uint32_t lwm, uint16_t op_mod = prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ) {
-    auto in = Cmd<prm::arm_xrc_srq_in>(prm::ARM_XRC_SRQ, op_mod);
+    auto in = prm::CommandIn<prm::arm_xrc_srq_in>(prm::ARM_XRC_SRQ, op_mod);
     in.set(prm::arm_xrc_srq_in::xrc_srqn, srqn).set(prm::arm_xrc_srq_in::lwm, lwm);
     return Exec(in, 16);
   }
@@ -93,7 +93,7 @@ class XrcTest : public QueueTest {
   }
   // The target as onchip's driver sends it: no ring, no PD or CQ, the domain.
   prm::Message<QpInL> TgtIn(uint32_t xrcd, uint16_t uid = 0) {
-    auto in = Cmd<QpInL>(prm::CREATE_QP);
+    auto in = prm::CommandIn<QpInL>(prm::CREATE_QP);
     in.set(QpInL::uid, uid)
         .set(qpc.st, prm::QP_ST_XRC)
         .set(qpc.pm_state, prm::QP_PM_MIGRATED)
@@ -131,14 +131,14 @@ TEST_F(XrcTest, DomainsAreNumberedOwnedAndCounted) {
   EXPECT_NE(second, xrcd_);
   EXPECT_NE(second, 0u);
   EXPECT_EQ(sim_->counters().xrcds, 2u);
-  EXPECT_TRUE(RefusedUnchanged(Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD), 16,
+  EXPECT_TRUE(RefusedUnchanged(prm::CommandIn<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD), 16,
                                CommandStatus::BAD_RES_ERR, Syndrome::XRCD_UNKNOWN));
-  auto other = Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
+  auto other = prm::CommandIn<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD);
   other.set(prm::dealloc_xrcd_in::xrcd, second).set(prm::dealloc_xrcd_in::uid, 5);
   EXPECT_TRUE(RefusedUnchanged(other, 16, CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER));
-  auto bad_mod = Cmd<prm::alloc_xrcd_in>(prm::ALLOC_XRCD, 1);
+  auto bad_mod = prm::CommandIn<prm::alloc_xrcd_in>(prm::ALLOC_XRCD, 1);
   EXPECT_TRUE(RefusedUnchanged(bad_mod, 16, CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD));
-  auto reserved = Cmd<prm::alloc_xrcd_in>(prm::ALLOC_XRCD);
+  auto reserved = prm::CommandIn<prm::alloc_xrcd_in>(prm::ALLOC_XRCD);
   reserved.bytes()[9] = std::byte{1};  // reserved_at_40
   EXPECT_TRUE(RefusedUnchanged(reserved, 16, CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO));
   ASSERT_TRUE(Ok(DeallocXrcd(second)));
@@ -166,10 +166,11 @@ TEST_F(XrcTest, XrcSrqRoundTripAndReferences) {
   EXPECT_EQ(q.get(prm::query_xrc_srq_out::pas[0]), kQueueIova);
 
   // It holds its domain, its CQ and its PD.
-  EXPECT_TRUE(RefusedUnchanged(Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD).set(prm::dealloc_xrcd_in::xrcd, xrcd_),
+  EXPECT_TRUE(RefusedUnchanged(prm::CommandIn<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD)
+                                   .set(prm::dealloc_xrcd_in::xrcd, xrcd_),
                                16, CommandStatus::RES_BUSY, Syndrome::XRCD_BUSY));
   EXPECT_TRUE(Refused(DestroyCq(cqn_), CommandStatus::RES_BUSY, Syndrome::CQ_BUSY));
-  auto dealloc_pd = Cmd<prm::dealloc_pd_in>(prm::DEALLOC_PD);
+  auto dealloc_pd = prm::CommandIn<prm::dealloc_pd_in>(prm::DEALLOC_PD);
   dealloc_pd.set(prm::dealloc_pd_in::pd, pd_);
   EXPECT_TRUE(Refused(Exec(dealloc_pd, 16), CommandStatus::RES_BUSY, Syndrome::PD_BUSY));
 
@@ -274,7 +275,8 @@ TEST_F(XrcTest, InitiatorQpSendsOnly) {
   auto with_domain = CreateQp(IniIn(xrcd_));
   ASSERT_TRUE(Ok(with_domain));
   const uint32_t ini2 = static_cast<uint32_t>(with_domain.get(prm::create_qp_out::qpn));
-  EXPECT_TRUE(RefusedUnchanged(Cmd<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD).set(prm::dealloc_xrcd_in::xrcd, xrcd_),
+  EXPECT_TRUE(RefusedUnchanged(prm::CommandIn<prm::dealloc_xrcd_in>(prm::DEALLOC_XRCD)
+                                   .set(prm::dealloc_xrcd_in::xrcd, xrcd_),
                                16, CommandStatus::RES_BUSY, Syndrome::XRCD_BUSY));
   // A receive ring, or no send queue without being the target, is no initiator.
   QpShape rq;
@@ -332,11 +334,11 @@ TEST_F(XrcTest, TargetQpHasOnlyItsDomain) {
 }
 
 TEST_F(XrcTest, TeardownCountsDomains) {
-  auto graceful = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto graceful = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   graceful.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_GRACEFUL_CLOSE);
   EXPECT_TRUE(Refused(Exec(graceful, 16), CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY));
   ASSERT_TRUE(Ok(CreateQp(TgtIn(xrcd_))));
-  auto force = Cmd<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
+  auto force = prm::CommandIn<prm::teardown_hca_in>(prm::TEARDOWN_HCA);
   force.set(prm::teardown_hca_in::profile, prm::TEARDOWN_HCA_FORCE_CLOSE);
   ASSERT_TRUE(Ok(Exec(force, 16)));
   EXPECT_EQ(sim_->counters().xrcds, 0u);
