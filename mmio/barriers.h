@@ -53,9 +53,15 @@ inline void WcFlush() { _mm_sfence(); }
 // After a doorbell store and before loading a word the device writes to say whether it is
 // watching (the software ConnectX's engine sleep word, uapi/vpci.h): the doorbell is globally
 // visible before the load reads, so either the device sees the doorbell or this load sees that
-// it sleeps. x86-64: MFENCE, the one reordering TSO allows is a later load passing an earlier
-// store. (The pattern of io_uring's SQPOLL wake-up check.)
-inline void DoorbellBeforeSleepCheckBarrier() { _mm_mfence(); }
+// it sleeps. (The pattern of io_uring's SQPOLL wake-up check.) x86-64: the one reordering TSO
+// allows is a later load passing an earlier store, and any locked instruction forbids it for
+// write-back memory, which is where both words live. A locked OR of zero into the top of the
+// stack (its value unchanged) costs about half an MFENCE here (7 against 15 ns after the
+// doorbell's SFENCE); MFENCE would also order non-temporal and write-combined stores, which
+// the doorbell's WcFlush already did.
+inline void DoorbellBeforeSleepCheckBarrier() {
+  asm volatile("lock orl $0, (%%rsp)" ::: "memory", "cc");
+}
 
 // Scoped ownership of a shared BlueFlame register: lock, then WcStart; on scope exit WcFlush,
 // then unlock, so the copy is posted completely before another thread can start writing the
