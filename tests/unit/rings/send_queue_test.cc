@@ -67,6 +67,47 @@ TEST(SendQueue, SendWithTwoSgesIsCtrlAndTwoDataSegmentsAndGoesByBlueFlame) {
   EXPECT_EQ(h.bf.offset, h.bf.buf_size);  // the next post uses the other half
 }
 
+// PostSend builds a lone SEND, WRITE or READ with up to two non-empty SGEs on a short path and
+// everything else on the list path: both must write the same WQE and bookkeeping.
+TEST(SendQueue, TheShortPathAndTheListPathBuildTheSameWqe) {
+  std::array<ibv_sge, 3> sges{Sge(0x1000, 10, 7), Sge(0x2000, 20, 8), Sge(0x3000, 0, 9)};
+  const ibv_wr_opcode opcodes[] = {IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+                                   IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ};
+  const unsigned flag_sets[] = {0, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, IBV_SEND_FENCE};
+  for (const ibv_wr_opcode opcode : opcodes)
+    for (const unsigned flags : flag_sets)
+      for (int num_sge = 0; num_sge <= 3; ++num_sge) {  // 3: the last one is empty
+        SCOPED_TRACE(testing::Message() << "opcode " << opcode << " flags " << flags
+                                        << " num_sge " << num_sge);
+        ibv_send_wr wr{};
+        wr.wr_id = 0x5eed;
+        wr.opcode = opcode;
+        wr.send_flags = flags;
+        wr.sg_list = sges.data();
+        wr.num_sge = num_sge;
+        wr.imm_data = htobe32(0xabcd);
+        wr.wr.rdma.remote_addr = 0x123456789;
+        wr.wr.rdma.rkey = 0x4242;
+        Harness lone;
+        Harness listed;
+        ibv_send_wr second = wr;
+        ibv_send_wr first = wr;
+        first.next = &second;
+        ibv_send_wr* bad = nullptr;
+        ASSERT_EQ(driver::rings::PostSend(lone.ibqp(), &wr, &bad), 0);
+        ASSERT_EQ(driver::rings::PostSend(listed.ibqp(), &first, &bad), 0);
+        const uint32_t ds = Ds(lone.Ctrl(0));
+        EXPECT_EQ(ds, Ds(listed.Ctrl(0)));
+        EXPECT_EQ(std::memcmp(lone.Bb(0), listed.Bb(0), ds * 16), 0);
+        const auto& a = lone.qp.sq.Retire(0);
+        const auto& b = listed.qp.sq.Retire(0);
+        EXPECT_EQ(a.wr_id, b.wr_id);
+        EXPECT_EQ(a.wc_opcode, b.wc_opcode);
+        EXPECT_EQ(a.next_post, b.next_post);
+        EXPECT_EQ(lone.qp_dbr.snd_counter.host(), a.next_post);
+      }
+}
+
 TEST(SendQueue, TwoRequestsRingTheEightByteDoorbellOfTheLastWqe) {
   Harness h;
   ibv_sge sge = Sge(0x1000, 8, 1);
