@@ -320,8 +320,9 @@ ONCHIP_HOT void SendQueue::Builder::Finish() {
 }
 
 // Out of line and called with scalars: the post paths then keep nothing in callee-saved
-// registers for it, and save none on entry (each push is one more store the WcStart SFENCE
-// waits for).
+// registers for it, and save none on entry (each saved register is one more store the WcStart
+// SFENCE waits for). A shared bfreg's lock is further out, in WriteSharedBfreg, for the same
+// reason.
 [[gnu::noinline]] void SendQueue::RingDoorbell(uint32_t cur_post, const std::byte* last,
                                                uint32_t last_ds, uint64_t last_word,
                                                uint32_t nreq) {
@@ -332,32 +333,45 @@ ONCHIP_HOT void SendQueue::Builder::Finish() {
   // stores; this keeps the compiler from sinking it).
   mmio::ToDeviceBarrier();
   const bool blueflame = nreq == 1 && last_ds > 1 && last_ds <= bf_max_ds_;
-  Bfreg& bf = *bf_;
-  auto write = [&] {
-    std::byte* dst = bf.NextHalf();
-    if (blueflame && last_ds <= kBb / kDs) [[likely]] {
-      mmio::BlueFlameCopy64(dst, last);  // one basic block: it cannot wrap
-    } else if (blueflame) {
-      const uint32_t bytes = AlignUp(last_ds * kDs, kBb);
-      const std::byte* src = last;
-      for (uint32_t off = 0; off < bytes; off += kBb) {
-        mmio::BlueFlameCopy64(dst + off, src);
-        src += kBb;
-        if (src == qend_) src = ring_;
-      }
-    } else {
-      *reinterpret_cast<volatile uint64_t*>(dst) = last_word;
-    }
-  };
-  if (bf.need_lock) {
-    mmio::WcLockGuard guard(bf.lock);
-    write();
+  if (bf_->need_lock) [[unlikely]] {
+    WriteSharedBfreg(last, last_ds, last_word, blueflame);
   } else {
     mmio::WcStart();
-    write();
+    WriteBfreg(last, last_ds, last_word, blueflame);
     mmio::WcFlush();
   }
   bus_->DoorbellRung();
+}
+
+ONCHIP_HOT void SendQueue::WriteBfreg(const std::byte* last, uint32_t last_ds, uint64_t last_word,
+                                      bool blueflame) const {
+  std::byte* dst = bf_->NextHalf();
+  if (blueflame && last_ds <= kBb / kDs) [[likely]] {
+    mmio::BlueFlameCopy64(dst, last);  // one basic block: it cannot wrap
+  } else if (blueflame) {
+    CopyLongWqe(dst, last, last_ds);
+  } else {
+    *reinterpret_cast<volatile uint64_t*>(dst) = last_word;
+  }
+}
+
+// A BlueFlame WQE of several basic blocks, which may wrap at the ring's end. Out of line: its
+// loop would keep registers saved on the common path.
+[[gnu::noinline]] void SendQueue::CopyLongWqe(std::byte* dst, const std::byte* last,
+                                              uint32_t last_ds) const {
+  const uint32_t bytes = AlignUp(last_ds * kDs, kBb);
+  const std::byte* src = last;
+  for (uint32_t off = 0; off < bytes; off += kBb) {
+    mmio::BlueFlameCopy64(dst + off, src);
+    src += kBb;
+    if (src == qend_) src = ring_;
+  }
+}
+
+[[gnu::noinline]] void SendQueue::WriteSharedBfreg(const std::byte* last, uint32_t last_ds,
+                                                   uint64_t last_word, bool blueflame) const {
+  mmio::WcLockGuard guard(bf_->lock);
+  WriteBfreg(last, last_ds, last_word, blueflame);
 }
 
 // Why a work request whose (known) opcode this queue does not post is refused, in libmlx5's

@@ -197,6 +197,11 @@ class SendQueue {
   // The doorbell record, then the bfreg: the last WQE's BlueFlame copy, or its first 8 bytes.
   void RingDoorbell(uint32_t cur_post, const std::byte* last, uint32_t last_ds, uint64_t last_word,
                     uint32_t nreq);
+  void WriteBfreg(const std::byte* last, uint32_t last_ds, uint64_t last_word,
+                  bool blueflame) const;
+  void CopyLongWqe(std::byte* dst, const std::byte* last, uint32_t last_ds) const;
+  void WriteSharedBfreg(const std::byte* last, uint32_t last_ds, uint64_t last_word,
+                        bool blueflame) const;
   // The common start of each ibv_wr_* builder: false (error kept) when it cannot begin.
   bool WrBegin(uint8_t opcode);
   void WrFinishSetter();
