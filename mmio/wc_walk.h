@@ -163,13 +163,14 @@ inline bool ShortUnderContract(std::uintptr_t device_addr, std::size_t n) {
 // piece is one fixed-width move held in a named register, never a stack buffer, so the copy is
 // a few inlined moves. Ops::Load<W>(src) returns a piece, Ops::Store<W>(dst, piece) puts it;
 // every load happens before the first store.
-// Up to 16 bytes from a 4-byte aligned device address: 4-byte pieces, fewer tests than working
+// Up to 16 bytes to a 4-byte aligned device address: 4-byte pieces, fewer tests than working
 // out wider ones (the write-combining buffer joins them all the same), and few enough registers
-// that the caller needs no stack frame. Returns false, having done nothing, unless n is 0, 4, 8,
+// that the caller needs no stack frame. Writes only: reads are not combined, so WalkFromDevice
+// uses the widest pieces instead. Returns false, having done nothing, unless n is 0, 4, 8,
 // 12 or 16. 4 and 8 bytes (a flag, a sequence number) are tested first and alone: at these
 // sizes each test and taken branch costs as much as a store. The barriers between stores keep
-// the host side's pieces (from the device) from being merged into a vector built with inserts,
-// which stalls the next copy's loads when the two buffers share page offsets (4 KiB aliasing).
+// the pieces from being merged into a vector built with inserts, which stalls the next copy's
+// loads when the two buffers share page offsets (4 KiB aliasing).
 template <class Ops>
 [[gnu::always_inline]] inline bool TinyCopy(char* dst, const char* src, std::size_t n) {
   if (n == 4) [[likely]] {
@@ -225,6 +226,55 @@ template <class Ops>
   if (n >= 48) Ops::template Store<16>(dst + 32, b2);
   if (n & 8) Ops::template Store<8>(dst + at8, t8);
   if (n & 4) Ops::template Store<4>(dst + at4, t4);
+}
+
+// Exactly N bytes (a multiple of 4 below a line) from a 16-byte aligned device address: the
+// pieces PieceWidth chooses there (16-byte ones, then an 8- and a 4-byte one), fixed at compile
+// time, so the copy is straight-line code: all loads, then all stores, no test of n.
+template <class Ops, std::size_t N>
+[[gnu::always_inline]] inline void FixedAligned16Copy(char* dst, const char* src) {
+  static_assert(N < kLine && N % 4 == 0);
+  constexpr std::size_t bodies = N / 16, at8 = 16 * bodies, at4 = at8 + (N & 8);
+  Word<16> b0{}, b1{}, b2{};
+  Word<8> t8{};
+  Word<4> t4{};
+  if constexpr (bodies > 0) b0 = Ops::template Load<16>(src);
+  if constexpr (bodies > 1) b1 = Ops::template Load<16>(src + 16);
+  if constexpr (bodies > 2) b2 = Ops::template Load<16>(src + 32);
+  if constexpr ((N & 8) != 0) t8 = Ops::template Load<8>(src + at8);
+  if constexpr ((N & 4) != 0) t4 = Ops::template Load<4>(src + at4);
+  CompilerBarrier();
+  if constexpr (bodies > 0) Ops::template Store<16>(dst, b0);
+  if constexpr (bodies > 1) Ops::template Store<16>(dst + 16, b1);
+  if constexpr (bodies > 2) Ops::template Store<16>(dst + 32, b2);
+  if constexpr ((N & 8) != 0) Ops::template Store<8>(dst + at8, t8);
+  if constexpr ((N & 4) != 0) Ops::template Store<4>(dst + at4, t4);
+}
+
+// n < 64, n % 4 == 0, from a 16-byte aligned device address (most device-memory offsets): one
+// indirect jump on n to the straight-line copy of that length. Testing n piece by piece instead
+// (Aligned16Copy) costs a taken branch or two per piece, and that, not the loads, is what made
+// 16- to 64-byte reads slower than the vendor's 4-byte loop (see mmio/README.md).
+template <class Ops>
+[[gnu::always_inline]] inline void Aligned16CopyByLength(char* dst, const char* src, std::size_t n) {
+  switch (n / 4) {  // 0 to 15: the caller checked n < 64
+    case 0: return;
+    case 1: return FixedAligned16Copy<Ops, 4>(dst, src);
+    case 2: return FixedAligned16Copy<Ops, 8>(dst, src);
+    case 3: return FixedAligned16Copy<Ops, 12>(dst, src);
+    case 4: return FixedAligned16Copy<Ops, 16>(dst, src);
+    case 5: return FixedAligned16Copy<Ops, 20>(dst, src);
+    case 6: return FixedAligned16Copy<Ops, 24>(dst, src);
+    case 7: return FixedAligned16Copy<Ops, 28>(dst, src);
+    case 8: return FixedAligned16Copy<Ops, 32>(dst, src);
+    case 9: return FixedAligned16Copy<Ops, 36>(dst, src);
+    case 10: return FixedAligned16Copy<Ops, 40>(dst, src);
+    case 11: return FixedAligned16Copy<Ops, 44>(dst, src);
+    case 12: return FixedAligned16Copy<Ops, 48>(dst, src);
+    case 13: return FixedAligned16Copy<Ops, 52>(dst, src);
+    case 14: return FixedAligned16Copy<Ops, 56>(dst, src);
+    case 15: return FixedAligned16Copy<Ops, 60>(dst, src);
+  }
 }
 
 template <class Ops>
@@ -384,20 +434,37 @@ template <class K>
   if (len != 0) PartialLineFromDevice<K>(dst, src, len);
 }
 
-// Same walk with the device on the source side: a copy shorter than a line under the device
-// contract is a few inlined moves (as to the device), anything else WalkFromDeviceLong.
+// Same walk with the device on the source side. Reads from a device are not combined the way
+// writes are (on a real BAR each load is its own read request, and a round trip), so every piece
+// is the widest that is naturally aligned and fits (PieceWidth), never several 4-byte loads where
+// one wider load would do. In order of how often they occur: 4 bytes (a flag, a sequence number)
+// is one load behind one test; a copy shorter than a line from a 16-byte aligned address jumps
+// straight to the copy of its length; whole lines from a line-aligned address are the line
+// kernel inlined; other copies shorter than a line under the contract are a few moves out of
+// line (ShortCopy), anything else WalkFromDeviceLong.
 template <class K>
 inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
+  using Ops = ShortFromDeviceOps<K>;
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
   const auto addr = reinterpret_cast<std::uintptr_t>(src);
-  if ((addr & 3) == 0 && TinyCopy<ShortFromDeviceOps<K>>(dst, src, len)) [[likely]]
+  if ((addr & 3) == 0 && len == 4) [[likely]] {
+    Ops::template Store<4>(dst, Ops::template Load<4>(src));
     return;
+  }
+  if ((addr & 7) == 0 && len == 8) [[likely]] {  // the jump below costs 8 bytes a third more
+    Ops::template Store<8>(dst, Ops::template Load<8>(src));
+    return;
+  }
+  if (((addr & 15) | (len & ~std::size_t{kLine - 4})) == 0) [[likely]] {  // len < 64, len % 4 == 0
+    Aligned16CopyByLength<Ops>(dst, src, len);
+    return;
+  }
+  if (((addr | len) & (kLine - 1)) == 0) [[likely]] {  // len != 0: 0 was handled above
+    K::Lines(dst, src, len);
+    return;
+  }
   if (ShortUnderContract(addr, len)) {
-    if ((addr & 15) == 0) {
-      Aligned16Copy<ShortFromDeviceOps<K>>(dst, src, len);
-      return;
-    }
     ShortFromDevice<K>(dst, src, len);
     return;
   }
