@@ -251,30 +251,31 @@ template <class Ops, std::size_t N>
   if constexpr ((N & 4) != 0) Ops::template Store<4>(dst + at4, t4);
 }
 
-// n < 64, n % 4 == 0, from a 16-byte aligned device address (most device-memory offsets): one
-// indirect jump on n to the straight-line copy of that length. Testing n piece by piece instead
-// (Aligned16Copy) costs a taken branch or two per piece, and that, not the loads, is what made
-// 16- to 64-byte reads slower than the vendor's 4-byte loop (see mmio/README.md).
+// B (0, 16, 32 or 48) plus the last 0 to 12 bytes of n: two tests, each leaf straight-line.
+template <class Ops, std::size_t B>
+[[gnu::always_inline]] inline void Aligned16CopyFrom(char* dst, const char* src, std::size_t n) {
+  if (n & 8) {
+    if (n & 4) return FixedAligned16Copy<Ops, B + 12>(dst, src);
+    return FixedAligned16Copy<Ops, B + 8>(dst, src);
+  }
+  if (n & 4) return FixedAligned16Copy<Ops, B + 4>(dst, src);
+  return FixedAligned16Copy<Ops, B>(dst, src);
+}
+
+// n < 64, n % 4 == 0, from a 16-byte aligned device address (most device-memory offsets): four
+// tests on the bits of n pick the straight-line copy of that length. Aligned16Copy (still the
+// to-device path) tests n once per piece to load and again to store: nine taken branches at 32
+// bytes. Taken branches, not loads, are what this core pays for at these sizes, up to about 1 ns
+// each when the machine is busy, and the vendor's loop pays one per 4 bytes. A jump table on n
+// does the same in one indirect jump, but measured slower here when the machine is busy.
 template <class Ops>
 [[gnu::always_inline]] inline void Aligned16CopyByLength(char* dst, const char* src, std::size_t n) {
-  switch (n / 4) {  // 0 to 15: the caller checked n < 64
-    case 0: return;
-    case 1: return FixedAligned16Copy<Ops, 4>(dst, src);
-    case 2: return FixedAligned16Copy<Ops, 8>(dst, src);
-    case 3: return FixedAligned16Copy<Ops, 12>(dst, src);
-    case 4: return FixedAligned16Copy<Ops, 16>(dst, src);
-    case 5: return FixedAligned16Copy<Ops, 20>(dst, src);
-    case 6: return FixedAligned16Copy<Ops, 24>(dst, src);
-    case 7: return FixedAligned16Copy<Ops, 28>(dst, src);
-    case 8: return FixedAligned16Copy<Ops, 32>(dst, src);
-    case 9: return FixedAligned16Copy<Ops, 36>(dst, src);
-    case 10: return FixedAligned16Copy<Ops, 40>(dst, src);
-    case 11: return FixedAligned16Copy<Ops, 44>(dst, src);
-    case 12: return FixedAligned16Copy<Ops, 48>(dst, src);
-    case 13: return FixedAligned16Copy<Ops, 52>(dst, src);
-    case 14: return FixedAligned16Copy<Ops, 56>(dst, src);
-    case 15: return FixedAligned16Copy<Ops, 60>(dst, src);
+  if (n & 32) {
+    if (n & 16) return Aligned16CopyFrom<Ops, 48>(dst, src, n);
+    return Aligned16CopyFrom<Ops, 32>(dst, src, n);
   }
+  if (n & 16) return Aligned16CopyFrom<Ops, 16>(dst, src, n);
+  return Aligned16CopyFrom<Ops, 0>(dst, src, n);
 }
 
 template <class Ops>
@@ -437,11 +438,13 @@ template <class K>
 // Same walk with the device on the source side. Reads from a device are not combined the way
 // writes are (on a real BAR each load is its own read request, and a round trip), so every piece
 // is the widest that is naturally aligned and fits (PieceWidth), never several 4-byte loads where
-// one wider load would do. In order of how often they occur: 4 bytes (a flag, a sequence number)
-// is one load behind one test; a copy shorter than a line from a 16-byte aligned address jumps
-// straight to the copy of its length; whole lines from a line-aligned address are the line
-// kernel inlined; other copies shorter than a line under the contract are a few moves out of
-// line (ShortCopy), anything else WalkFromDeviceLong.
+// one wider load would do. Taken branches, not loads, are what small reads cost on this core
+// (the vendor's loop pays one per 4 bytes), so the common cases come first and fall through:
+// 4 bytes (a flag, a sequence number), then 8 and 16 from an address of that alignment, each
+// one test and one load; then any other copy shorter than a line from a 16-byte aligned address
+// (Aligned16CopyByLength); whole lines from a line-aligned address, the line kernel inlined;
+// other copies shorter than a line under the contract, a few moves out of line (ShortCopy);
+// anything else WalkFromDeviceLong.
 template <class K>
 inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
   using Ops = ShortFromDeviceOps<K>;
@@ -452,8 +455,14 @@ inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
     Ops::template Store<4>(dst, Ops::template Load<4>(src));
     return;
   }
-  if ((addr & 7) == 0 && len == 8) [[likely]] {  // the jump below costs 8 bytes a third more
+  // One branch per test: written with &&, GCC moved these copies out of line behind a second
+  // taken branch.
+  if (((addr & 7) | (len ^ 8)) == 0) [[likely]] {
     Ops::template Store<8>(dst, Ops::template Load<8>(src));
+    return;
+  }
+  if (((addr & 15) | (len ^ 16)) == 0) [[likely]] {
+    Ops::template Store<16>(dst, Ops::template Load<16>(src));
     return;
   }
   if (((addr & 15) | (len & ~std::size_t{kLine - 4})) == 0) [[likely]] {  // len < 64, len % 4 == 0
