@@ -5,9 +5,11 @@
 #include <cstddef>
 
 // Every entry point below starts a 64-byte line (ONCHIP_COPY_ENTRY on its definition): the short
-// paths, the first few dozen bytes of a copy function, then lie in one line and none of their
-// branches ends on a 32-byte boundary, which Skylake-derived cores fetch slowly since the JCC
-// erratum microcode (measured here: 0.6 ns of a 3 ns 4-byte copy, identical code otherwise).
+// paths, the first few dozen bytes of a copy function, then lie in one line. That no branch
+// crosses or ends on a 32-byte boundary, which Skylake-derived cores fetch slowly since the JCC
+// erratum microcode (measured here: 0.6 ns of a 3 ns 4-byte copy, identical code otherwise), is
+// the assembler's job (-mbranches-within-32B-boundaries, mmio/BUILD): alignment alone kept it
+// only until the next change moved a branch.
 #define ONCHIP_COPY_ENTRY __attribute__((aligned(64)))
 
 namespace onchip::mmio::detail {

@@ -144,7 +144,14 @@ struct PieceDefaults {
   }
   template <std::size_t W>
   [[gnu::always_inline]] static Word<W> LoadDeviceWord(const char* src) {
-    return *reinterpret_cast<const volatile Word<W>*>(src);
+    if constexpr (W == 4) {
+      // WalkFromDevice takes 4 bytes without testing the address: under the contract it is
+      // 4-byte aligned and this is the same MOV; outside it (host memory) still exact, not UB.
+      typedef uint32_t __attribute__((aligned(1))) AnyAlignment;
+      return *reinterpret_cast<const volatile AnyAlignment*>(src);
+    } else {
+      return *reinterpret_cast<const volatile Word<W>*>(src);
+    }
   }
   template <std::size_t W>
   [[gnu::always_inline]] static void StoreHostWord(char* dst, Word<W> v) {
@@ -163,13 +170,14 @@ inline bool ShortUnderContract(std::uintptr_t device_addr, std::size_t n) {
 // piece is one fixed-width move held in a named register, never a stack buffer, so the copy is
 // a few inlined moves. Ops::Load<W>(src) returns a piece, Ops::Store<W>(dst, piece) puts it;
 // every load happens before the first store.
-// Up to 16 bytes from a 4-byte aligned device address: 4-byte pieces, fewer tests than working
+// Up to 16 bytes to a 4-byte aligned device address: 4-byte pieces, fewer tests than working
 // out wider ones (the write-combining buffer joins them all the same), and few enough registers
-// that the caller needs no stack frame. Returns false, having done nothing, unless n is 0, 4, 8,
+// that the caller needs no stack frame. Writes only: reads are not combined, so WalkFromDevice
+// uses the widest pieces instead. Returns false, having done nothing, unless n is 0, 4, 8,
 // 12 or 16. 4 and 8 bytes (a flag, a sequence number) are tested first and alone: at these
 // sizes each test and taken branch costs as much as a store. The barriers between stores keep
-// the host side's pieces (from the device) from being merged into a vector built with inserts,
-// which stalls the next copy's loads when the two buffers share page offsets (4 KiB aliasing).
+// the pieces from being merged into a vector built with inserts, which stalls the next copy's
+// loads when the two buffers share page offsets (4 KiB aliasing).
 template <class Ops>
 [[gnu::always_inline]] inline bool TinyCopy(char* dst, const char* src, std::size_t n) {
   if (n == 4) [[likely]] {
@@ -225,6 +233,56 @@ template <class Ops>
   if (n >= 48) Ops::template Store<16>(dst + 32, b2);
   if (n & 8) Ops::template Store<8>(dst + at8, t8);
   if (n & 4) Ops::template Store<4>(dst + at4, t4);
+}
+
+// Exactly N bytes (a multiple of 4 below a line) from a 16-byte aligned device address: the
+// pieces PieceWidth chooses there (16-byte ones, then an 8- and a 4-byte one), fixed at compile
+// time, so the copy is straight-line code: all loads, then all stores, no test of n.
+template <class Ops, std::size_t N>
+[[gnu::always_inline]] inline void FixedAligned16Copy(char* dst, const char* src) {
+  static_assert(N < kLine && N % 4 == 0);
+  constexpr std::size_t bodies = N / 16, at8 = 16 * bodies, at4 = at8 + (N & 8);
+  Word<16> b0{}, b1{}, b2{};
+  Word<8> t8{};
+  Word<4> t4{};
+  if constexpr (bodies > 0) b0 = Ops::template Load<16>(src);
+  if constexpr (bodies > 1) b1 = Ops::template Load<16>(src + 16);
+  if constexpr (bodies > 2) b2 = Ops::template Load<16>(src + 32);
+  if constexpr ((N & 8) != 0) t8 = Ops::template Load<8>(src + at8);
+  if constexpr ((N & 4) != 0) t4 = Ops::template Load<4>(src + at4);
+  CompilerBarrier();
+  if constexpr (bodies > 0) Ops::template Store<16>(dst, b0);
+  if constexpr (bodies > 1) Ops::template Store<16>(dst + 16, b1);
+  if constexpr (bodies > 2) Ops::template Store<16>(dst + 32, b2);
+  if constexpr ((N & 8) != 0) Ops::template Store<8>(dst + at8, t8);
+  if constexpr ((N & 4) != 0) Ops::template Store<4>(dst + at4, t4);
+}
+
+// B (0, 16, 32 or 48) plus the last 0 to 12 bytes of n: two tests, each leaf straight-line.
+template <class Ops, std::size_t B>
+[[gnu::always_inline]] inline void Aligned16CopyFrom(char* dst, const char* src, std::size_t n) {
+  if (n & 8) {
+    if (n & 4) return FixedAligned16Copy<Ops, B + 12>(dst, src);
+    return FixedAligned16Copy<Ops, B + 8>(dst, src);
+  }
+  if (n & 4) return FixedAligned16Copy<Ops, B + 4>(dst, src);
+  return FixedAligned16Copy<Ops, B>(dst, src);
+}
+
+// n < 64, n % 4 == 0, from a 16-byte aligned device address (most device-memory offsets): four
+// tests on the bits of n pick the straight-line copy of that length. Aligned16Copy (still the
+// to-device path) tests n once per piece to load and again to store: nine taken branches at 32
+// bytes. Taken branches, not loads, are what this core pays for at these sizes, up to about 1 ns
+// each when the machine is busy, and the vendor's loop pays one per 4 bytes. A jump table on n
+// does the same in one indirect jump, but measured slower here when the machine is busy.
+template <class Ops>
+[[gnu::always_inline]] inline void Aligned16CopyByLength(char* dst, const char* src, std::size_t n) {
+  if (n & 32) {
+    if (n & 16) return Aligned16CopyFrom<Ops, 48>(dst, src, n);
+    return Aligned16CopyFrom<Ops, 32>(dst, src, n);
+  }
+  if (n & 16) return Aligned16CopyFrom<Ops, 16>(dst, src, n);
+  return Aligned16CopyFrom<Ops, 0>(dst, src, n);
 }
 
 template <class Ops>
@@ -384,20 +442,45 @@ template <class K>
   if (len != 0) PartialLineFromDevice<K>(dst, src, len);
 }
 
-// Same walk with the device on the source side: a copy shorter than a line under the device
-// contract is a few inlined moves (as to the device), anything else WalkFromDeviceLong.
+// Same walk with the device on the source side. Reads from a device are not combined the way
+// writes are (on a real BAR each load is its own read request, and a round trip), so every piece
+// is the widest that is naturally aligned and fits (PieceWidth), never several 4-byte loads where
+// one wider load would do. Taken branches, not loads, are what small reads cost on this core
+// (the vendor's loop pays one per 4 bytes), so the common cases come first and fall through:
+// 4 bytes (a flag, a sequence number), then 8 and 16 from an address of that alignment, each
+// one test and one load; then any other copy shorter than a line from a 16-byte aligned address
+// (Aligned16CopyByLength); whole lines from a line-aligned address, the line kernel inlined;
+// other copies shorter than a line under the contract, a few moves out of line (ShortCopy);
+// anything else WalkFromDeviceLong.
 template <class K>
 inline void WalkFromDevice(void* dst_v, const void* src_v, std::size_t len) {
+  using Ops = ShortFromDeviceOps<K>;
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
   const auto addr = reinterpret_cast<std::uintptr_t>(src);
-  if ((addr & 3) == 0 && TinyCopy<ShortFromDeviceOps<K>>(dst, src, len)) [[likely]]
+  if (len == 4) [[likely]] {  // any src: testing its alignment too cost 4 bytes 0.6 ns
+    Ops::template Store<4>(dst, Ops::template Load<4>(src));
     return;
+  }
+  // One branch per test: written with &&, GCC moved these copies out of line behind a second
+  // taken branch.
+  if (((addr & 7) | (len ^ 8)) == 0) [[likely]] {
+    Ops::template Store<8>(dst, Ops::template Load<8>(src));
+    return;
+  }
+  if (((addr & 15) | (len ^ 16)) == 0) [[likely]] {
+    Ops::template Store<16>(dst, Ops::template Load<16>(src));
+    return;
+  }
+  if (((addr & 15) | (len & ~std::size_t{kLine - 4})) == 0) [[likely]] {  // len < 64, len % 4 == 0
+    Aligned16CopyByLength<Ops>(dst, src, len);
+    return;
+  }
+  if (((addr | len) & (kLine - 1)) == 0) [[likely]] {  // len != 0: 0 was handled above
+    K::Lines(dst, src, len);
+    return;
+  }
   if (ShortUnderContract(addr, len)) {
-    if ((addr & 15) == 0) {
-      Aligned16Copy<ShortFromDeviceOps<K>>(dst, src, len);
-      return;
-    }
     ShortFromDevice<K>(dst, src, len);
     return;
   }

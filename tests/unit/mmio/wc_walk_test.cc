@@ -186,6 +186,30 @@ TEST(WalkFromDevice, LoadsAscendAndAreNeverNarrowerThanFourBytes) {
     }
 }
 
+// Reads from a device are not combined: each load is its own read request on a real BAR. Under
+// the contract every load below a line is therefore the widest piece that is naturally aligned
+// and fits (PieceWidth), e.g. 16 bytes from a 16-byte aligned address is one load, not four.
+TEST(WalkFromDevice, EveryPieceIsTheWidestThatFits) {
+  alignas(64) static char dev[4096 + 256];
+  static char host[4096 + 256];
+  for (std::size_t soff = 0; soff < 64; soff += 4)
+    for (std::size_t len = 0; len <= 300; len += 4) {
+      g_events.clear();
+      const char* s = dev + 64 + soff;
+      WalkFromDevice<RecordingFromDevice>(host + 1, s, len);
+      std::size_t loads = 0;
+      for (const Event& e : g_events) {
+        if (e.op != Op::kLoad || e.width == 64) continue;
+        const auto off = e.addr - reinterpret_cast<std::uintptr_t>(s);
+        ++loads;
+        ASSERT_EQ(e.width, PieceWidth(e.addr, len - off)) << "soff " << soff << " len " << len << " at +" << off;
+      }
+      if (len < 64 && soff % 16 == 0) {
+        EXPECT_EQ(loads, len / 16 + ((len & 8) != 0) + ((len & 4) != 0)) << "soff " << soff << " len " << len;
+      }
+    }
+}
+
 TEST(PieceWidth, WidestAlignedPieceThatFits) {
   EXPECT_EQ(PieceWidth(0x1000, 64), 16u);
   EXPECT_EQ(PieceWidth(0x1004, 64), 4u);
