@@ -426,16 +426,24 @@ void Bandwidth(benchmark::State& state, Op op, Where where) {
 
 // How the floor's peer and the two-process peer wait, as the software ConnectX's engine thread
 // does (sim::DeviceConfig): spin for engine_spin_period after the last work, then nap engine_nap
-// between looks, so on a small shared machine they pay the same scheduling the device does.
+// between looks, so on a small shared machine they pay the same scheduling the device does. After
+// engine_idle_period without work the engine stops looking until a doorbell kicks it (or its
+// idle_poll_period passes); a peer has no kick to wait for, so it looks once per
+// idle_poll_period. An idle peer (the two-process WRITE, READ and atomic rows give it nothing to
+// do) would otherwise wake every engine_nap for the whole row, and each wake-up preempts the
+// benchmark thread or the device's engine on a 2-core machine.
 class EngineLikeWait {
  public:
   EngineLikeWait() { prctl(PR_SET_TIMERSLACK, 1000UL); }
   void Worked() { last_work_ = std::chrono::steady_clock::now(); }
   void Idle() const {
-    if (std::chrono::steady_clock::now() - last_work_ < engine_.engine_spin_period) return;
-    const timespec nap{.tv_sec = 0,
-                       .tv_nsec = static_cast<long>(std::chrono::nanoseconds(engine_.engine_nap).count())};
-    nanosleep(&nap, nullptr);
+    const auto idle = std::chrono::steady_clock::now() - last_work_;
+    if (idle < engine_.engine_spin_period) return;
+    const std::chrono::nanoseconds nap = idle < engine_.engine_idle_period
+                                             ? std::chrono::nanoseconds(engine_.engine_nap)
+                                             : std::chrono::nanoseconds(engine_.idle_poll_period);
+    const timespec ts{.tv_sec = 0, .tv_nsec = static_cast<long>(nap.count())};
+    nanosleep(&ts, nullptr);
   }
 
  private:
