@@ -832,14 +832,12 @@ int main(int argc, char** argv) {
                   (std::string(op) + "/8").c_str(),
                   reporter.Ratio(std::string(op) + ".onchip_2proc/8/real_time", std::string(op) + ".floor_2proc/8/real_time"),
                   reporter.Ratio(std::string(op) + ".host_2proc/8/real_time", std::string(op) + ".floor_2proc/8/real_time"));
+  // The goal (within 3x) is judged in one place, the report tools/onchip bench writes from this
+  // suite's JSON (tools/cli/report.py wire_goal), for the one- and the two-process rows alike.
   const double write8 = reporter.Ratio("rdma_write.onchip/8/real_time", "rdma_write.floor/8/real_time");
-  // Nothing on the software device can beat the floor: below 1 the floor itself was slowed
-  // (CPUs busy with other work) and the run cannot judge the goal.
   if (write8 > 0)
-    std::printf("goal: 8-byte RDMA WRITE into DM within 3x of the floor: %.2fx: %s\n", write8,
-                write8 < 1.0    ? "not judged (the floor ran slower than the operation: busy CPUs)"
-                : write8 <= 3.0 ? "met"
-                                : "MISSED");
+    std::printf("8-byte RDMA WRITE into DM: %.2fx of the floor (the goal, within 3x, is judged by "
+                "tools/onchip bench's report)\n", write8);
   benchmark::Shutdown();
   // Closed and destroyed here, before static destruction takes the software ConnectX's fabric.
   auto& fixture = onchip::FixtureSlot();

@@ -303,7 +303,9 @@ def run_suites(args, choice, suites, env, mode, warning):
     if paths:
         context, _, _ = report.load(paths)
         header = header_lines(context, choice, mode, warning)
-        text, chart = report.write(paths, args.out, header, getattr(args, "compare_with", None))
+        text, chart, unmet = report.write(paths, args.out, header,
+                                          getattr(args, "compare_with", None))
+        missed += ["report: %s" % m for m in unmet]
         print()
         progress.step("report")
         print(text)

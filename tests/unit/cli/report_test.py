@@ -77,7 +77,8 @@ class ReportTest(unittest.TestCase):
             self.paths.append(path)
 
     def write(self, compare_with=None):
-        text, chart = report.write(self.paths, self.tmp.name, [("device", "test")], compare_with)
+        text, chart, self.unmet = report.write(self.paths, self.tmp.name, [("device", "test")],
+                                               compare_with)
         with open(os.path.join(self.tmp.name, "report.json")) as f:
             return text, chart, json.load(f)
 
@@ -120,6 +121,11 @@ class ReportTest(unittest.TestCase):
         self.assertRegex(text, r"(?m)^atomic_fetch_add\s+8 B \|.*\| +-$")
         hot = {r["path"]: r for r in got["hot"]}
         self.assertAlmostEqual(hot["PostRecv"]["x_floor"], 1.5)
+
+    def test_the_missed_wire_goal_is_returned_for_bench_to_list(self):
+        self.write()
+        self.assertEqual(self.unmet, ["8-byte RDMA WRITE into DM within 3x of the floor, one "
+                                      "process: 3.1x (missed)"])
 
     def test_a_floor_slower_than_the_operation_judges_nothing(self):
         self.assertEqual(report.wire_verdict(3.0), "met")
