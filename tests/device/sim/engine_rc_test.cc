@@ -416,6 +416,39 @@ TEST_F(EngineRcTest, RnrRetryExceeded) {
   EXPECT_EQ(node_->QpState(b_.qpn), prm::QP_STATE_RTS);
 }
 
+// A path whose source GID index names an empty entry of the GID table (entry 4 of a RoCE port:
+// four addresses, then nothing) sends with the zero GID. The request still reaches the responder,
+// whose GID it names, but the answer goes to the zero GID, which no port owns: the requester
+// never hears back and retries until it gives up, while the responder did nothing wrong.
+TEST_F(EngineRcTest, AnEmptySourceGidEntryGetsNoAnswer) {
+  ASSERT_GT(sim_->engine().gids().size(), 4u);
+  ASSERT_EQ(sim_->engine().gids()[4], Gid{}) << "entry 4 is the first empty one";
+  Node::Path to_b;
+  to_b.src_addr_index = 4;
+  to_b.retry_count = 1;
+  to_b.ack_timeout = 1;  // the model waits at least 10 ms
+  ConnectBoth(to_b);
+  node_->PostSend(a_, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(kDst, key_), DataSeg(key_, kSrc, 8)}));
+  auto err = node_->Poll(cq_a_);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->opcode(), prm::MLX5_CQE_REQ_ERR);
+  EXPECT_EQ(err->syndrome(), prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+  EXPECT_EQ(node_->QpState(a_.qpn), prm::QP_STATE_ERR);
+  EXPECT_EQ(node_->QpState(b_.qpn), prm::QP_STATE_RTS);
+  // A new pair whose path names a populated entry (3, the default) is answered.
+  auto c = node_->NewQp(2, QP_ST_RC, cq_a_.cqn, cq_a_.cqn);
+  auto d = node_->NewQp(3, QP_ST_RC, cq_b_.cqn, cq_b_.cqn);
+  Node::Path to_d = PathTo(d.qpn);
+  to_d.retry_count = 1;
+  to_d.ack_timeout = 1;
+  node_->Connect(c, to_d);
+  node_->Connect(d, PathTo(c.qpn));
+  node_->PostSend(c, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(kDst, key_), DataSeg(key_, kSrc, 8)}));
+  auto ok = node_->Poll(cq_a_);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->opcode(), prm::MLX5_CQE_REQ);
+}
+
 TEST_F(EngineRcTest, UnreachableGidIsTransportRetryExceeded) {
   Node::Path to_b;
   to_b.retry_count = 1;
