@@ -43,6 +43,15 @@ inline uint64_t Pair(Be32 first, Be32 second) {
   return uint64_t{first.raw()} | (uint64_t{second.raw()} << 32);
 }
 
+// UD's address vector at `at` (48 bytes, inside one basic block): the AH's, with the remote QP
+// and Q_Key of this request.
+void WriteDatagram(std::byte* at, const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(at);
+  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
+  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
+  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
+}
+
 bool IsAtomic(uint8_t opcode) {
   return opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
 }
@@ -387,10 +396,7 @@ ONCHIP_HOT void SendQueue::WriteBfreg(const std::byte* last, uint32_t last_ds, u
 // The segments that only some queues or requests carry, out of the common path so that its
 // registers stay few: UD's address vector, a UMR for BIND_MW / LOCAL_INV.
 [[gnu::noinline]] void SendQueue::Builder::PutDatagram(const ibv_send_wr* wr) {
-  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(ReserveDatagram());
-  std::memcpy(av, &DataPathAh::From(wr->wr.ud.ah)->av, sizeof(*av));
-  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (wr->wr.ud.remote_qpn & 0xffffff));
-  av->key.qkey.qkey = Be32::FromHost(wr->wr.ud.remote_qkey);
+  WriteDatagram(ReserveDatagram(), wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
 }
 
 [[gnu::noinline]] int SendQueue::Builder::PutUmrOf(const ibv_send_wr* wr) {
@@ -656,10 +662,7 @@ ONCHIP_HOT void SendQueue::WrFinishSetter() {
 void SendQueue::WrSetUdAddr(const ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   if (wr_err_ != 0) return;
   if (!wr_open_ || wr_av_ == nullptr) return Keep(wr_err_, EINVAL);
-  auto* av = reinterpret_cast<pod::mlx5_wqe_av*>(wr_av_);
-  std::memcpy(av, &DataPathAh::From(ah)->av, sizeof(*av));
-  av->dqp_dct = Be32::FromHost(prm::MLX5_EXTENDED_UD_AV | (remote_qpn & 0xffffff));
-  av->key.qkey.qkey = Be32::FromHost(remote_qkey);
+  WriteDatagram(wr_av_, ah, remote_qpn, remote_qkey);
   wr_av_ = nullptr;
   WrFinishSetter();
 }
