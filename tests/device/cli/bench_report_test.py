@@ -147,7 +147,7 @@ class BenchReportTest(unittest.TestCase):
         ops = {op for op, _, _ in rows}
         for op in OPERATIONS + ("wc_copy_to_device", "wc_copy_from_device"):
             self.assertIn(op, ops)
-        time = r"\d+(\.\d+)? (ns|us)"
+        time = r"\d+(\.\d+)? (ns|us|ms)"
         for op, size, cells in rows:
             self.assertRegex(cells[1], "^%s\\s+%s" % (time, time), (op, size))  # onchip median, p99
         for op in ("memcpy_to_dm", "memcpy_from_dm"):
