@@ -39,13 +39,17 @@ import progress
 import report
 import simd
 
+# Every mode shuffles the repetitions of a suite's rows (random interleaving), so a row and the
+# baseline it is divided by sample the same moments of a shared machine's noise: run back to back,
+# a slow spell that covered only one of them made their ratio say what the neighbours did.
+INTERLEAVED = "--benchmark_enable_random_interleaving=true"
 MODES = {
     # --quick leaves out the 1 GiB hugepage-versus-4k read test: faulting in 2 GiB takes longer
     # than the whole quick budget.
-    "quick": ["--benchmark_min_time=0.002", "--benchmark_repetitions=3",
+    "quick": ["--benchmark_min_time=0.002", "--benchmark_repetitions=3", INTERLEAVED,
               "--benchmark_filter=-random_read_1GiB"],
-    "default": ["--benchmark_min_time=0.02", "--benchmark_repetitions=5"],
-    "full": ["--benchmark_min_time=0.2", "--benchmark_repetitions=15"],
+    "default": ["--benchmark_min_time=0.02", "--benchmark_repetitions=5", INTERLEAVED],
+    "full": ["--benchmark_min_time=0.2", "--benchmark_repetitions=15", INTERLEAVED],
 }
 
 
