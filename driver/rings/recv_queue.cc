@@ -32,7 +32,42 @@ Result<void> RecvQueue::Init(const RecvQueueDesc& d) {
   return {};
 }
 
+// The WQEs up to `head` exist: the record says so, after them, and the bus hears of it.
+[[gnu::always_inline]] inline void RecvQueue::Announce(uint32_t head) {
+  head_ = head;
+  mmio::ToDeviceBarrier();  // the WQEs before the record that announces them
+  mmio::StoreDeviceWord(*db_counter_, prm::Be32::FromHost(head & prm::kWqCounterMask));
+  bus_->DoorbellRung();
+}
+
+// The common post, one request with one non-empty SGE, is written here with nothing else live:
+// one data segment (and the terminator when the stride holds more), its wr_id, the record.
+// Anything else, and any request that would fail, takes PostList, which gives the errors.
+[[gnu::always_inline]] inline bool RecvQueue::Single(const ibv_recv_wr* wr) const {
+  return wr->next == nullptr && wr->num_sge == 1 && state_max_gs_ >= 1 &&
+         wr->sg_list[0].length != 0 && !device_gone();
+}
+
 int RecvQueue::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  if (!Single(wr)) return PostList(wr, bad_wr);
+  lock_.lock();
+  const uint32_t head = head_;
+  if (head - tail_.load(std::memory_order_acquire) >= wqe_cnt_) [[unlikely]] {
+    lock_.unlock();
+    return PostList(wr, bad_wr);
+  }
+  const uint32_t idx = head & (wqe_cnt_ - 1);
+  std::byte* wqe = ring_ + (std::size_t{idx} << wqe_shift_);
+  const ibv_sge& sge = wr->sg_list[0];
+  StoreDataSegment(wqe, sge.lkey, sge.addr, sge.length);
+  if (max_gs_ > 1) StoreScatterEnd(wqe + sizeof(prm::pod::mlx5_wqe_data_seg));
+  wrid_[idx] = wr->wr_id;
+  Announce(head + 1);
+  lock_.unlock();
+  return 0;
+}
+
+[[gnu::noinline]] int RecvQueue::PostList(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   if (device_gone()) [[unlikely]] {
     *bad_wr = wr;
     return EIO;
@@ -54,12 +89,7 @@ int RecvQueue::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     WriteScatter(ring_ + (std::size_t{idx} << wqe_shift_), wr->sg_list, wr->num_sge, max_gs_);
     wrid_[idx] = wr->wr_id;
   }
-  if (nreq != 0) {
-    head_ += nreq;
-    mmio::ToDeviceBarrier();  // the WQEs before the record that announces them
-    mmio::StoreDeviceWord(*db_counter_, prm::Be32::FromHost(head_ & prm::kWqCounterMask));
-    bus_->DoorbellRung();
-  }
+  if (nreq != 0) Announce(head_ + nreq);
   lock_.unlock();
   return err;
 }

@@ -64,6 +64,10 @@ class RecvQueue {
   uint32_t outstanding() const { return head_ - tail_.load(std::memory_order_acquire); }
 
  private:
+  bool Single(const ibv_recv_wr* wr) const;
+  int PostList(ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+  void Announce(uint32_t head);
+
   std::byte* ring_ = nullptr;
   uint32_t wqe_cnt_ = 0;
   uint32_t wqe_shift_ = 0;

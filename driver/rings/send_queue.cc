@@ -1,7 +1,5 @@
 #include "driver/rings/send_queue.h"
 
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -13,6 +11,7 @@
 
 #include "driver/rings/data_path_ah.h"
 #include "driver/rings/umr_wqe.h"
+#include "driver/rings/wqe_segment.h"
 #include "mmio/barriers.h"
 #include "mmio/device_word.h"
 #include "mmio/wc_copy.h"
@@ -29,19 +28,6 @@ constexpr uint32_t kDs = prm::MLX5_SEND_WQE_DS;
 constexpr uint32_t kAtomicBytes = 8;
 
 constexpr uint32_t AlignUp(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
-
-// A WQE segment is written as one 16-byte store of two 8-byte words built in registers: the
-// BlueFlame copy reads the WQE back 16 bytes at a time (mmio::BlueFlameCopy64) a few
-// nanoseconds later, and a load is forwarded from the store buffer only when one store covers
-// it; narrower stores under it would make the copy wait for them to reach the cache.
-inline void StoreSegment(std::byte* at, uint64_t first, uint64_t second) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(at),
-                   _mm_set_epi64x(static_cast<long long>(second), static_cast<long long>(first)));
-}
-// Two big-endian 32-bit fields as they lie in memory, first at the lower address.
-inline uint64_t Pair(Be32 first, Be32 second) {
-  return uint64_t{first.raw()} | (uint64_t{second.raw()} << 32);
-}
 
 // UD's address vector at `at` (48 bytes, inside one basic block): the AH's, with the remote QP
 // and Q_Key of this request.
@@ -257,8 +243,7 @@ ONCHIP_HOT std::byte* SendQueue::Builder::ReserveDatagram() {
 }
 
 ONCHIP_HOT void SendQueue::Builder::PutData(uint32_t lkey, uint64_t addr, uint32_t length) {
-  std::byte* at = TakeSegment();  // byte_count, lkey, addr
-  StoreSegment(at, Pair(Be32::FromHost(length), Be32::FromHost(lkey)), Be64::FromHost(addr).raw());
+  StoreDataSegment(TakeSegment(), lkey, addr, length);
 }
 
 int SendQueue::Builder::PutInline(const ibv_sge* sges, const ibv_data_buf* bufs, std::size_t n,

@@ -69,6 +69,48 @@ TEST(RecvQueue, FullIsEnomemAndTooManySgesIsEinval) {
   EXPECT_EQ(driver::rings::PostRecv(h.ibqp(), &wr, &bad), EINVAL);
 }
 
+// One request with one SGE takes PostRecv's short path; the same request inside a list, or any
+// request that fails, takes the list path. Both must leave the same WQE, wr_id and record.
+TEST(RecvQueue, TheShortPathAndTheListPathWriteTheSameWqe) {
+  Harness h;
+  ibv_sge sge = Sge(0x1234'5678'9abc, 4096, 0x77);
+  ibv_recv_wr single{};
+  single.wr_id = 41;
+  single.sg_list = &sge;
+  single.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &single, &bad), 0);
+  ibv_recv_wr second = single;
+  second.wr_id = 42;
+  ibv_recv_wr first = single;  // a list of two: the list path
+  first.next = &second;
+  ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &first, &bad), 0);
+  EXPECT_EQ(h.qp_dbr.rcv_counter.host(), 3u);
+  EXPECT_EQ(h.bus.doorbells, 2);
+  for (int slot = 1; slot < 3; ++slot)
+    EXPECT_EQ(std::memcmp(h.rq_ring.p, h.rq_ring.p + slot * 64, 64), 0) << "slot " << slot;
+  EXPECT_EQ(Seg(h.rq_ring.p, 0)->addr.host(), 0x1234'5678'9abcu);
+  EXPECT_EQ(Seg(h.rq_ring.p, 0)->byte_count.host(), 4096u);
+  EXPECT_EQ(Seg(h.rq_ring.p, 0)->lkey.host(), 0x77u);
+  EXPECT_EQ(Seg(h.rq_ring.p, 1)->lkey.host(), prm::MLX5_INVALID_LKEY);
+  EXPECT_EQ(h.qp.rq.Retire(), 41u);
+  EXPECT_EQ(h.qp.rq.Retire(), 41u);
+  EXPECT_EQ(h.qp.rq.Retire(), 42u);
+
+  // The short path's request on a full queue and before INIT fails as the list path says.
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &single, &bad), 0);
+  bad = nullptr;
+  EXPECT_EQ(driver::rings::PostRecv(h.ibqp(), &single, &bad), ENOMEM);
+  EXPECT_EQ(bad, &single);
+  EXPECT_EQ(h.qp_dbr.rcv_counter.host(), 19u);
+  h.qp.rq.Retire();
+  h.qp.rq.SetStateMaxGs(-1);
+  bad = nullptr;
+  EXPECT_EQ(driver::rings::PostRecv(h.ibqp(), &single, &bad), EINVAL);
+  EXPECT_EQ(bad, &single);
+  EXPECT_EQ(h.qp_dbr.rcv_counter.host(), 19u);
+}
+
 struct SrqHarness {
   SrqHarness() : ring(8 * 64) {
     driver::rings::SrqRingDesc d;
