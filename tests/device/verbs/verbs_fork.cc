@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -93,6 +95,27 @@ struct Pipe {
     if (c) *c = b;
     return ok;
   }
+  // The parent's Get: the parent holds the write end too, so a child that dies before it
+  // signals would leave a plain read blocked for ever. This one fails instead, naming the child
+  // and its exit status, or after 30 s without a signal.
+  ::testing::AssertionResult GetFrom(const std::vector<pid_t>& writers) const {
+    for (int waited_ms = 0; waited_ms < 30'000; waited_ms += 100) {
+      pollfd p{fd[0], POLLIN, 0};
+      if (poll(&p, 1, 100) == 1) {
+        if (Get()) return ::testing::AssertionSuccess();
+        return ::testing::AssertionFailure() << "the pipe failed: " << std::strerror(errno);
+      }
+      for (pid_t pid : writers) {
+        siginfo_t info{};  // WNOWAIT: the child stays for Reap
+        if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == pid)
+          return ::testing::AssertionFailure()
+                 << "child " << pid << " ended before it signalled: "
+                 << (info.si_code == CLD_EXITED ? "exit status " : "signal ") << info.si_status;
+      }
+    }
+    return ::testing::AssertionFailure() << "no signal from the children in 30 s";
+  }
   std::array<int, 2> fd{-1, -1};
 };
 
@@ -113,6 +136,11 @@ class ForkTest : public ::testing::Test {
     ASSERT_GT(max_dm_, 0u);
   }
   void TearDown() override {
+    // A test that failed before it reaped its children leaves none behind, blocked on a pipe.
+    for (pid_t pid : unreaped_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
     if (ctx_) {
       EXPECT_EQ(ibv_close_device(ctx_), 0);
     }
@@ -124,14 +152,17 @@ class ForkTest : public ::testing::Test {
   pid_t Child(Body body) {
     const pid_t pid = fork();
     if (pid == 0) _exit(body());
+    if (pid > 0) unreaped_.push_back(pid);
     return pid;
   }
-  static int Reap(pid_t pid) {
+  int Reap(pid_t pid) {
     int status = 0;
     if (waitpid(pid, &status, 0) != pid) return -1;
+    std::erase(unreaped_, pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
+  std::vector<pid_t> unreaped_;
   ibv_context* ctx_ = nullptr;
   uint64_t max_dm_ = 0;
 };
@@ -165,12 +196,14 @@ TEST_F(ForkTest, FiveChildrenAllocateDeviceMemoryOnTheParentsContext) {
   constexpr int kChildren = 5;
   // As pyverbs: half of the device memory, shared among the children.
   const uint64_t each = (max_dm_ / 2 / kChildren) & ~uint64_t{63};
-  Pipe go, ready;
+  // Two phases, two pipes: with one, a quick child could take a second child's start byte as its
+  // own finish and leave that child waiting for ever.
+  Pipe start, ready, finish;
   std::vector<pid_t> children;
   for (int i = 0; i < kChildren; ++i) {
     children.push_back(Child([&, i] {
       char c;
-      if (!go.Get(&c)) return 10;
+      if (!start.Get(&c)) return 10;
       ibv_alloc_dm_attr a{};
       a.length = each;
       ibv_dm* dm = ibv_alloc_dm(ctx_, &a);
@@ -181,19 +214,19 @@ TEST_F(ForkTest, FiveChildrenAllocateDeviceMemoryOnTheParentsContext) {
       if (ibv_memcpy_from_dm(in.data(), dm, 0, in.size()) != 0) return 13;
       if (in != out) return 14;
       if (!ready.Put()) return 15;
-      if (!go.Get(&c)) return 16;  // the parent has seen every child's memory at the daemon
+      if (!finish.Get(&c)) return 16;  // the parent has seen every child's memory at the daemon
       // Even children free what they made; odd ones exit holding it (the daemon releases it).
       if (i % 2 == 0 && ibv_free_dm(dm) != 0) return 17;
       return 0;
     }));
   }
-  for (int i = 0; i < kChildren; ++i) ASSERT_TRUE(go.Put());
-  for (int i = 0; i < kChildren; ++i) ASSERT_TRUE(ready.Get());
+  for (int i = 0; i < kChildren; ++i) ASSERT_TRUE(start.Put());
+  for (int i = 0; i < kChildren; ++i) ASSERT_TRUE(ready.GetFrom(children));
   // Each child is a client of its own, holding its device memory.
   const std::string busy = DaemonStatus();
   for (pid_t pid : children)
     EXPECT_NE(ClientEntry(busy, pid).find("\"memic\": 1"), std::string::npos) << busy;
-  for (int i = 0; i < kChildren; ++i) ASSERT_TRUE(go.Put());
+  for (int i = 0; i < kChildren; ++i) ASSERT_TRUE(finish.Put());
   for (pid_t pid : children) EXPECT_EQ(Reap(pid), 0) << "child " << pid;
 
   // The children are gone from the daemon, which holds what it held before they came.
@@ -296,7 +329,7 @@ TEST_F(ForkTest, AChildsObjectsAreItsOwnAndTheParentsStayTheParents) {
     if (ibv_close_device(ctx_) != 0) return 41;
     return 0;
   });
-  ASSERT_TRUE(held.Get()) << "child exited with " << Reap(child);
+  ASSERT_TRUE(held.GetFrom({child}));
   const std::string busy = DaemonStatus();
   const std::string entry = ClientEntry(busy, child);
   for (const char* kind : {"\"pd\": 1", "\"cq\": 1", "\"qp\": 1", "\"memic\": 1"})
