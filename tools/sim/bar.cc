@@ -115,7 +115,12 @@ void Bar0::RestoreReadOnly() {
 
 uint64_t Bar0::CmdqAddress() const { return init_seg::ReadCmdqAddress(*this); }
 
-uint32_t Bar0::TakeCommandDoorbell() { return Exchange32(init_seg::kCmdDbell, 0); }
+uint32_t Bar0::TakeCommandDoorbell() {
+  // Looked at with a plain load first: nearly every engine pass finds no ring, and a locked
+  // exchange would cost each of them the line the driver rings.
+  if (Word(init_seg::kCmdDbell).load(std::memory_order_relaxed) == 0) return 0;
+  return Exchange32(init_seg::kCmdDbell, 0);
+}
 
 void Bar0::TickHealthCounter() {
   const uint32_t v = Read32(init_seg::kHealthCounter);

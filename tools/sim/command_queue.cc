@@ -21,24 +21,23 @@ CommandQueue::CommandQueue(Bar0& bar, Iommu& iommu, Firmware& firmware,
       slots_(1u << config.log_cmdq_size),
       stride_(1u << config.log_cmdq_stride) {}
 
-int CommandQueue::Poll() {
+int CommandQueue::Poll(std::chrono::steady_clock::time_point now) {
   uint32_t rung = bar_.TakeCommandDoorbell();
+  // Slots the driver handed over even if their doorbell write was overwritten (see the header).
+  const bool scan = rung != 0 || now - last_scan_ >= kOwnershipScanPeriod;
+  if (!scan && !release_.load(std::memory_order_acquire)) return 0;  // the busy engine's pass
   const uint64_t cmdq = bar_.CmdqAddress();
   bool release = false;
   uint32_t parked = 0;
   {
     std::lock_guard lock(mutex_);
-    release = release_;
-    release_ = false;
+    release = release_.exchange(false, std::memory_order_relaxed);
     parked = parked_;
     if (release) parked_ = 0;
   }
   uint32_t owned = 0;
-  // Slots the driver handed over even if their doorbell write was overwritten. A disabled
-  // function reads no entry it was not rung for: after DISABLE_HCA the driver frees the queue
-  // page, and the device must not be looking at it then.
-  const auto now = std::chrono::steady_clock::now();
-  const bool scan = rung != 0 || now - last_scan_ >= kOwnershipScanPeriod;
+  // A disabled function reads no entry it was not rung for: after DISABLE_HCA the driver frees
+  // the queue page, and the device must not be looking at it then.
   if (cmdq != 0 && scan && (rung != 0 || firmware_.state() != HcaState::kDisabled)) {
     last_scan_ = now;
     Iommu::Access access(iommu_);
@@ -160,7 +159,7 @@ void CommandQueue::StallNext(std::optional<uint16_t> opcode) {
 void CommandQueue::ReleaseStall() {
   std::lock_guard lock(mutex_);
   stall_armed_ = false;
-  release_ = true;
+  release_.store(true, std::memory_order_release);
 }
 
 QueueCounters CommandQueue::counters() const {

@@ -16,6 +16,7 @@
 // driver's timeout path can be exercised; ReleaseStall() lets parked commands run.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -40,8 +41,10 @@ class CommandQueue {
  public:
   CommandQueue(Bar0& bar, Iommu& iommu, Firmware& firmware, const DeviceConfig& config);
 
-  // Runs what is pending; returns the number of entries completed.
-  int Poll();
+  // Runs what is pending; returns the number of entries completed. `now` is the caller's clock
+  // reading for this pass (it times the ownership scan).
+  int Poll(std::chrono::steady_clock::time_point now);
+  int Poll() { return Poll(std::chrono::steady_clock::now()); }
 
   // The next command (of `opcode`, if given) is parked until ReleaseStall().
   void StallNext(std::optional<uint16_t> opcode);
@@ -64,7 +67,9 @@ class CommandQueue {
   mutable std::mutex mutex_;  // guards the stall state and counters
   bool stall_armed_ = false;
   std::optional<uint16_t> stall_opcode_;
-  bool release_ = false;
+  // Written under mutex_; Poll reads it without the lock first, so that a pass with nothing
+  // rung, no scan due and nothing to release takes no lock.
+  std::atomic<bool> release_{false};
   uint32_t parked_ = 0;  // bit per parked slot
   QueueCounters counters_;
 };

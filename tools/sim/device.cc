@@ -120,7 +120,7 @@ Device::ServiceResult Device::Service(std::chrono::steady_clock::time_point now)
   // hardware, where the engine does not wait for the command interface). A pass that ran
   // commands gets a second engine pass for what they changed.
   Engine::PassResult pass = engine_.Pass(now);
-  if (queue_.Poll() > 0) {
+  if (queue_.Poll(now) > 0) {
     const Engine::PassResult after = engine_.Pass();
     pass.progressed |= after.progressed;
     pass.next_deadline_ns = after.next_deadline_ns;
