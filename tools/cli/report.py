@@ -7,7 +7,9 @@ Benchmarks that take part are named `<operation>.<implementation>/<bytes>`, for 
   host    the same operation on host memory
   floor   the same exchange done by bare shared memory (over the wire: nothing can beat it)
   onchip_2proc, host_2proc, floor_2proc: the wire rows between two processes
-Each is run with repetitions; latency is the time of one operation (one iteration), reported as
+Each is run with repetitions, which bench.py interleaves at random across a suite's rows, so a row
+and the baseline it is divided by sample the same stretch of a shared machine's noise; latency is
+the time of one operation (one iteration), reported as
 the median and the 99th percentile (nearest rank) over repetitions, or, where a row measured each
 operation itself (the p50_ns and p99_ns counters), the median of those; throughput is the median
 of bytes per second. The data path's hot-path rows (rings_bench: `PostSend/blueflame` against
