@@ -11,6 +11,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "uapi/prm/cq.h"
+#include "uapi/prm/eq.h"
 #include "uapi/prm/eqe.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
@@ -23,6 +25,17 @@ namespace {
 // Rounds of (wire, queues) one pass runs at most, so the device thread still serves commands
 // while traffic never stops.
 constexpr int kMaxRounds = 64;
+
+// The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
+// kept, so a pass allocates nothing once the tables stop growing).
+template <class Table, class PageOf>
+void DistinctPages(std::vector<uint32_t>& out, const Table& table, PageOf page_of) {
+  out.clear();
+  for (const auto& [number, queue] : table) {
+    const uint32_t page = page_of(queue);
+    if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
+  }
+}
 
 }  // namespace
 
@@ -120,6 +133,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     looped_.clear();
     return result;
   }
+  RefreshQueues();
   if (fw_.port_change_ != 0) {
     PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
     result.progressed = true;
@@ -156,20 +170,20 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     }
     uint64_t deadline = 0;
     bool queues_moved = false;
-    for (auto& [qpn, qp] : fw_.qps_) {
-      if (qp.state == prm::QP_STATE_ERR) {
-        queues_moved |= FlushSend(qpn, qp);
-        queues_moved |= FlushRecv(qpn, qp);
+    for (const auto& [qpn, qp] : live_qps_) {
+      if (qp->state == prm::QP_STATE_ERR) {
+        queues_moved |= FlushSend(qpn, *qp);
+        queues_moved |= FlushRecv(qpn, *qp);
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
-        if (qp.srqn && !qp.progress.last_wqe_reached) {
-          qp.progress.last_wqe_reached = true;
+        if (qp->srqn && !qp->progress.last_wqe_reached) {
+          qp->progress.last_wqe_reached = true;
           QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
           queues_moved = true;
         }
         continue;
       }
-      queues_moved |= SendStep(qpn, qp, now, &deadline);
+      queues_moved |= SendStep(qpn, *qp, now, &deadline);
     }
     moved |= queues_moved;
     result.next_deadline_ns = deadline;
@@ -188,12 +202,27 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     result.next_deadline_ns = moderation;
   if (result.progressed) {
     // What QUERY_QP reports as the hardware's counters.
-    for (auto& [qpn, qp] : fw_.qps_)
-      prm::Bits(qp.qpc)
-          .set(prm::qpc::hw_sq_wqebb_counter, qp.progress.sq_wqe_counter & 0xffff)
-          .set(prm::qpc::hw_rq_counter, qp.progress.rq_counter);
+    for (const auto& [qpn, qp] : live_qps_)
+      prm::Bits(qp->qpc)
+          .set(prm::qpc::hw_sq_wqebb_counter, qp->progress.sq_wqe_counter & 0xffff)
+          .set(prm::qpc::hw_rq_counter, qp->progress.rq_counter);
   }
   return result;
+}
+
+void Engine::RefreshQueues() {
+  if (fw_.counters_.commands == commands_seen_) return;
+  commands_seen_ = fw_.counters_.commands;
+  live_qps_.clear();
+  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp});
+  live_cqs_.clear();
+  for (auto& [cqn, cq] : fw_.cqs_) live_cqs_.push_back({cqn, &cq});
+  DistinctPages(cq_uar_pages_, fw_.cqs_, [](const Cq& cq) {
+    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(cq.cqc), prm::cqc::uar_page));
+  });
+  DistinctPages(eq_uar_pages_, fw_.eqs_, [](const Eq& eq) {
+    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(eq.eqc), prm::eqc::uar_page));
+  });
 }
 
 std::vector<std::byte> Engine::TakePayloadBuffer() {

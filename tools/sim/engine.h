@@ -242,13 +242,26 @@ class Engine {
   const Iommu::Access* pass_access_ = nullptr;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
-  // The distinct UAR pages of the CQs and of the EQs whose doorbells a pass takes. Only a
-  // firmware command creates or destroys a queue, so they are computed again only when the
-  // firmware's command count moved since (commands_seen_).
+  // What a pass walks, derived from the firmware's tables: the live QPs and CQs in number order
+  // as flat lists (walking a std::map costs more than looking at an idle queue), and the distinct
+  // UAR pages of the CQs and of the EQs whose doorbells a pass takes. Only a firmware command
+  // creates, destroys or changes a queue, and a map's entries stay where they are until erased,
+  // so the lists are computed again only when the firmware's command count moved since
+  // (commands_seen_): at the start of every pass (RefreshQueues), before anything uses them.
+  struct LiveQp {
+    uint32_t qpn;
+    Qp* qp;
+  };
+  struct LiveCq {
+    uint32_t cqn;
+    Cq* cq;
+  };
+  std::vector<LiveQp> live_qps_;
+  std::vector<LiveCq> live_cqs_;
   std::vector<uint32_t> cq_uar_pages_;
   std::vector<uint32_t> eq_uar_pages_;
   uint64_t commands_seen_ = ~uint64_t{0};
-  void RefreshUarPages();
+  void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), handled in the
   // next round as the port's are. Only the pass touches them, so they skip the port's lock;
