@@ -200,13 +200,6 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
   result.progressed |= fired;
   if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
     result.next_deadline_ns = moderation;
-  if (result.progressed) {
-    // What QUERY_QP reports as the hardware's counters.
-    for (const auto& [qpn, qp] : live_qps_)
-      prm::Bits(qp->qpc)
-          .set(prm::qpc::hw_sq_wqebb_counter, qp->progress.sq_wqe_counter & 0xffff)
-          .set(prm::qpc::hw_rq_counter, qp->progress.rq_counter);
-  }
   return result;
 }
 
