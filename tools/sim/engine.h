@@ -220,10 +220,35 @@ class Engine {
   void FireCompletionEvent(uint32_t cqn, Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
   uint64_t PollModeration(uint64_t now, bool* fired);
-  // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
-  // the last call (the device leaves a value there no driver writes).
-  std::optional<uint64_t> TakeUarWord64(uint32_t page, uint64_t offset);
-  std::optional<uint32_t> TakeUarWord32(uint32_t page, uint64_t offset);
+  // A UAR page's doorbell register at `offset`, or nullptr for a page past the device's UARs (a
+  // queue may name one; no driver can ring it).
+  template <class Word>
+  Word* UarRegister(uint32_t page, uint64_t offset) const;
+  // What the device leaves in a doorbell register it has consumed: no driver stores it (an arm
+  // word never sets bits 31:30, an EQ doorbell never names EQ 255 with consumer index 0xffffff).
+  static constexpr uint64_t kConsumed64 = ~uint64_t{0};
+  static constexpr uint32_t kConsumed32 = ~uint32_t{0};
+  // A doorbell register, consumed: its value if a driver stored one since the last call. Inline:
+  // every pass looks at every register, and most find nothing.
+  static std::optional<uint64_t> TakeUarWord64(uint64_t* word) {
+    std::atomic_ref<uint64_t> ref(*word);
+    // Looked at with a plain load first: a locked exchange would cost every pass the cache line
+    // the driver writes its doorbells into.
+    if (ref.load(std::memory_order_relaxed) == kConsumed64) return std::nullopt;
+    const uint64_t raw = ref.exchange(kConsumed64, std::memory_order_acq_rel);
+    if (raw == kConsumed64) return std::nullopt;
+    // Two big-endian words as they lie in memory: the first is the high half.
+    if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
+    return raw;
+  }
+  static std::optional<uint32_t> TakeUarWord32(uint32_t* word) {
+    std::atomic_ref<uint32_t> ref(*word);
+    if (ref.load(std::memory_order_relaxed) == kConsumed32) return std::nullopt;  // as above
+    const uint32_t raw = ref.exchange(kConsumed32, std::memory_order_acq_rel);
+    if (raw == kConsumed32) return std::nullopt;
+    if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
+    return raw;
+  }
   void SignalVector(uint32_t vector);
   bool PollEqDoorbells();
   void MoveToError(Qp& qp);
@@ -243,8 +268,8 @@ class Engine {
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
   // What a pass walks, derived from the firmware's tables: the live QPs and CQs in number order
-  // as flat lists (walking a std::map costs more than looking at an idle queue), and the distinct
-  // UAR pages of the CQs and of the EQs whose doorbells a pass takes. Only a firmware command
+  // as flat lists (walking a std::map costs more than looking at an idle queue), and the doorbell
+  // registers of the distinct UAR pages the CQs and the EQs name. Only a firmware command
   // creates, destroys or changes a queue, and a map's entries stay where they are until erased,
   // so the lists are computed again only when the firmware's command count moved since
   // (commands_seen_): at the start of every pass (RefreshQueues), before anything uses them.
@@ -256,10 +281,23 @@ class Engine {
     uint32_t cqn;
     Cq* cq;
   };
+  // A UAR page's CQ doorbell register, and its two EQ doorbell registers (pages past the
+  // device's UARs are left out: nothing rings them).
+  struct CqDoorbell {
+    uint32_t page;
+    uint64_t* word;
+  };
+  struct EqDoorbells {
+    uint32_t page;
+    uint32_t* update_ci;
+    uint32_t* arm;
+  };
   std::vector<LiveQp> live_qps_;
   std::vector<LiveCq> live_cqs_;
-  std::vector<uint32_t> cq_uar_pages_;
+  std::vector<uint32_t> cq_uar_pages_;  // RefreshQueues' own: the distinct pages
   std::vector<uint32_t> eq_uar_pages_;
+  std::vector<CqDoorbell> cq_doorbells_;
+  std::vector<EqDoorbells> eq_doorbells_;
   uint64_t commands_seen_ = ~uint64_t{0};
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)

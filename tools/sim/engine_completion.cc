@@ -250,8 +250,8 @@ bool Engine::PollArms() {
                prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
     }
   };
-  for (uint32_t page : cq_uar_pages_) {
-    auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
+  for (const auto& [page, register_word] : cq_doorbells_) {
+    auto doorbell = TakeUarWord64(register_word);
     if (!doorbell) continue;
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
     auto it = fw_.cqs_.find(static_cast<uint32_t>(*doorbell) & 0xffffff);
@@ -272,25 +272,26 @@ bool Engine::PollArms() {
 
 bool Engine::PollEqDoorbells() {
   bool moved = false;
-  for (uint32_t page : eq_uar_pages_) {
-    for (const bool arm : {false, true}) {
-      auto word = TakeUarWord32(page, arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi);
-      if (!word) continue;
-      auto it = fw_.eqs_.find(*word >> 24);
-      if (it == fw_.eqs_.end()) continue;
-      Eq& eq = it->second;
-      prm::Bits eqc(eq.eqc);
-      if (eqc.get(prm::eqc::uar_page) != page) continue;
-      moved = true;
-      eq.consumer_counter = *word & 0xffffff;
-      if (!arm || eqc.get(prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) continue;
-      eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_ARMED);
-      // EQEs past the new consumer index fire at once.
-      if ((eq.producer_counter & 0xffffff) != eq.consumer_counter) {
-        eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
-        SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
-      }
+  // A doorbell an EQ of `page` wrote: the update-CI one, or the arm one.
+  auto doorbell = [&](uint32_t page, bool arm, uint32_t word) {
+    auto it = fw_.eqs_.find(word >> 24);
+    if (it == fw_.eqs_.end()) return;
+    Eq& eq = it->second;
+    prm::Bits eqc(eq.eqc);
+    if (eqc.get(prm::eqc::uar_page) != page) return;
+    moved = true;
+    eq.consumer_counter = word & 0xffffff;
+    if (!arm || eqc.get(prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) return;
+    eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_ARMED);
+    // EQEs past the new consumer index fire at once.
+    if ((eq.producer_counter & 0xffffff) != eq.consumer_counter) {
+      eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
+      SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
     }
+  };
+  for (const auto& [page, update_ci, arm_register] : eq_doorbells_) {
+    if (auto word = TakeUarWord32(update_ci)) doorbell(page, false, *word);
+    if (auto word = TakeUarWord32(arm_register)) doorbell(page, true, *word);
   }
   return moved;
 }
