@@ -42,6 +42,8 @@
 #include "tools/sim/queue_objects.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe_syndrome.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/qp.h"
 
 namespace onchip::sim {
 
@@ -116,7 +118,20 @@ class Engine {
   }
 
   // ---- requester (engine_requester.cc) ----
-  bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+    if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
+    if (qp.progress.awaiting)
+      if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
+    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
+    if (!producer || ((*producer ^ qp.progress.sq_wqe_counter) & prm::kWqCounterMask) == 0)
+      return false;
+    return ExecuteSendWqe(qpn, qp, now, deadline);
+  }
+  // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
+  // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
+  // the WQE is to be sent again.
+  std::optional<bool> AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
   bool ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,

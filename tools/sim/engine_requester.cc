@@ -173,30 +173,25 @@ static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter)
   return wqe;
 }
 
-bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
-  if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-  if (pr.awaiting) {
-    if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
-      if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
-        *deadline = pr.resend_at_ns;
-      return false;
-    }
-    // Time to send the WQE again: after an RNR wait, or after silence.
-    if (!pr.rnr_wait) {
-      if (pr.retry_left == 0) {
-        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
-        return true;
-      }
-      --pr.retry_left;
-    }
-    pr.awaiting = false;
-    pr.rnr_wait = false;
-    pr.resend_at_ns = 0;
+  if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
+    if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
+      *deadline = pr.resend_at_ns;
+    return false;
   }
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
-  if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0) return false;
-  return ExecuteSendWqe(qpn, qp, now, deadline);
+  // Time to send the WQE again: after an RNR wait, or after silence.
+  if (!pr.rnr_wait) {
+    if (pr.retry_left == 0) {
+      CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
+      return true;
+    }
+    --pr.retry_left;
+  }
+  pr.awaiting = false;
+  pr.rnr_wait = false;
+  pr.resend_at_ns = 0;
+  return std::nullopt;
 }
 
 // Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
