@@ -61,12 +61,14 @@ void Engine::MoveToError(Qp& qp) {
 bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   auto it = fw_.cqs_.find(cqn);
   if (it == fw_.cqs_.end()) return false;
-  Cq& cq = it->second;
+  return WriteCqe(cqn, it->second, f);
+}
+
+bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
   if (cq.progress.overflowed) return false;
   prm::Bits cqc(cq.cqc);
-  const uint32_t log_size = static_cast<uint32_t>(cqc.get(prm::cqc::log_cq_size));
-  const uint32_t size = uint32_t{1} << log_size;
-  const uint32_t cqe_bytes = cqc.get(prm::cqc::cqe_sz) == 1 ? 128 : 64;
+  const uint32_t size = uint32_t{1} << cq.log_size;
+  const uint32_t cqe_bytes = cq.cqe_bytes;
   // The consumer index only grows, so a ring that is not full by the last reading of it is not
   // full: the doorbell record is read again only when that reading says full (as a NIC keeps
   // the index it last fetched).

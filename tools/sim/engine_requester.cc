@@ -499,7 +499,8 @@ void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8
     f.user_index = static_cast<uint32_t>(prm::Get(Bytes(qp.qpc), prm::qpc::user_index));
     f.syndrome = syndrome;
     f.vendor = vendor;
-    WriteCqe(qp.cqn_snd, f);
+    // A QP with a send queue is no XRC target: cq_snd is its CQ.
+    WriteCqe(qp.cqn_snd, *qp.cq_snd, f);
   }
   pr.sq_wqe_counter = (pr.sq_wqe_counter + std::max<uint32_t>(pr.wqe_bbs, 1)) & prm::kWqCounterMask;
   pr.awaiting = false;
@@ -533,7 +534,7 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
       f.wqe_opcode = prm::OpcodeOf(Load<prm::Be32>(wqe, 0).host());
       bbs = static_cast<uint32_t>((wqe.size() + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB);
     }
-    WriteCqe(qp.cqn_snd, f);
+    WriteCqe(qp.cqn_snd, *qp.cq_snd, f);  // a QP with a send queue: as in CompleteSend
     pr.sq_wqe_counter = (pr.sq_wqe_counter + bbs) & prm::kWqCounterMask;
     moved = true;
   }

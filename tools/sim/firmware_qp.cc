@@ -183,6 +183,8 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   qp.uar_page = uar_page;
   qp.cqn_snd = cqn_snd;
   qp.cqn_rcv = cqn_rcv;
+  qp.cq_snd = &snd->second;
+  qp.cq_rcv = &rcv->second;
   if (srq != srqs_.end()) qp.srqn = srq->first;
   if (xrcd != xrcds_.end()) qp.xrcd = xrcd->first;
   if (rq_type == prm::NON_ZERO_RQ) {
