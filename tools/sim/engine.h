@@ -188,7 +188,10 @@ class Engine {
   // Appends `len` bytes read through `k` to `out`, growing it only after every page of the
   // range proved reachable (a key may span far more than the memory mapped behind it: a garbage
   // length must cost no memory). False, with `out` unchanged, if any byte is not.
-  bool AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len, std::vector<std::byte>& out);
+  // With `page_cache`, a range inside one MTT page of pointer memory keeps that page's
+  // translation there (a QP that sends from the same buffer again looks nothing up).
+  bool AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len, std::vector<std::byte>& out,
+                     Iommu::CachedTranslation* page_cache = nullptr);
   bool CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::byte> in);
   // Runs an 8-byte atomic at va on a word in host byte order, or big-endian when `big_endian`;
   // the value before it (as a number), or nullopt.

@@ -345,7 +345,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
         continue;
       }
       const auto key = Admit(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn);
-      if (!key || !AppendFromKey(*key, e.addr, e.length, p.payload))
+      if (!key || !AppendFromKey(*key, e.addr, e.length, p.payload, &pr.gather_page))
         return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     }
   }
