@@ -11,6 +11,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "uapi/prm/cq.h"
+#include "uapi/prm/eq.h"
 #include "uapi/prm/eqe.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
@@ -23,6 +25,17 @@ namespace {
 // Rounds of (wire, queues) one pass runs at most, so the device thread still serves commands
 // while traffic never stops.
 constexpr int kMaxRounds = 64;
+
+// The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
+// kept, so a pass allocates nothing once the tables stop growing).
+template <class Table, class PageOf>
+void DistinctPages(std::vector<uint32_t>& out, const Table& table, PageOf page_of) {
+  out.clear();
+  for (const auto& [number, queue] : table) {
+    const uint32_t page = page_of(queue);
+    if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
+  }
+}
 
 }  // namespace
 
@@ -43,9 +56,9 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
       port_(std::move(wake)) {
   for (uint32_t i = 0; i < config_.num_uars; ++i) {
     const uint32_t page = config_.first_uar_index + i;
-    TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
-    TakeUarWord32(page, prm::kEqDoorbellArm);
-    TakeUarWord32(page, prm::kEqDoorbellUpdateCi);
+    TakeUarWord64(UarRegister<uint64_t>(page, prm::MLX5_CQ_DOORBELL));
+    TakeUarWord32(UarRegister<uint32_t>(page, prm::kEqDoorbellArm));
+    TakeUarWord32(UarRegister<uint32_t>(page, prm::kEqDoorbellUpdateCi));
   }
   for (uint32_t v = 0; v < config_.num_interrupt_vectors; ++v)
     irq_fds_.push_back(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -64,41 +77,11 @@ int Engine::InterruptFd(uint32_t vector) const {
   return vector < irq_fds_.size() ? irq_fds_[vector] : -1;
 }
 
-namespace {
-// What the device leaves in a doorbell register it has consumed: no driver stores it (an arm
-// word never sets bits 31:30, an EQ doorbell never names EQ 255 with consumer index 0xffffff).
-constexpr uint64_t kConsumed64 = ~uint64_t{0};
-constexpr uint32_t kConsumed32 = ~uint32_t{0};
-}  // namespace
-
-std::optional<uint64_t> Engine::TakeUarWord64(uint32_t page, uint64_t offset) {
+template <class Word>
+Word* Engine::UarRegister(uint32_t page, uint64_t offset) const {
   if (page < config_.first_uar_index || page - config_.first_uar_index >= config_.num_uars)
-    return std::nullopt;
-  auto* word = reinterpret_cast<uint64_t*>(bar_.base() + prm::UarPageOffset(page) + offset);
-  std::atomic_ref<uint64_t> ref(*word);
-  // Looked at with a plain load first: most passes find nothing, and a locked exchange would
-  // cost every one of them the cache line the driver writes its doorbells into.
-  if (ref.load(std::memory_order_relaxed) == kConsumed64) return std::nullopt;
-  const uint64_t raw = ref.exchange(kConsumed64, std::memory_order_acq_rel);
-  if (raw == kConsumed64) return std::nullopt;
-  // Two big-endian words as they lie in memory: the first is the high half.
-  std::array<std::byte, 8> b;
-  std::memcpy(b.data(), &raw, 8);
-  uint64_t v = 0;
-  for (std::byte x : b) v = v << 8 | std::to_integer<uint64_t>(x);
-  return v;
-}
-
-std::optional<uint32_t> Engine::TakeUarWord32(uint32_t page, uint64_t offset) {
-  if (page < config_.first_uar_index || page - config_.first_uar_index >= config_.num_uars)
-    return std::nullopt;
-  auto* word = reinterpret_cast<uint32_t*>(bar_.base() + prm::UarPageOffset(page) + offset);
-  std::atomic_ref<uint32_t> ref(*word);
-  if (ref.load(std::memory_order_relaxed) == kConsumed32) return std::nullopt;  // as above
-  const uint32_t raw = ref.exchange(kConsumed32, std::memory_order_acq_rel);
-  if (raw == kConsumed32) return std::nullopt;
-  if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
-  return raw;
+    return nullptr;
+  return reinterpret_cast<Word*>(bar_.base() + prm::UarPageOffset(page) + offset);
 }
 
 Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
@@ -120,6 +103,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     looped_.clear();
     return result;
   }
+  RefreshQueues();
   if (fw_.port_change_ != 0) {
     PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
     result.progressed = true;
@@ -156,20 +140,20 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     }
     uint64_t deadline = 0;
     bool queues_moved = false;
-    for (auto& [qpn, qp] : fw_.qps_) {
-      if (qp.state == prm::QP_STATE_ERR) {
-        queues_moved |= FlushSend(qpn, qp);
-        queues_moved |= FlushRecv(qpn, qp);
+    for (const auto& [qpn, qp] : live_qps_) {
+      if (qp->state == prm::QP_STATE_ERR) {
+        queues_moved |= FlushSend(qpn, *qp);
+        queues_moved |= FlushRecv(qpn, *qp);
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
-        if (qp.srqn && !qp.progress.last_wqe_reached) {
-          qp.progress.last_wqe_reached = true;
+        if (qp->srqn && !qp->progress.last_wqe_reached) {
+          qp->progress.last_wqe_reached = true;
           QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
           queues_moved = true;
         }
         continue;
       }
-      queues_moved |= SendStep(qpn, qp, now, &deadline);
+      queues_moved |= SendStep(qpn, *qp, now, &deadline);
     }
     moved |= queues_moved;
     result.next_deadline_ns = deadline;
@@ -186,14 +170,31 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
   result.progressed |= fired;
   if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
     result.next_deadline_ns = moderation;
-  if (result.progressed) {
-    // What QUERY_QP reports as the hardware's counters.
-    for (auto& [qpn, qp] : fw_.qps_)
-      prm::Bits(qp.qpc)
-          .set(prm::qpc::hw_sq_wqebb_counter, qp.progress.sq_wqe_counter & 0xffff)
-          .set(prm::qpc::hw_rq_counter, qp.progress.rq_counter);
-  }
   return result;
+}
+
+void Engine::RefreshQueues() {
+  if (fw_.counters_.commands == commands_seen_) return;
+  commands_seen_ = fw_.counters_.commands;
+  live_qps_.clear();
+  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp});
+  live_cqs_.clear();
+  for (auto& [cqn, cq] : fw_.cqs_) live_cqs_.push_back({cqn, &cq});
+  DistinctPages(cq_uar_pages_, fw_.cqs_, [](const Cq& cq) {
+    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(cq.cqc), prm::cqc::uar_page));
+  });
+  DistinctPages(eq_uar_pages_, fw_.eqs_, [](const Eq& eq) {
+    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(eq.eqc), prm::eqc::uar_page));
+  });
+  cq_doorbells_.clear();
+  for (uint32_t page : cq_uar_pages_)
+    if (auto* word = UarRegister<uint64_t>(page, prm::MLX5_CQ_DOORBELL))
+      cq_doorbells_.push_back({page, word});
+  eq_doorbells_.clear();
+  for (uint32_t page : eq_uar_pages_)
+    if (auto* update_ci = UarRegister<uint32_t>(page, prm::kEqDoorbellUpdateCi))
+      eq_doorbells_.push_back(
+          {page, update_ci, UarRegister<uint32_t>(page, prm::kEqDoorbellArm)});
 }
 
 std::vector<std::byte> Engine::TakePayloadBuffer() {

@@ -42,6 +42,8 @@
 #include "tools/sim/queue_objects.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe_syndrome.h"
+#include "uapi/prm/doorbell_record.h"
+#include "uapi/prm/qp.h"
 
 namespace onchip::sim {
 
@@ -116,7 +118,20 @@ class Engine {
   }
 
   // ---- requester (engine_requester.cc) ----
-  bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+    if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
+    if (qp.progress.awaiting)
+      if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
+    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
+    if (!producer || ((*producer ^ qp.progress.sq_wqe_counter) & prm::kWqCounterMask) == 0)
+      return false;
+    return ExecuteSendWqe(qpn, qp, now, deadline);
+  }
+  // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
+  // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
+  // the WQE is to be sent again.
+  std::optional<bool> AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
   bool ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
@@ -173,7 +188,10 @@ class Engine {
   // Appends `len` bytes read through `k` to `out`, growing it only after every page of the
   // range proved reachable (a key may span far more than the memory mapped behind it: a garbage
   // length must cost no memory). False, with `out` unchanged, if any byte is not.
-  bool AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len, std::vector<std::byte>& out);
+  // With `page_cache`, a range inside one MTT page of pointer memory keeps that page's
+  // translation there (a QP that sends from the same buffer again looks nothing up).
+  bool AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len, std::vector<std::byte>& out,
+                     Iommu::CachedTranslation* page_cache = nullptr);
   bool CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::byte> in);
   // Runs an 8-byte atomic at va on a word in host byte order, or big-endian when `big_endian`;
   // the value before it (as a number), or nullopt.
@@ -205,6 +223,8 @@ class Engine {
   // Writes one CQE to `cqn` and the event its arming asks for. False when the CQ is gone or full
   // (a full CQ goes to error and reports a CQ error event).
   bool WriteCqe(uint32_t cqn, const CqeFields& f);
+  // The same to a CQ at hand (a QP's Qp::cq_snd): no table lookup.
+  bool WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f);
   bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data, uint8_t sub_type = 0);
   // A PORT_CHANGE event of port 1 (the firmware's pending link change) on every EQ that
   // subscribes to it, as the kernel's async EQ does.
@@ -220,10 +240,35 @@ class Engine {
   void FireCompletionEvent(uint32_t cqn, Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
   uint64_t PollModeration(uint64_t now, bool* fired);
-  // A UAR page's doorbell register at `offset`, consumed: its value if a driver stored one since
-  // the last call (the device leaves a value there no driver writes).
-  std::optional<uint64_t> TakeUarWord64(uint32_t page, uint64_t offset);
-  std::optional<uint32_t> TakeUarWord32(uint32_t page, uint64_t offset);
+  // A UAR page's doorbell register at `offset`, or nullptr for a page past the device's UARs (a
+  // queue may name one; no driver can ring it).
+  template <class Word>
+  Word* UarRegister(uint32_t page, uint64_t offset) const;
+  // What the device leaves in a doorbell register it has consumed: no driver stores it (an arm
+  // word never sets bits 31:30, an EQ doorbell never names EQ 255 with consumer index 0xffffff).
+  static constexpr uint64_t kConsumed64 = ~uint64_t{0};
+  static constexpr uint32_t kConsumed32 = ~uint32_t{0};
+  // A doorbell register, consumed: its value if a driver stored one since the last call. Inline:
+  // every pass looks at every register, and most find nothing.
+  static std::optional<uint64_t> TakeUarWord64(uint64_t* word) {
+    std::atomic_ref<uint64_t> ref(*word);
+    // Looked at with a plain load first: a locked exchange would cost every pass the cache line
+    // the driver writes its doorbells into.
+    if (ref.load(std::memory_order_relaxed) == kConsumed64) return std::nullopt;
+    const uint64_t raw = ref.exchange(kConsumed64, std::memory_order_acq_rel);
+    if (raw == kConsumed64) return std::nullopt;
+    // Two big-endian words as they lie in memory: the first is the high half.
+    if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
+    return raw;
+  }
+  static std::optional<uint32_t> TakeUarWord32(uint32_t* word) {
+    std::atomic_ref<uint32_t> ref(*word);
+    if (ref.load(std::memory_order_relaxed) == kConsumed32) return std::nullopt;  // as above
+    const uint32_t raw = ref.exchange(kConsumed32, std::memory_order_acq_rel);
+    if (raw == kConsumed32) return std::nullopt;
+    if constexpr (std::endian::native == std::endian::little) return std::byteswap(raw);
+    return raw;
+  }
   void SignalVector(uint32_t vector);
   bool PollEqDoorbells();
   void MoveToError(Qp& qp);
@@ -242,13 +287,39 @@ class Engine {
   const Iommu::Access* pass_access_ = nullptr;
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
-  // The distinct UAR pages of the CQs and of the EQs whose doorbells a pass takes. Only a
-  // firmware command creates or destroys a queue, so they are computed again only when the
-  // firmware's command count moved since (commands_seen_).
-  std::vector<uint32_t> cq_uar_pages_;
+  // What a pass walks, derived from the firmware's tables: the live QPs and CQs in number order
+  // as flat lists (walking a std::map costs more than looking at an idle queue), and the doorbell
+  // registers of the distinct UAR pages the CQs and the EQs name. Only a firmware command
+  // creates, destroys or changes a queue, and a map's entries stay where they are until erased,
+  // so the lists are computed again only when the firmware's command count moved since
+  // (commands_seen_): at the start of every pass (RefreshQueues), before anything uses them.
+  struct LiveQp {
+    uint32_t qpn;
+    Qp* qp;
+  };
+  struct LiveCq {
+    uint32_t cqn;
+    Cq* cq;
+  };
+  // A UAR page's CQ doorbell register, and its two EQ doorbell registers (pages past the
+  // device's UARs are left out: nothing rings them).
+  struct CqDoorbell {
+    uint32_t page;
+    uint64_t* word;
+  };
+  struct EqDoorbells {
+    uint32_t page;
+    uint32_t* update_ci;
+    uint32_t* arm;
+  };
+  std::vector<LiveQp> live_qps_;
+  std::vector<LiveCq> live_cqs_;
+  std::vector<uint32_t> cq_uar_pages_;  // RefreshQueues' own: the distinct pages
   std::vector<uint32_t> eq_uar_pages_;
+  std::vector<CqDoorbell> cq_doorbells_;
+  std::vector<EqDoorbells> eq_doorbells_;
   uint64_t commands_seen_ = ~uint64_t{0};
-  void RefreshUarPages();
+  void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), handled in the
   // next round as the port's are. Only the pass touches them, so they skip the port's lock;

@@ -48,17 +48,6 @@ constexpr uint32_t kCqStatusWriteFail = 0xa;
 // The EQE of a CQ error: the syndrome byte (data byte 11).
 constexpr uint8_t kCqErrorOverflow = 0x1;
 
-// The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
-// kept, so a pass allocates nothing once the tables stop growing).
-template <class Table, class PageOf>
-void DistinctPages(std::vector<uint32_t>& out, const Table& table, PageOf page_of) {
-  out.clear();
-  for (const auto& [number, queue] : table) {
-    const uint32_t page = page_of(queue);
-    if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
-  }
-}
-
 }  // namespace
 
 void Engine::MoveToError(Qp& qp) {
@@ -72,12 +61,14 @@ void Engine::MoveToError(Qp& qp) {
 bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
   auto it = fw_.cqs_.find(cqn);
   if (it == fw_.cqs_.end()) return false;
-  Cq& cq = it->second;
+  return WriteCqe(cqn, it->second, f);
+}
+
+bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
   if (cq.progress.overflowed) return false;
   prm::Bits cqc(cq.cqc);
-  const uint32_t log_size = static_cast<uint32_t>(cqc.get(prm::cqc::log_cq_size));
-  const uint32_t size = uint32_t{1} << log_size;
-  const uint32_t cqe_bytes = cqc.get(prm::cqc::cqe_sz) == 1 ? 128 : 64;
+  const uint32_t size = uint32_t{1} << cq.log_size;
+  const uint32_t cqe_bytes = cq.cqe_bytes;
   // The consumer index only grows, so a ring that is not full by the last reading of it is not
   // full: the doorbell record is read again only when that reading says full (as a NIC keeps
   // the index it last fetched).
@@ -170,11 +161,11 @@ void Engine::FireCompletionEvent(uint32_t cqn, Cq& cq) {
 
 uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
   uint64_t next = 0;
-  for (auto& [cqn, cq] : fw_.cqs_) {
-    const uint64_t deadline = cq.progress.moderation_deadline_ns;
-    if (deadline == 0 || !cq.progress.armed) continue;
+  for (const auto& [cqn, cq] : live_cqs_) {
+    const uint64_t deadline = cq->progress.moderation_deadline_ns;
+    if (deadline == 0 || !cq->progress.armed) continue;
     if (deadline <= now) {
-      FireCompletionEvent(cqn, cq);
+      FireCompletionEvent(cqn, *cq);
       *fired = true;
     } else if (next == 0 || deadline < next) {
       next = deadline;
@@ -241,17 +232,6 @@ void Engine::SignalVector(uint32_t vector) {
   [[maybe_unused]] ssize_t n = write(irq_fds_[vector], &one, sizeof one);
 }
 
-void Engine::RefreshUarPages() {
-  if (fw_.counters_.commands == commands_seen_) return;
-  commands_seen_ = fw_.counters_.commands;
-  DistinctPages(cq_uar_pages_, fw_.cqs_, [](const Cq& cq) {
-    return static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
-  });
-  DistinctPages(eq_uar_pages_, fw_.eqs_, [](const Eq& eq) {
-    return static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
-  });
-}
-
 bool Engine::PollArms() {
   bool moved = false;
   auto arm = [&](uint32_t cqn, Cq& cq, uint32_t arm_word) {
@@ -272,9 +252,8 @@ bool Engine::PollArms() {
                prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
     }
   };
-  RefreshUarPages();
-  for (uint32_t page : cq_uar_pages_) {
-    auto doorbell = TakeUarWord64(page, prm::MLX5_CQ_DOORBELL);
+  for (const auto& [page, register_word] : cq_doorbells_) {
+    auto doorbell = TakeUarWord64(register_word);
     if (!doorbell) continue;
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
     auto it = fw_.cqs_.find(static_cast<uint32_t>(*doorbell) & 0xffffff);
@@ -285,36 +264,36 @@ bool Engine::PollArms() {
   }
   // The record's arm word as well: a second arm store into the same UAR register before this
   // pass replaced the first, but each CQ's record still shows its own request.
-  for (auto& [cqn, cq] : fw_.cqs_) {
-    if (cq.progress.overflowed) continue;
-    auto word = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq.progress.arm_dbr);
-    if (word && *word != cq.progress.arm_word) arm(cqn, cq, *word);
+  for (const auto& [cqn, cq] : live_cqs_) {
+    if (cq->progress.overflowed) continue;
+    auto word = LoadBe32(cq->dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq->progress.arm_dbr);
+    if (word && *word != cq->progress.arm_word) arm(cqn, *cq, *word);
   }
   return moved;
 }
 
 bool Engine::PollEqDoorbells() {
   bool moved = false;
-  RefreshUarPages();
-  for (uint32_t page : eq_uar_pages_) {
-    for (const bool arm : {false, true}) {
-      auto word = TakeUarWord32(page, arm ? prm::kEqDoorbellArm : prm::kEqDoorbellUpdateCi);
-      if (!word) continue;
-      auto it = fw_.eqs_.find(*word >> 24);
-      if (it == fw_.eqs_.end()) continue;
-      Eq& eq = it->second;
-      prm::Bits eqc(eq.eqc);
-      if (eqc.get(prm::eqc::uar_page) != page) continue;
-      moved = true;
-      eq.consumer_counter = *word & 0xffffff;
-      if (!arm || eqc.get(prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) continue;
-      eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_ARMED);
-      // EQEs past the new consumer index fire at once.
-      if ((eq.producer_counter & 0xffffff) != eq.consumer_counter) {
-        eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
-        SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
-      }
+  // A doorbell an EQ of `page` wrote: the update-CI one, or the arm one.
+  auto doorbell = [&](uint32_t page, bool arm, uint32_t word) {
+    auto it = fw_.eqs_.find(word >> 24);
+    if (it == fw_.eqs_.end()) return;
+    Eq& eq = it->second;
+    prm::Bits eqc(eq.eqc);
+    if (eqc.get(prm::eqc::uar_page) != page) return;
+    moved = true;
+    eq.consumer_counter = word & 0xffffff;
+    if (!arm || eqc.get(prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) return;
+    eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_ARMED);
+    // EQEs past the new consumer index fire at once.
+    if ((eq.producer_counter & 0xffffff) != eq.consumer_counter) {
+      eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
+      SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
     }
+  };
+  for (const auto& [page, update_ci, arm_register] : eq_doorbells_) {
+    if (auto word = TakeUarWord32(update_ci)) doorbell(page, false, *word);
+    if (auto word = TakeUarWord32(arm_register)) doorbell(page, true, *word);
   }
   return moved;
 }

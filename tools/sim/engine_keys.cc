@@ -103,7 +103,7 @@ bool Engine::CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte>
 }
 
 bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
-                           std::vector<std::byte>& out) {
+                           std::vector<std::byte>& out, Iommu::CachedTranslation* page_cache) {
   if (len == 0) return true;
   if (k.in_device_memory()) {
     auto dm = DeviceBytes(k, va, len);
@@ -116,11 +116,20 @@ bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
   uint64_t first_page = 0;
   const auto first = KeyBusAddress(k, va, len, &first_page);
   if (!first) return false;
-  if (len <= first_page - (va & (first_page - 1)))
-    if (const std::byte* host = access.Translate(*first, len)) {
+  if (len <= first_page - (va & (first_page - 1))) {
+    // The whole page through the cache when it lies in one pointer mapping; the range alone
+    // otherwise (the same bytes: mappings never overlap).
+    const uint64_t in_page = *first & (first_page - 1);
+    const std::byte* host = QueuePage(*first - in_page, first_page, page_cache);
+    if (host != nullptr)
+      host += in_page;
+    else
+      host = access.Translate(*first, len);
+    if (host != nullptr) {
       out.insert(out.end(), host, host + len);
       return true;
     }
+  }
   // Every page first: `out` grows only for a range wholly behind live mappings.
   auto each_page = [&](auto&& f) {
     for (uint64_t done = 0; done < len;) {

@@ -173,30 +173,25 @@ static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter)
   return wqe;
 }
 
-bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
-  if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-  if (pr.awaiting) {
-    if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
-      if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
-        *deadline = pr.resend_at_ns;
-      return false;
-    }
-    // Time to send the WQE again: after an RNR wait, or after silence.
-    if (!pr.rnr_wait) {
-      if (pr.retry_left == 0) {
-        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
-        return true;
-      }
-      --pr.retry_left;
-    }
-    pr.awaiting = false;
-    pr.rnr_wait = false;
-    pr.resend_at_ns = 0;
+  if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
+    if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
+      *deadline = pr.resend_at_ns;
+    return false;
   }
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
-  if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0) return false;
-  return ExecuteSendWqe(qpn, qp, now, deadline);
+  // Time to send the WQE again: after an RNR wait, or after silence.
+  if (!pr.rnr_wait) {
+    if (pr.retry_left == 0) {
+      CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
+      return true;
+    }
+    --pr.retry_left;
+  }
+  pr.awaiting = false;
+  pr.rnr_wait = false;
+  pr.resend_at_ns = 0;
+  return std::nullopt;
 }
 
 // Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
@@ -350,7 +345,7 @@ bool Engine::SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
         continue;
       }
       const auto key = Admit(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn);
-      if (!key || !AppendFromKey(*key, e.addr, e.length, p.payload))
+      if (!key || !AppendFromKey(*key, e.addr, e.length, p.payload, &pr.gather_page))
         return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
     }
   }
@@ -504,7 +499,8 @@ void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8
     f.user_index = static_cast<uint32_t>(prm::Get(Bytes(qp.qpc), prm::qpc::user_index));
     f.syndrome = syndrome;
     f.vendor = vendor;
-    WriteCqe(qp.cqn_snd, f);
+    // A QP with a send queue is no XRC target: cq_snd is its CQ.
+    WriteCqe(qp.cqn_snd, *qp.cq_snd, f);
   }
   pr.sq_wqe_counter = (pr.sq_wqe_counter + std::max<uint32_t>(pr.wqe_bbs, 1)) & prm::kWqCounterMask;
   pr.awaiting = false;
@@ -538,7 +534,7 @@ bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
       f.wqe_opcode = prm::OpcodeOf(Load<prm::Be32>(wqe, 0).host());
       bbs = static_cast<uint32_t>((wqe.size() + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB);
     }
-    WriteCqe(qp.cqn_snd, f);
+    WriteCqe(qp.cqn_snd, *qp.cq_snd, f);  // a QP with a send queue: as in CompleteSend
     pr.sq_wqe_counter = (pr.sq_wqe_counter + bbs) & prm::kWqCounterMask;
     moved = true;
   }

@@ -155,6 +155,7 @@ void Engine::HandleRequest(Packet& p) {
   // What the request is checked against and completes on: the QP's own, or (XRC) its SRQ's.
   uint32_t pd = qp.pd;
   uint32_t rcv_cqn = qp.cqn_rcv;
+  Cq* rcv_cq = qp.cq_rcv;  // null: look rcv_cqn up (an XRC SRQ's CQ)
   std::optional<uint32_t> srqn = qp.srqn;
 
   auto answer = [&](PacketKind kind) {
@@ -188,7 +189,7 @@ void Engine::HandleRequest(Packet& p) {
       f.wqe_counter = recv->wqe_counter;
       f.user_index = user_index;
       f.syndrome = syndrome;
-      WriteCqe(rcv_cqn, f);
+      rcv_cq ? WriteCqe(rcv_cqn, *rcv_cq, f) : WriteCqe(rcv_cqn, f);
     }
     nak(code);
     if (rc || recv != nullptr) MoveToError(qp);
@@ -220,6 +221,7 @@ void Engine::HandleRequest(Packet& p) {
     }
     pd = s->second.pd;
     rcv_cqn = s->second.cqn;
+    rcv_cq = nullptr;
     user_index = s->second.user_index;
     srqn = s->first;
   }
@@ -342,7 +344,7 @@ void Engine::HandleRequest(Packet& p) {
                    uint32_t{p.sl & 0xfu} << 24;
     f.slid = p.slid;
     f.solicited = p.solicited;
-    WriteCqe(rcv_cqn, f);
+    rcv_cq ? WriteCqe(rcv_cqn, *rcv_cq, f) : WriteCqe(rcv_cqn, f);
   };
   auto executed = [&]() {
     ++pr.recv_msn;

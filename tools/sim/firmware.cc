@@ -322,6 +322,8 @@ const char* Firmware::CheckInvariants() const {
     if (!pds_.contains(qp.pd)) return "qp on a dead pd";
     ++pd_queue_refs[qp.pd];
     if (!cqs_.contains(qp.cqn_snd) || !cqs_.contains(qp.cqn_rcv)) return "qp on a dead cq";
+    if (qp.cq_snd != &cqs_.at(qp.cqn_snd) || qp.cq_rcv != &cqs_.at(qp.cqn_rcv))
+      return "qp's cq pointers and numbers disagree";
     ++cq_refs[qp.cqn_snd];
     ++cq_refs[qp.cqn_rcv];
     if (qp.srqn) {
@@ -402,6 +404,10 @@ const char* Firmware::CheckInvariants() const {
     if (!eqs_.contains(cq.eqn)) return "cq on a dead eq";
     ++eq_refs[cq.eqn];
     if (cq.pas.empty()) return "cq without pages";
+    const std::span<const std::byte> cqc(cq.cqc);
+    if (cq.log_size != prm::Get(cqc, prm::cqc::log_cq_size) ||
+        cq.cqe_bytes != (prm::Get(cqc, prm::cqc::cqe_sz) == 1 ? 128u : 64u))
+      return "cq size and context disagree";
   }
   for (const auto& [eqn, eq] : eqs_) {
     if (eq.cqs != eq_refs[eqn]) return "eq cq count wrong";

@@ -94,6 +94,8 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
   cq.eqn = eqn;
   cq.dbr_addr = dbr;
   cq.log_page_bytes = 12 + log_page_size;
+  cq.log_size = log_size;
+  cq.cqe_bytes = cqe_sz == kCqeSz128 ? 128 : 64;
   const uint32_t log_cqe_bytes = cqe_sz == kCqeSz128 ? 7 : 6;
   if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8, log_size + log_cqe_bytes,
                                  cq.log_page_bytes,
@@ -240,6 +242,8 @@ Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
 
   cq.pas = std::move(pas);
   cq.log_page_bytes = log_page_bytes;
+  cq.log_size = log_size;
+  cq.cqe_bytes = cqe_sz == kCqeSz128 ? 128 : 64;
   ctx.set(prm::cqc::log_cq_size, log_size)
       .set(prm::cqc::log_page_size, log_page_size)
       .set(prm::cqc::page_offset, 0)

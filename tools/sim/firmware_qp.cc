@@ -25,8 +25,8 @@
 //
 // DESTROY_QP works in every state: the QP goes to reset, then away. QUERY_QP answers the context
 // with the current state and the page list; of the device's own counters in the context the
-// ring counters are what the data engine last wrote there, the others (last_acked_psn, ssn, ...)
-// read 0.
+// ring counters (hw_sq_wqebb_counter, hw_rq_counter) are the data engine's progress, the others
+// (last_acked_psn, ssn, ...) read 0.
 #include <cstring>
 
 #include "tools/sim/firmware.h"
@@ -183,6 +183,8 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   qp.uar_page = uar_page;
   qp.cqn_snd = cqn_snd;
   qp.cqn_rcv = cqn_rcv;
+  qp.cq_snd = &snd->second;
+  qp.cq_rcv = &rcv->second;
   if (srq != srqs_.end()) qp.srqn = srq->first;
   if (xrcd != xrcds_.end()) qp.xrcd = xrcd->first;
   if (rq_type == prm::NON_ZERO_RQ) {
@@ -250,7 +252,12 @@ Outcome Firmware::QueryQp(Bytes in, Out out) {
   // uid 0 is the function's own (privileged) context and may look at any QP.
   if (uid != 0 && qp.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::qpc.bit_offset / 8, qp.qpc.data(), qp.qpc.size());
-  prm::Bits(out).set(O::qpc.state, qp.state);
+  // The hardware's ring counters are the data engine's progress, read here rather than written
+  // into the context on every pass (a pass never runs while a command does).
+  prm::Bits(out)
+      .set(O::qpc.state, qp.state)
+      .set(O::qpc.hw_sq_wqebb_counter, qp.progress.sq_wqe_counter & 0xffff)
+      .set(O::qpc.hw_rq_counter, qp.progress.rq_counter);
   WriteQueuePages(out, O::qp_pas_or_qpc_ext_and_pas.bit_offset / 8, qp.pas);
   return Outcome::Ok();
 }

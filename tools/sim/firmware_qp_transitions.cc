@@ -294,6 +294,7 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
     --cqs_.at(qp.cqn_rcv).users;
     ++new_rcv->second.users;
     qp.cqn_rcv = new_rcv->first;
+    qp.cq_rcv = &new_rcv->second;
   }
   if (t == T::k2Rst) qp.progress = {};
   return Outcome::Ok();

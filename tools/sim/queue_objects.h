@@ -46,6 +46,10 @@ struct Cq {
   std::array<std::byte, prm::size_bytes<prm::cqc>> cqc;
   std::vector<uint64_t> pas;
   uint32_t log_page_bytes;  // 12 + cqc.log_page_size
+  // cqc.log_cq_size and the CQE size cqc.cqe_sz says (64 or 128 bytes), which the data engine
+  // needs for every CQE: set where the context gets them, CREATE_CQ and a resize.
+  uint32_t log_size;
+  uint32_t cqe_bytes;
   uint32_t eqn;
   uint64_t dbr_addr;
   uint32_t consumer_counter = 0;
@@ -70,6 +74,11 @@ struct Qp {
   uint32_t uar_page;
   uint32_t cqn_snd;
   uint32_t cqn_rcv;
+  // The CQs those name, so that a completion needs no table lookup. A QP holds its CQs
+  // (DESTROY_CQ is RES_BUSY while it lives), so they stay in place: CREATE_QP sets both, and the
+  // transition that changes cqn_rcv changes cq_rcv with it. Null for an XRC target (no CQs).
+  Cq* cq_snd = nullptr;
+  Cq* cq_rcv = nullptr;
   std::optional<uint32_t> srqn;  // rq_type SRQ: the SRQ its receives come from
   // st XRC: the XRC domain it holds. The receive side (xrc_tgt: no_sq) has no rings, PD or CQs
   // of its own: each request names an XRC SRQ of its domain, whose PD, WQEs and CQ it uses.

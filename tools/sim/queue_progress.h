@@ -58,6 +58,7 @@ struct QpProgress {
   Iommu::CachedTranslation sq_dbr;  // the doorbell record's send counter
   Iommu::CachedTranslation rq_dbr;  // and its receive counter
   Iommu::CachedTranslation sq_page;  // the ring page the last send WQE came from
+  Iommu::CachedTranslation gather_page;  // the MTT page the last gathered bytes came from
   Iommu::CachedTranslation rq_page;  // and the last receive WQE
 };
 

@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "tools/sim/config.h"
@@ -46,7 +47,10 @@ enum class NakCode : uint8_t {
   kRemoteOperation,  // the responder failed locally (its receive WQE was bad)
 };
 
-struct Packet {
+// What a packet carries besides its payload: the headers' fields, kept trivially copyable so
+// that handing a packet on (a move into a port's queue or the loopback list, one per message
+// and one per response) copies them as one block.
+struct PacketHeaders {
   PacketKind kind = PacketKind::kRequest;
   uint8_t transport = 0;  // qpc.st of the sending QP
   bool grh = true;  // false: an InfiniBand packet without a GRH, routed by `dlid`
@@ -77,6 +81,10 @@ struct Packet {
   uint8_t rnr_timer = 0;
   uint64_t atomic_original = 0;
   bool atomic_big_endian = false;  // the requester stores atomic_original big-endian
+};
+static_assert(std::is_trivially_copyable_v<PacketHeaders>);
+
+struct Packet : PacketHeaders {
   std::vector<std::byte> payload;
 };
 
