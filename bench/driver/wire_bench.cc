@@ -324,6 +324,18 @@ bool PollOne(benchmark::State& state, ibv_cq* cq) {
   return true;
 }
 
+// Untimed operations before a row's timed loop. Google Benchmark interleaves the repetitions of
+// all rows (tools/onchip bench), so each repetition may start with the device's engine asleep
+// and the peer napping after another row ran: without this, a short repetition would time their
+// wake-up (milliseconds) instead of the operation. False if an operation failed (its error set).
+constexpr int kWarmUpOps = 64;
+template <class Once>
+bool WarmUp(Once once) {
+  for (int i = 0; i < kWarmUpOps; ++i)
+    if (!once()) return false;
+  return true;
+}
+
 // Where a write, read or atomic lands: a remote buffer's address and rkey.
 struct Remote {
   uint64_t addr = 0;
@@ -360,22 +372,27 @@ void Latency(benchmark::State& state, Op op, Where where) {
   ibv_recv_wr rwr{};
   rwr.sg_list = &rsge;
   rwr.num_sge = 1;
-  Samples samples;
-  const EngineCpu engine(*f.sim);
-  for (auto _ : state) {
-    const int64_t t0 = NowNs();
+  // One operation and its completion (for a SEND also the receive's): false with the error set.
+  auto once = [&] {
     ibv_send_wr* bad = nullptr;
     ibv_recv_wr* rbad = nullptr;
     if (op == Op::kSend && rings::PostRecv(f.end[1].qp, &rwr, &rbad) != 0) {
       state.SkipWithError("ibv_post_recv failed");
-      break;
+      return false;
     }
     if (rings::PostSend(f.end[0].qp, &wr, &bad) != 0) {
       state.SkipWithError("ibv_post_send failed");
-      break;
+      return false;
     }
-    if (op == Op::kSend && !PollOne(state, f.end[1].cq)) break;
-    if (!PollOne(state, f.end[0].cq)) break;
+    if (op == Op::kSend && !PollOne(state, f.end[1].cq)) return false;
+    return PollOne(state, f.end[0].cq);
+  };
+  if (!WarmUp(once)) return;
+  Samples samples;
+  const EngineCpu engine(*f.sim);
+  for (auto _ : state) {
+    const int64_t t0 = NowNs();
+    if (!once()) break;
     samples.Add(NowNs() - t0);
   }
   samples.Report(state);
@@ -391,6 +408,15 @@ void Bandwidth(benchmark::State& state, Op op, Where where) {
   ibv_sge sge{.addr = local.addr(), .length = len, .lkey = local.mr->lkey};
   ibv_send_wr wr = MakeWr(op, &sge, RemoteOf(where == Where::kRemoteDm ? f.end[1].dm : f.end[1].host));
   ibv_cq* cq = f.end[0].cq;
+  auto once = [&] {
+    ibv_send_wr* bad = nullptr;
+    if (rings::PostSend(f.end[0].qp, &wr, &bad) != 0) {
+      state.SkipWithError("ibv_post_send failed");
+      return false;
+    }
+    return PollOne(state, cq);
+  };
+  if (!WarmUp(once)) return;
   int in_flight = 0;
   std::array<ibv_wc, 16> wc;
   const EngineCpu engine(*f.sim);
@@ -476,13 +502,18 @@ void PingFloor(benchmark::State& state, Mailbox& box, std::byte* shared) {
   const std::vector<std::byte> src(kMaxBytes, std::byte{1});
   box.len.store(len, std::memory_order_relaxed);
   uint64_t seq = box.pong.load(std::memory_order_acquire);
-  Samples samples;
-  for (auto _ : state) {
-    const int64_t t0 = NowNs();
+  auto ping = [&] {
     std::memcpy(shared, src.data(), len);
     box.ping.store(++seq, std::memory_order_release);
     while (box.pong.load(std::memory_order_acquire) != seq) {
     }
+    return true;
+  };
+  WarmUp(ping);  // the peer may be napping, as the device's engine may be for the rows above
+  Samples samples;
+  for (auto _ : state) {
+    const int64_t t0 = NowNs();
+    ping();
     samples.Add(NowNs() - t0);
   }
   samples.Report(state);
@@ -683,6 +714,7 @@ void LatencyTwoProcess(benchmark::State& state, Op op, bool remote_dm) {
     t.page->receive_into_dm.store(remote_dm, std::memory_order_release);
     if (!once()) return;
   }
+  if (!WarmUp(once)) return;
   Samples samples;
   for (auto _ : state) {
     const int64_t t0 = NowNs();
