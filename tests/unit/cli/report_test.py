@@ -108,6 +108,14 @@ class ReportTest(unittest.TestCase):
         self.assertIsNone(hot["PollCq/one"]["ns"])
         self.assertIn("PollCq/one           failed: ibv_create_cq", text)
 
+    def test_a_hot_path_is_judged_by_cpu_time_as_its_suite_judges_it(self):
+        preempted = dict(row("PostRecv", 15.0), real_time=95.0)  # the thread lost its CPU
+        path = os.path.join(self.tmp.name, "preempted.json")
+        with open(path, "w") as f:
+            json.dump({"benchmarks": [preempted, row("Floor/rwqe", 10.0)]}, f)
+        got = report.build_hot(report.collect([path])["hot"], [])
+        self.assertAlmostEqual({r["path"]: r for r in got}["PostRecv"]["x_floor"], 1.5)
+
     def test_text_names_the_goal_the_two_process_gap_and_the_hot_path_ratios(self):
         text, _, got = self.write()
         self.assertIn("goal: an 8-byte RDMA WRITE into DM within 3x of the floor: 3.1x (missed)", text)
