@@ -220,10 +220,9 @@ class Engine {
     prm::CqeSyndrome syndrome{};
     uint8_t vendor = 0;
   };
-  // Writes one CQE to `cqn` and the event its arming asks for. False when the CQ is gone or full
-  // (a full CQ goes to error and reports a CQ error event).
-  bool WriteCqe(uint32_t cqn, const CqeFields& f);
-  // The same to a CQ at hand (a QP's Qp::cq_snd): no table lookup.
+  // Writes one CQE to CQ `cqn` (`cq`, which its QP or SRQ holds: Qp::cq_snd / cq_rcv) and the
+  // event its arming asks for. False when the CQ is full (it goes to error and reports a CQ
+  // error event) or already in error.
   bool WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f);
   bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data, uint8_t sub_type = 0);
   // A PORT_CHANGE event of port 1 (the firmware's pending link change) on every EQ that

@@ -58,12 +58,6 @@ void Engine::MoveToError(Qp& qp) {
   qp.progress.resend_at_ns = 0;
 }
 
-bool Engine::WriteCqe(uint32_t cqn, const CqeFields& f) {
-  auto it = fw_.cqs_.find(cqn);
-  if (it == fw_.cqs_.end()) return false;
-  return WriteCqe(cqn, it->second, f);
-}
-
 bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
   if (cq.progress.overflowed) return false;
   prm::Bits cqc(cq.cqc);

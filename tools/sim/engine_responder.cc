@@ -155,7 +155,7 @@ void Engine::HandleRequest(Packet& p) {
   // What the request is checked against and completes on: the QP's own, or (XRC) its SRQ's.
   uint32_t pd = qp.pd;
   uint32_t rcv_cqn = qp.cqn_rcv;
-  Cq* rcv_cq = qp.cq_rcv;  // null: look rcv_cqn up (an XRC SRQ's CQ)
+  Cq* rcv_cq = qp.cq_rcv;  // null until an XRC target's SRQ names its CQ
   std::optional<uint32_t> srqn = qp.srqn;
 
   auto answer = [&](PacketKind kind) {
@@ -189,7 +189,7 @@ void Engine::HandleRequest(Packet& p) {
       f.wqe_counter = recv->wqe_counter;
       f.user_index = user_index;
       f.syndrome = syndrome;
-      rcv_cq ? WriteCqe(rcv_cqn, *rcv_cq, f) : WriteCqe(rcv_cqn, f);
+      WriteCqe(rcv_cqn, *rcv_cq, f);  // a receive WQE was taken: rcv_cq is its queue's CQ
     }
     nak(code);
     if (rc || recv != nullptr) MoveToError(qp);
@@ -221,7 +221,7 @@ void Engine::HandleRequest(Packet& p) {
     }
     pd = s->second.pd;
     rcv_cqn = s->second.cqn;
-    rcv_cq = nullptr;
+    rcv_cq = &fw_.cqs_.at(rcv_cqn);  // the SRQ holds its CQ (DESTROY_CQ is RES_BUSY meanwhile)
     user_index = s->second.user_index;
     srqn = s->first;
   }
@@ -344,7 +344,7 @@ void Engine::HandleRequest(Packet& p) {
                    uint32_t{p.sl & 0xfu} << 24;
     f.slid = p.slid;
     f.solicited = p.solicited;
-    rcv_cq ? WriteCqe(rcv_cqn, *rcv_cq, f) : WriteCqe(rcv_cqn, f);
+    WriteCqe(rcv_cqn, *rcv_cq, f);
   };
   auto executed = [&]() {
     ++pr.recv_msn;
@@ -482,7 +482,7 @@ bool Engine::FlushRecv(uint32_t qpn, Qp& qp) {
     f.wqe_counter = static_cast<uint16_t>(pr.rq_counter & prm::kWqCounterMask);
     f.user_index = static_cast<uint32_t>(prm::Get(Bytes(qp.qpc), prm::qpc::user_index));
     f.syndrome = prm::MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
-    WriteCqe(qp.cqn_rcv, f);
+    WriteCqe(qp.cqn_rcv, *qp.cq_rcv, f);  // a QP with its own receive ring: not an XRC target
     ++pr.rq_counter;
     moved = true;
   }
