@@ -26,15 +26,12 @@ namespace {
 // while traffic never stops.
 constexpr int kMaxRounds = 64;
 
-// The distinct UAR pages the queues of `table` ring, into `out` (cleared first; its capacity is
-// kept, so a pass allocates nothing once the tables stop growing).
-template <class Table, class PageOf>
-void DistinctPages(std::vector<uint32_t>& out, const Table& table, PageOf page_of) {
-  out.clear();
-  for (const auto& [number, queue] : table) {
-    const uint32_t page = page_of(queue);
-    if (std::find(out.begin(), out.end(), page) == out.end()) out.push_back(page);
-  }
+using Bytes = std::span<const std::byte>;
+
+// Whether `list` already holds an entry of UAR page `page`.
+template <class List>
+bool HasPage(const List& list, uint32_t page) {
+  return std::any_of(list.begin(), list.end(), [page](const auto& e) { return e.page == page; });
 }
 
 }  // namespace
@@ -180,21 +177,22 @@ void Engine::RefreshQueues() {
   for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp});
   live_cqs_.clear();
   for (auto& [cqn, cq] : fw_.cqs_) live_cqs_.push_back({cqn, &cq});
-  DistinctPages(cq_uar_pages_, fw_.cqs_, [](const Cq& cq) {
-    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(cq.cqc), prm::cqc::uar_page));
-  });
-  DistinctPages(eq_uar_pages_, fw_.eqs_, [](const Eq& eq) {
-    return static_cast<uint32_t>(prm::Get(std::span<const std::byte>(eq.eqc), prm::eqc::uar_page));
-  });
+  // Each distinct UAR page once (the lists keep their capacity: a pass allocates nothing once
+  // the tables stop growing).
   cq_doorbells_.clear();
-  for (uint32_t page : cq_uar_pages_)
+  for (const auto& [cqn, cq] : fw_.cqs_) {
+    const auto page = static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
+    if (HasPage(cq_doorbells_, page)) continue;
     if (auto* word = UarRegister<uint64_t>(page, prm::MLX5_CQ_DOORBELL))
       cq_doorbells_.push_back({page, word});
+  }
   eq_doorbells_.clear();
-  for (uint32_t page : eq_uar_pages_)
+  for (const auto& [eqn, eq] : fw_.eqs_) {
+    const auto page = static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
+    if (HasPage(eq_doorbells_, page)) continue;
     if (auto* update_ci = UarRegister<uint32_t>(page, prm::kEqDoorbellUpdateCi))
-      eq_doorbells_.push_back(
-          {page, update_ci, UarRegister<uint32_t>(page, prm::kEqDoorbellArm)});
+      eq_doorbells_.push_back({page, update_ci, UarRegister<uint32_t>(page, prm::kEqDoorbellArm)});
+  }
 }
 
 std::vector<std::byte> Engine::TakePayloadBuffer() {

@@ -313,8 +313,6 @@ class Engine {
   };
   std::vector<LiveQp> live_qps_;
   std::vector<LiveCq> live_cqs_;
-  std::vector<uint32_t> cq_uar_pages_;  // RefreshQueues' own: the distinct pages
-  std::vector<uint32_t> eq_uar_pages_;
   std::vector<CqDoorbell> cq_doorbells_;
   std::vector<EqDoorbells> eq_doorbells_;
   uint64_t commands_seen_ = ~uint64_t{0};
