@@ -1,5 +1,6 @@
 #include "driver/rings/cq_ring.h"
 
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -57,6 +58,7 @@ Result<void> CqRing::Init(const CqRingDesc& d) {
   buf_ = d.buf;
   cqe_cnt_ = d.cqe_cnt;
   cqe_size_ = d.cqe_size;
+  cqe_shift_ = static_cast<uint32_t>(std::countr_zero(d.cqe_size));
   cqe_offset_ = d.cqe_size - sizeof(pod::mlx5_cqe64);
   dbr_ = d.dbr;
   cqn_ = d.cqn;
@@ -110,14 +112,16 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   return {};
 }
 
-[[gnu::always_inline]] inline const std::byte* CqRing::NextCqe(uint32_t ci) const {
-  const std::byte* at = buf_ + std::size_t{ci & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
-  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+[[gnu::always_inline]] inline bool CqRing::Owned(const std::byte* at, uint32_t ci, uint32_t cqe_cnt) {
   // The device writes op_own last; read it once.
-  const uint8_t op_own = mmio::LoadDeviceWord(cqe->op_own);
-  if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID) return nullptr;
-  if (prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci, cqe_cnt_)) return nullptr;
-  return at;
+  const uint8_t op_own = mmio::LoadDeviceWord(reinterpret_cast<const pod::mlx5_cqe64*>(at)->op_own);
+  return prm::CqeOpcodeOf(op_own) != prm::MLX5_CQE_INVALID &&
+         prm::CqeOwner(op_own) == prm::CqeOwnerFor(ci, cqe_cnt);
+}
+
+[[gnu::always_inline]] inline const std::byte* CqRing::NextCqe(uint32_t ci) const {
+  const std::byte* at = CqeAt(ci);
+  return Owned(at, ci, cqe_cnt_) ? at : nullptr;
 }
 
 // The receive WQE a responder CQE completes: from the XRC SRQ its srqn names, the QP's SRQ, or
@@ -163,6 +167,55 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   return Parsed::kCompletion;
 }
 
+namespace {
+
+// What a requester CQE's WQE opcode (the top byte of sop_drop_qpn) says about its completion:
+// the ibv_wc opcode (kSlotOpcode: the one its send slot kept, for UMR, a bind or a local
+// invalidate), the ibv_wc flags, and whether byte_len is the atomic's 8 bytes rather than the
+// CQE's byte_cnt. One entry per byte value, so a lookup needs no bounds test.
+struct alignas(4) RequesterWc {
+  uint8_t opcode = kSlotOpcode;
+  uint8_t flags = 0;
+  bool atomic = false;
+  static constexpr uint8_t kSlotOpcode = 0xff;
+};
+
+constexpr std::array<RequesterWc, 256> MakeRequesterWcs() {
+  std::array<RequesterWc, 256> t{};
+  auto set = [&](uint8_t mlx5, ibv_wc_opcode wc, unsigned flags, bool atomic) {
+    t[mlx5] = {static_cast<uint8_t>(wc), static_cast<uint8_t>(flags), atomic};
+  };
+  set(prm::MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE, 0, false);
+  set(prm::MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE, IBV_WC_WITH_IMM, false);
+  set(prm::MLX5_OPCODE_SEND, IBV_WC_SEND, 0, false);
+  set(prm::MLX5_OPCODE_SEND_IMM, IBV_WC_SEND, IBV_WC_WITH_IMM, false);
+  set(prm::MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND, 0, false);
+  set(prm::MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ, 0, false);
+  set(prm::MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP, 0, true);
+  set(prm::MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD, 0, true);
+  return t;
+}
+constexpr std::array<RequesterWc, 256> kRequesterWcs = MakeRequesterWcs();
+
+}  // namespace
+
+// A successful requester CQE of a QP with a send queue: retires its WQEs, fills every field
+// ibv_poll_cq defines for a requester completion.
+[[gnu::always_inline]] inline void CqRing::FillRequester(const pod::mlx5_cqe64& cqe, SendQueue& sq,
+                                                         uint32_t qpn, ibv_wc* wc) {
+  const RequesterWc& r = kRequesterWcs[prm::CqeWqeOpcode(cqe.sop_drop_qpn.host())];
+  const uint32_t byte_cnt = cqe.byte_cnt.host();
+  const SendSlot& slot = sq.Retire(cqe.wqe_counter.host());
+  wc->wr_id = slot.wr_id;
+  wc->status = IBV_WC_SUCCESS;
+  wc->opcode = r.opcode != RequesterWc::kSlotOpcode ? static_cast<ibv_wc_opcode>(r.opcode)
+                                                     : slot.wc_opcode;
+  wc->vendor_err = 0;
+  wc->byte_len = r.atomic ? kAtomicBytes : byte_cnt;
+  wc->qp_num = qpn;
+  wc->wc_flags = r.flags;
+}
+
 [[gnu::always_inline]] inline CqRing::Parsed CqRing::Parse(const std::byte* at, ibv_wc* wc,
                                                           uint64_t* ts) {
   const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
@@ -180,7 +233,6 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   if (responder && (cqe->srqn.host() & kXrcUserIndexFlag) && orphans_.xrc_srqs != nullptr) [[unlikely]]
     wq = &orphans_;
   if (wq == nullptr) return Parsed::kError;
-  const uint16_t wqe_counter = cqe->wqe_counter.host();
   wc->qp_num = qpn;
   wc->wc_flags = 0;
   wc->vendor_err = 0;
@@ -190,37 +242,10 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   auto retire_receive = [&](uint64_t* wr_id) { return RetireReceive(*cqe, *wq, wr_id); };
 
   switch (opcode) {
-    case prm::MLX5_CQE_REQ: {
+    case prm::MLX5_CQE_REQ:
       if (wq->sq == nullptr) return Parsed::kError;
-      const SendSlot& slot = wq->sq->Retire(wqe_counter);
-      wc->wr_id = slot.wr_id;
-      wc->status = IBV_WC_SUCCESS;
-      wc->byte_len = cqe->byte_cnt.host();
-      switch (prm::CqeWqeOpcode(cqe->sop_drop_qpn.host())) {
-        case prm::MLX5_OPCODE_RDMA_WRITE_IMM:
-          wc->wc_flags |= IBV_WC_WITH_IMM;
-          wc->opcode = IBV_WC_RDMA_WRITE;
-          break;
-        case prm::MLX5_OPCODE_RDMA_WRITE: wc->opcode = IBV_WC_RDMA_WRITE; break;
-        case prm::MLX5_OPCODE_SEND_IMM:
-          wc->wc_flags |= IBV_WC_WITH_IMM;
-          wc->opcode = IBV_WC_SEND;
-          break;
-        case prm::MLX5_OPCODE_SEND:
-        case prm::MLX5_OPCODE_SEND_INVAL: wc->opcode = IBV_WC_SEND; break;
-        case prm::MLX5_OPCODE_RDMA_READ: wc->opcode = IBV_WC_RDMA_READ; break;
-        case prm::MLX5_OPCODE_ATOMIC_CS:
-          wc->opcode = IBV_WC_COMP_SWAP;
-          wc->byte_len = kAtomicBytes;
-          break;
-        case prm::MLX5_OPCODE_ATOMIC_FA:
-          wc->opcode = IBV_WC_FETCH_ADD;
-          wc->byte_len = kAtomicBytes;
-          break;
-        default: wc->opcode = slot.wc_opcode; break;  // UMR: bind or local invalidate
-      }
+      FillRequester(*cqe, *wq->sq, qpn, wc);
       return Parsed::kCompletion;
-    }
     case prm::MLX5_CQE_RESP_WR_IMM:
     case prm::MLX5_CQE_RESP_SEND:
     case prm::MLX5_CQE_RESP_SEND_IMM:
@@ -263,12 +288,37 @@ void CqRing::StoreCi(uint32_t ci) {
   mmio::StoreDeviceWord(dbr_->set_ci, prm::Be32::FromHost(ci & prm::kCqConsumerIndexMask));
 }
 
+// The common poll, a successful requester completion (or none), is decided here with little
+// live, so it keeps its values in scratch registers and saves none on entry; anything else
+// continues in PollLocked, which alone decides what other CQEs mean.
 int CqRing::Poll(int num_entries, ibv_wc* wc) {
   lock_.lock();
-  int n = 0;
-  bool failed = false;
   const uint32_t start = ci_.load(std::memory_order_relaxed);
-  uint32_t ci = start;
+  const std::byte* at = CqeAt(start);
+  if (num_entries <= 0 || !Owned(at, start, cqe_cnt_)) {
+    lock_.unlock();
+    return device_gone() ? -EIO : 0;  // nothing more will ever arrive
+  }
+  mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+  if (prm::CqeOpcodeOf(cqe->op_own) != prm::MLX5_CQE_REQ) return PollLocked(num_entries, wc, start, 0);
+  const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
+  const WorkQueues* wq = qpns_->Find(qpn);
+  if (wq == nullptr || wq->sq == nullptr) [[unlikely]]
+    return PollLocked(num_entries, wc, start, 0);
+  FillRequester(*cqe, *wq->sq, qpn, wc);
+  if (num_entries > 1 && Owned(CqeAt(start + 1), start + 1, cqe_cnt_))
+    return PollLocked(num_entries, wc, start + 1, 1);
+  StoreCi(start + 1);
+  lock_.unlock();
+  return 1;
+}
+
+// Poll's loop from consumer index `ci` with `n` completions already in wc, the lock held;
+// releases it.
+[[gnu::noinline]] int CqRing::PollLocked(int num_entries, ibv_wc* wc, uint32_t ci, int n) {
+  const uint32_t start = ci_.load(std::memory_order_relaxed);
+  bool failed = false;
   while (n < num_entries) {
     const std::byte* cqe = NextCqe(ci);
     if (cqe == nullptr) break;

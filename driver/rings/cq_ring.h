@@ -124,11 +124,15 @@ class CqRing {
  private:
   enum class Parsed { kCompletion, kSkip, kError };
 
-  const std::byte* NextCqe(uint32_t ci) const;
+  const std::byte* NextCqe(uint32_t ci) const;  // CqeAt(ci) if Owned, else null
+  // The 64-byte CQE at consumer index `index`, and whether it is software's.
   std::byte* CqeAt(uint32_t index) const {
-    return buf_ + std::size_t{index & (cqe_cnt_ - 1)} * cqe_size_ + cqe_offset_;
+    return buf_ + (std::size_t{index & (cqe_cnt_ - 1)} << cqe_shift_) + cqe_offset_;
   }
+  static bool Owned(const std::byte* cqe, uint32_t index, uint32_t cqe_cnt);
+  int PollLocked(int num_entries, ibv_wc* wc, uint32_t ci, int n);
   Parsed Parse(const std::byte* cqe, ibv_wc* wc, uint64_t* ts);
+  static void FillRequester(const prm::pod::mlx5_cqe64& cqe, SendQueue& sq, uint32_t qpn, ibv_wc* wc);
   Parsed ParseError(const std::byte* cqe, const WorkQueues& wq, ibv_wc* wc);
   static bool RetireReceive(const prm::pod::mlx5_cqe64& cqe, const WorkQueues& wq, uint64_t* wr_id);
   int PollOne(ibv_cq_ex* cq);  // consumes CQEs until one completion: 0, ENOENT or EINVAL
@@ -139,6 +143,7 @@ class CqRing {
   std::byte* buf_ = nullptr;
   uint32_t cqe_cnt_ = 0;
   uint32_t cqe_size_ = 64;
+  uint32_t cqe_shift_ = 6;   // log2(cqe_size_)
   uint32_t cqe_offset_ = 0;  // 64 for 128-byte CQEs
   prm::CqDoorbellRecord* dbr_ = nullptr;
   uint32_t cqn_ = 0;

@@ -205,6 +205,47 @@ TEST(CqRing, ResponderCompletionsCarryImmInvalidationAndUdFields) {
   EXPECT_EQ(h.qp.rq.outstanding(), 0u);
 }
 
+// Poll decides a leading requester completion on its own and hands the rest of a batch to its
+// loop: the batch reads the same either way, in ring order, with one consumer index at the end.
+TEST(CqRing, ABatchMixingRequesterResponderAndErrorCqesPollsInRingOrder) {
+  Harness h;
+  PostSends(h, 2);
+  std::array<ibv_sge, 1> sge{Sge(0x1000, 64, 1)};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 7;
+  rwr.sg_list = sge.data();
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &rwr, &rbad), 0);
+  auto* req = h.WriteCqe(0, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_RDMA_WRITE);
+  req->byte_cnt = prm::Be32::FromHost(512);
+  req->op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ, false);
+  auto* resp = h.WriteCqe(1, prm::MLX5_CQE_RESP_SEND, 0);
+  resp->byte_cnt = prm::Be32::FromHost(40);
+  resp->op_own = prm::CqeOpOwn(prm::MLX5_CQE_RESP_SEND, false);
+  auto* err = reinterpret_cast<pod::mlx5_err_cqe*>(h.WriteCqe(2, prm::MLX5_CQE_REQ_ERR, 1, prm::MLX5_OPCODE_SEND));
+  err->syndrome = prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+  err->op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ_ERR, false);
+  std::array<ibv_wc, 8> wc{};
+  ASSERT_EQ(driver::rings::PollCq(h.ibcq(), 8, wc.data()), 3);
+  EXPECT_EQ(wc[0].wr_id, 100u);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(wc[0].byte_len, 512u);
+  EXPECT_EQ(wc[0].vendor_err, 0u);
+  EXPECT_EQ(wc[1].wr_id, 7u);
+  EXPECT_EQ(wc[1].opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc[1].byte_len, 40u);
+  EXPECT_EQ(wc[2].wr_id, 101u);
+  EXPECT_EQ(wc[2].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(h.cq_dbr.set_ci.host(), 3u);
+  EXPECT_EQ(h.qp.sq.outstanding(), 0u);
+  EXPECT_EQ(h.qp.rq.outstanding(), 0u);
+  // A poll for no entries consumes nothing.
+  h.WriteCqe(3, prm::MLX5_CQE_REQ, 1, prm::MLX5_OPCODE_SEND);
+  EXPECT_EQ(driver::rings::PollCq(h.ibcq(), 0, wc.data()), 0);
+  EXPECT_EQ(h.cq.ring.consumer_index(), 3u);
+}
+
 TEST(CqRing, AnUnknownQpIsAPollErrorAndResizeCqesAreSkipped) {
   Harness h;
   h.WriteCqe(0, prm::MLX5_CQE_RESIZE_CQ, 0);
