@@ -214,7 +214,7 @@ Result<void> UmrQueue::WaitForCompletion() {
     if (spins < 1000) sched_yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+  mmio::DmaReadBarrier();  // the CQE's fields are not older than its owner bit
   ++cq_ci_;
   auto* record = static_cast<prm::CqDoorbellRecord*>(cq_dbr_.data());
   mmio::StoreDeviceWord(record->set_ci, prm::Be32::FromHost(cq_ci_ & prm::kCqConsumerIndexMask));

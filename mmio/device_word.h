@@ -26,7 +26,7 @@ inline void StoreDeviceWord(W& word, W value) {
 // hand a structure over (the CQE's op_own). x86-64: a plain MOV, as libmlx5's volatile read; the
 // acquire makes the structure's other bytes, written before the handover, visible to the loads
 // after it, in the C++ memory model and to ThreadSanitizer (the in-process device is a thread).
-// The named FromDeviceBarrier after it stays for a real device's weakly ordered reads.
+// The named DmaReadBarrier after it states the order a real device's DMA needs.
 template <class W>
   requires(sizeof(W) <= 8 && std::is_trivially_copyable_v<W>)
 inline W LoadDeviceWord(const W& word) {

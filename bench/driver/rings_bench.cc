@@ -262,7 +262,7 @@ void FloorCqe(benchmark::State& state) {
     const uint8_t op_own = *static_cast<volatile uint8_t*>(&cqe->op_own);
     if (prm::CqeOwner(op_own) == prm::CqeOwnerFor(ci, kCqeCnt)) {
       ++ci;
-      mmio::FromDeviceBarrier();
+      mmio::DmaReadBarrier();
       const auto* v = reinterpret_cast<const __m128i*>(cqe);
       sink = _mm_xor_si128(sink, _mm_xor_si128(_mm_xor_si128(_mm_load_si128(v), _mm_load_si128(v + 1)),
                                                _mm_xor_si128(_mm_load_si128(v + 2), _mm_load_si128(v + 3))));

@@ -211,7 +211,7 @@ Result<void> Cmdq::Post(uint32_t slot, std::span<const std::byte> in, std::span<
     else
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  mmio::FromDeviceBarrier();
+  mmio::DmaReadBarrier();
   result = cmdq::DecodeOutput(entry, access, out);
   ReturnBlocks(in_blocks);
   ReturnBlocks(out_blocks);

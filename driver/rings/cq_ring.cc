@@ -90,7 +90,7 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   while (i - ci < cqe_cnt_) {
     const std::byte* src = NextCqe(i);
     if (src == nullptr) break;
-    mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+    mmio::DmaReadBarrier();  // the CQE's fields are not older than its owner bit
     const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(src);
     if (prm::CqeOpcodeOf(cqe->op_own) == prm::MLX5_CQE_RESIZE_CQ) {
       found = true;
@@ -299,7 +299,7 @@ int CqRing::Poll(int num_entries, ibv_wc* wc) {
     lock_.unlock();
     return device_gone() ? -EIO : 0;  // nothing more will ever arrive
   }
-  mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+  mmio::DmaReadBarrier();  // the CQE's fields are not older than its owner bit
   const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
   if (prm::CqeOpcodeOf(cqe->op_own) != prm::MLX5_CQE_REQ) return PollLocked(num_entries, wc, start, 0);
   const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
@@ -323,7 +323,7 @@ int CqRing::Poll(int num_entries, ibv_wc* wc) {
     const std::byte* cqe = NextCqe(ci);
     if (cqe == nullptr) break;
     ++ci;
-    mmio::FromDeviceBarrier();  // the CQE's fields are not older than its owner bit
+    mmio::DmaReadBarrier();  // the CQE's fields are not older than its owner bit
     const Parsed p = Parse(cqe, &wc[n], nullptr);
     if (p == Parsed::kSkip) continue;
     if (p == Parsed::kError) [[unlikely]] {
@@ -345,7 +345,7 @@ int CqRing::PollOne(ibv_cq_ex* cq) {
     if (cqe == nullptr) return ENOENT;
     ++ci;
     ci_.store(ci, std::memory_order_relaxed);
-    mmio::FromDeviceBarrier();
+    mmio::DmaReadBarrier();
     const Parsed p = Parse(cqe, &cur_, &cur_ts_);
     if (p == Parsed::kSkip) continue;
     if (p == Parsed::kError) return EINVAL;
@@ -381,7 +381,7 @@ void CqRing::Clean(uint32_t qpn, SrqRing* srq) {
   // The producer's position: the first CQE software does not own yet.
   uint32_t prod = ci;
   while (prod - ci < cqe_cnt_ && NextCqe(prod) != nullptr) ++prod;
-  mmio::FromDeviceBarrier();
+  mmio::DmaReadBarrier();
   uint32_t freed = 0;
   for (uint32_t i = prod; i != ci;) {
     --i;
