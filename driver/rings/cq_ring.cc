@@ -112,16 +112,16 @@ Result<void> CqRing::SwitchTo(std::byte* buf, uint32_t cqe_cnt) {
   return {};
 }
 
-[[gnu::always_inline]] inline bool CqRing::Owned(const std::byte* at, uint32_t ci, uint32_t cqe_cnt) {
-  // The device writes op_own last; read it once.
-  const uint8_t op_own = mmio::LoadDeviceWord(reinterpret_cast<const pod::mlx5_cqe64*>(at)->op_own);
+[[gnu::always_inline]] inline bool CqRing::Owned(uint8_t op_own, uint32_t ci, uint32_t cqe_cnt) {
   return prm::CqeOpcodeOf(op_own) != prm::MLX5_CQE_INVALID &&
          prm::CqeOwner(op_own) == prm::CqeOwnerFor(ci, cqe_cnt);
 }
 
 [[gnu::always_inline]] inline const std::byte* CqRing::NextCqe(uint32_t ci) const {
   const std::byte* at = CqeAt(ci);
-  return Owned(at, ci, cqe_cnt_) ? at : nullptr;
+  // The device writes op_own last; read it once.
+  const uint8_t op_own = mmio::LoadDeviceWord(reinterpret_cast<const pod::mlx5_cqe64*>(at)->op_own);
+  return Owned(op_own, ci, cqe_cnt_) ? at : nullptr;
 }
 
 // The receive WQE a responder CQE completes: from the XRC SRQ its srqn names, the QP's SRQ, or
@@ -295,19 +295,22 @@ int CqRing::Poll(int num_entries, ibv_wc* wc) {
   lock_.lock();
   const uint32_t start = ci_.load(std::memory_order_relaxed);
   const std::byte* at = CqeAt(start);
-  if (num_entries <= 0 || !Owned(at, start, cqe_cnt_)) {
+  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
+  // The device writes op_own last; one read of it says both whose the CQE is and what it is.
+  const uint8_t op_own = mmio::LoadDeviceWord(cqe->op_own);
+  const uint8_t requester_op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ, prm::CqeOwnerFor(start, cqe_cnt_));
+  if (op_own != requester_op_own || num_entries <= 0) [[unlikely]] {
+    if (num_entries > 0 && Owned(op_own, start, cqe_cnt_)) return PollLocked(num_entries, wc, start, 0);
     lock_.unlock();
     return device_gone() ? -EIO : 0;  // nothing more will ever arrive
   }
   mmio::DmaReadBarrier();  // the CQE's fields are not older than its owner bit
-  const auto* cqe = reinterpret_cast<const pod::mlx5_cqe64*>(at);
-  if (prm::CqeOpcodeOf(cqe->op_own) != prm::MLX5_CQE_REQ) return PollLocked(num_entries, wc, start, 0);
   const uint32_t qpn = prm::CqeQpn(cqe->sop_drop_qpn.host());
   const WorkQueues* wq = qpns_->Find(qpn);
   if (wq == nullptr || wq->sq == nullptr) [[unlikely]]
     return PollLocked(num_entries, wc, start, 0);
   FillRequester(*cqe, *wq->sq, qpn, wc);
-  if (num_entries > 1 && Owned(CqeAt(start + 1), start + 1, cqe_cnt_))
+  if (num_entries > 1 && NextCqe(start + 1) != nullptr)
     return PollLocked(num_entries, wc, start + 1, 1);
   StoreCi(start + 1);
   lock_.unlock();

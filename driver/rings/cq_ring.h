@@ -125,11 +125,12 @@ class CqRing {
   enum class Parsed { kCompletion, kSkip, kError };
 
   const std::byte* NextCqe(uint32_t ci) const;  // CqeAt(ci) if Owned, else null
-  // The 64-byte CQE at consumer index `index`, and whether it is software's.
+  // The 64-byte CQE at consumer index `index`, and whether one whose op_own byte reads `op_own`
+  // there is software's.
   std::byte* CqeAt(uint32_t index) const {
     return buf_ + (std::size_t{index & (cqe_cnt_ - 1)} << cqe_shift_) + cqe_offset_;
   }
-  static bool Owned(const std::byte* cqe, uint32_t index, uint32_t cqe_cnt);
+  static bool Owned(uint8_t op_own, uint32_t index, uint32_t cqe_cnt);
   int PollLocked(int num_entries, ibv_wc* wc, uint32_t ci, int n);
   Parsed Parse(const std::byte* cqe, ibv_wc* wc, uint64_t* ts);
   static void FillRequester(const prm::pod::mlx5_cqe64& cqe, SendQueue& sq, uint32_t qpn, ibv_wc* wc);
