@@ -161,12 +161,15 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     // the next pass, as one posted after this pass would).
     if (!queues_moved && looped_.empty() && !port_.Pending()) break;
   }
-  // Moderated completion events whose period ended; the thread wakes for the next one.
-  bool fired = false;
-  const uint64_t moderation = PollModeration(result.progressed ? NowNs() : now, &fired);
-  result.progressed |= fired;
-  if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
-    result.next_deadline_ns = moderation;
+  // Moderated completion events whose period ended; the thread wakes for the next one. Only
+  // while some period runs: most passes have none, and need neither the walk nor the clock.
+  if (moderation_running_) {
+    bool fired = false;
+    const uint64_t moderation = PollModeration(result.progressed ? NowNs() : now, &fired);
+    result.progressed |= fired;
+    if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
+      result.next_deadline_ns = moderation;
+  }
   return result;
 }
 

@@ -239,6 +239,12 @@ class Engine {
   void FireCompletionEvent(uint32_t cqn, Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
   uint64_t PollModeration(uint64_t now, bool* fired);
+  // Whether some armed CQ's moderation period may be running (CqProgress::
+  // moderation_deadline_ns != 0), so that a pass walks the CQs for it. Only ModerationDue starts
+  // a period, and it sets this; PollModeration, which walks every live CQ, sets it to what it
+  // found still running. An arm or an event that ends a period, or a CQ destroyed, leaves it
+  // true until that walk: one walk too many, never one too few.
+  bool moderation_running_ = false;
   // A UAR page's doorbell register at `offset`, or nullptr for a page past the device's UARs (a
   // queue may name one; no driver can ring it).
   template <class Word>

@@ -139,8 +139,10 @@ bool Engine::ModerationDue(Cq& cq) {
   if (max_count == 0 && period_us == 0) return true;
   ++cq.progress.moderated;
   if (max_count != 0 && cq.progress.moderated >= max_count) return true;
-  if (period_us != 0 && cq.progress.moderation_deadline_ns == 0)
+  if (period_us != 0 && cq.progress.moderation_deadline_ns == 0) {
     cq.progress.moderation_deadline_ns = NowNs() + uint64_t{period_us} * 1000;
+    moderation_running_ = true;
+  }
   return false;
 }
 
@@ -165,6 +167,8 @@ uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
       next = deadline;
     }
   }
+  // The periods still running are the ones the next pass looks at again.
+  moderation_running_ = next != 0;
   return next;
 }
 
