@@ -168,7 +168,8 @@ class Engine {
     uint32_t key = 0;
     const Firmware::Mkey* mkey = nullptr;
     const Firmware::Mkey* target = nullptr;
-    // An MTT key's mkc.start_addr and mkc.log_page_size, decoded once by Admit.
+    // An MTT or device-memory key's mkc.start_addr, and an MTT key's mkc.log_page_size, decoded
+    // once by Admit (a window's are not: its bytes go through its parent).
     uint64_t start = 0;
     uint32_t log_page_size = 0;
     bool in_device_memory() const { return target->memic_start || target->sw_icm_id; }

@@ -56,7 +56,7 @@ std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint
   }
   if (m.memic_start || m.sw_icm_id) {
     if (!InRange(0, size, va, len)) return std::nullopt;
-    return AdmittedKey{.key = key, .mkey = &m, .target = &m};
+    return AdmittedKey{.key = key, .mkey = &m, .target = &m, .start = start};
   }
   const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::access_mode_1_0) |
                                               (prm::Get(mkc, prm::mkc::access_mode_4_2) << 2));
@@ -76,8 +76,11 @@ std::optional<uint64_t> Engine::KeyBusAddress(const AdmittedKey& k, uint64_t va,
 
 std::optional<std::span<std::byte>> Engine::DeviceBytes(const AdmittedKey& k, uint64_t va,
                                                         uint64_t len) {
-  // Device memory is registered zero-based; a window over it addresses from its own start.
-  const uint64_t off = k.mkey->window ? va - prm::Get(Bytes(k.mkey->mkc), prm::mkc::start_addr) : va;
+  // Device memory is registered zero-based: Admit checked [va, va + len) against the key, so the
+  // bytes are at va from its start. A window over it addresses from its own start and reaches
+  // its parent's bytes through the firmware's checks.
+  if (!k.mkey->window) return fw_.DeviceMemoryAt(*k.mkey, k.start, va, len);
+  const uint64_t off = va - prm::Get(Bytes(k.mkey->mkc), prm::mkc::start_addr);
   return fw_.DeviceMemoryLocked(*k.mkey, k.key, off, len, true);
 }
 

@@ -251,6 +251,11 @@ std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(const Mkey& m, 
     const uint64_t pstart = prm::Get(pmkc, prm::mkc::start_addr);
     return DeviceMemoryLocked(parent_key, address - pstart + offset, len, false);
   }
+  return DeviceMemoryAt(m, start, offset, len);
+}
+
+std::optional<std::span<std::byte>> Firmware::DeviceMemoryAt(const Mkey& m, uint64_t start,
+                                                              uint64_t offset, uint64_t len) {
   if (m.memic_start)
     return memic_window_.subspan(start + offset - layout_.memic_start, len);
   if (m.sw_icm_id) {
