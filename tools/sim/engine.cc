@@ -100,7 +100,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     looped_.clear();
     return result;
   }
-  RefreshQueues();
+  // Most passes follow no command: the lists stand, and the call is not made.
+  if (fw_.counters_.commands != commands_seen_) RefreshQueues();
   if (fw_.port_change_ != 0) {
     PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
     result.progressed = true;
@@ -174,7 +175,6 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
 }
 
 void Engine::RefreshQueues() {
-  if (fw_.counters_.commands == commands_seen_) return;
   commands_seen_ = fw_.counters_.commands;
   live_qps_.clear();
   for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp});

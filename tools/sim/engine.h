@@ -323,6 +323,7 @@ class Engine {
   std::vector<CqDoorbell> cq_doorbells_;
   std::vector<EqDoorbells> eq_doorbells_;
   uint64_t commands_seen_ = ~uint64_t{0};
+  // Builds the lists again; the pass calls it when commands_seen_ is behind the command count.
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), handled in the
