@@ -138,7 +138,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     }
     uint64_t deadline = 0;
     bool queues_moved = false;
-    for (const auto& [qpn, qp] : live_qps_) {
+    for (const auto& [qpn, qp, requester] : live_qps_) {
       if (qp->state == prm::QP_STATE_ERR) {
         queues_moved |= FlushSend(qpn, *qp);
         queues_moved |= FlushRecv(qpn, *qp);
@@ -151,7 +151,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
         }
         continue;
       }
-      queues_moved |= SendStep(qpn, *qp, now, &deadline);
+      queues_moved |= SendStep(qpn, *qp, requester, now, &deadline);
     }
     moved |= queues_moved;
     result.next_deadline_ns = deadline;
@@ -177,7 +177,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
 void Engine::RefreshQueues() {
   commands_seen_ = fw_.counters_.commands;
   live_qps_.clear();
-  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp});
+  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp, DecodeRequesterContext(qp)});
   live_cqs_.clear();
   for (auto& [cqn, cq] : fw_.cqs_) live_cqs_.push_back({cqn, &cq});
   // Each distinct UAR page once (the lists keep their capacity: a pass allocates nothing once

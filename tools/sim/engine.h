@@ -118,22 +118,46 @@ class Engine {
   }
 
   // ---- requester (engine_requester.cc) ----
+  // What the requester reads from a QP's context for every message it sends: the primary path
+  // and the first PSN (RC, UC), the retry budget and the ACK timeout (RC). Decoded from the
+  // context when the pass's lists are built (RefreshQueues), not for every WQE. Only firmware
+  // commands write these fields (the QP transitions; the engine writes nothing of the context
+  // but qpc.state), and the lists are built again after every command, so a pass always sees
+  // the context's values.
+  struct RequesterContext {
+    uint32_t remote_qpn = 0;
+    uint32_t next_send_psn = 0;
+    Gid rgid{};  // primary_address_path.rgid_rip, in wire order
+    Gid sgid{};  // SourceGid(primary_address_path.src_addr_index)
+    uint32_t flow_label = 0;
+    uint16_t rlid = 0;
+    uint8_t tclass = 0;
+    uint8_t hop_limit = 0;
+    uint8_t sl = 0;     // InfiniBand only; 0 on RoCE
+    bool grh = true;    // always on RoCE; the path's grh bit on InfiniBand
+    uint8_t rnr_retry = 0;
+    uint8_t retry_count = 0;
+    uint64_t ack_timeout_ns = 0;  // AckTimeoutNs(primary_address_path.ack_timeout); 0: none
+  };
+  RequesterContext DecodeRequesterContext(const Qp& qp) const;
   // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
-  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, const RequesterContext& ctx,
+                                       uint64_t now, uint64_t* deadline) {
     if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
     if (qp.progress.awaiting)
       if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
     auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
     if (!producer || ((*producer ^ qp.progress.sq_wqe_counter) & prm::kWqCounterMask) == 0)
       return false;
-    return ExecuteSendWqe(qpn, qp, now, deadline);
+    return ExecuteSendWqe(qpn, qp, ctx, now, deadline);
   }
   // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
   // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
   // the WQE is to be sent again.
   std::optional<bool> AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
-  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx, uint64_t now,
+                      uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
@@ -302,6 +326,7 @@ class Engine {
   struct LiveQp {
     uint32_t qpn;
     Qp* qp;
+    RequesterContext requester;  // decoded from qp->qpc when the list is built
   };
   struct LiveCq {
     uint32_t cqn;
