@@ -82,7 +82,11 @@ bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
   };
   if (full()) return fail(kCqStatusOverflow);
 
-  std::array<std::byte, 64> bytes{};
+  // Written whole below by the one CQE layout that applies (each is the 64 bytes, zeroed
+  // where it sets nothing): no zeroing of its own first.
+  std::array<std::byte, 64> bytes;
+  static_assert(sizeof(prm::pod::mlx5_err_cqe) == bytes.size() &&
+                sizeof(prm::pod::mlx5_cqe64) == bytes.size());
   const bool owner = prm::CqeOwnerFor(cq.producer_counter, size);
   const bool error = f.syndrome != 0;
   uint8_t op_own;
