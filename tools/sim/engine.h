@@ -258,6 +258,9 @@ class Engine {
   // subscribes to `type`.
   void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
+  // An arm request PollArms found for CQ `cqn` (`arm_word` as the doorbell record spells it).
+  // Out of line: most passes find none, and their loop stays small.
+  [[gnu::noinline]] void ArmCq(uint32_t cqn, Cq& cq, uint32_t arm_word);
   // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
   bool ModerationDue(Cq& cq);
   // The completion EQE of an armed CQ; the CQ is no longer armed.
