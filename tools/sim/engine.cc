@@ -233,11 +233,6 @@ bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes
   return true;
 }
 
-std::byte* Engine::QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const {
-  if (cache == nullptr || pass_access_ == nullptr) return nullptr;
-  return pass_access_->Translate(bus, page, *cache);
-}
-
 std::optional<uint64_t> Engine::QueueAddress(const std::vector<uint64_t>& pas,
                                              uint32_t log_page_bytes, uint64_t offset,
                                              uint64_t len) const {
