@@ -233,15 +233,6 @@ bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes
   return true;
 }
 
-std::optional<uint64_t> Engine::QueueAddress(const std::vector<uint64_t>& pas,
-                                             uint32_t log_page_bytes, uint64_t offset,
-                                             uint64_t len) const {
-  const uint64_t page = uint64_t{1} << log_page_bytes;
-  const uint64_t index = offset >> log_page_bytes;
-  if (index >= pas.size() || (offset & (page - 1)) + len > page) return std::nullopt;
-  return pas[index] + (offset & (page - 1));
-}
-
 std::optional<uint32_t> Engine::LoadBe32(uint64_t bus) const {
   const auto raw = Iommu::Access(iommu_).LoadAcquire32(bus);
   if (!raw) return std::nullopt;
