@@ -331,6 +331,12 @@ class Engine {
   Port port_;
   // The IOMMU window Pass holds while it runs (every device access of a pass is inside it).
   const Iommu::Access* pass_access_ = nullptr;
+  // The pass's window for a copy through a key; outside a pass, one opened in `own` (a nested
+  // Access would be free of locks too, but not of its bookkeeping).
+  const Iommu::Access& PassWindow(std::optional<Iommu::Access>& own) const {
+    if (pass_access_ != nullptr) return *pass_access_;
+    return own.emplace(iommu_);
+  }
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
   // What a pass walks, derived from the firmware's tables: the live QPs and CQs in number order

@@ -92,7 +92,8 @@ bool Engine::CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte>
     std::memcpy(out.data(), dm->data(), out.size());
     return true;
   }
-  const Iommu::Access access(iommu_);
+  std::optional<Iommu::Access> own;
+  const Iommu::Access& access = PassWindow(own);
   uint64_t done = 0;
   while (done < out.size()) {
     uint64_t page = 0;
@@ -114,7 +115,8 @@ bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
     out.insert(out.end(), dm->begin(), dm->end());
     return true;
   }
-  const Iommu::Access access(iommu_);
+  std::optional<Iommu::Access> own;
+  const Iommu::Access& access = PassWindow(own);
   // A range inside one page of pointer memory is one lookup and one copy (a small message).
   uint64_t first_page = 0;
   const auto first = KeyBusAddress(k, va, len, &first_page);
@@ -161,7 +163,8 @@ bool Engine::CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::b
     std::memcpy(dm->data(), in.data(), in.size());
     return true;
   }
-  const Iommu::Access access(iommu_);
+  std::optional<Iommu::Access> own;
+  const Iommu::Access& access = PassWindow(own);
   uint64_t done = 0;
   while (done < in.size()) {
     uint64_t page = 0;
