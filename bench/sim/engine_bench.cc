@@ -8,7 +8,8 @@
 // (callgrind) both measure the engine alone.
 //
 // Rows: EngineRdmaWrite/dm/8 (the remote buffer is a MEMIC MR, zero-based) and
-// EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. The names stay out of
+// EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. EngineIdlePass is one
+// pass that finds nothing rung (callgrind: Engine::Pass over its calls). The names stay out of
 // the report's wire table (tools/cli/report.py), which is the wire suite's, with its device
 // thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
@@ -146,6 +147,9 @@ class Loopback {
     }
     return 0;
   }
+
+  // One engine pass with nothing rung and nothing on the wire.
+  void IdlePass() { engine_.Pass(); }
 
   std::byte* src() { return arena_.p + kData; }
   std::byte* host_dst() { return arena_.p + kData + 0x8000; }
@@ -314,6 +318,20 @@ void RdmaWrite(benchmark::State& state, Remote remote) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
+// The pass that finds nothing: what the device thread spends, between two operations, noticing
+// that no doorbell was rung (its cost is how late, on average, a doorbell is seen). The QPs,
+// CQs and the EQ are the WRITE rows' own, after one WRITE.
+void IdlePass(benchmark::State& state) {
+  auto lb = MakeLoopback();
+  lb->PostWrite(Loopback::kHostDstVa, lb->host_rkey(), 8);
+  if (lb->CompleteOne() == 0) {
+    state.SkipWithError("the WRITE did not complete successfully");
+    return;
+  }
+  for (auto _ : state) lb->IdlePass();
+}
+
+BENCHMARK(IdlePass)->Name("EngineIdlePass");
 BENCHMARK_CAPTURE(RdmaWrite, dm, Remote::kMemic)->Name("EngineRdmaWrite/dm")->Arg(8);
 BENCHMARK_CAPTURE(RdmaWrite, host, Remote::kHost)->Name("EngineRdmaWrite/host")->Arg(8);
 

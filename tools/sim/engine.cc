@@ -100,7 +100,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     looped_.clear();
     return result;
   }
-  RefreshQueues();
+  // Most passes follow no command: the lists stand, and the call is not made.
+  if (fw_.counters_.commands != commands_seen_) RefreshQueues();
   if (fw_.port_change_ != 0) {
     PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
     result.progressed = true;
@@ -137,7 +138,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     }
     uint64_t deadline = 0;
     bool queues_moved = false;
-    for (const auto& [qpn, qp] : live_qps_) {
+    for (const auto& [qpn, qp, requester] : live_qps_) {
       if (qp->state == prm::QP_STATE_ERR) {
         queues_moved |= FlushSend(qpn, *qp);
         queues_moved |= FlushRecv(qpn, *qp);
@@ -150,7 +151,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
         }
         continue;
       }
-      queues_moved |= SendStep(qpn, *qp, now, &deadline);
+      queues_moved |= SendStep(qpn, *qp, requester, now, &deadline);
     }
     moved |= queues_moved;
     result.next_deadline_ns = deadline;
@@ -161,20 +162,22 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     // the next pass, as one posted after this pass would).
     if (!queues_moved && looped_.empty() && !port_.Pending()) break;
   }
-  // Moderated completion events whose period ended; the thread wakes for the next one.
-  bool fired = false;
-  const uint64_t moderation = PollModeration(result.progressed ? NowNs() : now, &fired);
-  result.progressed |= fired;
-  if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
-    result.next_deadline_ns = moderation;
+  // Moderated completion events whose period ended; the thread wakes for the next one. Only
+  // while some period runs: most passes have none, and need neither the walk nor the clock.
+  if (moderation_running_) {
+    bool fired = false;
+    const uint64_t moderation = PollModeration(result.progressed ? NowNs() : now, &fired);
+    result.progressed |= fired;
+    if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
+      result.next_deadline_ns = moderation;
+  }
   return result;
 }
 
 void Engine::RefreshQueues() {
-  if (fw_.counters_.commands == commands_seen_) return;
   commands_seen_ = fw_.counters_.commands;
   live_qps_.clear();
-  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp});
+  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp, DecodeRequesterContext(qp)});
   live_cqs_.clear();
   for (auto& [cqn, cq] : fw_.cqs_) live_cqs_.push_back({cqn, &cq});
   // Each distinct UAR page once (the lists keep their capacity: a pass allocates nothing once
@@ -228,20 +231,6 @@ bool Engine::ReadQueue(const std::vector<uint64_t>& pas, uint32_t log_page_bytes
     done += n;
   }
   return true;
-}
-
-std::byte* Engine::QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const {
-  if (cache == nullptr || pass_access_ == nullptr) return nullptr;
-  return pass_access_->Translate(bus, page, *cache);
-}
-
-std::optional<uint64_t> Engine::QueueAddress(const std::vector<uint64_t>& pas,
-                                             uint32_t log_page_bytes, uint64_t offset,
-                                             uint64_t len) const {
-  const uint64_t page = uint64_t{1} << log_page_bytes;
-  const uint64_t index = offset >> log_page_bytes;
-  if (index >= pas.size() || (offset & (page - 1)) + len > page) return std::nullopt;
-  return pas[index] + (offset & (page - 1));
 }
 
 std::optional<uint32_t> Engine::LoadBe32(uint64_t bus) const {

@@ -101,10 +101,23 @@ class Engine {
                  std::span<std::byte> out, Iommu::CachedTranslation* page_cache = nullptr) const;
   // The host pointer of the whole queue page at `bus` (`page` bytes) through `cache`, or nullptr
   // (process memory, no cache, outside a pass, or not wholly mapped: then copy through the IOMMU).
-  std::byte* QueuePage(uint64_t bus, uint64_t page, Iommu::CachedTranslation* cache) const;
+  // Inline: every WQE fetched, gather read and CQE written goes through it.
+  [[gnu::always_inline]] std::byte* QueuePage(uint64_t bus, uint64_t page,
+                                              Iommu::CachedTranslation* cache) const {
+    if (cache == nullptr || pass_access_ == nullptr) return nullptr;
+    return pass_access_->Translate(bus, page, *cache);
+  }
   // The bus address of [offset, offset + len) of a queue, if the range lies in one page.
-  std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas, uint32_t log_page_bytes,
-                                       uint64_t offset, uint64_t len) const;
+  // Inline: every CQE and EQE written asks it.
+  [[gnu::always_inline]] std::optional<uint64_t> QueueAddress(const std::vector<uint64_t>& pas,
+                                                              uint32_t log_page_bytes,
+                                                              uint64_t offset,
+                                                              uint64_t len) const {
+    const uint64_t page = uint64_t{1} << log_page_bytes;
+    const uint64_t index = offset >> log_page_bytes;
+    if (index >= pas.size() || (offset & (page - 1)) + len > page) return std::nullopt;
+    return pas[index] + (offset & (page - 1));
+  }
   std::optional<uint32_t> LoadBe32(uint64_t bus) const;
   // A doorbell-record word the engine reads every pass, its translation kept in `cache`, read
   // inside the pass's IOMMU window.
@@ -118,22 +131,46 @@ class Engine {
   }
 
   // ---- requester (engine_requester.cc) ----
+  // What the requester reads from a QP's context for every message it sends: the primary path
+  // and the first PSN (RC, UC), the retry budget and the ACK timeout (RC). Decoded from the
+  // context when the pass's lists are built (RefreshQueues), not for every WQE. Only firmware
+  // commands write these fields (the QP transitions; the engine writes nothing of the context
+  // but qpc.state), and the lists are built again after every command, so a pass always sees
+  // the context's values.
+  struct RequesterContext {
+    uint32_t remote_qpn = 0;
+    uint32_t next_send_psn = 0;
+    Gid rgid{};  // primary_address_path.rgid_rip, in wire order
+    Gid sgid{};  // SourceGid(primary_address_path.src_addr_index)
+    uint32_t flow_label = 0;
+    uint16_t rlid = 0;
+    uint8_t tclass = 0;
+    uint8_t hop_limit = 0;
+    uint8_t sl = 0;     // InfiniBand only; 0 on RoCE
+    bool grh = true;    // always on RoCE; the path's grh bit on InfiniBand
+    uint8_t rnr_retry = 0;
+    uint8_t retry_count = 0;
+    uint64_t ack_timeout_ns = 0;  // AckTimeoutNs(primary_address_path.ack_timeout); 0: none
+  };
+  RequesterContext DecodeRequesterContext(const Qp& qp) const;
   // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
-  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, const RequesterContext& ctx,
+                                       uint64_t now, uint64_t* deadline) {
     if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
     if (qp.progress.awaiting)
       if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
     auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
     if (!producer || ((*producer ^ qp.progress.sq_wqe_counter) & prm::kWqCounterMask) == 0)
       return false;
-    return ExecuteSendWqe(qpn, qp, now, deadline);
+    return ExecuteSendWqe(qpn, qp, ctx, now, deadline);
   }
   // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
   // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
   // the WQE is to be sent again.
   std::optional<bool> AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
-  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx, uint64_t now,
+                      uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
@@ -168,7 +205,8 @@ class Engine {
     uint32_t key = 0;
     const Firmware::Mkey* mkey = nullptr;
     const Firmware::Mkey* target = nullptr;
-    // An MTT key's mkc.start_addr and mkc.log_page_size, decoded once by Admit.
+    // An MTT or device-memory key's mkc.start_addr, and an MTT key's mkc.log_page_size, decoded
+    // once by Admit (a window's are not: its bytes go through its parent).
     uint64_t start = 0;
     uint32_t log_page_size = 0;
     bool in_device_memory() const { return target->memic_start || target->sw_icm_id; }
@@ -233,12 +271,21 @@ class Engine {
   // subscribes to `type`.
   void QpEvent(uint32_t qpn, uint8_t type);
   bool PollArms();
+  // An arm request PollArms found for CQ `cqn` (`arm_word` as the doorbell record spells it).
+  // Out of line: most passes find none, and their loop stays small.
+  [[gnu::noinline]] void ArmCq(uint32_t cqn, Cq& cq, uint32_t arm_word);
   // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
   bool ModerationDue(Cq& cq);
   // The completion EQE of an armed CQ; the CQ is no longer armed.
   void FireCompletionEvent(uint32_t cqn, Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
   uint64_t PollModeration(uint64_t now, bool* fired);
+  // Whether some armed CQ's moderation period may be running (CqProgress::
+  // moderation_deadline_ns != 0), so that a pass walks the CQs for it. Only ModerationDue starts
+  // a period, and it sets this; PollModeration, which walks every live CQ, sets it to what it
+  // found still running. An arm or an event that ends a period, or a CQ destroyed, leaves it
+  // true until that walk: one walk too many, never one too few.
+  bool moderation_running_ = false;
   // A UAR page's doorbell register at `offset`, or nullptr for a page past the device's UARs (a
   // queue may name one; no driver can ring it).
   template <class Word>
@@ -284,6 +331,12 @@ class Engine {
   Port port_;
   // The IOMMU window Pass holds while it runs (every device access of a pass is inside it).
   const Iommu::Access* pass_access_ = nullptr;
+  // The pass's window for a copy through a key; outside a pass, one opened in `own` (a nested
+  // Access would be free of locks too, but not of its bookkeeping).
+  const Iommu::Access& PassWindow(std::optional<Iommu::Access>& own) const {
+    if (pass_access_ != nullptr) return *pass_access_;
+    return own.emplace(iommu_);
+  }
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
   // What a pass walks, derived from the firmware's tables: the live QPs and CQs in number order
@@ -295,6 +348,7 @@ class Engine {
   struct LiveQp {
     uint32_t qpn;
     Qp* qp;
+    RequesterContext requester;  // decoded from qp->qpc when the list is built
   };
   struct LiveCq {
     uint32_t cqn;
@@ -316,6 +370,7 @@ class Engine {
   std::vector<CqDoorbell> cq_doorbells_;
   std::vector<EqDoorbells> eq_doorbells_;
   uint64_t commands_seen_ = ~uint64_t{0};
+  // Builds the lists again; the pass calls it when commands_seen_ is behind the command count.
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), handled in the

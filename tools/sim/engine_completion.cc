@@ -82,7 +82,11 @@ bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
   };
   if (full()) return fail(kCqStatusOverflow);
 
-  std::array<std::byte, 64> bytes{};
+  // Written whole below by the one CQE layout that applies (each is the 64 bytes, zeroed
+  // where it sets nothing): no zeroing of its own first.
+  std::array<std::byte, 64> bytes;
+  static_assert(sizeof(prm::pod::mlx5_err_cqe) == bytes.size() &&
+                sizeof(prm::pod::mlx5_cqe64) == bytes.size());
   const bool owner = prm::CqeOwnerFor(cq.producer_counter, size);
   const bool error = f.syndrome != 0;
   uint8_t op_own;
@@ -139,8 +143,10 @@ bool Engine::ModerationDue(Cq& cq) {
   if (max_count == 0 && period_us == 0) return true;
   ++cq.progress.moderated;
   if (max_count != 0 && cq.progress.moderated >= max_count) return true;
-  if (period_us != 0 && cq.progress.moderation_deadline_ns == 0)
+  if (period_us != 0 && cq.progress.moderation_deadline_ns == 0) {
     cq.progress.moderation_deadline_ns = NowNs() + uint64_t{period_us} * 1000;
+    moderation_running_ = true;
+  }
   return false;
 }
 
@@ -165,6 +171,8 @@ uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
       next = deadline;
     }
   }
+  // The periods still running are the ones the next pass looks at again.
+  moderation_running_ = next != 0;
   return next;
 }
 
@@ -226,26 +234,26 @@ void Engine::SignalVector(uint32_t vector) {
   [[maybe_unused]] ssize_t n = write(irq_fds_[vector], &one, sizeof one);
 }
 
+void Engine::ArmCq(uint32_t cqn, Cq& cq, uint32_t arm_word) {
+  cq.progress.arm_word = arm_word;
+  cq.progress.armed = true;
+  cq.progress.moderated = 0;
+  cq.progress.moderation_deadline_ns = 0;
+  cq.progress.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
+  prm::Bits(cq.cqc).set(prm::cqc::st, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
+                                                                 : prm::EQ_CQ_STATE_ARMED);
+  // Completions the consumer has not reached yet are reason for an event now.
+  if (!cq.progress.solicited_only &&
+      (cq.producer_counter & prm::kCqConsumerIndexMask) != prm::CqArmCi(arm_word)) {
+    cq.progress.armed = false;
+    prm::Bits(cq.cqc).set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
+    WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
+             prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
+  }
+}
+
 bool Engine::PollArms() {
   bool moved = false;
-  auto arm = [&](uint32_t cqn, Cq& cq, uint32_t arm_word) {
-    moved = true;
-    cq.progress.arm_word = arm_word;
-    cq.progress.armed = true;
-    cq.progress.moderated = 0;
-    cq.progress.moderation_deadline_ns = 0;
-    cq.progress.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
-    prm::Bits(cq.cqc).set(prm::cqc::st, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
-                                                                   : prm::EQ_CQ_STATE_ARMED);
-    // Completions the consumer has not reached yet are reason for an event now.
-    if (!cq.progress.solicited_only &&
-        (cq.producer_counter & prm::kCqConsumerIndexMask) != prm::CqArmCi(arm_word)) {
-      cq.progress.armed = false;
-      prm::Bits(cq.cqc).set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
-      WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
-               prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
-    }
-  };
   for (const auto& [page, register_word] : cq_doorbells_) {
     auto doorbell = TakeUarWord64(register_word);
     if (!doorbell) continue;
@@ -254,14 +262,18 @@ bool Engine::PollArms() {
     if (it == fw_.cqs_.end() || it->second.progress.overflowed ||
         prm::Get(Bytes(it->second.cqc), prm::cqc::uar_page) != page)
       continue;
-    arm(it->first, it->second, arm_word);
+    ArmCq(it->first, it->second, arm_word);
+    moved = true;
   }
   // The record's arm word as well: a second arm store into the same UAR register before this
   // pass replaced the first, but each CQ's record still shows its own request.
   for (const auto& [cqn, cq] : live_cqs_) {
     if (cq->progress.overflowed) continue;
     auto word = LoadBe32(cq->dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq->progress.arm_dbr);
-    if (word && *word != cq->progress.arm_word) arm(cqn, *cq, *word);
+    if (word && *word != cq->progress.arm_word) {
+      ArmCq(cqn, *cq, *word);
+      moved = true;
+    }
   }
   return moved;
 }

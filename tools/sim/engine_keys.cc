@@ -56,7 +56,7 @@ std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint
   }
   if (m.memic_start || m.sw_icm_id) {
     if (!InRange(0, size, va, len)) return std::nullopt;
-    return AdmittedKey{.key = key, .mkey = &m, .target = &m};
+    return AdmittedKey{.key = key, .mkey = &m, .target = &m, .start = start};
   }
   const uint32_t mode = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::access_mode_1_0) |
                                               (prm::Get(mkc, prm::mkc::access_mode_4_2) << 2));
@@ -76,8 +76,11 @@ std::optional<uint64_t> Engine::KeyBusAddress(const AdmittedKey& k, uint64_t va,
 
 std::optional<std::span<std::byte>> Engine::DeviceBytes(const AdmittedKey& k, uint64_t va,
                                                         uint64_t len) {
-  // Device memory is registered zero-based; a window over it addresses from its own start.
-  const uint64_t off = k.mkey->window ? va - prm::Get(Bytes(k.mkey->mkc), prm::mkc::start_addr) : va;
+  // Device memory is registered zero-based: Admit checked [va, va + len) against the key, so the
+  // bytes are at va from its start. A window over it addresses from its own start and reaches
+  // its parent's bytes through the firmware's checks.
+  if (!k.mkey->window) return fw_.DeviceMemoryAt(*k.mkey, k.start, va, len);
+  const uint64_t off = va - prm::Get(Bytes(k.mkey->mkc), prm::mkc::start_addr);
   return fw_.DeviceMemoryLocked(*k.mkey, k.key, off, len, true);
 }
 
@@ -89,7 +92,8 @@ bool Engine::CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte>
     std::memcpy(out.data(), dm->data(), out.size());
     return true;
   }
-  const Iommu::Access access(iommu_);
+  std::optional<Iommu::Access> own;
+  const Iommu::Access& access = PassWindow(own);
   uint64_t done = 0;
   while (done < out.size()) {
     uint64_t page = 0;
@@ -111,7 +115,8 @@ bool Engine::AppendFromKey(const AdmittedKey& k, uint64_t va, uint64_t len,
     out.insert(out.end(), dm->begin(), dm->end());
     return true;
   }
-  const Iommu::Access access(iommu_);
+  std::optional<Iommu::Access> own;
+  const Iommu::Access& access = PassWindow(own);
   // A range inside one page of pointer memory is one lookup and one copy (a small message).
   uint64_t first_page = 0;
   const auto first = KeyBusAddress(k, va, len, &first_page);
@@ -158,7 +163,8 @@ bool Engine::CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::b
     std::memcpy(dm->data(), in.data(), in.size());
     return true;
   }
-  const Iommu::Access access(iommu_);
+  std::optional<Iommu::Access> own;
+  const Iommu::Access& access = PassWindow(own);
   uint64_t done = 0;
   while (done < in.size()) {
     uint64_t page = 0;

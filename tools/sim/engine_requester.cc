@@ -196,11 +196,10 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
 
 // Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
 // stack, which the many SendSteps that find nothing posted should not set up.
-[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, Qp& qp, uint64_t now,
-                                              uint64_t* deadline) {
+[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx,
+                                              uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
   const Bytes qpc(qp.qpc);
-  const auto path = prm::qpc::primary_address_path;
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
@@ -286,19 +285,17 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
     p.tclass = av.tclass;
     p.hop_limit = av.hop_limit;
   } else {
-    p.dst_qpn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::remote_qpn));
-    // The remote GID's 16 bytes lie in the context in wire order: one copy.
-    using Rgid = decltype(path.rgid_rip);
-    static_assert(Rgid::element_width == 8 && Rgid::count == 16 && Rgid::bit_offset % 8 == 0);
-    std::memcpy(p.dgid.data(), qpc.data() + Rgid::bit_offset / 8, p.dgid.size());
-    p.sgid = SourceGid(prm::Get(qpc, path.src_addr_index));
-    p.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
-    p.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
-    p.flow_label = static_cast<uint32_t>(prm::Get(qpc, path.flow_label));
-    p.grh = !InfiniBand() || prm::Get(qpc, path.grh) != 0;  // as for UD above
-    p.dlid = static_cast<uint16_t>(prm::Get(qpc, path.rlid));
-    p.sl = InfiniBand() ? static_cast<uint8_t>(prm::Get(qpc, path.sl)) : 0;
-    p.psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
+    // The connected QP's primary path, decoded from its context (RequesterContext).
+    p.dst_qpn = ctx.remote_qpn;
+    p.dgid = ctx.rgid;
+    p.sgid = ctx.sgid;
+    p.tclass = ctx.tclass;
+    p.hop_limit = ctx.hop_limit;
+    p.flow_label = ctx.flow_label;
+    p.grh = ctx.grh;
+    p.dlid = ctx.rlid;
+    p.sl = ctx.sl;
+    p.psn = (ctx.next_send_psn + pr.send_msn) & 0xffffff;
   }
   const bool remote_op = opcode == prm::MLX5_OPCODE_RDMA_WRITE ||
                          opcode == prm::MLX5_OPCODE_RDMA_WRITE_IMM ||
@@ -358,16 +355,40 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
     return true;
   }
   if (!pr.retries_loaded) {
-    pr.rnr_left = static_cast<uint8_t>(prm::Get(qpc, prm::qpc::rnr_retry));
-    pr.retry_left = static_cast<uint8_t>(prm::Get(qpc, prm::qpc::retry_count));
+    pr.rnr_left = ctx.rnr_retry;
+    pr.retry_left = ctx.retry_count;
     pr.retries_loaded = true;
   }
   pr.awaiting = true;
   pr.rnr_wait = false;
-  const uint64_t timeout = AckTimeoutNs(static_cast<uint32_t>(prm::Get(qpc, path.ack_timeout)));
-  pr.resend_at_ns = timeout ? now + timeout : 0;
+  pr.resend_at_ns = ctx.ack_timeout_ns ? now + ctx.ack_timeout_ns : 0;
   if (pr.resend_at_ns && (*deadline == 0 || pr.resend_at_ns < *deadline)) *deadline = pr.resend_at_ns;
   return true;
+}
+
+Engine::RequesterContext Engine::DecodeRequesterContext(const Qp& qp) const {
+  const Bytes qpc(qp.qpc);
+  const auto path = prm::qpc::primary_address_path;
+  RequesterContext c;
+  c.remote_qpn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::remote_qpn));
+  c.next_send_psn = static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn));
+  // The remote GID's 16 bytes lie in the context in wire order: one copy.
+  using Rgid = decltype(path.rgid_rip);
+  static_assert(Rgid::element_width == 8 && Rgid::count == 16 && Rgid::bit_offset % 8 == 0);
+  std::memcpy(c.rgid.data(), qpc.data() + Rgid::bit_offset / 8, c.rgid.size());
+  c.sgid = SourceGid(prm::Get(qpc, path.src_addr_index));
+  c.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
+  c.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
+  c.flow_label = static_cast<uint32_t>(prm::Get(qpc, path.flow_label));
+  // InfiniBand: the path's GRH bit says whether a GRH goes out (as the UD AV's does); RoCE
+  // always sends one.
+  c.grh = !InfiniBand() || prm::Get(qpc, path.grh) != 0;
+  c.rlid = static_cast<uint16_t>(prm::Get(qpc, path.rlid));
+  c.sl = InfiniBand() ? static_cast<uint8_t>(prm::Get(qpc, path.sl)) : 0;
+  c.rnr_retry = static_cast<uint8_t>(prm::Get(qpc, prm::qpc::rnr_retry));
+  c.retry_count = static_cast<uint8_t>(prm::Get(qpc, prm::qpc::retry_count));
+  c.ack_timeout_ns = AckTimeoutNs(static_cast<uint32_t>(prm::Get(qpc, path.ack_timeout)));
+  return c;
 }
 
 Gid Engine::SourceGid(uint64_t index) const {

@@ -377,6 +377,11 @@ class Firmware {
   std::optional<std::span<std::byte>> DeviceMemoryLocked(const Mkey& m, uint32_t mkey,
                                                          uint64_t offset, uint64_t len,
                                                          bool through_window);
+  // DeviceMemoryLocked's last step alone, for a MEMIC or SW ICM key (not a window) whose checks
+  // passed (key byte, free, [offset, offset + len) inside mkc.len): the bytes, given the key's
+  // mkc.start_addr. The engine checks a key once per use (Engine::Admit) and comes here.
+  std::optional<std::span<std::byte>> DeviceMemoryAt(const Mkey& m, uint64_t start,
+                                                     uint64_t offset, uint64_t len);
 
   const DeviceConfig config_;
   const BarLayout layout_;

@@ -12,6 +12,7 @@
 
 #include "tools/sim/firmware.h"
 #include "uapi/prm/caps.h"
+#include "uapi/prm/endian.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/umr.h"
@@ -251,6 +252,11 @@ std::optional<std::span<std::byte>> Firmware::DeviceMemoryLocked(const Mkey& m, 
     const uint64_t pstart = prm::Get(pmkc, prm::mkc::start_addr);
     return DeviceMemoryLocked(parent_key, address - pstart + offset, len, false);
   }
+  return DeviceMemoryAt(m, start, offset, len);
+}
+
+std::optional<std::span<std::byte>> Firmware::DeviceMemoryAt(const Mkey& m, uint64_t start,
+                                                              uint64_t offset, uint64_t len) {
   if (m.memic_start)
     return memic_window_.subspan(start + offset - layout_.memic_start, len);
   if (m.sw_icm_id) {
@@ -299,9 +305,12 @@ std::optional<uint64_t> Firmware::MttLookup(const Mkey& m, uint64_t start, uint3
   // Entry 0 covers the page that holds start_addr; the offset inside a page is kept.
   const uint64_t index = (va >> log_page_size) - (start >> log_page_size);
   if ((index + 1) * 8 > m.translations.size()) return std::nullopt;
-  const uint64_t entry = prm::Get(Bytes(m.translations), prm::Element<64>{index * 64, "mtt"});
+  // An MTT entry is one big-endian 64-bit word (mlx5_mtt.ptag), inside the table by the check
+  // above: read as the word it is, without the general accessor's second bounds check.
+  prm::Be64 entry;
+  std::memcpy(&entry, m.translations.data() + index * 8, sizeof entry);
   if (page_bytes != nullptr) *page_bytes = ps;
-  return (entry & ~uint64_t{3}) + (va & (ps - 1));
+  return (entry.host() & ~uint64_t{3}) + (va & (ps - 1));
 }
 
 template <typename F>
