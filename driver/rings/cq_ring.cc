@@ -289,8 +289,8 @@ void CqRing::StoreCi(uint32_t ci) {
 }
 
 // The common poll, a successful requester completion (or none), is decided here with little
-// live, so it keeps its values in scratch registers and saves none on entry; anything else
-// continues in PollLocked, which alone decides what other CQEs mean.
+// live, so it keeps its values in scratch registers (one saved on entry, where PollLocked's loop
+// saved five); anything else continues in PollLocked, which alone decides what other CQEs mean.
 int CqRing::Poll(int num_entries, ibv_wc* wc) {
   lock_.lock();
   const uint32_t start = ci_.load(std::memory_order_relaxed);
