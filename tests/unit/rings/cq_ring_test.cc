@@ -29,6 +29,17 @@ void PostSends(Harness& h, int n) {
   }
 }
 
+// Posts one receive of 64 bytes with `wr_id`.
+void PostRecvOf(Harness& h, uint64_t wr_id) {
+  ibv_sge sge = Sge(0x1000, 64, 1);
+  ibv_recv_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &wr, &bad), 0);
+}
+
 TEST(CqRing, InitMarksEveryCqeInvalidAndAnEmptyCqPollsZero) {
   Harness h;
   for (uint32_t i = 0; i < 64; ++i)
@@ -164,15 +175,7 @@ TEST(CqRing, EachSyndromeMapsToItsStatus) {
 
 TEST(CqRing, ResponderCompletionsCarryImmInvalidationAndUdFields) {
   Harness h;
-  std::array<ibv_sge, 1> sge{Sge(0x1000, 64, 1)};
-  for (uint64_t id = 1; id <= 4; ++id) {
-    ibv_recv_wr wr{};
-    wr.wr_id = id;
-    wr.sg_list = sge.data();
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &wr, &bad), 0);
-  }
+  for (uint64_t id = 1; id <= 4; ++id) PostRecvOf(h, id);
   auto* c0 = h.WriteCqe(0, prm::MLX5_CQE_RESP_SEND_IMM, 0);
   c0->immediate = prm::Be32::FromHost(0xcafe);
   c0->byte_cnt = prm::Be32::FromHost(33);
@@ -210,13 +213,7 @@ TEST(CqRing, ResponderCompletionsCarryImmInvalidationAndUdFields) {
 TEST(CqRing, ABatchMixingRequesterResponderAndErrorCqesPollsInRingOrder) {
   Harness h;
   PostSends(h, 2);
-  std::array<ibv_sge, 1> sge{Sge(0x1000, 64, 1)};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 7;
-  rwr.sg_list = sge.data();
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &rwr, &rbad), 0);
+  PostRecvOf(h, 7);
   auto* req = h.WriteCqe(0, prm::MLX5_CQE_REQ, 0, prm::MLX5_OPCODE_RDMA_WRITE);
   req->byte_cnt = prm::Be32::FromHost(512);
   req->op_own = prm::CqeOpOwn(prm::MLX5_CQE_REQ, false);
@@ -358,13 +355,7 @@ TEST(CqEx, StartNextEndAndTheReaders) {
   ibv_poll_cq_attr attr{};
   EXPECT_EQ(ibv_start_poll(cq, &attr), ENOENT);
 
-  std::array<ibv_sge, 1> sge{Sge(0x1000, 64, 1)};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 9;
-  rwr.sg_list = sge.data();
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(driver::rings::PostRecv(h.ibqp(), &rwr, &rbad), 0);
+  PostRecvOf(h, 9);
   PostSends(h, 1);
   auto* c0 = h.WriteCqe(0, prm::MLX5_CQE_RESP_SEND_INV, 0);
   c0->inval_rkey = prm::Be32::FromHost(0xabc);
