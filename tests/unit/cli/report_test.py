@@ -52,7 +52,7 @@ WIRE = [
     row("rdma_write_bw.host/4096/real_time", 2500.0, bps=1.6e9),
 ]
 HOT = [
-    row("PostSend/blueflame", 40.0), row("Floor/wqe_bf", 10.0),
+    row("PostSend/blueflame", 40.0), row("Floor/wqe_bf", 10.0), row("Bound/post_send_bf", 16.0),
     row("PostRecv", 15.0), row("Floor/rwqe", 10.0),
     failed("PollCq/one", "ibv_create_cq: Cannot allocate memory"), row("Floor/cqe", 8.0),
 ]
@@ -120,7 +120,10 @@ class ReportTest(unittest.TestCase):
         text, _, got = self.write()
         self.assertIn("goal: an 8-byte RDMA WRITE into DM within 3x of the floor: 3.1x (missed)", text)
         self.assertIn("Over the wire, two processes: needs the device daemon", text)
-        self.assertRegex(text, r"PostSend/blueflame\s+40 ns Floor/wqe_bf\s+10 ns\s+4.0x")
+        self.assertRegex(text, r"PostSend/blueflame\s+40 ns Floor/wqe_bf\s+10 ns\s+4.0x \| "
+                               r"Bound/post_send_bf\s+16 ns\s+1.6x")
+        # A run without a bound row (PostRecv here, or any older run) shows none.
+        self.assertRegex(text, r"PostRecv\s+15 ns Floor/rwqe\s+10 ns\s+1.5x \| Bound/post_recv\s+-\s+-")
         self.assertRegex(text, r"rdma_write_bw\s+4 KiB \| DM 2.00 GB/s, host 1.60 GB/s \(32 in flight\); "
                                r"DM engine 1800 ns per operation")
         # The device thread's CPU per operation closes the DM row (median of the repetitions);
@@ -155,6 +158,7 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(by[("rdma_read", "8", "onchip")]["error"], "ibv_post_send: Invalid argument")
         self.assertEqual(by[("wc_copy_to_device", "4096", "vendor")]["p50_ns"], "600")
         self.assertEqual(by[("PostSend/blueflame", "", "floor")]["p50_ns"], "10")
+        self.assertEqual(by[("PostSend/blueflame", "", "bound")]["p50_ns"], "16")
 
     def test_chart_draws_wire_lines_copy_lines_and_hot_bars(self):
         _, chart, _ = self.write()
@@ -166,6 +170,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("atomic_fetch_add DM 8 B: 350 ns", titles)
         self.assertIn("PostSend/blueflame driver: 40 ns", titles)
         self.assertIn("PostSend/blueflame Floor/wqe_bf: 10 ns", titles)
+        self.assertIn("PostSend/blueflame Bound/post_send_bf: 16 ns", titles)
         self.assertFalse(any(t and t.startswith("rdma_read latency (p50) DM") for t in titles))
         self.assertGreater(int(root.get("height")), 600)
 
