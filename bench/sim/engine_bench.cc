@@ -9,7 +9,9 @@
 //
 // Rows: EngineRdmaWrite/dm/8 (the remote buffer is a MEMIC MR, zero-based) and
 // EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. EngineIdlePass is one
-// pass that finds nothing rung (callgrind: Engine::Pass over its calls). The names stay out of
+// pass that finds nothing rung (callgrind: Engine::Pass over its calls); DeviceIdleCheck is the
+// lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
+// calls). The names stay out of
 // the report's wire table (tools/cli/report.py), which is the wire suite's, with its device
 // thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
@@ -44,6 +46,7 @@
 #include "uapi/prm/qp.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/send_wqe.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::sim {
 namespace {
@@ -128,6 +131,14 @@ class Loopback {
     std::memcpy(wqe + 32, &d, sizeof d);
     sq_counter_ = (sq_counter_ + 1) & 0xffff;
     StoreBe32(kDbr + 64 + prm::MLX5_SND_DBR * 4, sq_counter_);
+    // The UAR doorbell after the record, as a driver rings it: the WQE's first 8 bytes to bfreg
+    // 0 of the QP's UAR page.
+    uint64_t first8;
+    std::memcpy(&first8, wqe, sizeof first8);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(
+                                  bar_.base() + prm::UarPageOffset(uar_) +
+                                  prm::BfregOffset(0, 1u << config_.log_bf_reg_size)))
+        .store(first8, std::memory_order_release);
   }
 
   // Runs engine passes until QP A's CQ holds the next CQE; consumes it. The passes it took, or
@@ -150,6 +161,10 @@ class Loopback {
 
   // One engine pass with nothing rung and nothing on the wire.
   void IdlePass() { engine_.Pass(); }
+  // The device thread's look while awake that finds nothing (Device::NeedsService's loads): the
+  // command doorbell, then the engine's UAR registers and the port. The rest of that look is
+  // the device's own flags (initializing, progress, deadline, kick): a few compares more.
+  [[gnu::noinline]] bool IdleCheck() const { return bar_.CommandDoorbellRung() || engine_.AnythingRung(); }
 
   std::byte* src() { return arena_.p + kData; }
   std::byte* host_dst() { return arena_.p + kData + 0x8000; }
@@ -331,7 +346,29 @@ void IdlePass(benchmark::State& state) {
   for (auto _ : state) lb->IdlePass();
 }
 
+// The look the awake device thread runs instead of a pass while nothing is rung (callgrind:
+// IdleCheck over its calls; Engine::AnythingRung is inlined into it), with the WRITE rows'
+// queues after one WRITE: the send doorbells of the one UAR page both QPs ring (4 bfregs, two
+// halves each), its CQ and EQ doorbells, the command doorbell and the port.
+void IdleCheck(benchmark::State& state) {
+  auto lb = MakeLoopback();
+  lb->PostWrite(Loopback::kHostDstVa, lb->host_rkey(), 8);
+  if (lb->CompleteOne() == 0) {
+    state.SkipWithError("the WRITE did not complete successfully");
+    return;
+  }
+  for (auto _ : state) {
+    const bool rung = lb->IdleCheck();
+    benchmark::DoNotOptimize(rung);
+    if (rung) {
+      state.SkipWithError("the look found something rung with nothing posted");
+      return;
+    }
+  }
+}
+
 BENCHMARK(IdlePass)->Name("EngineIdlePass");
+BENCHMARK(IdleCheck)->Name("DeviceIdleCheck");
 BENCHMARK_CAPTURE(RdmaWrite, dm, Remote::kMemic)->Name("EngineRdmaWrite/dm")->Arg(8);
 BENCHMARK_CAPTURE(RdmaWrite, host, Remote::kHost)->Name("EngineRdmaWrite/host")->Arg(8);
 
