@@ -28,10 +28,11 @@ constexpr int kMaxRounds = 64;
 
 using Bytes = std::span<const std::byte>;
 
-// A RC responder's receive ring in the error state still completes, with WR_FLUSH_ERR, what
-// software posts to it. A receive post writes only the doorbell record (no UAR doorbell: the
-// responder reads the record when a packet arrives), which the lock-free look between passes
-// cannot see, so while such a QP exists the pass asks to run again this much later.
+// A QP's own receive ring in the error state still completes, with WR_FLUSH_ERR, what software
+// posts to it. A receive post writes only the doorbell record (no UAR doorbell: the responder
+// reads the record when a packet arrives), which the lock-free look between passes cannot see,
+// so while such a QP exists the pass asks to run again this much later (asleep, the thread then
+// wakes every millisecond, poll(2)'s granularity, instead of every idle_poll_period).
 constexpr uint64_t kErrorReceiveLookNs = 100'000;
 
 // The page offsets of the send doorbells: both halves of every bfreg that fits the page.
@@ -233,13 +234,12 @@ void Engine::RefreshQueues() {
     uar_watch_.Add(d.update_ci);
     uar_watch_.Add(d.arm);
   }
-  std::vector<uint32_t>& pages = send_pages_;
-  pages.clear();
+  send_pages_.clear();
   for (const auto& [qpn, qp, requester] : live_qps_) {
     if (qp->sq_wqebb_count == 0 || UarRegister<uint64_t>(qp->uar_page, 0) == nullptr ||
-        std::find(pages.begin(), pages.end(), qp->uar_page) != pages.end())
+        std::find(send_pages_.begin(), send_pages_.end(), qp->uar_page) != send_pages_.end())
       continue;
-    pages.push_back(qp->uar_page);
+    send_pages_.push_back(qp->uar_page);
     for (uint64_t offset : send_doorbell_offsets_)
       uar_watch_.AddSend(UarRegister<uint64_t>(qp->uar_page, offset));
   }

@@ -36,13 +36,16 @@ class EngineUarDoorbellTest : public NodeTest {
   Node::QpInfo a_, b_;
 };
 
-// A device that stays awake for the whole test once it has work (5 s of idleness before it
-// sleeps), and does not wake for a periodic look within it.
+// A device that stays awake for the whole test once it has work (20 s of idleness before it
+// sleeps), and does not wake for a periodic look within it. Going to sleep runs one full pass
+// (the look before sleeping), so a test expects what a doorbell starts within kPrompt, well
+// inside the idle period: a pass run for another reason cannot pass for the doorbell's.
 class AwakeEngineTest : public EngineUarDoorbellTest {
  protected:
+  static constexpr std::chrono::milliseconds kPrompt{1000};
   DeviceConfig Config() const override {
     DeviceConfig c;
-    c.engine_idle_period = 5s;
+    c.engine_idle_period = 20s;
     c.idle_poll_period = 60'000ms;
     return c;
   }
@@ -67,7 +70,7 @@ TEST_F(AwakeEngineTest, RecordWithoutTheUarDoorbellWaitsForTheDoorbell) {
   // ... and the record alone started nothing.
   EXPECT_FALSE(node_->TryPoll(cq_a_)) << "a WQE whose UAR doorbell was not rung was executed";
   node_->RingSend(w);
-  auto c = node_->Poll(cq_a_);
+  auto c = node_->Poll(cq_a_, kPrompt);
   ASSERT_TRUE(c) << "the UAR doorbell was not noticed";
   EXPECT_EQ(c->opcode(), prm::MLX5_CQE_REQ);
   EXPECT_EQ(c->wqe_counter(), w.index);
@@ -83,7 +86,7 @@ TEST_F(AwakeEngineTest, EveryBfregAndBothHalvesRing) {
     for (uint32_t half = 0; half < 2; ++half) {
       const Node::WrittenWqe w = node_->WriteSendWqe(a_, prm::MLX5_OPCODE_NOP, {});
       node_->RingSend(w, bfreg, half);
-      auto c = node_->Poll(cq_a_);
+      auto c = node_->Poll(cq_a_, kPrompt);
       ASSERT_TRUE(c) << "bfreg " << bfreg << " half " << half;
       EXPECT_EQ(c->wqe_counter(), w.index);
     }
@@ -105,7 +108,7 @@ TEST_F(AwakeEngineTest, TheSameDoorbellWordAfterAResetRingsAgain) {
   const Node::WrittenWqe again = node_->WriteSendWqe(a_, prm::MLX5_OPCODE_NOP, {});
   ASSERT_EQ(again.first8, first.first8);
   node_->RingSend(again);
-  auto c = node_->Poll(cq_a_);
+  auto c = node_->Poll(cq_a_, kPrompt);
   ASSERT_TRUE(c) << "a doorbell equal to the last one taken was not noticed";
   EXPECT_EQ(c->wqe_counter(), 0u);
 }
