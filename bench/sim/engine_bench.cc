@@ -11,9 +11,9 @@
 // EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. EngineIdlePass is one
 // pass that finds nothing rung (callgrind: Engine::Pass over its calls); DeviceIdleCheck is the
 // lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
-// calls). The names stay out of
-// the report's wire table (tools/cli/report.py), which is the wire suite's, with its device
-// thread and driver.
+// calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do. The names
+// stay out of the report's wire table (tools/cli/report.py), which is the wire suite's, with
+// its device thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
 //   valgrind --tool=callgrind engine_bench --benchmark_filter=host --benchmark_min_time=0.05
 //   then Engine::Pass's inclusive count over the number of HandleRequest calls (the iterations
@@ -27,10 +27,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tools/sim/bar.h"
 #include "tools/sim/config.h"
+#include "tools/sim/device.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/fuzz/direct_bring_up.h"
@@ -367,7 +369,33 @@ void IdleCheck(benchmark::State& state) {
   }
 }
 
+// The awake device thread's loop with nothing to do, in wall-clock time: a device on a thread
+// of its own kept awake (spin and idle periods longer than the run, so it never naps), its
+// wakeups counted while the benchmark thread sleeps; ns_per_loop is how late, at most, a
+// doorbell rung just after a look is looked at again. Its HCA is not initialized, so the look
+// has no UAR page to watch and a pass no queue to walk (one with queues adds what
+// DeviceIdleCheck and EngineIdlePass count).
+void AwakeLoop(benchmark::State& state) {
+  DeviceConfig config;
+  config.engine_spin_period = std::chrono::hours(1);
+  config.engine_idle_period = std::chrono::hours(1);
+  auto device = Device::Create(config);
+  if (!device) {
+    state.SkipWithError(device.error().describe().c_str());
+    return;
+  }
+  (*device)->Kick();
+  while ((*device)->wakeups() < 2) std::this_thread::yield();
+  const uint64_t before = (*device)->wakeups();
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const uint64_t loops = (*device)->wakeups() - before;
+  state.counters["ns_per_loop"] = loops != 0 ? ns / static_cast<double>(loops) : 0;
+}
+
 BENCHMARK(IdlePass)->Name("EngineIdlePass");
+BENCHMARK(AwakeLoop)->Name("DeviceAwakeLoop")->Iterations(200);
 BENCHMARK(IdleCheck)->Name("DeviceIdleCheck");
 BENCHMARK_CAPTURE(RdmaWrite, dm, Remote::kMemic)->Name("EngineRdmaWrite/dm")->Arg(8);
 BENCHMARK_CAPTURE(RdmaWrite, host, Remote::kHost)->Name("EngineRdmaWrite/host")->Arg(8);
