@@ -80,7 +80,7 @@ class Engine {
   bool InboundPending() const { return port_.Pending() || !looped_.empty(); }
 
   // The device thread's look between passes while awake, without a lock (uar_watch.h says why
-  // none is needed): whether a UAR doorbell of a live queue was rung since a pass took it (a
+  // none is needed): whether a UAR doorbell of a live queue was rung since a pass looked (a
   // send doorbell or BlueFlame copy of a page a QP rings, a CQ arm, an EQ doorbell), or a
   // packet waits. What it cannot see, a pass reports in its PassResult: progress (work in
   // flight, a QP just moved to error), or a deadline (retries, moderation, a QP in error whose
