@@ -9,9 +9,11 @@
 //
 // Rows: EngineRdmaWrite/dm/8 (the remote buffer is a MEMIC MR, zero-based) and
 // EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. EngineIdlePass is one
-// pass that finds nothing rung (callgrind: Engine::Pass over its calls). The names stay out of
-// the report's wire table (tools/cli/report.py), which is the wire suite's, with its device
-// thread and driver.
+// pass that finds nothing rung (callgrind: Engine::Pass over its calls); DeviceIdleCheck is the
+// lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
+// calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do. The names
+// stay out of the report's wire table (tools/cli/report.py), which is the wire suite's, with
+// its device thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
 //   valgrind --tool=callgrind engine_bench --benchmark_filter=host --benchmark_min_time=0.05
 //   then Engine::Pass's inclusive count over the number of HandleRequest calls (the iterations
@@ -25,10 +27,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tools/sim/bar.h"
 #include "tools/sim/config.h"
+#include "tools/sim/device.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/fuzz/direct_bring_up.h"
@@ -44,6 +48,7 @@
 #include "uapi/prm/qp.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/send_wqe.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::sim {
 namespace {
@@ -128,6 +133,14 @@ class Loopback {
     std::memcpy(wqe + 32, &d, sizeof d);
     sq_counter_ = (sq_counter_ + 1) & 0xffff;
     StoreBe32(kDbr + 64 + prm::MLX5_SND_DBR * 4, sq_counter_);
+    // The UAR doorbell after the record, as a driver rings it: the WQE's first 8 bytes to bfreg
+    // 0 of the QP's UAR page.
+    uint64_t first8;
+    std::memcpy(&first8, wqe, sizeof first8);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(
+                                  bar_.base() + prm::UarPageOffset(uar_) +
+                                  prm::BfregOffset(0, 1u << config_.log_bf_reg_size)))
+        .store(first8, std::memory_order_release);
   }
 
   // Runs engine passes until QP A's CQ holds the next CQE; consumes it. The passes it took, or
@@ -150,6 +163,10 @@ class Loopback {
 
   // One engine pass with nothing rung and nothing on the wire.
   void IdlePass() { engine_.Pass(); }
+  // The device thread's look while awake that finds nothing (Device::NeedsService's loads): the
+  // command doorbell, then the engine's UAR registers and the port. The rest of that look is
+  // the device's own flags (initializing, progress, deadline, kick): a few compares more.
+  [[gnu::noinline]] bool IdleCheck() const { return bar_.CommandDoorbellRung() || engine_.AnythingRung(); }
 
   std::byte* src() { return arena_.p + kData; }
   std::byte* host_dst() { return arena_.p + kData + 0x8000; }
@@ -331,7 +348,55 @@ void IdlePass(benchmark::State& state) {
   for (auto _ : state) lb->IdlePass();
 }
 
+// The look the awake device thread runs instead of a pass while nothing is rung (callgrind:
+// IdleCheck over its calls; Engine::AnythingRung is inlined into it), with the WRITE rows'
+// queues after one WRITE: the send doorbells of the one UAR page both QPs ring (4 bfregs, two
+// halves each), its CQ and EQ doorbells, the command doorbell and the port.
+void IdleCheck(benchmark::State& state) {
+  auto lb = MakeLoopback();
+  lb->PostWrite(Loopback::kHostDstVa, lb->host_rkey(), 8);
+  if (lb->CompleteOne() == 0) {
+    state.SkipWithError("the WRITE did not complete successfully");
+    return;
+  }
+  for (auto _ : state) {
+    const bool rung = lb->IdleCheck();
+    benchmark::DoNotOptimize(rung);
+    if (rung) {
+      state.SkipWithError("the look found something rung with nothing posted");
+      return;
+    }
+  }
+}
+
+// The awake device thread's loop with nothing to do, in wall-clock time: a device on a thread
+// of its own kept awake (spin and idle periods longer than the run, so it never naps), its
+// wakeups counted while the benchmark thread sleeps; ns_per_loop is how late, at most, a
+// doorbell rung just after a look is looked at again. Its HCA is not initialized, so the look
+// has no UAR page to watch and a pass no queue to walk (one with queues adds what
+// DeviceIdleCheck and EngineIdlePass count).
+void AwakeLoop(benchmark::State& state) {
+  DeviceConfig config;
+  config.engine_spin_period = std::chrono::hours(1);
+  config.engine_idle_period = std::chrono::hours(1);
+  auto device = Device::Create(config);
+  if (!device) {
+    state.SkipWithError(device.error().describe().c_str());
+    return;
+  }
+  (*device)->Kick();
+  while ((*device)->wakeups() < 2) std::this_thread::yield();
+  const uint64_t before = (*device)->wakeups();
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const uint64_t loops = (*device)->wakeups() - before;
+  state.counters["ns_per_loop"] = loops != 0 ? ns / static_cast<double>(loops) : 0;
+}
+
 BENCHMARK(IdlePass)->Name("EngineIdlePass");
+BENCHMARK(AwakeLoop)->Name("DeviceAwakeLoop")->Iterations(200);
+BENCHMARK(IdleCheck)->Name("DeviceIdleCheck");
 BENCHMARK_CAPTURE(RdmaWrite, dm, Remote::kMemic)->Name("EngineRdmaWrite/dm")->Arg(8);
 BENCHMARK_CAPTURE(RdmaWrite, host, Remote::kHost)->Name("EngineRdmaWrite/host")->Arg(8);
 

@@ -49,6 +49,12 @@ class Bar0 {
   uint64_t CmdqAddress() const;
   // Rung command doorbell bits since the last call (consumes them).
   uint32_t TakeCommandDoorbell();
+  // Whether a command doorbell bit is rung, without consuming it: one relaxed load (BAR0 is
+  // never unmapped under the device; the command queue's Poll takes the bits with an acquire
+  // exchange before it reads an entry).
+  bool CommandDoorbellRung() const {
+    return Word(prm::init_seg::kCmdDbell).load(std::memory_order_relaxed) != 0;
+  }
   // Advances health_counter[23:0] by one (wraps), leaving health_syndrome alone.
   void TickHealthCounter();
   uint32_t HealthCounter() const;

@@ -66,7 +66,10 @@ void Device::SetSleeping(bool sleeping) {
 bool Device::FoundWorkBeforeSleep() {
   // A device still initializing runs no engine pass yet (its sleep word stays set).
   if (initializing_) return false;
-  return engine_.Pass().progressed || engine_.InboundPending();
+  // What it found keeps full services running, as a Service's progress does.
+  const bool found = engine_.Pass().progressed || engine_.InboundPending();
+  if (found) progressed_ = true;
+  return found;
 }
 
 void Device::DrainKicks() {
@@ -94,6 +97,7 @@ std::optional<vpci::TphCapability> Device::tph() const {
 }
 
 void Device::Kick() {
+  kicked_.store(true, std::memory_order_release);
   const uint64_t one = 1;
   // Never blocks: the eventfd is non-blocking and its counter cannot realistically overflow.
   [[maybe_unused]] ssize_t n = write(eventfd_, &one, sizeof one);
@@ -104,8 +108,9 @@ void Device::ReleaseStall() {
   Kick();
 }
 
-Device::ServiceResult Device::Service(std::chrono::steady_clock::time_point now) {
-  wakeups_.fetch_add(1, std::memory_order_relaxed);
+void Device::Tick(std::chrono::steady_clock::time_point now) {
+  // Only this thread writes the count: a load and a store, no locked increment.
+  wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (initializing_ && now - born_ >= config_.init_delay) {
     bar_.SetInitializing(false);
     initializing_ = false;
@@ -113,8 +118,14 @@ Device::ServiceResult Device::Service(std::chrono::steady_clock::time_point now)
   bar_.SetInternalTimer(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(now - born_).count()));
   bar_.RestoreReadOnly();
-  if (!health_stopped_.load()) bar_.TickHealthCounter();
+  if (!health_stopped_.load(std::memory_order_relaxed)) bar_.TickHealthCounter();
+}
+
+Device::ServiceResult Device::Service(std::chrono::steady_clock::time_point now) {
+  Tick(now);
   if (initializing_) return {};
+  // Taken before the pass: a kick that lands during it asks for another.
+  if (kicked_.load(std::memory_order_relaxed)) kicked_.exchange(false, std::memory_order_acq_rel);
   // The data path runs before the commands found in this pass: a command sees the work rung
   // before it executed (a CQ resize finds the completions of sends posted before it, as on
   // hardware, where the engine does not wait for the command interface). A pass that ran
@@ -128,6 +139,8 @@ Device::ServiceResult Device::Service(std::chrono::steady_clock::time_point now)
   ServiceResult r{.progressed = pass.progressed};
   if (pass.next_deadline_ns != 0)
     r.deadline = born_ + std::chrono::nanoseconds(pass.next_deadline_ns);
+  progressed_ = r.progressed;
+  deadline_ = r.deadline;
   return r;
 }
 

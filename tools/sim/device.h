@@ -5,8 +5,9 @@
 // device's eventfd, which Kick() signals, with a timeout of config.idle_poll_period, and on every
 // wakeup polls the command queue, runs a data-engine pass, advances the health counter (unless a
 // test stopped it) and the internal timer, and clears `initializing` once config.init_delay has
-// passed. After a pass that found work it stays awake, polling doorbells without being kicked
-// (spinning for config.engine_spin_period, then napping config.engine_nap between passes), until
+// passed. After a pass that found work it stays awake, watching doorbells without being kicked
+// (spinning for config.engine_spin_period, then napping config.engine_nap between looks; a look
+// that finds a doorbell rung runs the full service, the others only keep the timer), until
 // config.engine_idle_period passes without work; then it sets the engine's sleep word
 // (uapi/vpci.h), looks once more, and sleeps. An idle device therefore costs one short wakeup
 // per period.
@@ -120,6 +121,25 @@ class Device final : public vpci::Function {
   // One wakeup's work: timer, health counter, init delay, then (once initialized) an engine
   // pass, the command queue and a second engine pass if commands ran.
   ServiceResult Service(std::chrono::steady_clock::time_point now);
+  // The awake thread's look before it runs Service: whether anything may be there to do. No
+  // lock, no allocation, no syscall: a few dozen relaxed loads of BAR0 words and the engine's
+  // own state. True while the device initializes, when the last Service progressed (work in
+  // flight runs full passes until one finds nothing) or asked to run again by now (an engine
+  // retry, moderation), when something kicked the device (a link change, a released stall),
+  // when the command doorbell or a UAR doorbell of a live queue was rung since the pass took it,
+  // or when a packet waits (Engine::AnythingRung). Whatever this look finds rung stays rung
+  // until a Service takes it, so a ring that lands just after the look is seen by the next one.
+  bool NeedsService(std::chrono::steady_clock::time_point now) const {
+    return initializing_ || progressed_ || now >= deadline_ ||
+           kicked_.load(std::memory_order_relaxed) || bar_.CommandDoorbellRung() ||
+           engine_.AnythingRung();
+  }
+  // A wakeup that needs no service still keeps the device's clocks: the wakeup count, the
+  // internal timer (ibv_query_rt_values_ex and CQE timestamps read it), the read-only init
+  // segment bits, the health counter, and the end of the init delay.
+  void Tick(std::chrono::steady_clock::time_point now);
+  // When the last Service asked to run again (max: never), for the sleeping thread's timeout.
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   // The sleep word in BAR0 and the engine's port (a packet from the wire kicks a sleeper).
   void SetSleeping(bool sleeping);
   bool sleeping() const { return sleeping_; }
@@ -139,9 +159,14 @@ class Device final : public vpci::Function {
   int eventfd_;
   std::atomic<bool> health_stopped_{false};
   std::atomic<uint64_t> wakeups_{0};
+  // Set by Kick, cleared by Service before its pass: a kick asks for a full service even while
+  // the thread is awake (SetLinkUp and ReleaseStall change state no doorbell shows).
+  std::atomic<bool> kicked_{false};
   // The serving thread's alone (touched only inside its service, under its lock).
   bool initializing_ = true;
   bool sleeping_ = true;
+  bool progressed_ = false;  // the last Service's
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<DeviceThread> thread_;  // set by Create, which attaches; never null after
 };
 

@@ -160,7 +160,8 @@ void DeviceThread::Run() {
     std::lock_guard lock(mu_);
     spin_period = spin_period_;
     nap = nap_;
-    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    // Only this thread writes the count: a load and a store, no locked increment.
+    wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (polled) {
       // Kicks that arrived while awake are drained here too, at the cost of one early wakeup.
       uint64_t drained;
@@ -171,13 +172,20 @@ void DeviceThread::Run() {
     // awake (it starts asleep, and the thread polls it from this pass on).
     for (Device* d : devices_)
       if (d->sleeping()) d->SetSleeping(false);
+    // The clock, read once per wakeup, keeps every device's internal timer moving and times
+    // the spin, the retries and the idle period.
     now = std::chrono::steady_clock::now();
     bool progressed = false;
     deadline = std::chrono::steady_clock::time_point::max();
     for (Device* d : devices_) {
-      const Device::ServiceResult r = d->Service(now);
-      progressed |= r.progressed;
-      deadline = std::min(deadline, r.deadline);
+      // Awake, a device gets a full service only when its lock-free look finds something
+      // (Device::NeedsService); a wakeup out of poll(2) services every device, as does the look
+      // before sleeping (TrySleepAll).
+      if (polled || d->NeedsService(now))
+        progressed |= d->Service(now).progressed;
+      else
+        d->Tick(now);
+      deadline = std::min(deadline, d->deadline());
     }
     if (progressed) {
       last_work = now;

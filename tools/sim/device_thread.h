@@ -5,9 +5,11 @@
 // Each wakeup services every attached device in turn (Device::Service): its command queue, a
 // data-engine pass, its internal timer and health counter, and the end of its init delay. The
 // awake/sleep policy is the thread's, not a device's:
-//   - awake while any device progressed: it keeps polling every device's doorbells without being
-//     kicked, spinning for engine_spin_period after the last work, then napping engine_nap
-//     between passes;
+//   - awake while any device progressed: it keeps watching every device's doorbells without
+//     being kicked, spinning for engine_spin_period after the last work, then napping engine_nap
+//     between looks; each look is lock-free (Device::NeedsService: the UAR and command
+//     doorbells, the port, the engine's deadlines and progress), and only a look that finds
+//     something runs the device's full Service;
 //   - once every device has been idle for engine_idle_period it sets every device's sleep word
 //     (uapi/vpci.h), looks once more at all of them (a doorbell rung meanwhile is never slept
 //     through), and sleeps in poll(2) on all their kick eventfds; the timeout is the shortest

@@ -28,6 +28,23 @@ constexpr int kMaxRounds = 64;
 
 using Bytes = std::span<const std::byte>;
 
+// A QP's own receive ring in the error state still completes, with WR_FLUSH_ERR, what software
+// posts to it. A receive post writes only the doorbell record (no UAR doorbell: the responder
+// reads the record when a packet arrives), which the lock-free look between passes cannot see,
+// so while such a QP exists the pass asks to run again this much later (asleep, the thread then
+// wakes every millisecond, poll(2)'s granularity, instead of every idle_poll_period).
+constexpr uint64_t kErrorReceiveLookNs = 100'000;
+
+// The page offsets of the send doorbells: both halves of every bfreg that fits the page.
+std::vector<uint64_t> SendDoorbellOffsets(const DeviceConfig& config) {
+  const uint32_t bf_reg_size = uint32_t{1} << config.log_bf_reg_size;
+  std::vector<uint64_t> offsets;
+  for (uint32_t k = 0; k < prm::MLX5_BFREGS_PER_UAR && prm::BfregsFit(k + 1, bf_reg_size); ++k)
+    for (uint32_t half = 0; half < 2; ++half)
+      offsets.push_back(prm::BfregOffset(k, bf_reg_size) + half * prm::BfregHalfBytes(bf_reg_size));
+  return offsets;
+}
+
 // Whether `list` already holds an entry of UAR page `page`.
 template <class List>
 bool HasPage(const List& list, uint32_t page) {
@@ -50,12 +67,15 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
           if (!IsZero(g) && std::find(own.begin(), own.end(), g) == own.end()) own.push_back(g);
         return own;
       }()),
-      port_(std::move(wake)) {
+      port_(std::move(wake)),
+      send_doorbell_offsets_(SendDoorbellOffsets(config)) {
+  // Every doorbell register starts consumed: a look finds nothing rung until software rings.
   for (uint32_t i = 0; i < config_.num_uars; ++i) {
     const uint32_t page = config_.first_uar_index + i;
     TakeUarWord64(UarRegister<uint64_t>(page, prm::MLX5_CQ_DOORBELL));
     TakeUarWord32(UarRegister<uint32_t>(page, prm::kEqDoorbellArm));
     TakeUarWord32(UarRegister<uint32_t>(page, prm::kEqDoorbellUpdateCi));
+    for (uint64_t offset : send_doorbell_offsets_) TakeUarWord64(UarRegister<uint64_t>(page, offset));
   }
   for (uint32_t v = 0; v < config_.num_interrupt_vectors; ++v)
     irq_fds_.push_back(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -98,10 +118,18 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     // No queues exist: whatever arrives finds no QP.
     if (port_.Pending()) port_.Take(inbound_);
     looped_.clear();
+    // Nothing is watched either (the lists are built again once the HCA is initialized).
+    if (uar_watch_.size() != 0) {
+      uar_watch_.Clear();
+      commands_seen_ = ~uint64_t{0};
+    }
     return result;
   }
   // Most passes follow no command: the lists stand, and the call is not made.
   if (fw_.counters_.commands != commands_seen_) RefreshQueues();
+  // The send doorbells are noted before any doorbell record is read (uar_watch.h): a doorbell
+  // rung from here on differs from what was noted and makes the next look run another pass.
+  uar_watch_.NoteSend();
   if (fw_.port_change_ != 0) {
     PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
     result.progressed = true;
@@ -142,6 +170,9 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       if (qp->state == prm::QP_STATE_ERR) {
         queues_moved |= FlushSend(qpn, *qp);
         queues_moved |= FlushRecv(qpn, *qp);
+        // Receives posted to it later ring nothing: look at its record again soon.
+        if (!qp->srqn && qp->rq_wqe_count != 0 && (deadline == 0 || now + kErrorReceiveLookNs < deadline))
+          deadline = now + kErrorReceiveLookNs;
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
         if (qp->srqn && !qp->progress.last_wqe_reached) {
@@ -196,6 +227,24 @@ void Engine::RefreshQueues() {
     if (auto* update_ci = UarRegister<uint32_t>(page, prm::kEqDoorbellUpdateCi))
       eq_doorbells_.push_back({page, update_ci, UarRegister<uint32_t>(page, prm::kEqDoorbellArm)});
   }
+  // The watch: the registers above, and the send doorbells of each page a QP rings.
+  uar_watch_.Clear();
+  for (const CqDoorbell& d : cq_doorbells_) uar_watch_.Add(d.word);
+  for (const EqDoorbells& d : eq_doorbells_) {
+    uar_watch_.Add(d.update_ci);
+    uar_watch_.Add(d.arm);
+  }
+  send_pages_.clear();
+  for (const auto& [qpn, qp, requester] : live_qps_) {
+    if (qp->sq_wqebb_count == 0 || UarRegister<uint64_t>(qp->uar_page, 0) == nullptr ||
+        std::find(send_pages_.begin(), send_pages_.end(), qp->uar_page) != send_pages_.end())
+      continue;
+    send_pages_.push_back(qp->uar_page);
+    for (uint64_t offset : send_doorbell_offsets_)
+      uar_watch_.AddSend(UarRegister<uint64_t>(qp->uar_page, offset));
+  }
+  // A command may have reset a QP's WQE counter: its next doorbell may repeat the last one.
+  uar_watch_.ConsumeSend();
 }
 
 std::vector<std::byte> Engine::TakePayloadBuffer() {

@@ -10,8 +10,12 @@
 //     RC keeps one message in flight per QP and retries it on RNR NAKs and ACK timeouts;
 //   - queues in the error state complete what is posted with WR_FLUSH_ERR;
 //   - CQ arm requests (the CQ doorbell record's arm word) and EQ doorbells (engine_completion.cc).
-// The doorbell records are the truth: a UAR doorbell or BlueFlame store is what wakes a
-// sleeping engine (the driver's Kick), and BlueFlame's copy of a WQE is the WQE in the ring.
+// As on a ConnectX, a UAR doorbell (or BlueFlame store) is what starts send work: the device
+// thread, while awake, runs a pass only when its lock-free look (AnythingRung, uar_watch.h)
+// finds a UAR register rung, and a sleeping engine is woken by the driver's Kick. The doorbell
+// records say how far: a pass runs every WQE up to the send counter, and BlueFlame's copy of a
+// WQE is the WQE in the ring. A record written without a doorbell is found by the next pass
+// that runs for another reason; nothing runs a pass for it.
 //
 // Keys (engine_keys.cc): an lkey must name a live, non-free MR of the QP's PD with the local
 // rights the use needs; an rkey a live MR or bound window of the responder QP's PD with the
@@ -40,6 +44,7 @@
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/queue_objects.h"
+#include "tools/sim/uar_watch.h"
 #include "tools/sim/wire.h"
 #include "uapi/prm/cqe_syndrome.h"
 #include "uapi/prm/doorbell_record.h"
@@ -73,6 +78,14 @@ class Engine {
   // Told before the device sleeps and after it wakes: a packet from the wire then wakes it.
   void SetSleeping(bool sleeping) { port_.SetSleeping(sleeping); }
   bool InboundPending() const { return port_.Pending() || !looped_.empty(); }
+
+  // The device thread's look between passes while awake, without a lock (uar_watch.h says why
+  // none is needed): whether a UAR doorbell of a live queue was rung since a pass looked (a
+  // send doorbell or BlueFlame copy of a page a QP rings, a CQ arm, an EQ doorbell), or a
+  // packet waits. What it cannot see, a pass reports in its PassResult: progress (work in
+  // flight, a QP just moved to error), or a deadline (retries, moderation, a QP in error whose
+  // receive ring may still be posted to). Called by the thread that runs the passes.
+  bool AnythingRung() const { return uar_watch_.Rung() || InboundPending(); }
 
   // Device time: ns since `born`, the value the init segment's internal timer shows.
   uint64_t NowNs() const { return DeviceNs(std::chrono::steady_clock::now()); }
@@ -292,8 +305,8 @@ class Engine {
   Word* UarRegister(uint32_t page, uint64_t offset) const;
   // What the device leaves in a doorbell register it has consumed: no driver stores it (an arm
   // word never sets bits 31:30, an EQ doorbell never names EQ 255 with consumer index 0xffffff).
-  static constexpr uint64_t kConsumed64 = ~uint64_t{0};
-  static constexpr uint32_t kConsumed32 = ~uint32_t{0};
+  static constexpr uint64_t kConsumed64 = UarWatch::kConsumed64;
+  static constexpr uint32_t kConsumed32 = UarWatch::kConsumed32;
   // A doorbell register, consumed: its value if a driver stored one since the last call. Inline:
   // every pass looks at every register, and most find nothing.
   static std::optional<uint64_t> TakeUarWord64(uint64_t* word) {
@@ -369,6 +382,15 @@ class Engine {
   std::vector<LiveCq> live_cqs_;
   std::vector<CqDoorbell> cq_doorbells_;
   std::vector<EqDoorbells> eq_doorbells_;
+  // Every UAR register above, and the send doorbells (both halves of every bfreg) of each UAR
+  // page a live QP with a send queue names: what AnythingRung looks at. A QP does not say
+  // which bfreg of its page it rings, so all of them are watched.
+  UarWatch uar_watch_;
+  // The page offsets of the send doorbell registers: the first 8 bytes of each half of each
+  // bfreg (bf_reg_size = 1 << log_bf_reg_size; as many bfregs as fit, at most
+  // MLX5_BFREGS_PER_UAR).
+  const std::vector<uint64_t> send_doorbell_offsets_;
+  std::vector<uint32_t> send_pages_;  // RefreshQueues' scratch: the pages already watched
   uint64_t commands_seen_ = ~uint64_t{0};
   // Builds the lists again; the pass calls it when commands_seen_ is behind the command count.
   void RefreshQueues();

@@ -326,6 +326,16 @@ class Node {
     in.set(prm::qp_2err_in::qpn, qpn);
     Run(in, 16);
   }
+  // To RST, and the rings' counters and doorbell record back to 0, as libmlx5 does when the
+  // QP is reset: its next WQE is index 0 again.
+  void ToReset(QpInfo& q) {
+    auto in = prm::CommandIn<prm::qp_2rst_in>(prm::QP_2RST);
+    in.set(prm::qp_2rst_in::qpn, q.qpn);
+    Run(in, 16);
+    q.sq_counter = q.rq_counter = 0;
+    StoreBe32(q.dbr, 0);
+    StoreBe32(q.dbr + 4, 0);
+  }
 
   // ---- keys ----
   // An MTT key over the data area (kDataVa .. + kDataBytes) with `rights` (local read always).
@@ -387,6 +397,22 @@ class Node {
   uint16_t PostSend(QpInfo& q, uint8_t opcode, std::span<const std::byte> segments,
                     uint8_t fm_ce_se = prm::MLX5_WQE_CTRL_CQ_UPDATE, uint32_t imm_raw = 0,
                     bool kick = true, std::optional<uint32_t> ds_override = std::nullopt) {
+    const WrittenWqe w = WriteSendWqe(q, opcode, segments, fm_ce_se, imm_raw, ds_override);
+    RingSend(w);
+    if (kick) DoorbellRung();
+    return w.index;
+  }
+  // A send WQE written with its doorbell record but not rung: its index and its first 8 bytes
+  // (what the UAR doorbell carries).
+  struct WrittenWqe {
+    uint16_t index = 0;
+    uint64_t first8 = 0;
+  };
+  // The WQE at the QP's producer index, then the doorbell record: everything a post writes
+  // before the UAR doorbell. The device does not start it until the doorbell (RingSend).
+  WrittenWqe WriteSendWqe(QpInfo& q, uint8_t opcode, std::span<const std::byte> segments,
+                          uint8_t fm_ce_se = prm::MLX5_WQE_CTRL_CQ_UPDATE, uint32_t imm_raw = 0,
+                          std::optional<uint32_t> ds_override = std::nullopt) {
     const uint32_t bytes = 16 + static_cast<uint32_t>(segments.size());
     const uint32_t ds = ds_override.value_or((bytes + 15) / 16);
     const uint32_t bbs = (bytes + 63) / 64;
@@ -405,13 +431,17 @@ class Node {
     }
     q.sq_counter = (q.sq_counter + bbs) & 0xffff;
     StoreBe32(q.dbr + 4, q.sq_counter);
-    uint64_t first8;
-    std::memcpy(&first8, wqe.data(), 8);
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(w_.bar() + prm::UarPageOffset(uar) +
-                                                           prm::BfregOffset(0, 512)))
-        .store(first8, std::memory_order_seq_cst);
-    if (kick) DoorbellRung();
-    return index;
+    WrittenWqe w{.index = index};
+    std::memcpy(&w.first8, wqe.data(), 8);
+    return w;
+  }
+  // The 8-byte send doorbell: the WQE's first 8 bytes stored to half `half` of bfreg `bfreg` of
+  // the node's UAR page (bf_reg_size 512, the default).
+  void RingSend(const WrittenWqe& w, uint32_t bfreg = 0, uint32_t half = 0) {
+    const uint64_t offset = prm::UarPageOffset(uar) + prm::BfregOffset(bfreg, 512) +
+                            half * prm::BfregHalfBytes(512);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(w_.bar() + offset))
+        .store(w.first8, std::memory_order_seq_cst);
   }
   // One scatter entry (and a terminator when the stride has room) at the RQ's producer index.
   void PostRecv(QpInfo& q, uint32_t lkey, uint64_t addr, uint32_t len) {
