@@ -315,6 +315,20 @@ class Node {
       Run(in, 16);
     }
   }
+  // Connects a to b and b to a through `gid` (a GID of the device both are on); each path's
+  // other fields (timeouts, retry counts) as given, or Path's defaults.
+  void ConnectPair(const QpInfo& a, const QpInfo& b, const std::array<uint8_t, 16>& gid) {
+    ConnectPair(a, b, gid, Path{}, Path{});
+  }
+  void ConnectPair(const QpInfo& a, const QpInfo& b, const std::array<uint8_t, 16>& gid,
+                   Path to_b, Path to_a) {
+    to_b.remote_qpn = b.qpn;
+    to_b.rgid = gid;
+    to_a.remote_qpn = a.qpn;
+    to_a.rgid = gid;
+    Connect(a, to_b);
+    Connect(b, to_a);
+  }
   uint32_t QpState(uint32_t qpn) {
     auto in = prm::CommandIn<prm::query_qp_in>(prm::QUERY_QP);
     in.set(prm::query_qp_in::qpn, qpn);

@@ -13,33 +13,7 @@ namespace {
 
 using prm::QP_ST_RC;
 
-class EngineRcTest : public NodeTest {
- protected:
-  void SetUp() override {
-    NodeTest::SetUp();
-    a_ = node_->NewQp(0, QP_ST_RC, cq_a_.cqn, cq_a_.cqn);
-    b_ = node_->NewQp(1, QP_ST_RC, cq_b_.cqn, cq_b_.cqn);
-  }
-  Node::Path PathTo(uint32_t qpn) {
-    Node::Path p;
-    p.remote_qpn = qpn;
-    p.rgid = sim_->engine().gids()[3];
-    return p;
-  }
-  void ConnectBoth(Node::Path to_b = {}, Node::Path to_a = {}) {
-    to_b.remote_qpn = b_.qpn;
-    to_b.rgid = sim_->engine().gids()[3];
-    to_a.remote_qpn = a_.qpn;
-    to_a.rgid = sim_->engine().gids()[3];
-    node_->Connect(a_, to_b);
-    node_->Connect(b_, to_a);
-  }
-  // Addresses in the data area.
-  static constexpr uint64_t kSrc = Node::kDataVa + 0x1000;
-  static constexpr uint64_t kDst = Node::kDataVa + 0x20000;
-
-  Node::QpInfo a_, b_;
-};
+using EngineRcTest = RcPairTest;
 
 TEST_F(EngineRcTest, SendLandsInTheReceiveWqeWithBothCqes) {
   ConnectBoth();

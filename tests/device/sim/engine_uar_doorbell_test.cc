@@ -11,30 +11,8 @@ namespace onchip::sim::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using prm::QP_ST_RC;
 
-class EngineUarDoorbellTest : public NodeTest {
- protected:
-  void SetUp() override {
-    NodeTest::SetUp();
-    a_ = node_->NewQp(0, QP_ST_RC, cq_a_.cqn, cq_a_.cqn);
-    b_ = node_->NewQp(1, QP_ST_RC, cq_b_.cqn, cq_b_.cqn);
-  }
-  Node::Path PathTo(uint32_t qpn) {
-    Node::Path p;
-    p.remote_qpn = qpn;
-    p.rgid = sim_->engine().gids()[3];
-    return p;
-  }
-  void ConnectBoth() {
-    node_->Connect(a_, PathTo(b_.qpn));
-    node_->Connect(b_, PathTo(a_.qpn));
-  }
-  static constexpr uint64_t kSrc = Node::kDataVa + 0x1000;
-  static constexpr uint64_t kDst = Node::kDataVa + 0x20000;
-
-  Node::QpInfo a_, b_;
-};
+using EngineUarDoorbellTest = RcPairTest;
 
 // A device that stays awake for the whole test once it has work (20 s of idleness before it
 // sleeps), and does not wake for a periodic look within it. Going to sleep runs one full pass

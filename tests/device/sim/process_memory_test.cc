@@ -52,13 +52,7 @@ class ProcessMemoryTest : public onchip::testing::SimDeviceTest {
     key_ = node_->MttKey(kAll);
     a_ = node_->NewQp(0, QP_ST_RC, cq_a_.cqn, cq_a_.cqn);
     b_ = node_->NewQp(1, QP_ST_RC, cq_b_.cqn, cq_b_.cqn);
-    Node::Path to_b, to_a;
-    to_b.remote_qpn = b_.qpn;
-    to_b.rgid = sim_->engine().gids()[3];
-    to_a.remote_qpn = a_.qpn;
-    to_a.rgid = sim_->engine().gids()[3];
-    node_->Connect(a_, to_b);
-    node_->Connect(b_, to_a);
+    node_->ConnectPair(a_, b_, sim_->engine().gids()[3]);
   }
   void ExpectGood(Node::CqInfo& cq, uint8_t opcode) {
     auto c = node_->Poll(cq);
