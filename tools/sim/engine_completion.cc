@@ -254,9 +254,11 @@ void Engine::ArmCq(uint32_t cqn, Cq& cq, uint32_t arm_word) {
 
 bool Engine::PollArms() {
   bool moved = false;
+  bool rung = false;
   for (const auto& [page, register_word] : cq_doorbells_) {
     auto doorbell = TakeUarWord64(register_word);
     if (!doorbell) continue;
+    rung = true;
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
     auto it = fw_.cqs_.find(static_cast<uint32_t>(*doorbell) & 0xffffff);
     if (it == fw_.cqs_.end() || it->second.progress.overflowed ||
@@ -266,7 +268,10 @@ bool Engine::PollArms() {
     moved = true;
   }
   // The record's arm word as well: a second arm store into the same UAR register before this
-  // pass replaced the first, but each CQ's record still shows its own request.
+  // pass replaced the first, but each CQ's record still shows its own request. Only after a CQ
+  // doorbell: an arm request is a UAR store (software writes the record first), so with none
+  // rung since the last pass no record holds a request that pass did not already see.
+  if (!rung) return moved;
   for (const auto& [cqn, cq] : live_cqs_) {
     if (cq->progress.overflowed) continue;
     auto word = LoadBe32(cq->dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq->progress.arm_dbr);
