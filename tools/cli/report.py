@@ -390,7 +390,7 @@ def render_hot(rows, copy_table):
     out = ["The driver's own cost: one call on a sink device against the bare stores it must make, "
            "in CPU time (goal: within %.0fx)" % HOT_GOAL,
            "and against its bound, the least any provider's call can be (no check at all): "
-           "a bound past %.0fx of its floor puts the goal out of reach on this machine" % HOT_GOAL]
+           "a bound past %.0fx of its floor in run after run puts the goal out of reach" % HOT_GOAL]
     cols = "%-20s %9s %-13s %9s %8s | %-19s %9s %8s"
     out.append(cols % ("path", "time", "its floor", "time", "x floor", "its bound", "time", "x floor"))
     out.append("-" * 104)
