@@ -1,4 +1,4 @@
-// The engine's pass: the wire, then every queue pair, until nothing moves; and the queue-memory
+// The engine's pass: the wire, then every queue pair in turn, until nothing moves; and the queue-memory
 // accessors the other engine files share.
 #include "tools/sim/engine.h"
 
@@ -22,9 +22,11 @@ namespace onchip::sim {
 
 namespace {
 
-// Rounds of (wire, queues) one pass runs at most, so the device thread still serves commands
-// while traffic never stops.
-constexpr int kMaxRounds = 64;
+// Rounds of (wire, queues) one pass runs at most, and WQEs one QP runs in its turn of a round
+// before the next QP has its own: the device thread still serves commands while traffic never
+// stops (a pass runs at most 256 WQEs of each QP).
+constexpr int kMaxRounds = 32;
+constexpr int kWqesPerTurn = 8;
 
 using Bytes = std::span<const std::byte>;
 
@@ -142,6 +144,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
   const uint64_t now = DeviceNs(started);
   for (int round = 0; round < kMaxRounds; ++round) {
     bool moved = false;
+    // Whether a queue stopped with work left (its turn's budget, or a flush): another round.
+    bool unfinished = false;
     auto handle = [&](std::vector<Packet>& packets) {
       for (Packet& p : packets) {
         if (p.kind == PacketKind::kRequest)
@@ -152,24 +156,28 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       }
       moved |= !packets.empty();
     };
+    // A packet the device sends to itself crosses no wire: it arrives at once, and so does what
+    // it answers (a request's response; a response answers nothing, so this ends).
+    auto arrive_looped = [&] {
+      while (!looped_.empty()) {
+        std::swap(looped_, looping_);
+        if (fw_.link_up_) handle(looping_);
+        looping_.clear();
+      }
+    };
     if (port_.Pending() && !fw_.link_up_) {
       port_.Take(inbound_);  // a port whose link is down receives nothing
     } else if (port_.Pending()) {
       port_.Take(inbound_);
       handle(inbound_);
-    }
-    if (!looped_.empty()) {
-      // What this round sends to itself waits for the next round, as a port's packets do.
-      std::swap(looped_, looping_);
-      if (fw_.link_up_) handle(looping_);
-      looping_.clear();
+      arrive_looped();
     }
     uint64_t deadline = 0;
-    bool queues_moved = false;
     for (const auto& [qpn, qp, requester] : live_qps_) {
       if (qp->state == prm::QP_STATE_ERR) {
-        queues_moved |= FlushSend(qpn, *qp);
-        queues_moved |= FlushRecv(qpn, *qp);
+        const bool flushed = FlushSend(qpn, *qp) | FlushRecv(qpn, *qp);
+        moved |= flushed;
+        unfinished |= flushed;
         // Receives posted to it later ring nothing: look at its record again soon.
         if (!qp->srqn && qp->rq_wqe_count != 0 && (deadline == 0 || now + kErrorReceiveLookNs < deadline))
           deadline = now + kErrorReceiveLookNs;
@@ -178,20 +186,28 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
         if (qp->srqn && !qp->progress.last_wqe_reached) {
           qp->progress.last_wqe_reached = true;
           QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
-          queues_moved = true;
+          moved = unfinished = true;
         }
         continue;
       }
-      queues_moved |= SendStep(qpn, *qp, requester, now, &deadline);
+      // The QP's turn: its WQEs one after another, each one's looped packets (and their
+      // answers) before the next, until it has nothing to send or waits for a response.
+      for (int sent = 0; SendStep(qpn, *qp, requester, now, &deadline);) {
+        moved = true;
+        arrive_looped();
+        if (++sent == kWqesPerTurn) {
+          unfinished = true;
+          break;
+        }
+      }
     }
-    moved |= queues_moved;
     result.next_deadline_ns = deadline;
     if (!moved) break;
     result.progressed = true;
-    // Every QP has been looked at after this round's packets: when none moved and no packet
-    // waits, another round would find what this one found (a WQE posted meanwhile waits for
-    // the next pass, as one posted after this pass would).
-    if (!queues_moved && looped_.empty() && !port_.Pending()) break;
+    // Every QP has had its turn after this round's packets: unless one stopped with work left or
+    // a packet waits, another round would find what this one found (a WQE posted meanwhile
+    // rings its doorbell, which makes the next look run another pass).
+    if (!unfinished && !port_.Pending()) break;
   }
   // Moderated completion events whose period ended; the thread wakes for the next one. Only
   // while some period runs: most passes have none, and need neither the walk nor the clock.

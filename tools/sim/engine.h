@@ -395,9 +395,9 @@ class Engine {
   // Builds the lists again; the pass calls it when commands_seen_ is behind the command count.
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
-  // Packets this device sent to itself (a QP to another QP of the same port), handled in the
-  // next round as the port's are. Only the pass touches them, so they skip the port's lock;
-  // `looping_` is the round's buffer, swapped with `looped_`.
+  // Packets this device sent to itself (a QP to another QP of the same port), handled as soon as
+  // the step that sent them returns. Only the pass touches them, so they skip the port's lock;
+  // `looping_` is the buffer being handled, swapped with `looped_`.
   std::vector<Packet> looped_;
   std::vector<Packet> looping_;
   // The payload buffers of packets already handled, given to the next packets this engine

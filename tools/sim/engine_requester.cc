@@ -417,7 +417,7 @@ void Engine::Transmit(Packet&& p) {
     return;
   }
   if (OwnGid(p.dgid)) {
-    looped_.push_back(std::move(p));  // this port's own GID: the next round receives it
+    looped_.push_back(std::move(p));  // this port's own GID: it arrives once the step returns
     return;
   }
   // No device owns the GID: the packet is lost (RC notices by its ACK timeout).
