@@ -11,7 +11,9 @@
 // EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. EngineIdlePass is one
 // pass that finds nothing rung (callgrind: Engine::Pass over its calls); DeviceIdleCheck is the
 // lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
-// calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do. The names
+// calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do;
+// DeviceClock/steady and DeviceClock/fast are one reading of the device clock each way (a CQE's
+// timestamp takes the fast one). The names
 // stay out of the report's wire table (tools/cli/report.py), which is the wire suite's, with
 // its device thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
@@ -33,6 +35,7 @@
 #include "tools/sim/bar.h"
 #include "tools/sim/config.h"
 #include "tools/sim/device.h"
+#include "tools/sim/device_clock.h"
 #include "tools/sim/engine.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/fuzz/direct_bring_up.h"
@@ -396,6 +399,23 @@ void AwakeLoop(benchmark::State& state) {
   state.counters["ns_per_loop"] = loops != 0 ? ns / static_cast<double>(loops) : 0;
 }
 
+// The device clock (device_clock.h), read as the engine stamps a CQE: steady_clock through the
+// vDSO, and the fast reading from the time-stamp counter once the rate is known. Their ratio
+// is what each CQE saves.
+void ClockReading(benchmark::State& state, bool fast) {
+  DeviceClock clock(std::chrono::steady_clock::now());
+  // 15 ms of readings measure the counter's rate.
+  const auto warm = std::chrono::steady_clock::now() + std::chrono::milliseconds(15);
+  while (std::chrono::steady_clock::now() < warm) benchmark::DoNotOptimize(clock.FastNowNs());
+  if (fast && !clock.extrapolating()) {
+    state.SkipWithError("no invariant time-stamp counter: FastNowNs reads steady_clock");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(fast ? clock.FastNowNs() : clock.NowNs());
+}
+
+BENCHMARK_CAPTURE(ClockReading, steady, false)->Name("DeviceClock/steady");
+BENCHMARK_CAPTURE(ClockReading, fast, true)->Name("DeviceClock/fast");
 BENCHMARK(IdlePass)->Name("EngineIdlePass");
 BENCHMARK(AwakeLoop)->Name("DeviceAwakeLoop")->Iterations(200);
 BENCHMARK(IdleCheck)->Name("DeviceIdleCheck");

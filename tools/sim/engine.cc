@@ -61,7 +61,7 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
       iommu_(iommu),
       bar_(bar),
       config_(config),
-      born_(born),
+      clock_(born),
       gids_(DeviceGids(config)),
       own_gids_([&] {
         std::vector<Gid> own;
@@ -213,7 +213,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
   // while some period runs: most passes have none, and need neither the walk nor the clock.
   if (moderation_running_) {
     bool fired = false;
-    const uint64_t moderation = PollModeration(result.progressed ? NowNs() : now, &fired);
+    const uint64_t moderation = PollModeration(result.progressed ? clock_.FastNowNs() : now, &fired);
     result.progressed |= fired;
     if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
       result.next_deadline_ns = moderation;

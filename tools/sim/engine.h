@@ -41,6 +41,7 @@
 
 #include "tools/sim/bar.h"
 #include "tools/sim/config.h"
+#include "tools/sim/device_clock.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/queue_objects.h"
@@ -88,11 +89,8 @@ class Engine {
   bool AnythingRung() const { return uar_watch_.Rung() || InboundPending(); }
 
   // Device time: ns since `born`, the value the init segment's internal timer shows.
-  uint64_t NowNs() const { return DeviceNs(std::chrono::steady_clock::now()); }
-  uint64_t DeviceNs(std::chrono::steady_clock::time_point t) const {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t - born_).count());
-  }
+  uint64_t NowNs() const { return clock_.NowNs(); }
+  uint64_t DeviceNs(std::chrono::steady_clock::time_point t) const { return clock_.Ns(t); }
   // Port 1's GID table (gid_table.h), empty entries all zero.
   const std::vector<Gid>& gids() const { return gids_; }
   bool InfiniBand() const { return config_.port_type == DeviceConfig::PortType::kInfiniBand; }
@@ -336,7 +334,8 @@ class Engine {
   Iommu& iommu_;
   Bar0& bar_;
   const DeviceConfig config_;
-  const std::chrono::steady_clock::time_point born_;
+  // The pass reads it through FastNowNs (CQE timestamps, RNR waits, moderation periods).
+  DeviceClock clock_;
   const std::vector<Gid> gids_;
   // The distinct GIDs the table holds (RoCE: two, each as v1 and v2; IB: one): what a packet
   // this port sends must name to come back to it.

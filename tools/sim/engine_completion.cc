@@ -107,7 +107,7 @@ bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
     c.flags_rqpn = prm::Be32::FromHost(f.flags_rqpn);
     c.slid = prm::Be16::FromHost(f.slid);
     c.byte_cnt = prm::Be32::FromHost(f.byte_cnt);
-    const uint64_t ts = NowNs();
+    const uint64_t ts = clock_.FastNowNs();
     c.timestamp_h = prm::Be32::FromHost(static_cast<uint32_t>(ts >> 32));
     c.timestamp_l = prm::Be32::FromHost(static_cast<uint32_t>(ts));
     c.sop_drop_qpn = prm::Be32::FromHost(uint32_t{f.wqe_opcode} << 24 | (f.qpn & 0xffffff));
@@ -144,7 +144,7 @@ bool Engine::ModerationDue(Cq& cq) {
   ++cq.progress.moderated;
   if (max_count != 0 && cq.progress.moderated >= max_count) return true;
   if (period_us != 0 && cq.progress.moderation_deadline_ns == 0) {
-    cq.progress.moderation_deadline_ns = NowNs() + uint64_t{period_us} * 1000;
+    cq.progress.moderation_deadline_ns = clock_.FastNowNs() + uint64_t{period_us} * 1000;
     moderation_running_ = true;
   }
   return false;

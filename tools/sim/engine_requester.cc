@@ -452,7 +452,7 @@ void Engine::HandleResponse(Packet& p) {
           pr.rnr_wait = true;
           // The wait starts now, not at the pass's clock reading: an RNR timer may be as short
           // as 10 us, and a retry sent early would spend one of rnr_retry's tries.
-          pr.resend_at_ns = NowNs() + RnrTimerNs(p.rnr_timer);
+          pr.resend_at_ns = clock_.FastNowNs() + RnrTimerNs(p.rnr_timer);
           return;
         case NakCode::kRemoteAccess:
           CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 0, 0);
