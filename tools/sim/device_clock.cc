@@ -36,8 +36,8 @@ uint64_t DeviceClock::FastNowNs() {
     // re-anchors.
     const uint64_t ticks = __rdtsc() - anchor_.tsc;
     if (ticks < fresh_ticks_) {
-      const uint64_t ns = anchor_.ns + static_cast<uint64_t>(static_cast<double>(ticks) * ns_per_tick_);
-      return last_ = std::max(last_, ns);
+      const auto elapsed = static_cast<uint64_t>(static_cast<double>(ticks) * ns_per_tick_);
+      return last_ = std::max(last_, anchor_.ns + elapsed);
     }
   }
 #endif
@@ -70,8 +70,9 @@ uint64_t DeviceClock::Reanchor() {
       if (first_.tsc == 0) {
         first_ = anchor_;
       } else if (ns - first_.ns >= kRateBaselineNs && after > first_.tsc) {
-        ns_per_tick_ = static_cast<double>(ns - first_.ns) / static_cast<double>(after - first_.tsc) *
-                       kSlowBias;
+        const double measured =
+            static_cast<double>(ns - first_.ns) / static_cast<double>(after - first_.tsc);
+        ns_per_tick_ = measured * kSlowBias;
         fresh_ticks_ = static_cast<uint64_t>(static_cast<double>(kAnchorServesNs) / ns_per_tick_);
       }
     }

@@ -1,5 +1,5 @@
-// The engine's pass: the wire, then every queue pair in turn, until nothing moves; and the queue-memory
-// accessors the other engine files share.
+// The engine's pass: the wire, then every queue pair in turn, until nothing moves; and the
+// queue-memory accessors the other engine files share.
 #include "tools/sim/engine.h"
 
 #include <algorithm>
@@ -213,7 +213,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
   // while some period runs: most passes have none, and need neither the walk nor the clock.
   if (moderation_running_) {
     bool fired = false;
-    const uint64_t moderation = PollModeration(result.progressed ? clock_.FastNowNs() : now, &fired);
+    const uint64_t moderation =
+        PollModeration(result.progressed ? clock_.FastNowNs() : now, &fired);
     result.progressed |= fired;
     if (moderation != 0 && (result.next_deadline_ns == 0 || moderation < result.next_deadline_ns))
       result.next_deadline_ns = moderation;
