@@ -13,9 +13,8 @@
 // lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
 // calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do;
 // DeviceClock/steady and DeviceClock/fast are one reading of the device clock each way (a CQE's
-// timestamp takes the fast one). The names
-// stay out of the report's wire table (tools/cli/report.py), which is the wire suite's, with
-// its device thread and driver.
+// timestamp takes the fast one). The names stay out of the report's wire table
+// (tools/cli/report.py), which is the wire suite's, with its device thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
 //   valgrind --tool=callgrind engine_bench --benchmark_filter=host --benchmark_min_time=0.05
 //   then Engine::Pass's inclusive count over the number of HandleRequest calls (the iterations
@@ -394,7 +393,8 @@ void AwakeLoop(benchmark::State& state) {
   const uint64_t before = (*device)->wakeups();
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   const uint64_t loops = (*device)->wakeups() - before;
   state.counters["ns_per_loop"] = loops != 0 ? ns / static_cast<double>(loops) : 0;
 }

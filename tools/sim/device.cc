@@ -115,8 +115,7 @@ void Device::Tick(std::chrono::steady_clock::time_point now) {
     bar_.SetInitializing(false);
     initializing_ = false;
   }
-  bar_.SetInternalTimer(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(now - born_).count()));
+  bar_.SetInternalTimer(engine_.DeviceNs(now));
   bar_.RestoreReadOnly();
   if (!health_stopped_.load(std::memory_order_relaxed)) bar_.TickHealthCounter();
 }

@@ -186,7 +186,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
         if (qp->srqn && !qp->progress.last_wqe_reached) {
           qp->progress.last_wqe_reached = true;
           QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
-          moved = unfinished = true;
+          moved = true;
         }
         continue;
       }
