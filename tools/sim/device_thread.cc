@@ -53,6 +53,7 @@ void DeviceThread::Attach(Device& device) {
   {
     std::lock_guard lock(mu_);
     devices_.push_back(&device);
+    device.engine_.SetServer(this);
     ++generation_;
     RecomputePeriods();
   }
@@ -68,6 +69,7 @@ void DeviceThread::Detach(Device& device) {
     waiting_.fetch_add(1);
     std::lock_guard lock(mu_);
     std::erase(devices_, &device);
+    device.engine_.SetServer(nullptr);
     ++generation_;
     RecomputePeriods();
   }
@@ -158,6 +160,9 @@ void DeviceThread::Run() {
     }
     if (stop_.load()) break;
     std::lock_guard lock(mu_);
+    // Under mu_ no device attaches or leaves: one device's pass may hand another a packet at
+    // once (wire.h).
+    const Port::Serving serving(this);
     spin_period = spin_period_;
     nap = nap_;
     // Only this thread writes the count: a load and a store, no locked increment.

@@ -69,7 +69,7 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
           if (!IsZero(g) && std::find(own.begin(), own.end(), g) == own.end()) own.push_back(g);
         return own;
       }()),
-      port_(std::move(wake)),
+      port_(std::move(wake), *this),
       send_doorbell_offsets_(SendDoorbellOffsets(config)) {
   // Every doorbell register starts consumed: a look finds nothing rung until software rings.
   for (uint32_t i = 0; i < config_.num_uars; ++i) {
@@ -109,13 +109,52 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
   // and takes no lock of its own (an unmap waits for the pass to end).
   const Iommu::Access access(iommu_);
   pass_access_ = &access;
+  busy_.store(true, std::memory_order_relaxed);
   const PassResult result = PassLocked(started);
+  busy_.store(false, std::memory_order_relaxed);
   pass_access_ = nullptr;
   return result;
 }
 
+bool Engine::ReceiveNow(Packet& p) {
+  // Requests only: a response arrives at once only when its request had waited in a queue,
+  // and it may free the requester's next WQE, which only a pass sends. Mid-pass on this thread
+  // (the packet answers what this pass sent), the pass takes it from the port. Packets already
+  // queued keep their order: this one queues behind them.
+  if (p.kind != PacketKind::kRequest || busy_.load(std::memory_order_relaxed) || port_.Pending())
+    return false;
+  std::unique_lock lock(fw_.mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  // What a pass does before it handles packets is left to a pass: the lists after a command, a
+  // port event; and a port that is down, or an HCA without queues, receives nothing.
+  if (fw_.state_ != HcaState::kInitialized || !fw_.link_up_ || fw_.port_change_ != 0 ||
+      fw_.counters_.commands != commands_seen_)
+    return false;
+  const Iommu::Access access(iommu_, std::try_to_lock);
+  if (!access.held()) return false;
+  pass_access_ = &access;
+  busy_.store(true, std::memory_order_relaxed);
+  // The arms and EQ doorbells rung before the packet arrived count before it, as in a pass.
+  PollArms();
+  PollEqDoorbells();
+  const uint64_t errors = qps_moved_to_error_;
+  HandleRequest(p);
+  KeepPayloadBuffer(std::move(p.payload));
+  // Only the serving thread counts: a load and a store, no locked increment.
+  received_at_once_.store(received_at_once_.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+  // What only a pass finishes: a refused request moved the QP to error (its receive ring
+  // flushes), or a CQE started a moderation period. The response went out at once.
+  if (qps_moved_to_error_ != errors || moderation_running_ || !looped_.empty())
+    wants_pass_.store(true, std::memory_order_relaxed);
+  busy_.store(false, std::memory_order_relaxed);
+  pass_access_ = nullptr;
+  return true;
+}
+
 Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point started) {
   PassResult result;
+  wants_pass_.store(false, std::memory_order_relaxed);
   if (fw_.state_ != HcaState::kInitialized) {
     // No queues exist: whatever arrives finds no QP.
     if (port_.Pending()) port_.Take(inbound_);
@@ -157,21 +196,27 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       moved |= !packets.empty();
     };
     // A packet the device sends to itself crosses no wire: it arrives at once, and so does what
-    // it answers (a request's response; a response answers nothing, so this ends).
-    auto arrive_looped = [&] {
-      while (!looped_.empty()) {
-        std::swap(looped_, looping_);
-        if (fw_.link_up_) handle(looping_);
-        looping_.clear();
+    // it answers (a request's response; a response answers nothing, so this ends). So does the
+    // answer of a device on this thread that took this pass's request at once (wire.h), and
+    // whatever else reached the port. A port whose link is down receives nothing.
+    // The port is emptied once per call: a peer that never stops sending does not hold a turn.
+    auto arrive = [&] {
+      bool port_taken = false;
+      for (;;) {
+        if (!looped_.empty()) {
+          std::swap(looped_, looping_);
+          if (fw_.link_up_) handle(looping_);
+          looping_.clear();
+        } else if (!port_taken && port_.Pending()) {
+          port_taken = true;
+          port_.Take(inbound_);
+          if (fw_.link_up_) handle(inbound_);
+        } else {
+          return;
+        }
       }
     };
-    if (port_.Pending() && !fw_.link_up_) {
-      port_.Take(inbound_);  // a port whose link is down receives nothing
-    } else if (port_.Pending()) {
-      port_.Take(inbound_);
-      handle(inbound_);
-      arrive_looped();
-    }
+    arrive();
     uint64_t deadline = 0;
     for (const auto& [qpn, qp, requester] : live_qps_) {
       if (qp->state == prm::QP_STATE_ERR) {
@@ -194,7 +239,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       // answers) before the next, until it has nothing to send or waits for a response.
       for (int sent = 0; SendStep(qpn, *qp, requester, now, &deadline);) {
         moved = true;
-        arrive_looped();
+        arrive();
         if (++sent == kWqesPerTurn) {
           unfinished = true;
           break;

@@ -24,7 +24,9 @@
 // as verbs registers them zero-based) through Firmware::DeviceMemoryLocked.
 //
 // Threading: the device thread calls Pass; other devices' engines Push packets into this one's
-// port; nothing here holds two firmware mutexes.
+// port. A device thread serving several devices lets one's pass hand a packet to another at
+// once (ReceiveNow, wire.h): the receiver tries its locks and never waits for them, so a thread
+// holding two firmware mutexes never waits for a thread that waits for it.
 #pragma once
 
 #include <array>
@@ -53,7 +55,7 @@
 
 namespace onchip::sim {
 
-class Engine {
+class Engine final : private Receiver {
  public:
   // `wake` is what a packet arriving from the wire calls while the engine sleeps (Device::Kick);
   // `born` is the device's time origin (the internal timer counts ns from it).
@@ -78,6 +80,10 @@ class Engine {
 
   // Told before the device sleeps and after it wakes: a packet from the wire then wakes it.
   void SetSleeping(bool sleeping) { port_.SetSleeping(sleeping); }
+  // The device thread that runs this engine's passes (nullptr: none), told under that thread's
+  // lock when the device attaches and detaches: a pass of another device on that thread hands
+  // this engine its packets at once (wire.h).
+  void SetServer(const void* server) { port_.SetServer(server); }
   bool InboundPending() const { return port_.Pending() || !looped_.empty(); }
 
   // The device thread's look between passes while awake, without a lock (uar_watch.h says why
@@ -85,8 +91,11 @@ class Engine {
   // send doorbell or BlueFlame copy of a page a QP rings, a CQ arm, an EQ doorbell), or a
   // packet waits. What it cannot see, a pass reports in its PassResult: progress (work in
   // flight, a QP just moved to error), or a deadline (retries, moderation, a QP in error whose
-  // receive ring may still be posted to). Called by the thread that runs the passes.
-  bool AnythingRung() const { return uar_watch_.Rung() || InboundPending(); }
+  // receive ring may still be posted to), and a packet taken at once between passes asks for
+  // one when it left work (wants_pass_). Called by the thread that runs the passes.
+  bool AnythingRung() const {
+    return uar_watch_.Rung() || InboundPending() || wants_pass_.load(std::memory_order_relaxed);
+  }
 
   // Device time: ns since `born`, the value the init segment's internal timer shows.
   uint64_t NowNs() const { return clock_.NowNs(); }
@@ -99,10 +108,25 @@ class Engine {
   // or -1 past num_interrupt_vectors; and how many interrupts were raised.
   int InterruptFd(uint32_t vector) const;
   uint64_t interrupts() const { return interrupts_.load(); }
+  // Packets another device's pass handed this engine at once (wire.h), not through its port.
+  uint64_t received_at_once() const { return received_at_once_.load(std::memory_order_relaxed); }
 
  private:
   // Pass's work, under the firmware's mutex and inside the pass's IOMMU window.
   PassResult PassLocked(std::chrono::steady_clock::time_point started);
+  // A request from another device's pass on the thread that serves this one (Receiver): handled
+  // as a pass that finds only it would, when the locks can be had at once and nothing a pass
+  // must do first is pending. What a pass must finish (a QP moved to error, a moderation
+  // period) sets wants_pass_.
+  bool ReceiveNow(Packet& p) override;
+  // Set while a pass or ReceiveNow runs: a packet handed over meanwhile, on this thread, goes to
+  // the port and that loop takes it (the thread already holds the firmware mutex).
+  std::atomic<bool> busy_{false};
+  // Set by ReceiveNow when a pass must follow; cleared when one starts.
+  std::atomic<bool> wants_pass_{false};
+  // How many QPs the engine has moved to error (MoveToError): ReceiveNow's sign of a flush due.
+  uint64_t qps_moved_to_error_ = 0;
+  std::atomic<uint64_t> received_at_once_{0};
 
   // ---- queue memory (engine.cc) ----
   // Bytes [offset, offset + out.size()) of a queue whose pages are `pas`.

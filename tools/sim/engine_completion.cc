@@ -51,6 +51,7 @@ constexpr uint8_t kCqErrorOverflow = 0x1;
 }  // namespace
 
 void Engine::MoveToError(Qp& qp) {
+  ++qps_moved_to_error_;
   qp.state = prm::QP_STATE_ERR;
   prm::Bits(qp.qpc).set(prm::qpc::state, prm::QP_STATE_ERR);
   qp.progress.awaiting = false;

@@ -156,6 +156,16 @@ Iommu::Access::Access(const Iommu& iommu) : iommu_(iommu), outer_(t_held), owns_
   t_held = &iommu;
 }
 
+Iommu::Access::Access(const Iommu& iommu, std::try_to_lock_t)
+    : iommu_(iommu), outer_(t_held), owns_lock_(t_held != &iommu) {
+  if (!owns_lock_) return;
+  if (!iommu.mutex_.try_lock_shared()) {
+    owns_lock_ = held_ = false;
+    return;
+  }
+  t_held = &iommu;
+}
+
 Iommu::Access::~Access() {
   if (!owns_lock_) return;
   t_held = outer_;

@@ -82,7 +82,10 @@ class Iommu {
   class Access final {
    public:
     explicit Access(const Iommu& iommu);
+    // The same window if it can be had without waiting (an Unmap holds the lock): held() says.
+    Access(const Iommu& iommu, std::try_to_lock_t);
     ~Access();
+    bool held() const { return held_; }
     Access(const Access&) = delete;
     Access& operator=(const Access&) = delete;
     // Host pointer for [iova, iova + len) if one pointer mapping covers it, else nullptr (also
@@ -135,6 +138,7 @@ class Iommu {
     const Iommu& iommu_;
     const Iommu* outer_;  // the IOMMU this thread held before, restored at destruction
     bool owns_lock_;
+    bool held_ = true;
   };
 
   // Through a short-lived Access; false if the range is not wholly mapped or not transferred.

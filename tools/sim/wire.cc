@@ -13,6 +13,24 @@ void Port::Push(Packet&& p) {
   if (sleeping_.load(std::memory_order_seq_cst)) wake_();
 }
 
+namespace {
+// The server whose passes this thread runs right now (Port::Serving), or nullptr.
+thread_local const void* t_serving = nullptr;
+}  // namespace
+
+Port::Serving::Serving(const void* server) : outer_(t_serving) { t_serving = server; }
+
+Port::Serving::~Serving() { t_serving = outer_; }
+
+bool Port::ServedHere() const {
+  const void* server = server_.load(std::memory_order_relaxed);
+  return server != nullptr && server == t_serving;
+}
+
+void Port::Receive(Packet&& p) {
+  if (!owner_.ReceiveNow(p)) Push(std::move(p));
+}
+
 void Port::Take(std::vector<Packet>& out) {
   out.clear();
   std::lock_guard lock(mutex_);
@@ -50,19 +68,30 @@ void Fabric::Detach(Port* port) {
   std::erase_if(lids_, [port](const auto& kv) { return kv.second == port; });
 }
 
+void Fabric::HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p) {
+  if (!port->ServedHere()) {
+    port->Push(std::move(p));
+    return;
+  }
+  // This thread serves the port's device and holds its server's lock, so the device cannot
+  // leave (its destructor first detaches from that server): the port outlives the call.
+  lock.unlock();
+  port->Receive(std::move(p));
+}
+
 bool Fabric::DeliverToLid(uint16_t dlid, Packet&& p) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   auto it = lids_.find(dlid);
   if (it == lids_.end() || it->second == nullptr) return false;
-  it->second->Push(std::move(p));
+  HandOver(lock, it->second, std::move(p));
   return true;
 }
 
 bool Fabric::Deliver(const Gid& dgid, Packet&& p) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   auto it = ports_.find(dgid);
   if (it == ports_.end()) return false;
-  it->second->Push(std::move(p));
+  HandOver(lock, it->second, std::move(p));
   return true;
 }
 

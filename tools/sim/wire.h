@@ -2,10 +2,18 @@
 // receives them on, and the fabric that finds a port by GID (and, on InfiniBand, by LID).
 //
 // A requester's data engine turns a send WQE into a request packet and hands it to the port of
-// the device that owns the destination GID, even when that is its own device (loopback). The
-// responder's engine executes the request on its own pass, under its own firmware's mutex, and
-// answers with a packet the same way. Handing over a packet takes the fabric's mutex and the
-// port's mutex, never a firmware mutex, so no engine ever holds two devices' firmware locks.
+// the device that owns the destination GID (a packet to its own GID never leaves the engine).
+// The responder's engine executes the request under its own firmware's mutex and answers with a
+// packet the same way. A port's queue takes the fabric's mutex and the port's, never a firmware
+// mutex.
+//
+// Devices on one device thread (a daemon's functions) share one engine loop, as the functions of
+// one ConnectX share its NIC-internal switch: a packet handed over on the thread that serves the
+// destination port, between that port's passes, is taken at once (Receiver::ReceiveNow), inside
+// the sender's pass, instead of waiting in the queue for a pass of its own. The receiver only
+// ever tries its locks (its firmware mutex, its IOMMU's shared lock) and queues the packet when
+// it cannot have them at once, so the two firmware mutexes a thread then holds never make it
+// wait for a thread that waits for it.
 //
 // Messages are whole: one packet per message, no MTU segmentation (the responder checks the UD
 // MTU), no loss except to a GID or LID no device owns, no reordering between two QPs.
@@ -88,12 +96,39 @@ struct Packet : PacketHeaders {
   std::vector<std::byte> payload;
 };
 
+// What owns a port, as the fabric sees it when a packet can be taken at once.
+class Receiver {
+ public:
+  // Handles `p` now and returns true; or returns false with `p` untouched, to be queued (the
+  // owner is in a pass, or a lock it needs is held, or packets already wait).
+  virtual bool ReceiveNow(Packet& p) = 0;
+
+ protected:
+  ~Receiver() = default;
+};
+
 // A device's receive side: packets wait here until its engine's next pass. Any thread may Push.
 class Port {
  public:
-  // `wake` is called after a Push while the owner says it sleeps (SetSleeping).
-  explicit Port(std::function<void()> wake) : wake_(std::move(wake)) {}
+  // `wake` is called after a Push while the owner says it sleeps (SetSleeping). `owner` takes
+  // packets at once on the thread that serves the port (SetServer).
+  Port(std::function<void()> wake, Receiver& owner) : wake_(std::move(wake)), owner_(owner) {}
   void Push(Packet&& p);
+  // The device thread that runs the owner's passes, set and cleared under that thread's own
+  // lock, which it holds while it serves; nullptr: none.
+  void SetServer(const void* server) { server_.store(server, std::memory_order_relaxed); }
+  // Marks the calling thread, for its scope, as the one running `server`'s passes (it holds the
+  // server's lock throughout, so no port of that server attaches to it or leaves it meanwhile).
+  class Serving {
+   public:
+    explicit Serving(const void* server);
+    ~Serving();
+    Serving(const Serving&) = delete;
+    Serving& operator=(const Serving&) = delete;
+
+   private:
+    const void* outer_;
+  };
   // Everything queued so far, in arrival order, into `out` (cleared first). The two buffers
   // trade places, so once both have grown a hand-over allocates nothing.
   void Take(std::vector<Packet>& out);
@@ -101,7 +136,15 @@ class Port {
   void SetSleeping(bool sleeping) { sleeping_.store(sleeping, std::memory_order_seq_cst); }
 
  private:
+  friend class Fabric;
+  // Whether the calling thread runs this port's passes (a Serving of its server is alive).
+  bool ServedHere() const;
+  // To the owner at once if it can take the packet, else into the queue. Only where ServedHere.
+  void Receive(Packet&& p);
+
   std::function<void()> wake_;
+  Receiver& owner_;
+  std::atomic<const void*> server_{nullptr};
   std::mutex mutex_;
   std::vector<Packet> queue_;
   std::atomic<std::size_t> pending_{0};
@@ -130,6 +173,10 @@ class Fabric {
   bool DeliverToLid(uint16_t dlid, Packet&& p);
 
  private:
+  // Hands `p` to `port`, found under `lock`, which this releases before the port's owner runs
+  // (its answer comes back through the fabric).
+  static void HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p);
+
   std::mutex mutex_;
   std::map<Gid, Port*> ports_;
   std::map<uint16_t, Port*> lids_;  // a reserved LID maps to nullptr until its port attaches

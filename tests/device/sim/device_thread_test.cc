@@ -1,8 +1,11 @@
 // One device thread serving several software ConnectX devices (tools/sim/device_thread.h), as a
 // device daemon runs its functions: both devices answer commands and carry traffic, between each
-// other and each on its own; one device goes while the other keeps working; the sleep policy is
+// other and each on its own, one taking the other's requests at once (while its locks are
+// contended, and with work left for a pass); one device goes while the other keeps working; the sleep policy is
 // the thread's; and an idle shared thread costs one short wakeup per period for all its devices.
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -102,8 +105,110 @@ TEST(DeviceThreadTest, TwoDevicesOnOneThreadServeCommandsAndTraffic) {
   }
   EXPECT_GT(a->device->wakeups(), 0u);
   EXPECT_GT(b->device->wakeups(), 0u);
+  // Between the two, a request is taken in the sender's pass (wire.h), not in a pass of its own.
+  EXPECT_GT(a->device->engine().received_at_once(), 0u);
+  EXPECT_GT(b->device->engine().received_at_once(), 0u);
   EXPECT_EQ(a->device->firmware().CheckInvariants(), nullptr);
   EXPECT_EQ(b->device->firmware().CheckInvariants(), nullptr);
+}
+
+// `burst` RDMA WRITEs of `n` bytes in flight at once from `from` to `to` (one doorbell each, the
+// completions polled after the last post), each into its own slot; every byte checked.
+::testing::AssertionResult WriteBurst(Function& from, Node::QpInfo& qp, Function& to, uint32_t n,
+                                      int burst, uint8_t seed) {
+  for (int k = 0; k < burst; ++k) {
+    std::byte* src = from.node->Data(kSrc + k * n);
+    for (uint32_t i = 0; i < n; ++i) src[i] = static_cast<std::byte>(seed + k + i);
+    from.node->PostSend(qp, prm::MLX5_OPCODE_RDMA_WRITE,
+                        Cat({RaddrSeg(kDst + k * n, to.key), DataSeg(from.key, kSrc + k * n, n)}));
+  }
+  for (int k = 0; k < burst; ++k) {
+    auto c = from.node->Poll(from.cq);
+    if (!c) return ::testing::AssertionFailure() << "no completion for WQE " << k;
+    if (c->opcode() != prm::MLX5_CQE_REQ)
+      return ::testing::AssertionFailure() << "completion opcode " << int(c->opcode());
+  }
+  if (std::memcmp(to.node->Data(kDst), from.node->Data(kSrc), n * burst) != 0)
+    return ::testing::AssertionFailure() << "bytes differ";
+  return ::testing::AssertionSuccess();
+}
+
+// Devices of one thread hand each other packets at once, inside the sender's pass (wire.h).
+// Traffic runs both ways at the same time, several WQEs in flight each way, while another thread
+// takes each device's firmware mutex (as a command does) and its IOMMU's exclusive lock (an
+// unmap) over and over, so a receiver must sometimes queue what it cannot take at once, and a
+// response must sometimes reach a requester between its passes. Nothing is lost or stalls.
+TEST(DeviceThreadTest, DevicesOfOneThreadTakeEachOthersPacketsAtOnce) {
+  auto thread = DeviceThread::Create();
+  ASSERT_TRUE(thread);
+  auto a = StartFunction(ConfigOf(0), *thread);
+  auto b = StartFunction(ConfigOf(1), *thread);
+  ASSERT_TRUE(a && b);
+  RcPair ab = Connect(*a, 0, *b, 0);
+  RcPair ba = Connect(*b, 1, *a, 1);
+  constexpr uint64_t kScratchIova = 0x7700'0000'0000;
+  void* scratch = std::aligned_alloc(4096, 4096);
+  ASSERT_NE(scratch, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> lock_rounds{0};
+  std::thread locks([&] {
+    while (!stop.load()) {
+      for (Function* f : {a.get(), b.get()}) {
+        if (f->device->firmware().CheckInvariants() != nullptr) ADD_FAILURE() << "invariants";
+        if (!f->device->MapDma({.iova = kScratchIova, .length = 4096, .host = scratch}) ||
+            !f->device->UnmapDma(kScratchIova, 4096))
+          ADD_FAILURE() << "scratch map";
+      }
+      lock_rounds.fetch_add(1);
+    }
+  });
+  constexpr int kRounds = 300;
+  std::thread from_b([&] {
+    for (int i = 0; i < kRounds; ++i)
+      if (!WriteBurst(*b, ba.from_qp, *a, 32, 4, static_cast<uint8_t>(i * 3))) {
+        ADD_FAILURE() << "b to a, round " << i;
+        return;
+      }
+  });
+  for (int i = 0; i < kRounds; ++i)
+    ASSERT_TRUE(WriteBurst(*a, ab.from_qp, *b, 64, 4, static_cast<uint8_t>(i))) << i;
+  from_b.join();
+  stop.store(true);
+  locks.join();
+  std::free(scratch);
+  EXPECT_GT(lock_rounds.load(), 0u);
+  EXPECT_GT(a->device->engine().received_at_once(), 0u);
+  EXPECT_GT(b->device->engine().received_at_once(), 0u);
+  EXPECT_EQ(a->device->firmware().CheckInvariants(), nullptr);
+  EXPECT_EQ(b->device->firmware().CheckInvariants(), nullptr);
+}
+
+// A request taken at once can leave the receiver work only a pass does: a refused WRITE moves
+// the responder QP to error, and the receive WQE posted to it must then flush. No doorbell shows
+// that, and with a long idle period the thread runs no pass before it would sleep: the receiver
+// asks for one.
+TEST(DeviceThreadTest, ARequestTakenAtOnceThatLeavesWorkGetsAPass) {
+  DeviceConfig slow;
+  slow.engine_idle_period = std::chrono::seconds(30);
+  auto thread = DeviceThread::Create();
+  ASSERT_TRUE(thread);
+  auto a = StartFunction(ConfigOf(0, slow), *thread);
+  auto b = StartFunction(ConfigOf(1, slow), *thread);
+  ASSERT_TRUE(a && b);
+  RcPair ab = Connect(*a, 0, *b, 0);
+  b->node->PostRecv(ab.to_qp, b->key, kDst, 64);
+  const uint64_t taken = b->device->engine().received_at_once();
+  a->node->PostSend(ab.from_qp, prm::MLX5_OPCODE_RDMA_WRITE,
+                    Cat({RaddrSeg(kDst, b->key ^ 0x1), DataSeg(a->key, kSrc, 8)}));
+  auto err = a->node->Poll(a->cq);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->opcode(), prm::MLX5_CQE_REQ_ERR);
+  EXPECT_EQ(err->syndrome(), prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+  EXPECT_EQ(b->device->engine().received_at_once(), taken + 1);
+  auto flushed = b->node->Poll(b->cq, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(flushed) << "the responder's receive WQE never flushed";
+  EXPECT_EQ(flushed->opcode(), prm::MLX5_CQE_RESP_ERR);
+  EXPECT_EQ(flushed->syndrome(), prm::MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
 }
 
 // The sleep policy is the thread's: work on one device keeps the other awake too, and both go
