@@ -8,7 +8,11 @@
 // (callgrind) both measure the engine alone.
 //
 // Rows: EngineRdmaWrite/dm/8 (the remote buffer is a MEMIC MR, zero-based) and
-// EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes. EngineIdlePass is one
+// EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes.
+// EngineRdmaWrite/between_queued/8 and /between_at_once/8 are the MEMIC row between two devices
+// whose passes one thread runs, as a device daemon's functions: with every packet waiting for
+// its receiver's pass (three passes per WRITE), and with the request taken at once inside the
+// sender's pass (one; wire.h). EngineIdlePass is one
 // pass that finds nothing rung (callgrind: Engine::Pass over its calls); DeviceIdleCheck is the
 // lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
 // calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do;
@@ -26,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -86,12 +91,22 @@ struct Aligned {
   std::byte* p;
 };
 
-// One device, its firmware brought up by command, an EQ, a CQ per QP, two connected RC QPs, a
-// host MR over the data area and a MEMIC MR.
+// Device `index`'s configuration: devices of one process need GIDs of their own.
+DeviceConfig ConfigOf(uint8_t index) {
+  DeviceConfig c;
+  c.mac[5] = static_cast<uint8_t>(c.mac[5] + index);
+  c.ipv4 = c.ipv4 + index;
+  return c;
+}
+
+// One device, its firmware brought up by command, an EQ, a CQ per QP, two RC QPs, a host MR over
+// the data area and a MEMIC MR. MakeLoopback connects its QPs to each other; MakePair connects
+// QP A of one device to QP A of another.
 class Loopback {
  public:
-  explicit Loopback(Bar0 bar)
-      : bar_(std::move(bar)),
+  Loopback(Bar0 bar, const DeviceConfig& config)
+      : config_(config),
+        bar_(std::move(bar)),
         pages_((config_.boot_pages + config_.init_pages) * 4096),
         firmware_(config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
         engine_(firmware_, iommu_, bar_, config_, [] {}, std::chrono::steady_clock::now()) {
@@ -106,8 +121,15 @@ class Loopback {
     for (uint32_t i = 0; i < 2; ++i) cqn_[i] = NewCq(i);
     NewKeys();
     for (uint32_t i = 0; i < 2; ++i) qpn_[i] = NewQp(i);
-    for (uint32_t i = 0; i < 2; ++i) Connect(qpn_[i], qpn_[1 - i]);
   }
+
+  // QP A and QP B to each other, through this device's own GID.
+  void ConnectOwnQps() {
+    for (uint32_t i = 0; i < 2; ++i) Connect(qpn_[i], qpn_[1 - i], engine_.gids()[3]);
+  }
+  // QP A to `peer`'s QP A, through the peer's GID.
+  void ConnectTo(const Loopback& peer) { Connect(qpn_[0], peer.qpn_[0], peer.engine_.gids()[3]); }
+  Engine& engine() { return engine_; }
 
   uint32_t host_rkey() const { return host_key_; }
   uint32_t memic_rkey() const { return memic_key_; }
@@ -146,19 +168,17 @@ class Loopback {
   }
 
   // Runs engine passes until QP A's CQ holds the next CQE; consumes it. The passes it took, or
-  // 0 when the CQE reports an error (or none came in 100 passes).
-  int CompleteOne() {
+  // 0 when the CQE reports an error (or none came in 100 passes). With a `peer`, a pass of the
+  // peer follows each of this device's until the CQE is there, as a device thread serving both
+  // runs them, and both count.
+  int CompleteOne(Loopback* peer = nullptr) {
     for (int passes = 1; passes <= 100; ++passes) {
       engine_.Pass();
-      std::byte* cqe = arena_.p + kCq + (ci_ & ((1u << kLogCq) - 1)) * 64;
-      const auto op_own = std::to_integer<uint8_t>(
-          std::atomic_ref<std::byte>(cqe[63]).load(std::memory_order_acquire));
-      if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID ||
-          prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci_, 1u << kLogCq))
-        continue;
-      ++ci_;
-      StoreBe32(kDbr + prm::MLX5_CQ_SET_CI * 4, ci_ & prm::kCqConsumerIndexMask);
-      return prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_REQ ? passes : 0;
+      if (const std::optional<bool> ok = TakeCqe()) return *ok ? passes : 0;
+      if (peer == nullptr) continue;
+      peer->engine_.Pass();
+      if (const std::optional<bool> ok = TakeCqe()) return *ok ? passes + 1 : 0;
+      ++passes;
     }
     return 0;
   }
@@ -175,6 +195,19 @@ class Loopback {
   std::byte* memic_dst() { return bar_.Memic().data() + memic_offset_ + kMemicDstVa; }
 
  private:
+  // QP A's next CQE, consumed: whether it reports success; nothing while the CQ has none.
+  std::optional<bool> TakeCqe() {
+    std::byte* cqe = arena_.p + kCq + (ci_ & ((1u << kLogCq) - 1)) * 64;
+    const auto op_own = std::to_integer<uint8_t>(
+        std::atomic_ref<std::byte>(cqe[63]).load(std::memory_order_acquire));
+    if (prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_INVALID ||
+        prm::CqeOwner(op_own) != prm::CqeOwnerFor(ci_, 1u << kLogCq))
+      return std::nullopt;
+    ++ci_;
+    StoreBe32(kDbr + prm::MLX5_CQ_SET_CI * 4, ci_ & prm::kCqConsumerIndexMask);
+    return prm::CqeOpcodeOf(op_own) == prm::MLX5_CQE_REQ;
+  }
+
   template <class M>
   std::vector<std::byte> Run(const M& m, std::size_t out_len, const char* what) {
     std::vector<std::byte> out(out_len);
@@ -265,14 +298,13 @@ class Loopback {
     return Get(Run(in, 16, "CREATE_QP"), prm::create_qp_out::qpn);
   }
 
-  void Connect(uint32_t qpn, uint32_t remote) {
+  void Connect(uint32_t qpn, uint32_t remote, const Gid& gid) {
     using Ctx = prm::qpc_bits<prm::rst2init_qp_in::qpc.bit_offset>;
     auto a = prm::CommandIn<prm::rst2init_qp_in>(prm::RST2INIT_QP);
     a.set(prm::rst2init_qp_in::qpn, qpn).set(Ctx::primary_address_path.vhca_port_num, 1)
         .set(Ctx::rre, 1).set(Ctx::rwe, 1);
     Run(a, 16, "RST2INIT");
     auto b = prm::CommandIn<prm::init2rtr_qp_in>(prm::INIT2RTR_QP);
-    const Gid gid = engine_.gids()[3];
     b.set(prm::init2rtr_qp_in::qpn, qpn).set(Ctx::mtu, 5).set(Ctx::log_msg_max, 30)
         .set(Ctx::remote_qpn, remote).set(Ctx::log_rra_max, 4).set(Ctx::min_rnr_nak, 12)
         .set(Ctx::primary_address_path.vhca_port_num, 1)
@@ -286,7 +318,7 @@ class Loopback {
     Run(c, 16, "RTR2RTS");
   }
 
-  const DeviceConfig config_{};
+  const DeviceConfig config_;
   Bar0 bar_;
   Iommu iommu_;
   Aligned arena_{kArenaBytes};
@@ -301,28 +333,37 @@ class Loopback {
   uint32_t ci_ = 0;
 };
 
-std::unique_ptr<Loopback> MakeLoopback() {
-  auto bar = Bar0::Create(DeviceConfig{});
+// Device `index` (ConfigOf) with its queues and keys, its QPs not yet connected.
+std::unique_ptr<Loopback> MakeDevice(uint8_t index) {
+  const DeviceConfig config = ConfigOf(index);
+  auto bar = Bar0::Create(config);
   if (!bar) Broken("Bar0::Create: " + bar.error().describe());
-  return std::make_unique<Loopback>(std::move(*bar));
+  return std::make_unique<Loopback>(std::move(*bar), config);
+}
+
+std::unique_ptr<Loopback> MakeLoopback() {
+  auto lb = MakeDevice(0);
+  lb->ConnectOwnQps();
+  return lb;
 }
 
 enum class Remote { kHost, kMemic };
 
-void RdmaWrite(benchmark::State& state, Remote remote) {
-  auto lb = MakeLoopback();
+// Signaled RDMA WRITEs of state.range(0) bytes from `from`'s QP A into `to`'s buffer, each run
+// to its CQE (with `peer`, its passes too: CompleteOne); passes_per_op counts both devices'.
+void Writes(benchmark::State& state, Loopback& from, Loopback& to, Remote remote, Loopback* peer) {
   const auto len = static_cast<uint32_t>(state.range(0));
   const bool memic = remote == Remote::kMemic;
   const uint64_t raddr = memic ? Loopback::kMemicDstVa : Loopback::kHostDstVa;
-  const uint32_t rkey = memic ? lb->memic_rkey() : lb->host_rkey();
-  std::byte* dst = memic ? lb->memic_dst() : lb->host_dst();
+  const uint32_t rkey = memic ? to.memic_rkey() : to.host_rkey();
+  std::byte* dst = memic ? to.memic_dst() : to.host_dst();
   uint64_t passes = 0;
   uint64_t seq = 0;
   for (auto _ : state) {
     ++seq;
-    std::memcpy(lb->src(), &seq, sizeof seq);
-    lb->PostWrite(raddr, rkey, len);
-    const int n = lb->CompleteOne();
+    std::memcpy(from.src(), &seq, sizeof seq);
+    from.PostWrite(raddr, rkey, len);
+    const int n = from.CompleteOne(peer);
     if (n == 0) {
       state.SkipWithError("the WRITE did not complete successfully");
       return;
@@ -335,6 +376,33 @@ void RdmaWrite(benchmark::State& state, Remote remote) {
   state.counters["passes_per_op"] =
       benchmark::Counter(static_cast<double>(passes), benchmark::Counter::kAvgIterations);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
+}
+
+void RdmaWrite(benchmark::State& state, Remote remote) {
+  auto lb = MakeLoopback();
+  Writes(state, *lb, *lb, remote, nullptr);
+}
+
+// Two devices, QP A of each connected to the other's, one thread running both engines' passes
+// as a device daemon's thread runs its functions'. At once: the thread serves both ports
+// (Engine::SetServer, Port::Serving: wire.h), so the receiver takes the request inside the
+// sender's pass and the sender's pass takes the ACK. Queued: each packet waits in its
+// receiver's port for that device's next pass, as between devices of different threads.
+void RdmaWriteBetween(benchmark::State& state, bool at_once) {
+  auto a = MakeDevice(1);
+  auto b = MakeDevice(2);
+  a->ConnectTo(*b);
+  b->ConnectTo(*a);
+  static const char server = 0;  // the thread's token: any address the devices share
+  std::optional<Port::Serving> serving;
+  if (at_once) {
+    a->engine().SetServer(&server);
+    b->engine().SetServer(&server);
+    serving.emplace(&server);
+  }
+  Writes(state, *a, *b, Remote::kMemic, b.get());
+  a->engine().SetServer(nullptr);
+  b->engine().SetServer(nullptr);
 }
 
 // The WRITE rows' queues after one WRITE, at rest: what the idle rows measure against. Null,
@@ -421,6 +489,8 @@ BENCHMARK(AwakeLoop)->Name("DeviceAwakeLoop")->Iterations(200);
 BENCHMARK(IdleCheck)->Name("DeviceIdleCheck");
 BENCHMARK_CAPTURE(RdmaWrite, dm, Remote::kMemic)->Name("EngineRdmaWrite/dm")->Arg(8);
 BENCHMARK_CAPTURE(RdmaWrite, host, Remote::kHost)->Name("EngineRdmaWrite/host")->Arg(8);
+BENCHMARK_CAPTURE(RdmaWriteBetween, queued, false)->Name("EngineRdmaWrite/between_queued")->Arg(8);
+BENCHMARK_CAPTURE(RdmaWriteBetween, at_once, true)->Name("EngineRdmaWrite/between_at_once")->Arg(8);
 
 }  // namespace
 }  // namespace onchip::sim
