@@ -22,6 +22,12 @@ namespace onchip::sim {
 
 namespace {
 
+// A token unique to the calling thread (the address of a thread-local).
+const void* ThisThread() {
+  static thread_local const char tag = 0;
+  return &tag;
+}
+
 // Rounds of (wire, queues) one pass runs at most, and WQEs one QP runs in its turn of a round
 // before the next QP has its own: the device thread still serves commands while traffic never
 // stops (a pass runs at most 256 WQEs of each QP).
@@ -109,20 +115,25 @@ Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
   // and takes no lock of its own (an unmap waits for the pass to end).
   const Iommu::Access access(iommu_);
   pass_access_ = &access;
-  busy_.store(true, std::memory_order_relaxed);
+  running_on_.store(ThisThread(), std::memory_order_relaxed);
   const PassResult result = PassLocked(started);
-  busy_.store(false, std::memory_order_relaxed);
+  running_on_.store(nullptr, std::memory_order_relaxed);
   pass_access_ = nullptr;
   return result;
 }
 
 bool Engine::ReceiveNow(Packet& p) {
-  // Requests only: a response arrives at once only when its request had waited in a queue,
-  // and it may free the requester's next WQE, which only a pass sends. Mid-pass on this thread
-  // (the packet answers what this pass sent), the pass takes it from the port. Packets already
+  // This engine's pass is up this thread's stack: the packet answers what the pass just sent,
+  // and it joins the packets the pass handles as soon as the step that sent them returns, as
+  // this device's own loopback packets do (no lock: only this thread touches the list now).
+  if (running_on_.load(std::memory_order_relaxed) == ThisThread()) {
+    looped_.push_back(std::move(p));
+    return true;
+  }
+  // Otherwise requests only: a response arrives at once only when its request had waited in a
+  // queue, and it may free the requester's next WQE, which only a pass sends. Packets already
   // queued keep their order: this one queues behind them.
-  if (p.kind != PacketKind::kRequest || busy_.load(std::memory_order_relaxed) || port_.Pending())
-    return false;
+  if (p.kind != PacketKind::kRequest || port_.Pending()) return false;
   std::unique_lock lock(fw_.mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   // What a pass does before it handles packets is left to a pass: the lists after a command, a
@@ -133,7 +144,7 @@ bool Engine::ReceiveNow(Packet& p) {
   const Iommu::Access access(iommu_, std::try_to_lock);
   if (!access.held()) return false;
   pass_access_ = &access;
-  busy_.store(true, std::memory_order_relaxed);
+  running_on_.store(ThisThread(), std::memory_order_relaxed);
   // The arms and EQ doorbells rung before the packet arrived count before it, as in a pass.
   PollArms();
   PollEqDoorbells();
@@ -147,7 +158,7 @@ bool Engine::ReceiveNow(Packet& p) {
   // flushes), or a CQE started a moderation period. The response went out at once.
   if (qps_moved_to_error_ != errors || moderation_running_ || !looped_.empty())
     wants_pass_.store(true, std::memory_order_relaxed);
-  busy_.store(false, std::memory_order_relaxed);
+  running_on_.store(nullptr, std::memory_order_relaxed);
   pass_access_ = nullptr;
   return true;
 }
@@ -197,8 +208,9 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     };
     // A packet the device sends to itself crosses no wire: it arrives at once, and so does what
     // it answers (a request's response; a response answers nothing, so this ends). So does the
-    // answer of a device on this thread that took this pass's request at once (wire.h), and
-    // whatever else reached the port. A port whose link is down receives nothing.
+    // answer of a device on this thread that took this pass's request at once (wire.h: it joins
+    // the loopback list), and whatever else reached the port. A port whose link is down
+    // receives nothing.
     // The port is emptied once per call: a peer that never stops sending does not hold a turn.
     auto arrive = [&] {
       bool port_taken = false;

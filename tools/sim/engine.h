@@ -119,9 +119,10 @@ class Engine final : private Receiver {
   // must do first is pending. What a pass must finish (a QP moved to error, a moderation
   // period) sets wants_pass_.
   bool ReceiveNow(Packet& p) override;
-  // Set while a pass or ReceiveNow runs: a packet handed over meanwhile, on this thread, goes to
-  // the port and that loop takes it (the thread already holds the firmware mutex).
-  std::atomic<bool> busy_{false};
+  // The thread running a pass or ReceiveNow of this engine (a thread-local's address), or
+  // nullptr: a packet handed over on that thread meanwhile answers what it sent, and joins
+  // looped_ (the thread already holds the firmware mutex).
+  std::atomic<const void*> running_on_{nullptr};
   // Set by ReceiveNow when a pass must follow; cleared when one starts.
   std::atomic<bool> wants_pass_{false};
   // How many QPs the engine has moved to error (MoveToError): ReceiveNow's sign of a flush due.
@@ -418,9 +419,10 @@ class Engine final : private Receiver {
   // Builds the lists again; the pass calls it when commands_seen_ is behind the command count.
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
-  // Packets this device sent to itself (a QP to another QP of the same port), handled as soon as
-  // the step that sent them returns. Only the pass touches them, so they skip the port's lock;
-  // `looping_` is the buffer being handled, swapped with `looped_`.
+  // Packets this device sent to itself (a QP to another QP of the same port), and responses a
+  // device on this thread sent while this pass ran (ReceiveNow), handled as soon as the step
+  // that sent them returns. Only the thread running the pass touches them, so they skip the
+  // port's lock; `looping_` is the buffer being handled, swapped with `looped_`.
   std::vector<Packet> looped_;
   std::vector<Packet> looping_;
   // The payload buffers of packets already handled, given to the next packets this engine
