@@ -410,18 +410,21 @@ bool Engine::OwnGid(const Gid& gid) const {
 void Engine::Transmit(Packet&& p) {
   if (!fw_.link_up_) return;  // lost on a down link: RC notices by its ACK timeout
   p.slid = config_.lid;
-  if (!p.grh) {
-    // InfiniBand without a GRH: by DLID. No port there: lost, as above.
-    if (p.dlid == config_.lid) looped_.push_back(std::move(p));
-    else Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
+  // InfiniBand without a GRH goes by DLID, everything else by DGID. This port's own address: it
+  // arrives once the step returns.
+  if (p.grh ? OwnGid(p.dgid) : p.dlid == config_.lid) {
+    looped_.push_back(std::move(p));
     return;
   }
-  if (OwnGid(p.dgid)) {
-    looped_.push_back(std::move(p));  // this port's own GID: it arrives once the step returns
-    return;
-  }
-  // No device owns the GID: the packet is lost (RC notices by its ACK timeout).
-  Fabric::Instance().Deliver(p.dgid, std::move(p));
+  // A response leaving the device takes an empty buffer of this engine's spares back to the
+  // requester, which keeps it for its next message: messages between two devices then neither
+  // allocate at the requester nor free at the responder, one by one.
+  if (p.kind != PacketKind::kRequest && p.payload.capacity() == 0) p.payload = TakePayloadBuffer();
+  // No port at the address: the packet is lost (RC notices by its ACK timeout).
+  if (p.grh)
+    Fabric::Instance().Deliver(p.dgid, std::move(p));
+  else
+    Fabric::Instance().DeliverToLid(p.dlid, std::move(p));
 }
 
 void Engine::HandleResponse(Packet& p) {

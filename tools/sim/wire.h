@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -177,8 +178,18 @@ class Fabric {
   // (its answer comes back through the fabric).
   static void HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p);
 
+  // GIDs ordered as two 64-bit words (any strict order serves a lookup): two compares where
+  // std::array's lexicographic order calls memcmp.
+  struct GidOrder {
+    bool operator()(const Gid& a, const Gid& b) const {
+      uint64_t x[2], y[2];
+      std::memcpy(x, a.data(), sizeof x);
+      std::memcpy(y, b.data(), sizeof y);
+      return x[0] != y[0] ? x[0] < y[0] : x[1] < y[1];
+    }
+  };
   std::mutex mutex_;
-  std::map<Gid, Port*> ports_;
+  std::map<Gid, Port*, GidOrder> ports_;
   std::map<uint16_t, Port*> lids_;  // a reserved LID maps to nullptr until its port attaches
 };
 
