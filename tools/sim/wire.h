@@ -100,8 +100,9 @@ struct Packet : PacketHeaders {
 // What owns a port, as the fabric sees it when a packet can be taken at once.
 class Receiver {
  public:
-  // Handles `p` now and returns true; or returns false with `p` untouched, to be queued (the
-  // owner is in a pass, or a lock it needs is held, or packets already wait).
+  // Takes `p` now (handles it, or hands it to the owner's pass running up this thread's stack)
+  // and returns true; or returns false with `p` untouched, to be queued (a lock the owner needs
+  // is held, packets already wait, or only a pass of the owner's may take it).
   virtual bool ReceiveNow(Packet& p) = 0;
 
  protected:
