@@ -72,6 +72,17 @@ RcPair Connect(Function& from, uint32_t from_slot, Function& to, uint32_t to_slo
   return ::testing::AssertionSuccess();
 }
 
+// Two started functions (ConfigOf 0 and 1 of `base`) on one new device thread, which they hold.
+struct Pair {
+  std::unique_ptr<Function> a, b;
+};
+Pair StartOnOneThread(const DeviceConfig& base = {}) {
+  auto thread = DeviceThread::Create();
+  EXPECT_TRUE(thread);
+  if (!thread) return {};
+  return {StartFunction(ConfigOf(0, base), *thread), StartFunction(ConfigOf(1, base), *thread)};
+}
+
 TEST(DeviceThreadTest, DevicesOfTheirOwnGetThreadsOfTheirOwn) {
   auto a = Device::Create(ConfigOf(0));
   auto b = Device::Create(ConfigOf(1));
@@ -139,10 +150,7 @@ TEST(DeviceThreadTest, TwoDevicesOnOneThreadServeCommandsAndTraffic) {
 // unmap) over and over, so a receiver must sometimes queue what it cannot take at once, and a
 // response must sometimes reach a requester between its passes. Nothing is lost or stalls.
 TEST(DeviceThreadTest, DevicesOfOneThreadTakeEachOthersPacketsAtOnce) {
-  auto thread = DeviceThread::Create();
-  ASSERT_TRUE(thread);
-  auto a = StartFunction(ConfigOf(0), *thread);
-  auto b = StartFunction(ConfigOf(1), *thread);
+  auto [a, b] = StartOnOneThread();
   ASSERT_TRUE(a && b);
   RcPair ab = Connect(*a, 0, *b, 0);
   RcPair ba = Connect(*b, 1, *a, 1);
@@ -190,10 +198,7 @@ TEST(DeviceThreadTest, DevicesOfOneThreadTakeEachOthersPacketsAtOnce) {
 TEST(DeviceThreadTest, ARequestTakenAtOnceThatLeavesWorkGetsAPass) {
   DeviceConfig slow;
   slow.engine_idle_period = std::chrono::seconds(30);
-  auto thread = DeviceThread::Create();
-  ASSERT_TRUE(thread);
-  auto a = StartFunction(ConfigOf(0, slow), *thread);
-  auto b = StartFunction(ConfigOf(1, slow), *thread);
+  auto [a, b] = StartOnOneThread(slow);
   ASSERT_TRUE(a && b);
   RcPair ab = Connect(*a, 0, *b, 0);
   b->node->PostRecv(ab.to_qp, b->key, kDst, 64);
@@ -216,10 +221,7 @@ TEST(DeviceThreadTest, ARequestTakenAtOnceThatLeavesWorkGetsAPass) {
 TEST(DeviceThreadTest, TheThreadSleepsAndWakesForAllItsDevices) {
   DeviceConfig slow;
   slow.engine_idle_period = std::chrono::seconds(2);
-  auto thread = DeviceThread::Create();
-  ASSERT_TRUE(thread);
-  auto a = StartFunction(ConfigOf(0, slow), *thread);
-  auto b = StartFunction(ConfigOf(1, slow), *thread);
+  auto [a, b] = StartOnOneThread(slow);
   ASSERT_TRUE(a && b);
   RcPair a_loop = Connect(*a, 0, *a, 1);
   ASSERT_TRUE(WaitUntil([&] { return a->device->engine_sleeping() && b->device->engine_sleeping(); }));
