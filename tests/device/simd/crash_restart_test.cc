@@ -103,7 +103,7 @@ TEST(CrashRestartTest, KilledClientsAndDaemonsLeaveNothingAndSurvivorsSeeExactBy
   RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 rng(seed);
 
-  Daemon daemon("/tmp/onchip-crash-test-" + std::to_string(getpid()) + ".sock");
+  Daemon daemon("crash-test");
   ASSERT_TRUE(daemon.Start());
   const std::string idle = FunctionCounters(daemon.Status(), 1);
   ASSERT_NE(idle, "absent") << daemon.Status();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -37,14 +38,29 @@ namespace onchip::testing::simd_client {
 namespace v = driver::verbs;
 namespace rings = driver::rings;
 
-// The daemon as a child process on a socket of its own.
+// The daemon as a child process on a socket of its own: `name`.sock in a new directory under
+// /tmp, removed with the daemon. (A pid does not make the path unique: a sandboxed test sees the
+// same pid in every run of it, and the runs share /tmp. A unix socket's path must be short, so
+// not under TEST_TMPDIR.)
 class Daemon {
  public:
-  explicit Daemon(std::string socket, std::vector<std::string> extra_args = {})
-      : socket_(std::move(socket)), extra_args_(std::move(extra_args)) {}
-  ~Daemon() { Kill(SIGTERM); }
+  explicit Daemon(const std::string& name, std::vector<std::string> extra_args = {})
+      : extra_args_(std::move(extra_args)) {
+    std::string dir = "/tmp/onchip-" + name + "-XXXXXX";
+    if (mkdtemp(dir.data()) != nullptr) {
+      dir_ = dir;
+      socket_ = dir + "/" + name + ".sock";
+    }
+  }
+  ~Daemon() {
+    Kill(SIGTERM);
+    if (dir_.empty()) return;
+    unlink(socket_.c_str());
+    rmdir(dir_.c_str());
+  }
 
   bool Start() {
+    if (socket_.empty()) return false;  // no directory for it
     std::vector<const char*> argv = {"tools/simd/onchip-simd", "--socket", socket_.c_str()};
     for (const std::string& a : extra_args_) argv.push_back(a.c_str());
     argv.push_back(nullptr);
@@ -90,6 +106,7 @@ class Daemon {
   }
 
  private:
+  std::string dir_;
   std::string socket_;
   std::vector<std::string> extra_args_;
   pid_t pid_ = -1;

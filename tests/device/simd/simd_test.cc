@@ -65,7 +65,7 @@ class SimdTest : public ::testing::Test {
  protected:
   void SetUp() override {
     signal(SIGPIPE, SIG_IGN);
-    daemon_ = std::make_unique<Daemon>("/tmp/onchip-simd-test-" + std::to_string(getpid()) + ".sock");
+    daemon_ = std::make_unique<Daemon>("simd-test");
     ASSERT_TRUE(daemon_->Start());
   }
   std::unique_ptr<Daemon> daemon_;
@@ -113,7 +113,7 @@ TEST_F(SimdTest, AnIdleDaemonUsesUnderOnePercentOfACore) {
 TEST_F(SimdTest, WhileTheEngineIsAwakeAClientsPostsMakeNoWakeUpSyscall) {
   // An engine that stays awake for 10 s after its last work, so a descheduled test thread on a
   // busy machine cannot let it fall asleep between round trips.
-  Daemon awake("/tmp/onchip-simd-awake-" + std::to_string(getpid()) + ".sock",
+  Daemon awake("simd-awake",
                {"--engine-idle-ms", "10000"});
   ASSERT_TRUE(awake.Start());
   Endpoint a;
