@@ -28,6 +28,7 @@ constexpr CpuFeatures kBaseline{};
 constexpr CpuFeatures kAvx2{.sse41 = true, .avx2 = true};
 constexpr CpuFeatures kAvx512{.sse41 = true, .avx2 = true, .avx512f = true};
 constexpr CpuFeatures kAll{.sse41 = true, .avx2 = true, .avx512f = true, .movdir64b = true};
+constexpr CpuFeatures kZen4{.sse41 = true, .avx2 = true, .avx512f = true, .split_512bit_stores = true};
 
 TEST(SelectToDevice, AutoTakesTheWidestStoreTheCpuHas) {
   std::string why;
@@ -38,6 +39,21 @@ TEST(SelectToDevice, AutoTakesTheWidestStoreTheCpuHas) {
   EXPECT_EQ(why, "auto: widest this CPU has (AVX-512F)");
   EXPECT_EQ(To(nullptr, kAll, &why), "movdir64b");
   EXPECT_EQ(To("", kAll, &why), "movdir64b");  // empty = unset
+}
+
+// A core that splits 512-bit stores in two writes with AVX2 by default, and says why; AVX-512
+// is still there to ask for, and reads keep their widest streaming loads.
+TEST(SelectToDevice, ACoreThatSplits512BitStoresWritesWithAvx2) {
+  std::string why;
+  EXPECT_EQ(To(nullptr, kZen4, &why), "avx2");
+  EXPECT_EQ(why, "auto: widest this CPU has (AVX2; its 512-bit stores split in two halves)");
+  EXPECT_EQ(To("avx512", kZen4, &why), "avx512");
+  EXPECT_EQ(why, "ONCHIP_WC_COPY=avx512");
+  EXPECT_EQ(From(nullptr, kZen4, &why), "avx512_stream");
+  CpuFeatures with_movdir64b = kZen4;
+  with_movdir64b.movdir64b = true;
+  EXPECT_EQ(To(nullptr, with_movdir64b, &why), "movdir64b");
+  EXPECT_EQ(why, "auto: widest this CPU has (MOVDIR64B)");
 }
 
 TEST(SelectToDevice, OverrideWinsWhenTheCpuHasIt) {
@@ -82,28 +98,30 @@ TEST(SelectToDevice, ReasonIsTruncatedNotOverflowed) {
 }
 
 // What this CPU has, asked without mmio's DetectCpuFeatures: GCC's own CPU model (which also
-// checks that the OS saves the AVX / AVX-512 register state) and CPUID leaf 7 for MOVDIR64B
-// (CPUID.(EAX=7,ECX=0):ECX[28], Intel SDM vol. 2).
+// checks that the OS saves the AVX / AVX-512 register state, and knows AMD family 19h) and
+// CPUID leaf 7 for MOVDIR64B (CPUID.(EAX=7,ECX=0):ECX[28], Intel SDM vol. 2).
 struct ThisCpu {
-  bool sse41, avx2, avx512f, movdir64b;
+  bool sse41, avx2, avx512f, movdir64b, amd_family_19h;
 };
 ThisCpu AskTheCpu() {
   __builtin_cpu_init();
   unsigned a = 0, b = 0, c = 0, d = 0;
   const bool leaf7 = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0;
   return {__builtin_cpu_supports("sse4.1") != 0, __builtin_cpu_supports("avx2") != 0,
-          __builtin_cpu_supports("avx512f") != 0, leaf7 && (c & (1u << 28)) != 0};
+          __builtin_cpu_supports("avx512f") != 0, leaf7 && (c & (1u << 28)) != 0,
+          __builtin_cpu_is("amdfam19h") != 0};
 }
 
 // With no override in the environment, the process choice is the documented preference order
 // (wc_copy.h / mmio/README.md) applied to what the CPU reports: to device MOVDIR64B, then
-// AVX-512, AVX2, SSE; from device AVX-512, AVX2 and SSE4.1 streaming loads, then SSE.
+// AVX-512 (not on AMD family 19h, which splits 512-bit stores), AVX2, SSE; from device AVX-512,
+// AVX2 and SSE4.1 streaming loads, then SSE.
 TEST(Active, IsTheDocumentedOrderAppliedToThisCpu) {
   if (std::getenv("ONCHIP_WC_COPY") || std::getenv("ONCHIP_DEV_READ"))
     GTEST_SKIP() << "an override is set in this environment";
   const ThisCpu cpu = AskTheCpu();
   const std::string to = cpu.movdir64b ? "movdir64b"
-                         : cpu.avx512f ? "avx512"
+                         : cpu.avx512f && !cpu.amd_family_19h ? "avx512"
                          : cpu.avx2    ? "avx2"
                                        : "sse";
   const std::string from = cpu.avx512f ? "avx512_stream"
