@@ -132,6 +132,15 @@ struct DeviceConfig {
   std::chrono::milliseconds init_delay{0};
 };
 
+// `base` as device `index` of a process: its MAC's last byte and its IPv4 address advanced by
+// `index`, so that its GIDs are its own (device 0 keeps the defaults). A daemon's function i,
+// and a test's or benchmark's i-th device, are configured so.
+inline DeviceConfig NthDevice(DeviceConfig base, uint32_t index) {
+  base.mac[5] = static_cast<uint8_t>(base.mac[5] + index);
+  base.ipv4 += index;
+  return base;
+}
+
 // The node GUID a Mellanox function derives from its MAC (OUI, 03:00, the NIC part), host
 // order, as the verbs environment's sysfs tree writes it; port 1's GUID is the same.
 inline uint64_t NodeGuid(const DeviceConfig& config) {

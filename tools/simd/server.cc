@@ -22,12 +22,7 @@ std::string DefaultSocketPath() {
   return dir + "/onchip/simd.sock";
 }
 
-sim::DeviceConfig FunctionConfig(uint32_t index) {
-  sim::DeviceConfig c;
-  c.mac[5] = static_cast<uint8_t>(c.mac[5] + index);
-  c.ipv4 = c.ipv4 + index;
-  return c;
-}
+sim::DeviceConfig FunctionConfig(uint32_t index) { return sim::NthDevice({}, index); }
 
 namespace {
 

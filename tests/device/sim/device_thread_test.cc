@@ -27,11 +27,7 @@ constexpr uint64_t kSrc = Node::kDataVa + 0x1000;
 constexpr uint64_t kDst = Node::kDataVa + 0x20000;
 
 // Device i's own MAC and IPv4 address: two devices of one process need their own GIDs.
-DeviceConfig ConfigOf(uint8_t i, DeviceConfig c = {}) {
-  c.mac[5] = static_cast<uint8_t>(c.mac[5] + i);
-  c.ipv4 = c.ipv4 + i;
-  return c;
-}
+DeviceConfig ConfigOf(uint8_t i, const DeviceConfig& c = {}) { return NthDevice(c, i); }
 
 using Function = StartedFunction;
 
