@@ -10,14 +10,13 @@
 // Rows: EngineRdmaWrite/dm/8 (the remote buffer is a MEMIC MR, zero-based) and
 // EngineRdmaWrite/host/8 (a host MR); passes_per_op counts engine passes.
 // EngineRdmaWrite/between_queued/8 and /between_at_once/8 are the MEMIC row between two devices
-// whose passes one thread runs, as a device daemon's functions: with every packet waiting for
-// its receiver's pass (three passes per WRITE), and with the request taken at once inside the
-// sender's pass (one; wire.h). EngineIdlePass is one
-// pass that finds nothing rung (callgrind: Engine::Pass over its calls); DeviceIdleCheck is the
-// lock-free look the awake device thread runs instead of it (callgrind: IdleCheck over its
-// calls); DeviceAwakeLoop is the awake thread's whole loop in ns with nothing to do;
-// DeviceClock/steady and DeviceClock/fast are one reading of the device clock each way (a CQE's
-// timestamp takes the fast one). The names stay out of the report's wire table
+// whose passes one thread runs, as a device daemon's functions: with every packet waiting for its
+// receiver's pass (three passes per WRITE), and with the request taken at once inside the sender's
+// pass (one; wire.h). EngineIdlePass is one pass that finds nothing rung (callgrind: Engine::Pass
+// over its calls); DeviceIdleCheck is the lock-free look the awake device thread runs instead of it
+// (callgrind: IdleCheck over its calls); DeviceAwakeLoop is the awake thread's whole loop in ns
+// with nothing to do; DeviceClock/steady and DeviceClock/fast are one reading of the device clock
+// each way (a CQE's timestamp takes the fast one). The names stay out of the report's wire table
 // (tools/cli/report.py), which is the wire suite's, with its device thread and driver.
 //   bazel run -c opt //bench/sim:engine_bench
 //   valgrind --tool=callgrind engine_bench --benchmark_filter=host --benchmark_min_time=0.05
@@ -91,20 +90,12 @@ struct Aligned {
   std::byte* p;
 };
 
-// Device `index`'s configuration: devices of one process need GIDs of their own.
-DeviceConfig ConfigOf(uint8_t index) {
-  DeviceConfig c;
-  c.mac[5] = static_cast<uint8_t>(c.mac[5] + index);
-  c.ipv4 = c.ipv4 + index;
-  return c;
-}
-
-// One device, its firmware brought up by command, an EQ, a CQ per QP, two RC QPs, a host MR over
-// the data area and a MEMIC MR. MakeLoopback connects its QPs to each other; MakePair connects
-// QP A of one device to QP A of another.
-class Loopback {
+// One device without a device thread, its firmware brought up by command, an EQ, a CQ per QP,
+// two RC QPs, a host MR over the data area and a MEMIC MR. MakeLoopback connects its QPs to each
+// other; RdmaWriteBetween connects QP A of one device to QP A of another.
+class DirectDevice {
  public:
-  Loopback(Bar0 bar, const DeviceConfig& config)
+  DirectDevice(Bar0 bar, const DeviceConfig& config)
       : config_(config),
         bar_(std::move(bar)),
         pages_((config_.boot_pages + config_.init_pages) * 4096),
@@ -128,7 +119,9 @@ class Loopback {
     for (uint32_t i = 0; i < 2; ++i) Connect(qpn_[i], qpn_[1 - i], engine_.gids()[3]);
   }
   // QP A to `peer`'s QP A, through the peer's GID.
-  void ConnectTo(const Loopback& peer) { Connect(qpn_[0], peer.qpn_[0], peer.engine_.gids()[3]); }
+  void ConnectTo(const DirectDevice& peer) {
+    Connect(qpn_[0], peer.qpn_[0], peer.engine_.gids()[3]);
+  }
   Engine& engine() { return engine_; }
 
   uint32_t host_rkey() const { return host_key_; }
@@ -171,14 +164,15 @@ class Loopback {
   // 0 when the CQE reports an error (or none came in 100 passes). With a `peer`, a pass of the
   // peer follows each of this device's until the CQE is there, as a device thread serving both
   // runs them, and both count.
-  int CompleteOne(Loopback* peer = nullptr) {
-    for (int passes = 1; passes <= 100; ++passes) {
-      engine_.Pass();
-      if (const std::optional<bool> ok = TakeCqe()) return *ok ? passes : 0;
-      if (peer == nullptr) continue;
-      peer->engine_.Pass();
-      if (const std::optional<bool> ok = TakeCqe()) return *ok ? passes + 1 : 0;
-      ++passes;
+  int CompleteOne(DirectDevice* peer = nullptr) {
+    int passes = 0;
+    while (passes < 100) {
+      for (DirectDevice* d : {this, peer}) {
+        if (d == nullptr) continue;
+        d->engine_.Pass();
+        ++passes;
+        if (const std::optional<bool> ok = TakeCqe()) return *ok ? passes : 0;
+      }
     }
     return 0;
   }
@@ -333,15 +327,15 @@ class Loopback {
   uint32_t ci_ = 0;
 };
 
-// Device `index` (ConfigOf) with its queues and keys, its QPs not yet connected.
-std::unique_ptr<Loopback> MakeDevice(uint8_t index) {
-  const DeviceConfig config = ConfigOf(index);
+// Device `index` of this process (NthDevice) with its queues and keys, its QPs not yet connected.
+std::unique_ptr<DirectDevice> MakeDevice(uint32_t index) {
+  const DeviceConfig config = NthDevice({}, index);
   auto bar = Bar0::Create(config);
   if (!bar) Broken("Bar0::Create: " + bar.error().describe());
-  return std::make_unique<Loopback>(std::move(*bar), config);
+  return std::make_unique<DirectDevice>(std::move(*bar), config);
 }
 
-std::unique_ptr<Loopback> MakeLoopback() {
+std::unique_ptr<DirectDevice> MakeLoopback() {
   auto lb = MakeDevice(0);
   lb->ConnectOwnQps();
   return lb;
@@ -351,10 +345,11 @@ enum class Remote { kHost, kMemic };
 
 // Signaled RDMA WRITEs of state.range(0) bytes from `from`'s QP A into `to`'s buffer, each run
 // to its CQE (with `peer`, its passes too: CompleteOne); passes_per_op counts both devices'.
-void Writes(benchmark::State& state, Loopback& from, Loopback& to, Remote remote, Loopback* peer) {
+void Writes(benchmark::State& state, DirectDevice& from, DirectDevice& to, Remote remote,
+            DirectDevice* peer) {
   const auto len = static_cast<uint32_t>(state.range(0));
   const bool memic = remote == Remote::kMemic;
-  const uint64_t raddr = memic ? Loopback::kMemicDstVa : Loopback::kHostDstVa;
+  const uint64_t raddr = memic ? DirectDevice::kMemicDstVa : DirectDevice::kHostDstVa;
   const uint32_t rkey = memic ? to.memic_rkey() : to.host_rkey();
   std::byte* dst = memic ? to.memic_dst() : to.host_dst();
   uint64_t passes = 0;
@@ -407,9 +402,9 @@ void RdmaWriteBetween(benchmark::State& state, bool at_once) {
 
 // The WRITE rows' queues after one WRITE, at rest: what the idle rows measure against. Null,
 // with the row's error set, when that WRITE fails.
-std::unique_ptr<Loopback> AfterOneWrite(benchmark::State& state) {
+std::unique_ptr<DirectDevice> AfterOneWrite(benchmark::State& state) {
   auto lb = MakeLoopback();
-  lb->PostWrite(Loopback::kHostDstVa, lb->host_rkey(), 8);
+  lb->PostWrite(DirectDevice::kHostDstVa, lb->host_rkey(), 8);
   if (lb->CompleteOne() != 0) return lb;
   state.SkipWithError("the WRITE did not complete successfully");
   return nullptr;
