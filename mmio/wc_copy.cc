@@ -3,7 +3,6 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <span>
 
 #include "mmio/wc_kernels.h"
 
@@ -34,30 +33,38 @@ constexpr std::array<FromDeviceVariant, 4> kFromDevice{{
 // GDRCopy found 16-byte stores faster than 64-byte ones on some Intel CPUs for GPU BARs;
 // ONCHIP_WC_COPY is the knob for re-deciding on a given machine.
 constexpr std::array<std::string_view, 4> kToDeviceAuto{"movdir64b", "avx512", "avx2", "sse"};
-// A core that splits 512-bit stores in two (CpuFeatures::split_512bit_stores) writes a line
-// with AVX2 as whole as with AVX-512, and measured faster with it: on an AMD EPYC (Zen 4), over
-// eight processes, avx2 copied 8.1x the vendor's 4-byte loop at 4 KiB against 7.5x, and 1.06x
-// the vendor's BlueFlame stores at 64 B against 0.82x.
-constexpr std::array<std::string_view, 3> kToDeviceAutoSplit512{"movdir64b", "avx2", "sse"};
+// A core that splits 512-bit stores in two (CpuFeatures::split_512bit_stores) passes avx512
+// over: it writes a line with AVX2 as whole as with AVX-512, and measured faster with it. On an
+// AMD EPYC (Zen 4), over eight processes, avx2 copied 8.1x the vendor's 4-byte loop at 4 KiB
+// against 7.5x, and 1.06x the vendor's BlueFlame stores at 64 B against 0.82x.
+constexpr std::string_view kSplit512PassedOver = "avx512";
 constexpr const char* kSplit512Note = "; its 512-bit stores split in two halves";
 constexpr std::array<std::string_view, 4> kFromDeviceAuto{"avx512_stream", "avx2_stream",
                                                           "sse41_stream", "sse"};
 
-// `note`, when given, says why the auto order passed a wider variant over.
-template <class V, std::size_t N>
-const V& Select(const std::array<V, N>& table, std::span<const std::string_view> auto_order,
-                const char* note, const char* env_name, const char* override_name,
-                const CpuFeatures& cpu, char* why, std::size_t why_len) {
+// The auto choice skips `passed_over` (none when empty); if the CPU could have run it and it
+// would have been chosen, the reason says so with `note`.
+template <class V, std::size_t N, std::size_t M>
+const V& Select(const std::array<V, N>& table, const std::array<std::string_view, M>& auto_order,
+                std::string_view passed_over, const char* note, const char* env_name,
+                const char* override_name, const CpuFeatures& cpu, char* why,
+                std::size_t why_len) {
   const V* chosen = nullptr;
+  bool passed = false;
   for (std::string_view name : auto_order) {
-    for (const V& v : table)
-      if (v.name == name && CpuHas(v.needs, cpu)) chosen = &v;
+    for (const V& v : table) {
+      if (v.name != name || !CpuHas(v.needs, cpu)) continue;
+      if (name == passed_over)
+        passed = true;
+      else
+        chosen = &v;
+    }
     if (chosen != nullptr) break;
   }
   char auto_why[96];
   std::snprintf(auto_why, sizeof auto_why, "auto: widest this CPU has (%.*s%s)",
                 static_cast<int>(IsaName(chosen->needs).size()), IsaName(chosen->needs).data(),
-                note != nullptr ? note : "");
+                passed ? note : "");
   if (override_name == nullptr || *override_name == '\0') {
     std::snprintf(why, why_len, "%s", auto_why);
     return *chosen;
@@ -160,17 +167,13 @@ const FromDeviceVariant* FindFromDevice(std::string_view name) {
 
 const ToDeviceVariant& SelectToDevice(const char* override_name, const CpuFeatures& cpu,
                                       char* why, std::size_t why_len) {
-  if (cpu.split_512bit_stores && cpu.avx512f)
-    return Select(kToDevice, std::span<const std::string_view>(kToDeviceAutoSplit512),
-                  cpu.movdir64b ? nullptr : kSplit512Note, "ONCHIP_WC_COPY", override_name, cpu,
-                  why, why_len);
-  return Select(kToDevice, std::span<const std::string_view>(kToDeviceAuto), nullptr,
-                "ONCHIP_WC_COPY", override_name, cpu, why, why_len);
+  return Select(kToDevice, kToDeviceAuto, cpu.split_512bit_stores ? kSplit512PassedOver : "",
+                kSplit512Note, "ONCHIP_WC_COPY", override_name, cpu, why, why_len);
 }
 const FromDeviceVariant& SelectFromDevice(const char* override_name, const CpuFeatures& cpu,
                                           char* why, std::size_t why_len) {
-  return Select(kFromDevice, std::span<const std::string_view>(kFromDeviceAuto), nullptr,
-                "ONCHIP_DEV_READ", override_name, cpu, why, why_len);
+  return Select(kFromDevice, kFromDeviceAuto, "", "", "ONCHIP_DEV_READ", override_name, cpu, why,
+                why_len);
 }
 
 const ToDeviceVariant& ActiveToDevice() { return *GetActive().to; }

@@ -28,7 +28,8 @@ constexpr CpuFeatures kBaseline{};
 constexpr CpuFeatures kAvx2{.sse41 = true, .avx2 = true};
 constexpr CpuFeatures kAvx512{.sse41 = true, .avx2 = true, .avx512f = true};
 constexpr CpuFeatures kAll{.sse41 = true, .avx2 = true, .avx512f = true, .movdir64b = true};
-constexpr CpuFeatures kZen4{.sse41 = true, .avx2 = true, .avx512f = true, .split_512bit_stores = true};
+constexpr CpuFeatures kZen4{
+    .sse41 = true, .avx2 = true, .avx512f = true, .split_512bit_stores = true};
 
 TEST(SelectToDevice, AutoTakesTheWidestStoreTheCpuHas) {
   std::string why;
