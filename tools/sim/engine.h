@@ -108,7 +108,7 @@ class Engine final : private Receiver {
   // or -1 past num_interrupt_vectors; and how many interrupts were raised.
   int InterruptFd(uint32_t vector) const;
   uint64_t interrupts() const { return interrupts_.load(); }
-  // Packets another device's pass handed this engine at once (wire.h), not through its port.
+  // Requests another device's pass handed this engine at once (wire.h), not through its port.
   uint64_t received_at_once() const { return received_at_once_.load(std::memory_order_relaxed); }
 
  private:

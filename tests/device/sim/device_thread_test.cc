@@ -1,8 +1,9 @@
 // One device thread serving several software ConnectX devices (tools/sim/device_thread.h), as a
 // device daemon runs its functions: both devices answer commands and carry traffic, between each
 // other and each on its own, one taking the other's requests at once (while its locks are
-// contended, and with work left for a pass); one device goes while the other keeps working; the sleep policy is
-// the thread's; and an idle shared thread costs one short wakeup per period for all its devices.
+// contended, and with work left for a pass); one device goes while the other keeps working; the
+// sleep policy is the thread's; and an idle shared thread costs one short wakeup per period for all
+// its devices.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
