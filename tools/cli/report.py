@@ -50,6 +50,12 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 MMIO = re.compile(r"^(?P<dir>ToDevice|FromDevice)/(?P<variant>[A-Za-z0-9_]+)/(?P<size>\d+)")
 BF = re.compile(r"^BlueFlame64/(?P<variant>[A-Za-z0-9_]+)")
+# wc_copy_bench's pairs: a variant and its baseline timed alternately; x_base is how many times
+# faster the variant was, measured side by side (steadier than dividing two rows' medians).
+PAIR = re.compile(r"^Pair/(?P<group>ToDevice|FromDevice|BlueFlame64)/(?P<variant>[A-Za-z0-9_]+)"
+                  r"~(?P<base>[A-Za-z0-9_]+)/(?P<size>\d+)")
+PAIR_OP = {"ToDevice": "wc_copy_to_device", "FromDevice": "wc_copy_from_device",
+           "BlueFlame64": "blueflame_copy"}
 
 
 def active_variants(context):
@@ -78,6 +84,20 @@ def classify(name, context):
     return None
 
 
+def pair_where(name, context):
+    """(op, size) of a pair row that sets the active variant beside the vendor's copy, or None;
+    False for any other pair row (not the report's to show)."""
+    m = PAIR.match(name)
+    if not m:
+        return None
+    to_dev, from_dev = active_variants(context)
+    active = from_dev if m.group("group") == "FromDevice" else to_dev
+    vendor = "vendor_bf_8x8B" if m.group("group") == "BlueFlame64" else "vendor_dm_4B"
+    if m.group("variant") != active or m.group("base") != vendor:
+        return False
+    return PAIR_OP[m.group("group")], int(m.group("size"))
+
+
 def wire_where(name):
     """(op, impl, bytes) of a wire-suite row, or None."""
     m = NAME.match(name)
@@ -99,8 +119,9 @@ def collect(paths):
     """Everything the report shows, from the suites' JSON files: a dict with
     context, copy (rows[(op, size)][impl] = samples), wire (the same for the wire rows),
     hot (name -> samples), errors ([(name, message)]) and other (name -> samples).
-    A sample is (ns per operation, bytes per second, p99 ns or None)."""
-    got = {"context": {}, "errors": [],
+    A sample is (ns per operation, bytes per second, p99 ns or None). paired[(op, size)] holds
+    the x_base of each repetition of the pair that judges the row against the vendor."""
+    got = {"context": {}, "errors": [], "paired": collections.defaultdict(list),
            "copy": collections.defaultdict(lambda: collections.defaultdict(list)),
            "wire": collections.defaultdict(lambda: collections.defaultdict(list)),
            "hot": collections.defaultdict(list), "other": collections.defaultdict(list)}
@@ -118,6 +139,11 @@ def collect(paths):
                     got["errors"].append((name, b.get("error_message", "failed")))
                 continue
             if b.get("run_type") == "aggregate":
+                continue
+            pair = pair_where(name, data.get("context", {}))
+            if pair is not None:
+                if pair and isinstance(b.get("x_base"), (int, float)):
+                    got["paired"][pair].append(float(b["x_base"]))
                 continue
             unit = UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
             hot = hot_name(name)
@@ -200,7 +226,9 @@ def human_ns(ns):
     return "%.0f ns" % ns if ns < 1e4 else "%.1f us" % (ns / 1e3)
 
 
-def build(rows):
+def build(rows, paired=None):
+    """The copy table. x vendor comes from the row's pair when the suite measured one (the two
+    timed side by side), else from the two rows' medians."""
     table = []
     for (op, size) in sorted(rows, key=lambda k: (k[0], k[1])):
         impls = {impl: stats(samples) for impl, samples in rows[(op, size)].items()}
@@ -209,6 +237,9 @@ def build(rows):
         for base in ("vendor", "host"):
             b = impls.get(base)
             entry["vs_" + base] = (b["median_ns"] / on["median_ns"]) if on and b and on["median_ns"] else None
+        if paired and paired.get((op, size)):
+            entry["vs_vendor"] = median(paired[(op, size)])
+            entry["vs_vendor_paired"] = True
         table.append(entry)
     return table
 
@@ -298,7 +329,9 @@ def render_text(header, table, other, with_other=True):
             ratio_text(e["vs_vendor"]), ratio_text(e["vs_host"])))
     out.append("")
     out.append("Latency is per operation: median and p99 over repetitions. x vendor / x host: how many")
-    out.append("times faster onchip is than the vendor algorithm / than host memory (> 1 is faster).")
+    out.append("times faster onchip is than the vendor algorithm / than host memory (> 1 is faster);")
+    out.append("for the mmio kernels x vendor is timed side by side with the vendor's copy (wc_copy_bench's")
+    out.append("pairs), not divided from two rows measured at different moments.")
     out.append("wc_copy_* and blueflame_copy are the mmio kernels alone (onchip = the variant in use);")
     out.append("memcpy_*_dm, alloc_free_dm and reg_dereg_dm_mr go through the driver and the device.")
     if other and with_other:
@@ -720,7 +753,7 @@ def write(paths, out_dir, header, compare_with=None):
     context = got["context"]
     other = [(name, median([x[0] for x in v]), median([x[1] for x in v]))
              for name, v in sorted(got["other"].items())]
-    table = build(got["copy"])
+    table = build(got["copy"], got["paired"])
     wire1 = build_wire(got["wire"], got["errors"], two_proc=False)
     wire2 = build_wire(got["wire"], got["errors"], two_proc=True)
     hot = build_hot(got["hot"], got["errors"])

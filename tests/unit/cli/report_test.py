@@ -64,12 +64,25 @@ COPY = [
 ]
 
 
+def pair(name, x_base):
+    return dict(row(name + "/manual_time", 4000.0), run_name=name + "/manual_time", x_base=x_base)
+
+
+# The rows at 8 B say 4/3 = 1.33x; the pair, timed side by side, says the vendor's loop won.
+PAIRS = [
+    pair("Pair/ToDevice/avx2~vendor_dm_4B/8", 0.8), pair("Pair/ToDevice/avx2~vendor_dm_4B/8", 0.9),
+    pair("Pair/ToDevice/avx2~vendor_dm_4B/8", 0.7),
+    pair("Pair/ToDevice/sse~vendor_dm_4B/8", 5.0),        # not the active variant
+    pair("Pair/ToDevice/avx2~vendor_bf_8x8B/64", 5.0),    # not what the table divides by
+]
+
+
 class ReportTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         self.paths = []
-        for name, rows in (("wire", WIRE), ("rings", HOT), ("copy", COPY)):
+        for name, rows in (("wire", WIRE), ("rings", HOT), ("copy", COPY + PAIRS)):
             path = os.path.join(self.tmp.name, name + ".json")
             with open(path, "w") as f:
                 json.dump({"context": {"onchip_wc_copy": "to-device avx2; from-device avx2"},
@@ -107,6 +120,14 @@ class ReportTest(unittest.TestCase):
         hot = {r["path"]: r for r in got["hot"]}
         self.assertIsNone(hot["PollCq/one"]["ns"])
         self.assertIn("PollCq/one           failed: ibv_create_cq", text)
+
+    def test_a_copy_row_is_judged_against_the_vendor_by_its_pair(self):
+        text, _, got = self.write()
+        rows = {(e["op"], e["size"]): e for e in got["rows"]}
+        self.assertAlmostEqual(rows[("wc_copy_to_device", 8)]["vs_vendor"], 0.8)
+        self.assertTrue(rows[("wc_copy_to_device", 8)]["vs_vendor_paired"])
+        self.assertAlmostEqual(rows[("wc_copy_to_device", 4096)]["vs_vendor"], 20.0)  # no pair
+        self.assertNotIn("Pair/", text)  # neither a copy row nor an "other" benchmark
 
     def test_a_hot_path_is_judged_by_cpu_time_as_its_suite_judges_it(self):
         preempted = dict(row("PostRecv", 15.0), real_time=95.0)  # the thread lost its CPU
