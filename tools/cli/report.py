@@ -120,8 +120,10 @@ def collect(paths):
     context, copy (rows[(op, size)][impl] = samples), wire (the same for the wire rows),
     hot (name -> samples), errors ([(name, message)]) and other (name -> samples).
     A sample is (ns per operation, bytes per second, p99 ns or None). paired[(op, size)] holds
-    the x_base of each repetition of the pair that judges the row against the vendor."""
+    the x_base of each repetition of the pair that judges the row against the vendor;
+    elsewhere[(op, size)] that pair's ratio in each other process wc_copy_bench ran it in."""
     got = {"context": {}, "errors": [], "paired": collections.defaultdict(list),
+           "elsewhere": collections.defaultdict(list),
            "copy": collections.defaultdict(lambda: collections.defaultdict(list)),
            "wire": collections.defaultdict(lambda: collections.defaultdict(list)),
            "hot": collections.defaultdict(list), "other": collections.defaultdict(list)}
@@ -130,6 +132,14 @@ def collect(paths):
             data = json.load(f)
         for k, v in data.get("context", {}).items():
             got["context"].setdefault(k, v)
+        for item in filter(None, data.get("context", {}).get("onchip_pairs_elsewhere", "").split(";")):
+            name, _, values = item.partition("=")
+            pair = pair_where(name, data.get("context", {}))
+            if pair:
+                try:
+                    got["elsewhere"][pair] += [float(x) for x in values.split(",") if x]
+                except ValueError:
+                    pass  # not a number: that entry judges nothing
         seen_errors = set()
         for b in data.get("benchmarks", []):
             name = b.get("run_name", b["name"])
@@ -226,9 +236,10 @@ def human_ns(ns):
     return "%.0f ns" % ns if ns < 1e4 else "%.1f us" % (ns / 1e3)
 
 
-def build(rows, paired=None):
+def build(rows, paired=None, elsewhere=None):
     """The copy table. x vendor comes from the row's pair when the suite measured one (the two
-    timed side by side), else from the two rows' medians."""
+    timed side by side): the median over processes of each process's ratio, as the suite's own
+    summary takes it. Else from the two rows' medians."""
     table = []
     for (op, size) in sorted(rows, key=lambda k: (k[0], k[1])):
         impls = {impl: stats(samples) for impl, samples in rows[(op, size)].items()}
@@ -238,7 +249,8 @@ def build(rows, paired=None):
             b = impls.get(base)
             entry["vs_" + base] = (b["median_ns"] / on["median_ns"]) if on and b and on["median_ns"] else None
         if paired and paired.get((op, size)):
-            entry["vs_vendor"] = median(paired[(op, size)])
+            entry["vs_vendor"] = median([median(paired[(op, size)])] +
+                                        list((elsewhere or {}).get((op, size), [])))
             entry["vs_vendor_paired"] = True
         table.append(entry)
     return table
@@ -753,7 +765,7 @@ def write(paths, out_dir, header, compare_with=None):
     context = got["context"]
     other = [(name, median([x[0] for x in v]), median([x[1] for x in v]))
              for name, v in sorted(got["other"].items())]
-    table = build(got["copy"], got["paired"])
+    table = build(got["copy"], got["paired"], got["elsewhere"])
     wire1 = build_wire(got["wire"], got["errors"], two_proc=False)
     wire2 = build_wire(got["wire"], got["errors"], two_proc=True)
     hot = build_hot(got["hot"], got["errors"])

@@ -75,6 +75,10 @@ PAIRS = [
     pair("Pair/ToDevice/sse~vendor_dm_4B/8", 5.0),        # not the active variant
     pair("Pair/ToDevice/avx2~vendor_bf_8x8B/64", 5.0),    # not what the table divides by
 ]
+# The same pairs in wc_copy_bench's other processes: 8 B has 0.8 here and 1.1, 1.2, 0.6, 1.3
+# elsewhere, a median of 1.1 over the five.
+ELSEWHERE = ("Pair/ToDevice/avx2~vendor_dm_4B/8=1.1,1.2,0.6,1.3;"
+             "Pair/ToDevice/sse~vendor_dm_4B/8=9,9,9,9;Pair/ToDevice/avx2~vendor_dm_4B/16=x")
 
 
 class ReportTest(unittest.TestCase):
@@ -85,8 +89,10 @@ class ReportTest(unittest.TestCase):
         for name, rows in (("wire", WIRE), ("rings", HOT), ("copy", COPY + PAIRS)):
             path = os.path.join(self.tmp.name, name + ".json")
             with open(path, "w") as f:
-                json.dump({"context": {"onchip_wc_copy": "to-device avx2; from-device avx2"},
-                           "benchmarks": rows}, f)
+                context = {"onchip_wc_copy": "to-device avx2; from-device avx2"}
+                if name == "copy":
+                    context["onchip_pairs_elsewhere"] = ELSEWHERE
+                json.dump({"context": context, "benchmarks": rows}, f)
             self.paths.append(path)
 
     def write(self, compare_with=None):
@@ -121,10 +127,10 @@ class ReportTest(unittest.TestCase):
         self.assertIsNone(hot["PollCq/one"]["ns"])
         self.assertIn("PollCq/one           failed: ibv_create_cq", text)
 
-    def test_a_copy_row_is_judged_against_the_vendor_by_its_pair(self):
+    def test_a_copy_row_is_judged_against_the_vendor_by_its_pair_over_processes(self):
         text, _, got = self.write()
         rows = {(e["op"], e["size"]): e for e in got["rows"]}
-        self.assertAlmostEqual(rows[("wc_copy_to_device", 8)]["vs_vendor"], 0.8)
+        self.assertAlmostEqual(rows[("wc_copy_to_device", 8)]["vs_vendor"], 1.1)
         self.assertTrue(rows[("wc_copy_to_device", 8)]["vs_vendor_paired"])
         self.assertAlmostEqual(rows[("wc_copy_to_device", 4096)]["vs_vendor"], 20.0)  # no pair
         self.assertNotIn("Pair/", text)  # neither a copy row nor an "other" benchmark
