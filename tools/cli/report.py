@@ -243,7 +243,7 @@ def build(rows, paired=None, elsewhere=None):
     table = []
     for (op, size) in sorted(rows, key=lambda k: (k[0], k[1])):
         impls = {impl: stats(samples) for impl, samples in rows[(op, size)].items()}
-        entry = {"op": op, "size": size, "impls": impls}
+        entry = {"op": op, "size": size, "impls": impls, "vs_vendor_paired": False}
         on = impls.get("onchip")
         for base in ("vendor", "host"):
             b = impls.get(base)

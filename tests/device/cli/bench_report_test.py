@@ -169,7 +169,8 @@ class BenchReportTest(unittest.TestCase):
         self.assertIn("onchip.copy_variant", self.json["context"])
         ops = set()
         for row in self.json["rows"]:
-            self.assertEqual(set(row), {"op", "size", "impls", "vs_vendor", "vs_host"}, row)
+            self.assertEqual(set(row), {"op", "size", "impls", "vs_vendor", "vs_host",
+                                        "vs_vendor_paired"}, row)
             self.assertIsInstance(row["size"], int)
             self.assertTrue(set(row["impls"]) <= {"onchip", "vendor", "host"}, row)
             for impl, s in row["impls"].items():
@@ -182,6 +183,10 @@ class BenchReportTest(unittest.TestCase):
             ops.add(row["op"])
         for op in OPERATIONS:
             self.assertIn(op, ops)
+        # The mmio kernels' x vendor is their pair's (timed side by side), the driver rows' not.
+        for row in self.json["rows"]:
+            paired = row["op"] in ("wc_copy_to_device", "wc_copy_from_device", "blueflame_copy")
+            self.assertEqual(row["vs_vendor_paired"], paired and "vendor" in row["impls"], row)
         to_dm = {r["size"]: r for r in self.json["rows"] if r["op"] == "memcpy_to_dm"}
         self.assertEqual(sorted(to_dm), [64, 4096, 262144])
         self.assertEqual(set(to_dm[4096]["impls"]), {"onchip", "vendor", "host"})
