@@ -22,6 +22,11 @@ Port::Serving::Serving(const void* server) : outer_(t_serving) { t_serving = ser
 
 Port::Serving::~Serving() { t_serving = outer_; }
 
+void Port::SetServer(const void* server) {
+  server_.store(server, std::memory_order_relaxed);
+  Fabric::Instance().Changed();
+}
+
 bool Port::ServedHere() const {
   const void* server = server_.load(std::memory_order_relaxed);
   return server != nullptr && server == t_serving;
@@ -60,12 +65,64 @@ void Fabric::Attach(Port* port, std::span<const Gid> gids, uint16_t lid) {
   for (const Gid& g : gids)
     if (!IsZero(g)) ports_.try_emplace(g, port);
   if (lid != 0) lids_[lid] = port;
+  Changed();
 }
 
 void Fabric::Detach(Port* port) {
   std::lock_guard lock(mutex_);
   std::erase_if(ports_, [port](const auto& kv) { return kv.second == port; });
   std::erase_if(lids_, [port](const auto& kv) { return kv.second == port; });
+  Changed();
+}
+
+namespace {
+// A thread's routes to the ports it serves (Port::Serving). Why they may be used without the
+// fabric's mutex: such a port cannot leave the thread, nor its device be destroyed, while the
+// thread holds its server's lock (a device first detaches from its thread, under that lock,
+// and only then from the fabric), and a thread delivers only inside a pass, holding that lock.
+// A copy is good while the fabric's generation is the one it was built at: every Attach,
+// Detach and SetServer in the process bumps it, so a port that changed server or address is
+// never found in a stale copy. The vectors keep their capacity: refreshing allocates only while
+// the process's ports are still being created.
+struct ServedRoutes {
+  const void* server = nullptr;
+  uint64_t generation = ~uint64_t{0};
+  std::vector<std::pair<Gid, Port*>> gids;
+  std::vector<std::pair<uint16_t, Port*>> lids;
+};
+thread_local ServedRoutes t_routes;
+}  // namespace
+
+void Fabric::RefreshServedRoutes() {
+  std::lock_guard lock(mutex_);
+  // Read before the maps: a change after this leaves the copy one generation behind, and the
+  // next delivery refreshes it again.
+  t_routes.generation = generation_.load(std::memory_order_acquire);
+  t_routes.server = t_serving;
+  t_routes.gids.clear();
+  t_routes.lids.clear();
+  for (const auto& [gid, port] : ports_)
+    if (port->ServedHere()) t_routes.gids.emplace_back(gid, port);
+  for (const auto& [lid, port] : lids_)
+    if (port != nullptr && port->ServedHere()) t_routes.lids.emplace_back(lid, port);
+}
+
+Port* Fabric::ServedPort(const Gid& dgid) {
+  if (t_serving == nullptr) return nullptr;
+  if (t_routes.server != t_serving || t_routes.generation != generation_.load(std::memory_order_acquire))
+    RefreshServedRoutes();
+  for (const auto& [gid, port] : t_routes.gids)
+    if (gid == dgid) return port;
+  return nullptr;
+}
+
+Port* Fabric::ServedPortAtLid(uint16_t dlid) {
+  if (t_serving == nullptr) return nullptr;
+  if (t_routes.server != t_serving || t_routes.generation != generation_.load(std::memory_order_acquire))
+    RefreshServedRoutes();
+  for (const auto& [lid, port] : t_routes.lids)
+    if (lid == dlid) return port;
+  return nullptr;
 }
 
 void Fabric::HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p) {
@@ -80,6 +137,10 @@ void Fabric::HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p
 }
 
 bool Fabric::DeliverToLid(uint16_t dlid, Packet&& p) {
+  if (Port* port = ServedPortAtLid(dlid)) {
+    port->Receive(std::move(p));
+    return true;
+  }
   std::unique_lock lock(mutex_);
   auto it = lids_.find(dlid);
   if (it == lids_.end() || it->second == nullptr) return false;
@@ -88,6 +149,10 @@ bool Fabric::DeliverToLid(uint16_t dlid, Packet&& p) {
 }
 
 bool Fabric::Deliver(const Gid& dgid, Packet&& p) {
+  if (Port* port = ServedPort(dgid)) {
+    port->Receive(std::move(p));
+    return true;
+  }
   std::unique_lock lock(mutex_);
   auto it = ports_.find(dgid);
   if (it == ports_.end()) return false;

@@ -118,7 +118,7 @@ class Port {
   void Push(Packet&& p);
   // The device thread that runs the owner's passes, set and cleared under that thread's own
   // lock, which it holds while it serves; nullptr: none.
-  void SetServer(const void* server) { server_.store(server, std::memory_order_relaxed); }
+  void SetServer(const void* server);
   // Marks the calling thread, for its scope, as the one running `server`'s passes (it holds the
   // server's lock throughout, so no port of that server attaches to it or leaves it meanwhile).
   class Serving {
@@ -175,6 +175,16 @@ class Fabric {
   bool DeliverToLid(uint16_t dlid, Packet&& p);
 
  private:
+  friend class Port;
+  // A port attached, left, or changed server: every thread's ServedRoutes is stale.
+  void Changed() { generation_.fetch_add(1, std::memory_order_acq_rel); }
+  // The port owning `dgid` (or at `dlid`) among those the calling thread serves, from that
+  // thread's own copy of their routes (wire.cc): no mutex, no map. nullptr when the thread
+  // serves none of that address (the caller then takes the mutex and the map).
+  Port* ServedPort(const Gid& dgid);
+  Port* ServedPortAtLid(uint16_t dlid);
+  // Brings the calling thread's copy up to generation_, under mutex_.
+  void RefreshServedRoutes();
   // Hands `p` to `port`, found under `lock`, which this releases before the port's owner runs
   // (its answer comes back through the fabric).
   static void HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p);
@@ -190,6 +200,8 @@ class Fabric {
     }
   };
   std::mutex mutex_;
+  // Bumped by Attach, Detach and Port::SetServer; read before a thread trusts its routes.
+  std::atomic<uint64_t> generation_{0};
   std::map<Gid, Port*, GidOrder> ports_;
   std::map<uint16_t, Port*> lids_;  // a reserved LID maps to nullptr until its port attaches
 };

@@ -213,6 +213,43 @@ TEST(DeviceThreadTest, ARequestTakenAtOnceThatLeavesWorkGetsAPass) {
   EXPECT_EQ(flushed->syndrome(), prm::MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
 }
 
+// A thread keeps its own copy of the routes to the devices it serves (wire.cc). A device that
+// goes takes its route with it: a new device at its address, on the same thread, receives what
+// is sent there, and the copy never hands a packet to the port that went.
+TEST(DeviceThreadTest, ANewDeviceAtAGoneDevicesAddressGetsItsPackets) {
+  auto thread = DeviceThread::Create();
+  ASSERT_TRUE(thread);
+  auto a = StartFunction(ConfigOf(0), *thread);
+  auto b = StartFunction(ConfigOf(1), *thread);
+  ASSERT_TRUE(a && b);
+  RcPair ab = Connect(*a, 0, *b, 0);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Write(*a, ab.from_qp, *b, 8, static_cast<uint8_t>(i)));
+  EXPECT_GT(b->device->engine().received_at_once(), 0u);
+  const Gid address = GidOf(*b);
+  const uint32_t gone_qpn = ab.to_qp.qpn;
+  b.reset();
+  // Sent while no device has the address: lost, never handed to the port that went (under
+  // ASan a stale route is a use after free). The QP waits for an ACK with no timeout, on a CQ
+  // of its own, so it neither resends to the next device nor completes on a's CQ.
+  const auto lost_cq = a->node->NewCq(1);
+  Node::QpInfo lost = a->node->NewQp(2, prm::QP_ST_RC, lost_cq.cqn, lost_cq.cqn);
+  Node::Path nowhere;
+  nowhere.remote_qpn = gone_qpn;
+  nowhere.rgid = address;
+  nowhere.ack_timeout = 0;
+  a->node->Connect(lost, nowhere);
+  a->node->PostSend(lost, prm::MLX5_OPCODE_RDMA_WRITE,
+                    Cat({RaddrSeg(kDst, 0x1234), DataSeg(a->key, kSrc, 8)}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto c = StartFunction(ConfigOf(1), *thread);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(GidOf(*c), address);
+  RcPair ac = Connect(*a, 1, *c, 0);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Write(*a, ac.from_qp, *c, 64, static_cast<uint8_t>(i)));
+  EXPECT_GT(c->device->engine().received_at_once(), 0u);
+  EXPECT_EQ(a->device->firmware().CheckInvariants(), nullptr);
+}
+
 // The sleep policy is the thread's: work on one device keeps the other awake too, and both go
 // to sleep together once neither has work.
 TEST(DeviceThreadTest, TheThreadSleepsAndWakesForAllItsDevices) {
