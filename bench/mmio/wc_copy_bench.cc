@@ -203,10 +203,14 @@ struct VendorBf {
   }
 };
 struct MemcpyTo {
-  void operator()(std::size_t n) const { benchmark::DoNotOptimize(std::memcpy(g_device, g_host, n)); }
+  void operator()(std::size_t n) const {
+    benchmark::DoNotOptimize(std::memcpy(g_device, g_host, n));
+  }
 };
 struct MemcpyFrom {
-  void operator()(std::size_t n) const { benchmark::DoNotOptimize(std::memcpy(g_host, g_device, n)); }
+  void operator()(std::size_t n) const {
+    benchmark::DoNotOptimize(std::memcpy(g_host, g_device, n));
+  }
 };
 
 template <class Copy>

@@ -107,22 +107,29 @@ void Fabric::RefreshServedRoutes() {
     if (port != nullptr && port->ServedHere()) t_routes.lids.emplace_back(lid, port);
 }
 
-Port* Fabric::ServedPort(const Gid& dgid) {
-  if (t_serving == nullptr) return nullptr;
-  if (t_routes.server != t_serving || t_routes.generation != generation_.load(std::memory_order_acquire))
+bool Fabric::ServedRoutesCurrent() {
+  if (t_serving == nullptr) return false;
+  if (t_routes.server != t_serving ||
+      t_routes.generation != generation_.load(std::memory_order_acquire))
     RefreshServedRoutes();
-  for (const auto& [gid, port] : t_routes.gids)
-    if (gid == dgid) return port;
+  return true;
+}
+
+namespace {
+template <class Address>
+Port* FindRoute(const std::vector<std::pair<Address, Port*>>& routes, const Address& address) {
+  for (const auto& [a, port] : routes)
+    if (a == address) return port;
   return nullptr;
+}
+}  // namespace
+
+Port* Fabric::ServedPort(const Gid& dgid) {
+  return ServedRoutesCurrent() ? FindRoute(t_routes.gids, dgid) : nullptr;
 }
 
 Port* Fabric::ServedPortAtLid(uint16_t dlid) {
-  if (t_serving == nullptr) return nullptr;
-  if (t_routes.server != t_serving || t_routes.generation != generation_.load(std::memory_order_acquire))
-    RefreshServedRoutes();
-  for (const auto& [lid, port] : t_routes.lids)
-    if (lid == dlid) return port;
-  return nullptr;
+  return ServedRoutesCurrent() ? FindRoute(t_routes.lids, dlid) : nullptr;
 }
 
 void Fabric::HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p) {

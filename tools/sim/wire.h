@@ -183,6 +183,8 @@ class Fabric {
   // serves none of that address (the caller then takes the mutex and the map).
   Port* ServedPort(const Gid& dgid);
   Port* ServedPortAtLid(uint16_t dlid);
+  // Whether the calling thread has a copy to use (it runs a pass), brought up to date first.
+  bool ServedRoutesCurrent();
   // Brings the calling thread's copy up to generation_, under mutex_.
   void RefreshServedRoutes();
   // Hands `p` to `port`, found under `lock`, which this releases before the port's owner runs
