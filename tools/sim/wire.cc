@@ -116,10 +116,20 @@ bool Fabric::ServedRoutesCurrent() {
 }
 
 namespace {
+// Two 64-bit compares, where std::array's == calls memcmp: a device has several GIDs, and the
+// scan compares against each of them.
+bool SameAddress(const Gid& a, const Gid& b) {
+  uint64_t x[2], y[2];
+  std::memcpy(x, a.data(), sizeof x);
+  std::memcpy(y, b.data(), sizeof y);
+  return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+}
+bool SameAddress(uint16_t a, uint16_t b) { return a == b; }
+
 template <class Address>
 Port* FindRoute(const std::vector<std::pair<Address, Port*>>& routes, const Address& address) {
   for (const auto& [a, port] : routes)
-    if (a == address) return port;
+    if (SameAddress(a, address)) return port;
   return nullptr;
 }
 }  // namespace
