@@ -116,30 +116,24 @@ bool Fabric::ServedRoutesCurrent() {
 }
 
 namespace {
-// Two 64-bit compares, where std::array's == calls memcmp: a device has several GIDs, and the
-// scan compares against each of them.
-bool SameAddress(const Gid& a, const Gid& b) {
-  uint64_t x[2], y[2];
-  std::memcpy(x, a.data(), sizeof x);
-  std::memcpy(y, b.data(), sizeof y);
-  return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
-}
-bool SameAddress(uint16_t a, uint16_t b) { return a == b; }
-
-template <class Address>
-Port* FindRoute(const std::vector<std::pair<Address, Port*>>& routes, const Address& address) {
+// The port of the first route whose address `same` says is `address`, or nullptr. A device has
+// several GIDs, and the scan compares against each (Fabric::SameGid: two 64-bit compares).
+template <class Address, class Same>
+Port* FindRoute(const std::vector<std::pair<Address, Port*>>& routes, const Address& address,
+                Same same) {
   for (const auto& [a, port] : routes)
-    if (SameAddress(a, address)) return port;
+    if (same(a, address)) return port;
   return nullptr;
 }
 }  // namespace
 
 Port* Fabric::ServedPort(const Gid& dgid) {
-  return ServedRoutesCurrent() ? FindRoute(t_routes.gids, dgid) : nullptr;
+  return ServedRoutesCurrent() ? FindRoute(t_routes.gids, dgid, SameGid) : nullptr;
 }
 
 Port* Fabric::ServedPortAtLid(uint16_t dlid) {
-  return ServedRoutesCurrent() ? FindRoute(t_routes.lids, dlid) : nullptr;
+  return ServedRoutesCurrent() ? FindRoute(t_routes.lids, dlid, std::equal_to<uint16_t>())
+                               : nullptr;
 }
 
 void Fabric::HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p) {

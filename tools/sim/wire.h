@@ -191,16 +191,22 @@ class Fabric {
   // (its answer comes back through the fabric).
   static void HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p);
 
-  // GIDs ordered as two 64-bit words (any strict order serves a lookup): two compares where
-  // std::array's lexicographic order calls memcmp.
+  // A GID as two 64-bit words: compared in two steps where std::array's operators call memcmp.
+  struct GidWords {
+    explicit GidWords(const Gid& g) { std::memcpy(w, g.data(), sizeof w); }
+    uint64_t w[2];
+  };
+  // GIDs ordered as their two words (any strict order serves a lookup).
   struct GidOrder {
     bool operator()(const Gid& a, const Gid& b) const {
-      uint64_t x[2], y[2];
-      std::memcpy(x, a.data(), sizeof x);
-      std::memcpy(y, b.data(), sizeof y);
-      return x[0] != y[0] ? x[0] < y[0] : x[1] < y[1];
+      const GidWords x(a), y(b);
+      return x.w[0] != y.w[0] ? x.w[0] < y.w[0] : x.w[1] < y.w[1];
     }
   };
+  static bool SameGid(const Gid& a, const Gid& b) {
+    const GidWords x(a), y(b);
+    return ((x.w[0] ^ y.w[0]) | (x.w[1] ^ y.w[1])) == 0;
+  }
   std::mutex mutex_;
   // Bumped by Attach, Detach and Port::SetServer; read before a thread trusts its routes.
   std::atomic<uint64_t> generation_{0};
