@@ -136,26 +136,19 @@ Port* Fabric::ServedPortAtLid(uint16_t dlid) {
                                : nullptr;
 }
 
-void Fabric::HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p) {
-  if (!port->ServedHere()) {
-    port->Push(std::move(p));
-    return;
-  }
-  // This thread serves the port's device and holds its server's lock, so the device cannot
-  // leave (its destructor first detaches from that server): the port outlives the call.
-  lock.unlock();
-  port->Receive(std::move(p));
-}
-
+// A port the calling thread serves is in its route copy (ServedRoutesCurrent refreshes it, and
+// none of its own ports can change server while it delivers), so the map only ever finds ports
+// served elsewhere, or by no thread: their packets wait in the port's queue, pushed under the
+// mutex so that the port cannot detach meanwhile.
 bool Fabric::DeliverToLid(uint16_t dlid, Packet&& p) {
   if (Port* port = ServedPortAtLid(dlid)) {
     port->Receive(std::move(p));
     return true;
   }
-  std::unique_lock lock(mutex_);
+  std::lock_guard lock(mutex_);
   auto it = lids_.find(dlid);
   if (it == lids_.end() || it->second == nullptr) return false;
-  HandOver(lock, it->second, std::move(p));
+  it->second->Push(std::move(p));
   return true;
 }
 
@@ -164,10 +157,10 @@ bool Fabric::Deliver(const Gid& dgid, Packet&& p) {
     port->Receive(std::move(p));
     return true;
   }
-  std::unique_lock lock(mutex_);
+  std::lock_guard lock(mutex_);
   auto it = ports_.find(dgid);
   if (it == ports_.end()) return false;
-  HandOver(lock, it->second, std::move(p));
+  it->second->Push(std::move(p));
   return true;
 }
 

@@ -187,9 +187,6 @@ class Fabric {
   bool ServedRoutesCurrent();
   // Brings the calling thread's copy up to generation_, under mutex_.
   void RefreshServedRoutes();
-  // Hands `p` to `port`, found under `lock`, which this releases before the port's owner runs
-  // (its answer comes back through the fabric).
-  static void HandOver(std::unique_lock<std::mutex>& lock, Port* port, Packet&& p);
 
   // A GID as two 64-bit words: compared in two steps where std::array's operators call memcmp.
   struct GidWords {
