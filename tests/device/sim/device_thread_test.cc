@@ -69,15 +69,18 @@ RcPair Connect(Function& from, uint32_t from_slot, Function& to, uint32_t to_slo
   return ::testing::AssertionSuccess();
 }
 
-// Two started functions (ConfigOf 0 and 1 of `base`) on one new device thread, which they hold.
+// Two started functions (ConfigOf 0 and 1 of `base`) on one new device thread, which they hold,
+// and the thread, for more functions to join.
 struct Pair {
   std::unique_ptr<Function> a, b;
+  std::shared_ptr<DeviceThread> thread;
 };
 Pair StartOnOneThread(const DeviceConfig& base = {}) {
   auto thread = DeviceThread::Create();
   EXPECT_TRUE(thread);
   if (!thread) return {};
-  return {StartFunction(ConfigOf(0, base), *thread), StartFunction(ConfigOf(1, base), *thread)};
+  return {StartFunction(ConfigOf(0, base), *thread), StartFunction(ConfigOf(1, base), *thread),
+          *thread};
 }
 
 TEST(DeviceThreadTest, DevicesOfTheirOwnGetThreadsOfTheirOwn) {
@@ -147,7 +150,7 @@ TEST(DeviceThreadTest, TwoDevicesOnOneThreadServeCommandsAndTraffic) {
 // unmap) over and over, so a receiver must sometimes queue what it cannot take at once, and a
 // response must sometimes reach a requester between its passes. Nothing is lost or stalls.
 TEST(DeviceThreadTest, DevicesOfOneThreadTakeEachOthersPacketsAtOnce) {
-  auto [a, b] = StartOnOneThread();
+  auto [a, b, _] = StartOnOneThread();
   ASSERT_TRUE(a && b);
   RcPair ab = Connect(*a, 0, *b, 0);
   RcPair ba = Connect(*b, 1, *a, 1);
@@ -195,7 +198,7 @@ TEST(DeviceThreadTest, DevicesOfOneThreadTakeEachOthersPacketsAtOnce) {
 TEST(DeviceThreadTest, ARequestTakenAtOnceThatLeavesWorkGetsAPass) {
   DeviceConfig slow;
   slow.engine_idle_period = std::chrono::seconds(30);
-  auto [a, b] = StartOnOneThread(slow);
+  auto [a, b, _] = StartOnOneThread(slow);
   ASSERT_TRUE(a && b);
   RcPair ab = Connect(*a, 0, *b, 0);
   b->node->PostRecv(ab.to_qp, b->key, kDst, 64);
@@ -217,10 +220,7 @@ TEST(DeviceThreadTest, ARequestTakenAtOnceThatLeavesWorkGetsAPass) {
 // goes takes its route with it: a new device at its address, on the same thread, receives what
 // is sent there, and the copy never hands a packet to the port that went.
 TEST(DeviceThreadTest, ANewDeviceAtAGoneDevicesAddressGetsItsPackets) {
-  auto thread = DeviceThread::Create();
-  ASSERT_TRUE(thread);
-  auto a = StartFunction(ConfigOf(0), *thread);
-  auto b = StartFunction(ConfigOf(1), *thread);
+  auto [a, b, thread] = StartOnOneThread();
   ASSERT_TRUE(a && b);
   RcPair ab = Connect(*a, 0, *b, 0);
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(Write(*a, ab.from_qp, *b, 8, static_cast<uint8_t>(i)));
@@ -241,7 +241,7 @@ TEST(DeviceThreadTest, ANewDeviceAtAGoneDevicesAddressGetsItsPackets) {
   a->node->PostSend(lost, prm::MLX5_OPCODE_RDMA_WRITE,
                     Cat({RaddrSeg(kDst, 0x1234), DataSeg(a->key, kSrc, 8)}));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  auto c = StartFunction(ConfigOf(1), *thread);
+  auto c = StartFunction(ConfigOf(1), thread);
   ASSERT_TRUE(c);
   ASSERT_EQ(GidOf(*c), address);
   RcPair ac = Connect(*a, 1, *c, 0);
@@ -255,7 +255,7 @@ TEST(DeviceThreadTest, ANewDeviceAtAGoneDevicesAddressGetsItsPackets) {
 TEST(DeviceThreadTest, TheThreadSleepsAndWakesForAllItsDevices) {
   DeviceConfig slow;
   slow.engine_idle_period = std::chrono::seconds(2);
-  auto [a, b] = StartOnOneThread(slow);
+  auto [a, b, _] = StartOnOneThread(slow);
   ASSERT_TRUE(a && b);
   RcPair a_loop = Connect(*a, 0, *a, 1);
   ASSERT_TRUE(WaitUntil([&] { return a->device->engine_sleeping() && b->device->engine_sleeping(); }));
