@@ -165,6 +165,31 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(self.unmet, ["8-byte RDMA WRITE into DM within 3x of the floor, one "
                                       "process: 3.1x (missed)"])
 
+    def test_the_wire_goal_is_judged_by_its_pair_when_the_suite_timed_one(self):
+        # The plain rows, timed apart, read 3.1x (missed); the WRITE and its floor timed by turns
+        # read 2.6x, 2.8x and 3.4x over three repetitions: the goal takes their median. The
+        # pair of two processes judges the two-process table alone.
+        def wire_pair(name, x):
+            return dict(row(name + "/iterations:16/real_time", 3e6), x_floor=x, op_ns=420.0,
+                        floor_ns=150.0)
+        path = os.path.join(self.tmp.name, "wire_pairs.json")
+        with open(path, "w") as f:
+            json.dump({"benchmarks": [
+                wire_pair("rdma_write.paired/8", 2.6), wire_pair("rdma_write.paired/8", 3.4),
+                wire_pair("rdma_write.paired/8", 2.8), wire_pair("rdma_write.paired_2proc/8", 3.5)]}, f)
+        self.paths.append(path)
+        text, _, got = self.write()
+        w8 = {(e["op"], e["size"]): e for e in got["wire"]}[("rdma_write", 8)]
+        self.assertAlmostEqual(w8["x_floor_onchip"], 2.8)
+        self.assertTrue(w8["x_floor_paired"])
+        self.assertAlmostEqual(w8["x_floor_host"], 4.0)  # the host row has no pair
+        self.assertFalse({(e["op"], e["size"]): e for e in got["wire"]}[("rdma_write", 64)]["x_floor_paired"])
+        self.assertIn("goal: an 8-byte RDMA WRITE into DM within 3x of the floor: 2.8x (met); the "
+                      "two timed by turns", text)
+        self.assertEqual(self.unmet, ["8-byte RDMA WRITE into DM within 3x of the floor, two "
+                                      "processes: 3.5x (missed)"])
+        self.assertNotIn("paired", text)  # not listed among other benchmarks
+
     def test_a_floor_slower_than_the_operation_judges_nothing(self):
         self.assertEqual(report.wire_verdict(3.0), "met")
         self.assertEqual(report.wire_verdict(3.1), "missed")
