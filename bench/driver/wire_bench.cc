@@ -362,56 +362,76 @@ ibv_send_wr MakeWr(Op op, ibv_sge* sge, Remote remote) {
   return wr;
 }
 
-// One work request from QP 0 to QP 1 and its completion; for a SEND, a receive is posted on QP 1
-// first and the operation ends when both the receive and the send completed. A call is one
-// operation: false, with the row's error set, if it failed.
-class OneProcessOp {
+// Where one operation goes: the QP that posts it and the CQ its completion lands on, its local
+// buffer and its remote one, and for a SEND the receive it needs first (the QP it is posted on,
+// the CQ its completion lands on, where it lands).
+struct Route {
+  ibv_qp* qp;
+  ibv_cq* cq;
+  ibv_sge local;
+  Remote remote;
+  ibv_qp* recv_qp;
+  ibv_cq* recv_cq;
+  ibv_sge receive;
+};
+
+// One signaled work request along a route, and its completion (for a SEND also the receive's).
+// A call is one operation: false, with the row's error set, if it failed.
+class WireOp {
  public:
-  OneProcessOp(benchmark::State& state, Op op, Where where)
-      : state_(state), f_(F()), op_(op), len_(static_cast<uint32_t>(state.range(0))) {
-    const Buffer& local = where == Where::kLocalDm ? f_.end[0].dm : f_.end[0].host;
-    const Buffer& remote = where == Where::kRemoteDm ? f_.end[1].dm : f_.end[1].host;
-    sge_ = {.addr = local.addr(), .length = len_, .lkey = local.mr->lkey};
-    wr_ = MakeWr(op, &sge_, RemoteOf(remote));
-    rsge_ = {.addr = remote.addr(), .length = len_, .lkey = remote.mr->lkey};
-    rwr_.sg_list = &rsge_;
+  WireOp(benchmark::State& state, Op op, const Route& route)
+      : state_(state), op_(op), route_(route), wr_(MakeWr(op, &route_.local, route_.remote)) {
+    rwr_.sg_list = &route_.receive;
     rwr_.num_sge = 1;
   }
-  OneProcessOp(const OneProcessOp&) = delete;  // the work requests point into it
+  WireOp(const WireOp&) = delete;  // the work requests point into it
 
   bool operator()() {
     ibv_send_wr* bad = nullptr;
     ibv_recv_wr* rbad = nullptr;
-    if (op_ == Op::kSend && rings::PostRecv(f_.end[1].qp, &rwr_, &rbad) != 0) {
+    if (op_ == Op::kSend && rings::PostRecv(route_.recv_qp, &rwr_, &rbad) != 0) {
       state_.SkipWithError("ibv_post_recv failed");
       return false;
     }
-    if (rings::PostSend(f_.end[0].qp, &wr_, &bad) != 0) {
+    if (rings::PostSend(route_.qp, &wr_, &bad) != 0) {
       state_.SkipWithError("ibv_post_send failed");
       return false;
     }
-    if (op_ == Op::kSend && !PollOne(state_, f_.end[1].cq)) return false;
-    return PollOne(state_, f_.end[0].cq);
+    // A SEND's two completions, which come in either order when both land on one CQ.
+    if (op_ == Op::kSend && !PollOne(state_, route_.recv_cq)) return false;
+    return PollOne(state_, route_.cq);
   }
-  uint32_t len() const { return len_; }
-  const sim::Device& device() const { return *f_.sim; }
+  uint32_t len() const { return route_.local.length; }
 
  private:
   benchmark::State& state_;
-  Fixture& f_;
   const Op op_;
-  const uint32_t len_;
-  ibv_sge sge_{}, rsge_{};
-  ibv_send_wr wr_{};
+  Route route_;
+  ibv_send_wr wr_;
   ibv_recv_wr rwr_{};
 };
 
+// From QP 0 to QP 1 of this process; a SEND's receive is posted on QP 1, into the remote buffer.
+Route OneProcessRoute(const benchmark::State& state, Where where) {
+  Fixture& f = F();
+  const auto len = static_cast<uint32_t>(state.range(0));
+  const Buffer& local = where == Where::kLocalDm ? f.end[0].dm : f.end[0].host;
+  const Buffer& remote = where == Where::kRemoteDm ? f.end[1].dm : f.end[1].host;
+  return {.qp = f.end[0].qp,
+          .cq = f.end[0].cq,
+          .local = {.addr = local.addr(), .length = len, .lkey = local.mr->lkey},
+          .remote = RemoteOf(remote),
+          .recv_qp = f.end[1].qp,
+          .recv_cq = f.end[1].cq,
+          .receive = {.addr = remote.addr(), .length = len, .lkey = remote.mr->lkey}};
+}
+
 // Each operation timed on its own; the row's p50 and p99 come from those times.
 void Latency(benchmark::State& state, Op op, Where where) {
-  OneProcessOp once(state, op, where);
+  WireOp once(state, op, OneProcessRoute(state, where));
   if (!WarmUp(once)) return;
   Samples samples;
-  const EngineCpu engine(once.device());
+  const EngineCpu engine(*F().sim);
   for (auto _ : state) {
     const int64_t t0 = NowNs();
     if (!once()) break;
@@ -781,64 +801,33 @@ std::unique_ptr<TwoProcess>& TwoProcessSlot() {
   return t;
 }
 
-// One operation from this process to the peer: a write, read or atomic on the peer's buffer (DM
-// or host), or a SEND and the peer's answer (a round trip). A call is one operation: false, with
-// the row's error set, if it failed.
-class TwoProcessOp {
- public:
-  TwoProcessOp(benchmark::State& state, Op op, bool remote_dm)
-      : state_(state), t_(*TwoProcessSlot()), op_(op), remote_dm_(remote_dm),
-        len_(static_cast<uint32_t>(state.range(0))) {
-    const Buffer& local = t_.end.host;
-    sge_ = {.addr = local.addr(), .length = len_, .lkey = local.mr->lkey};
-    wr_ = MakeWr(op, &sge_, remote_dm ? Remote{0, t_.hello.dm_rkey}
-                                      : Remote{t_.hello.host_addr, t_.hello.host_rkey});
-    rsge_ = {.addr = local.addr(), .length = kMaxBytes, .lkey = local.mr->lkey};
-    rwr_.sg_list = &rsge_;
-    rwr_.num_sge = 1;
-  }
-  TwoProcessOp(const TwoProcessOp&) = delete;  // the work requests point into it
+// From this process to the peer: a write, read or atomic on the peer's buffer (DM or host), or a
+// SEND and the peer's answer (a round trip: the answer's receive is posted here, and both
+// completions land on this process's one CQ).
+Route TwoProcessRoute(const benchmark::State& state, bool remote_dm) {
+  TwoProcess& t = *TwoProcessSlot();
+  const auto len = static_cast<uint32_t>(state.range(0));
+  const Buffer& local = t.end.host;
+  return {.qp = t.end.qp,
+          .cq = t.end.cq,
+          .local = {.addr = local.addr(), .length = len, .lkey = local.mr->lkey},
+          .remote = remote_dm ? Remote{0, t.hello.dm_rkey} : Remote{t.hello.host_addr, t.hello.host_rkey},
+          .recv_qp = t.end.qp,
+          .recv_cq = t.end.cq,
+          .receive = {.addr = local.addr(), .length = kMaxBytes, .lkey = local.mr->lkey}};
+}
 
-  // For a SEND, the peer's one posted receive lands where this row says from its next receive
-  // on: one unmeasured exchange puts the row's receive in place. False if it failed.
-  bool Prepare() {
-    if (op_ != Op::kSend) return true;
-    t_.page->receive_into_dm.store(remote_dm_, std::memory_order_release);
-    return (*this)();
-  }
-
-  bool operator()() {
-    ibv_send_wr* bad = nullptr;
-    ibv_recv_wr* rbad = nullptr;
-    if (op_ == Op::kSend && rings::PostRecv(t_.end.qp, &rwr_, &rbad) != 0) {
-      state_.SkipWithError("ibv_post_recv failed");
-      return false;
-    }
-    if (rings::PostSend(t_.end.qp, &wr_, &bad) != 0) {
-      state_.SkipWithError("ibv_post_send failed");
-      return false;
-    }
-    // The send's completion and the answer's may come in either order, on one CQ.
-    for (int want = op_ == Op::kSend ? 2 : 1; want > 0; --want)
-      if (!PollOne(state_, t_.end.cq)) return false;
-    return true;
-  }
-  uint32_t len() const { return len_; }
-
- private:
-  benchmark::State& state_;
-  TwoProcess& t_;
-  const Op op_;
-  const bool remote_dm_;
-  const uint32_t len_;
-  ibv_sge sge_{}, rsge_{};
-  ibv_send_wr wr_{};
-  ibv_recv_wr rwr_{};
-};
+// Before a SEND row: the peer's one posted receive lands where this row says from its next
+// receive on, so one unmeasured exchange puts the row's receive in place. False if it failed.
+bool PrepareTwoProcess(Op op, bool remote_dm, WireOp& once) {
+  if (op != Op::kSend) return true;
+  TwoProcessSlot()->page->receive_into_dm.store(remote_dm, std::memory_order_release);
+  return once();
+}
 
 void LatencyTwoProcess(benchmark::State& state, Op op, bool remote_dm) {
-  TwoProcessOp once(state, op, remote_dm);
-  if (!once.Prepare() || !WarmUp(once)) return;
+  WireOp once(state, op, TwoProcessRoute(state, remote_dm));
+  if (!PrepareTwoProcess(op, remote_dm, once) || !WarmUp(once)) return;
   Samples samples;
   for (auto _ : state) {
     const int64_t t0 = NowNs();
@@ -858,14 +847,14 @@ void FloorTwoProcess(benchmark::State& state) {
 // The goal's pairs (PairWithFloor): a WRITE into the peer's DM against the floor between the
 // same two threads, or processes.
 void PairedWrite(benchmark::State& state) {
-  OneProcessOp write(state, Op::kWrite, Where::kRemoteDm);
+  WireOp write(state, Op::kWrite, OneProcessRoute(state, Where::kRemoteDm));
   FloorPeer peer;
   FloorPing ping(peer.box(), peer.shared(), write.len());
   PairWithFloor(state, write, ping);
 }
 
 void PairedWriteTwoProcess(benchmark::State& state) {
-  TwoProcessOp write(state, Op::kWrite, /*remote_dm=*/true);
+  WireOp write(state, Op::kWrite, TwoProcessRoute(state, /*remote_dm=*/true));
   TwoProcess& t = *TwoProcessSlot();
   FloorPing ping(t.page->box, t.page->shared, write.len());
   PairWithFloor(state, write, ping);
