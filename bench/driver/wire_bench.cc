@@ -655,7 +655,8 @@ void PairWithFloor(benchmark::State& state, Operation& operation, Ping& ping) {
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
+    const std::size_t n = v.size();
+    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
   state.counters["x_floor"] = median(ratios);
   state.counters["op_ns"] = median(op_ns);
