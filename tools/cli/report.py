@@ -618,6 +618,11 @@ def log_axis(lo, hi, length):
     return lambda v: (math.log10(v) - a) / (b - a) * length, (a, b)
 
 
+def tick_text(v):
+    """A gridline's label: below 1 ns human_ns would round 0.5 or 0.2 to "0 ns"."""
+    return "%g ns" % v if v < 1 else human_ns(v)
+
+
 def ticks(a, b):
     """Gridline values between 10**a and 10**b: the decades, and 2x and 5x of each when the axis
     spans less than two decades."""
@@ -639,7 +644,7 @@ def draw_bars(svg, top, title, groups, impls, colors, labels, legend_x):
     for v in ticks(a, b):
         yy = y(v)
         svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, legend_x - 10, yy, yy))
-        svg.text(left - 4, yy + 4, human_ns(v), anchor="end")
+        svg.text(left - 4, yy + 4, tick_text(v), anchor="end")
     x = left + gap / 2
     base = top + 44 + height
     for label, g in groups:
@@ -672,7 +677,7 @@ def draw_lines(svg, left, top, title, series, width=360, height=200):
     for v in ticks(a, b):
         yy = y(v)
         svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, left + width, yy, yy))
-        svg.text(left - 4, yy + 4, human_ns(v), anchor="end")
+        svg.text(left - 4, yy + 4, tick_text(v), anchor="end")
     last = None
     for n in sorted({n for n, _ in pts}):  # as many size labels as fit side by side
         if last is None or x(n) - last >= 44:

@@ -226,6 +226,17 @@ class ReportTest(unittest.TestCase):
         self.assertFalse(any(t and t.startswith("rdma_read latency (p50) DM") for t in titles))
         self.assertGreater(int(root.get("height")), 600)
 
+    def test_a_gridline_below_a_nanosecond_keeps_its_value(self):
+        # A floor of 0.6 ns (a receive WQE's two stores) puts the hot-path axis below 1 ns.
+        path = os.path.join(self.tmp.name, "fast_floor.json")
+        with open(path, "w") as f:
+            json.dump({"benchmarks": [row("PostRecv", 5.0), row("Floor/rwqe", 0.6)]}, f)
+        self.paths = [path]
+        _, chart, _ = self.write()
+        labels = [t.text for t in ET.parse(chart).getroot().iter(SVG + "text")]
+        self.assertIn("0.5 ns", labels)
+        self.assertNotIn("0 ns", labels)
+
     def test_compare_sets_each_common_row_beside_the_old_one(self):
         _, _, old = self.write()
         old["wire"][0]["impls"]["onchip"]["median_ns"] = 620.0
