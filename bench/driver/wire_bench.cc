@@ -18,8 +18,11 @@
 //   rdma_write.paired/8     the goal's pair: the 8-byte WRITE into DM and its floor timed by
 //                           turns in rounds; x_floor is the median of the rounds' ratios
 //                           (PairWithFloor says why)
-//   rdma_write_bw / rdma_read_bw  32 operations in flight, bytes per second
-//   <op>.onchip_2proc/N, <op>.host_2proc/N, <op>.floor_2proc/N, rdma_write.paired_2proc/8
+//   <op>_bw.onchip/N, <op>_bw.host/N   32 operations in flight, bytes per second (remote DM or
+//                           host), for every op; <op>_bw.onchip_2proc/N and host_2proc/N for
+//                           rdma_write, rdma_read and the atomics between two processes
+//   <op>.onchip_2proc/N, <op>.host_2proc/N, <op>_local_dm.onchip_2proc/N,
+//   <op>_local_dm.host_2proc/N, <op>.floor_2proc/N, rdma_write.paired_2proc/8
 //                           the same latency rows between two processes, each a client of one
 //                           device daemon (function 0 here, function 1 in a forked peer), and
 //                           the floor between the same two processes over a shared page; only
@@ -442,54 +445,75 @@ void Latency(benchmark::State& state, Op op, Where where) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * once.len());
 }
 
-// kBwInFlight operations in flight, one completion each, as ib_write_bw keeps its queue full.
-void Bandwidth(benchmark::State& state, Op op, Where where) {
-  Fixture& f = F();
-  const auto len = static_cast<uint32_t>(state.range(0));
-  const Buffer& local = f.end[0].host;
-  ibv_sge sge{.addr = local.addr(), .length = len, .lkey = local.mr->lkey};
-  ibv_send_wr wr = MakeWr(op, &sge, RemoteOf(where == Where::kRemoteDm ? f.end[1].dm : f.end[1].host));
-  ibv_cq* cq = f.end[0].cq;
-  auto once = [&] {
-    ibv_send_wr* bad = nullptr;
-    if (rings::PostSend(f.end[0].qp, &wr, &bad) != 0) {
-      state.SkipWithError("ibv_post_send failed");
-      return false;
-    }
-    return PollOne(state, cq);
-  };
+// kBwInFlight operations in flight along a route, one completion each, as ib_write_bw keeps its
+// queue full. A SEND's receive is posted just before it and reaped as it completes (at most
+// kBwInFlight of each, within the receive queue's kQueueDepth). `engine` is the device whose
+// thread's CPU time the row reports (none for the daemon's).
+void Bandwidth(benchmark::State& state, Op op, const Route& route, const sim::Device* engine) {
+  const bool send = op == Op::kSend;
+  if (send && route.recv_cq == route.cq) {
+    state.SkipWithError("a SEND's bandwidth needs its receives on a CQ of their own");
+    return;
+  }
+  WireOp once(state, op, route);
   if (!WarmUp(once)) return;
-  int in_flight = 0;
+  ibv_sge local = route.local;
+  ibv_send_wr wr = MakeWr(op, &local, route.remote);
+  ibv_sge receive = route.receive;
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &receive;
+  rwr.num_sge = 1;
+  // Completions of one CQ: how many, or -1 with the row's error set.
   std::array<ibv_wc, 16> wc;
-  const EngineCpu engine(*f.sim);
+  auto reap = [&](ibv_cq* cq) {
+    const int n = rings::PollCq(cq, static_cast<int>(wc.size()), wc.data());
+    if (n < 0) {
+      state.SkipWithError("ibv_poll_cq failed");
+      return -1;
+    }
+    for (int i = 0; i < n; ++i)
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        state.SkipWithError(("completion error: status " + std::to_string(wc[i].status)).c_str());
+        return -1;
+      }
+    return n;
+  };
+  // Operations and receives posted and not yet reaped.
+  int in_flight = 0, receiving = 0;
+  auto reap_all = [&] {
+    const int n = reap(route.cq);
+    if (n < 0) return false;
+    in_flight -= n;
+    if (send) {
+      const int r = reap(route.recv_cq);
+      if (r < 0) return false;
+      receiving -= r;
+    }
+    return true;
+  };
+  std::unique_ptr<EngineCpu> cpu = engine ? std::make_unique<EngineCpu>(*engine) : nullptr;
   for (auto _ : state) {
-    while (in_flight == kBwInFlight) {
-      const int n = rings::PollCq(cq, static_cast<int>(wc.size()), wc.data());
-      for (int i = 0; i < n; ++i)
-        if (wc[i].status != IBV_WC_SUCCESS) {
-          state.SkipWithError(("completion error: status " + std::to_string(wc[i].status)).c_str());
-          return;
-        }
-      if (n < 0) {
-        state.SkipWithError("ibv_poll_cq failed");
+    while (in_flight == kBwInFlight || receiving == kBwInFlight)
+      if (!reap_all()) return;
+    ibv_send_wr* bad = nullptr;
+    ibv_recv_wr* rbad = nullptr;
+    if (send) {
+      if (rings::PostRecv(route.recv_qp, &rwr, &rbad) != 0) {
+        state.SkipWithError("ibv_post_recv failed");
         return;
       }
-      in_flight -= n;
+      ++receiving;
     }
-    ibv_send_wr* bad = nullptr;
-    if (rings::PostSend(f.end[0].qp, &wr, &bad) != 0) {
+    if (rings::PostSend(route.qp, &wr, &bad) != 0) {
       state.SkipWithError("ibv_post_send failed");
       return;
     }
     ++in_flight;
   }
-  while (in_flight > 0) {
-    const int n = rings::PollCq(cq, static_cast<int>(wc.size()), wc.data());
-    if (n < 0) break;
-    in_flight -= n;
-  }
-  engine.Report(state);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
+  while (in_flight > 0 || receiving > 0)
+    if (!reap_all()) return;
+  if (cpu) cpu->Report(state);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * route.local.length);
 }
 
 // How the floor's peer and the two-process peer wait, as the software ConnectX's engine thread
@@ -805,30 +829,31 @@ std::unique_ptr<TwoProcess>& TwoProcessSlot() {
 // From this process to the peer: a write, read or atomic on the peer's buffer (DM or host), or a
 // SEND and the peer's answer (a round trip: the answer's receive is posted here, and both
 // completions land on this process's one CQ).
-Route TwoProcessRoute(const benchmark::State& state, bool remote_dm) {
+Route TwoProcessRoute(const benchmark::State& state, Where where) {
   TwoProcess& t = *TwoProcessSlot();
   const auto len = static_cast<uint32_t>(state.range(0));
-  const Buffer& local = t.end.host;
+  const Buffer& local = where == Where::kLocalDm ? t.end.dm : t.end.host;
   return {.qp = t.end.qp,
           .cq = t.end.cq,
           .local = {.addr = local.addr(), .length = len, .lkey = local.mr->lkey},
-          .remote = remote_dm ? Remote{0, t.hello.dm_rkey} : Remote{t.hello.host_addr, t.hello.host_rkey},
+          .remote = where == Where::kRemoteDm ? Remote{0, t.hello.dm_rkey}
+                                              : Remote{t.hello.host_addr, t.hello.host_rkey},
           .recv_qp = t.end.qp,
           .recv_cq = t.end.cq,
-          .receive = {.addr = local.addr(), .length = kMaxBytes, .lkey = local.mr->lkey}};
+          .receive = {.addr = t.end.host.addr(), .length = kMaxBytes, .lkey = t.end.host.mr->lkey}};
 }
 
 // Before a SEND row: the peer's one posted receive lands where this row says from its next
 // receive on, so one unmeasured exchange puts the row's receive in place. False if it failed.
-bool PrepareTwoProcess(Op op, bool remote_dm, WireOp& once) {
+bool PrepareTwoProcess(Op op, Where where, WireOp& once) {
   if (op != Op::kSend) return true;
-  TwoProcessSlot()->page->receive_into_dm.store(remote_dm, std::memory_order_release);
+  TwoProcessSlot()->page->receive_into_dm.store(where == Where::kRemoteDm, std::memory_order_release);
   return once();
 }
 
-void LatencyTwoProcess(benchmark::State& state, Op op, bool remote_dm) {
-  WireOp once(state, op, TwoProcessRoute(state, remote_dm));
-  if (!PrepareTwoProcess(op, remote_dm, once) || !WarmUp(once)) return;
+void LatencyTwoProcess(benchmark::State& state, Op op, Where where) {
+  WireOp once(state, op, TwoProcessRoute(state, where));
+  if (!PrepareTwoProcess(op, where, once) || !WarmUp(once)) return;
   Samples samples;
   for (auto _ : state) {
     const int64_t t0 = NowNs();
@@ -855,7 +880,7 @@ void PairedWrite(benchmark::State& state) {
 }
 
 void PairedWriteTwoProcess(benchmark::State& state) {
-  WireOp write(state, Op::kWrite, TwoProcessRoute(state, /*remote_dm=*/true));
+  WireOp write(state, Op::kWrite, TwoProcessRoute(state, Where::kRemoteDm));
   TwoProcess& t = *TwoProcessSlot();
   FloorPing ping(t.page->box, t.page->shared, write.len());
   PairWithFloor(state, write, ping);
@@ -873,65 +898,69 @@ void Register() {
     const char* name;
     Op op;
   };
-  for (const Row r : {Row{"rdma_write", Op::kWrite}, Row{"rdma_read", Op::kRead},
-                      Row{"send_recv", Op::kSend}}) {
-    const std::string n = r.name;
+  const Row rows[] = {{"rdma_write", Op::kWrite},
+                      {"rdma_read", Op::kRead},
+                      {"send_recv", Op::kSend},
+                      {"atomic_fetch_add", Op::kFetchAdd},
+                      {"atomic_cmp_swap", Op::kCmpSwap}};
+  // The latency rows of an operation: where its buffers are (the header's list of rows).
+  struct Variant {
+    const char* op_suffix;
+    const char* impl;
+    Where where;
+  };
+  const Variant variants[] = {{"", "onchip", Where::kRemoteDm},
+                              {"", "host", Where::kRemoteHost},
+                              {"_local_dm", "onchip", Where::kLocalDm},
+                              {"_local_dm", "host", Where::kRemoteHost}};
+  const bool two_process = TwoProcessSlot() != nullptr;
+  for (const Row r : rows) {
     const Op op = r.op;
-    benchmark::RegisterBenchmark((n + ".onchip").c_str(), [op](benchmark::State& s) {
-      Latency(s, op, Where::kRemoteDm);
-    })->Apply(Sizes);
-    benchmark::RegisterBenchmark((n + ".host").c_str(), [op](benchmark::State& s) {
-      Latency(s, op, Where::kRemoteHost);
-    })->Apply(Sizes);
-    benchmark::RegisterBenchmark((n + ".floor").c_str(), Floor)->Apply(Sizes);
-    benchmark::RegisterBenchmark((n + "_local_dm.onchip").c_str(), [op](benchmark::State& s) {
-      Latency(s, op, Where::kLocalDm);
-    })->Apply(Sizes);
-    benchmark::RegisterBenchmark((n + "_local_dm.host").c_str(), [op](benchmark::State& s) {
-      Latency(s, op, Where::kRemoteHost);
-    })->Apply(Sizes);
-  }
-  for (const Row r : {Row{"atomic_fetch_add", Op::kFetchAdd}, Row{"atomic_cmp_swap", Op::kCmpSwap}}) {
-    const std::string n = r.name;
-    const Op op = r.op;
-    benchmark::RegisterBenchmark((n + ".onchip").c_str(), [op](benchmark::State& s) {
-      Latency(s, op, Where::kRemoteDm);
-    })->Arg(8)->UseRealTime();
-    benchmark::RegisterBenchmark((n + ".host").c_str(), [op](benchmark::State& s) {
-      Latency(s, op, Where::kRemoteHost);
-    })->Arg(8)->UseRealTime();
-    benchmark::RegisterBenchmark((n + ".floor").c_str(), Floor)->Arg(8)->UseRealTime();
+    void (*sizes)(benchmark::internal::Benchmark*) =
+        op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
+    for (const Variant v : variants) {
+      const std::string name = std::string(r.name) + v.op_suffix + "." + v.impl;
+      const Where w = v.where;
+      benchmark::RegisterBenchmark(name.c_str(), [op, w](benchmark::State& s) {
+        Latency(s, op, w);
+      })->Apply(sizes);
+      if (two_process)
+        benchmark::RegisterBenchmark((name + "_2proc").c_str(), [op, w](benchmark::State& s) {
+          LatencyTwoProcess(s, op, w);
+        })->Apply(sizes);
+    }
+    benchmark::RegisterBenchmark((std::string(r.name) + ".floor").c_str(), Floor)->Apply(sizes);
+    if (two_process)
+      benchmark::RegisterBenchmark((std::string(r.name) + ".floor_2proc").c_str(), FloorTwoProcess)
+          ->Apply(sizes);
   }
   benchmark::RegisterBenchmark("rdma_write.paired", PairedWrite)
       ->Arg(8)->Iterations(kPairRounds)->UseRealTime();
-  if (TwoProcessSlot()) {
-    for (const Row r : {Row{"rdma_write", Op::kWrite}, Row{"rdma_read", Op::kRead},
-                        Row{"send_recv", Op::kSend}, Row{"atomic_fetch_add", Op::kFetchAdd},
-                        Row{"atomic_cmp_swap", Op::kCmpSwap}}) {
-      const std::string n = r.name;
-      const Op op = r.op;
-      void (*sizes)(benchmark::internal::Benchmark*) =
-          op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
-      benchmark::RegisterBenchmark((n + ".onchip_2proc").c_str(), [op](benchmark::State& s) {
-        LatencyTwoProcess(s, op, /*remote_dm=*/true);
-      })->Apply(sizes);
-      benchmark::RegisterBenchmark((n + ".host_2proc").c_str(), [op](benchmark::State& s) {
-        LatencyTwoProcess(s, op, /*remote_dm=*/false);
-      })->Apply(sizes);
-      benchmark::RegisterBenchmark((n + ".floor_2proc").c_str(), FloorTwoProcess)->Apply(sizes);
-    }
+  if (two_process)
     benchmark::RegisterBenchmark("rdma_write.paired_2proc", PairedWriteTwoProcess)
         ->Arg(8)->Iterations(kPairRounds)->UseRealTime();
-  }
-  for (const Row r : {Row{"rdma_write_bw", Op::kWrite}, Row{"rdma_read_bw", Op::kRead}}) {
+  // Bandwidth: every operation in one process; WRITE, READ and the atomics between two (the
+  // peer answers each SEND it receives, so it cannot sink a stream of them).
+  for (const Row r : {Row{"rdma_write_bw", Op::kWrite}, Row{"rdma_read_bw", Op::kRead},
+                      Row{"send_recv_bw", Op::kSend}, Row{"atomic_fetch_add_bw", Op::kFetchAdd},
+                      Row{"atomic_cmp_swap_bw", Op::kCmpSwap}}) {
     const std::string n = r.name;
     const Op op = r.op;
+    void (*sizes)(benchmark::internal::Benchmark*) =
+        op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
     for (const Where w : {Where::kRemoteDm, Where::kRemoteHost})
-      benchmark::RegisterBenchmark((n + (w == Where::kRemoteDm ? ".onchip" : ".host")).c_str(),
-                                   [op, w](benchmark::State& s) { Bandwidth(s, op, w); })
-          ->Arg(4096)
-          ->Arg(65536)
-          ->UseRealTime();
+      benchmark::RegisterBenchmark(
+          (n + (w == Where::kRemoteDm ? ".onchip" : ".host")).c_str(),
+          [op, w](benchmark::State& s) { Bandwidth(s, op, OneProcessRoute(s, w), F().sim.get()); })
+          ->Apply(sizes);
+    if (two_process && op != Op::kSend)
+      for (const bool dm : {true, false})
+        benchmark::RegisterBenchmark(
+            (n + (dm ? ".onchip_2proc" : ".host_2proc")).c_str(),
+            [op, dm](benchmark::State& s) {
+              Bandwidth(s, op, TwoProcessRoute(s, dm ? Where::kRemoteDm : Where::kRemoteHost), nullptr);
+            })
+            ->Apply(sizes);
   }
 }
 

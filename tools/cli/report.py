@@ -33,8 +33,9 @@ TWO_PROC = "_2proc"
 NAME = re.compile(r"^(?P<op>[A-Za-z0-9_]+)\.(?P<impl>[A-Za-z0-9_]+)/(?P<size>\d+)")
 # The wire suite's operations (bench/driver/wire_bench.cc).
 WIRE_OPS = ("rdma_write", "rdma_read", "send_recv", "atomic_fetch_add", "atomic_cmp_swap",
-            "rdma_write_local_dm", "rdma_read_local_dm", "send_recv_local_dm", "rdma_write_bw",
-            "rdma_read_bw")
+            "rdma_write_local_dm", "rdma_read_local_dm", "send_recv_local_dm",
+            "atomic_fetch_add_local_dm", "atomic_cmp_swap_local_dm", "rdma_write_bw",
+            "rdma_read_bw", "send_recv_bw", "atomic_fetch_add_bw", "atomic_cmp_swap_bw")
 # The data path's hot paths, the bare stores each is measured against, and the least any
 # provider's call can be (its bound: the floor plus being called, reading the request and keeping
 # its wr_id, with no check), all from bench/driver/rings_bench.cc.
@@ -381,10 +382,10 @@ def engine_text(x):
 
 def render_wire(title, table):
     out = [title]
-    cols = "%-20s %8s | %9s %9s | %9s %9s | %9s | %9s %9s | %7s | %9s"
+    cols = "%-25s %8s | %9s %9s | %9s %9s | %9s | %9s %9s | %7s | %9s"
     out.append(cols % ("operation", "size", "DM p50", "p99", "host p50", "p99", "floor",
                        "DM/floor", "host/floor", "DM gain", "DM engine"))
-    out.append("-" * 130)
+    out.append("-" * 135)
     bandwidth = []
     for e in table:
         if e["op"].endswith("_bw"):
@@ -403,9 +404,11 @@ def render_wire(title, table):
     for e in bandwidth:
         rates = {impl: human_rate(e["impls"][impl]["bytes_per_s"]) if impl in e["impls"]
                  else "error" if impl in e["errors"] else "-" for impl in ("onchip", "host")}
-        out.append("%-20s %8s | DM %s, host %s (32 in flight); DM engine %s per operation"
+        engine = e["impls"].get("onchip", {}).get("engine_cpu_ns")
+        out.append("%-25s %8s | DM %s, host %s (32 in flight)%s"
                    % (e["op"], human_size(e["size"]), rates["onchip"], rates["host"],
-                      engine_text(e["impls"].get("onchip"))))
+                      "; DM engine %s per operation" % engine_text(e["impls"]["onchip"])
+                      if engine else ""))
     for e in table:
         for impl, message in sorted(e["errors"].items()):
             out.append("  %s %s %s failed: %s" % (e["op"], impl, human_size(e["size"]), message))

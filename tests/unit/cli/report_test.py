@@ -50,6 +50,8 @@ WIRE = [
     row("atomic_fetch_add.floor/8/real_time", 90.0),
     row("rdma_write_bw.onchip/4096/real_time", 2000.0, bps=2.0e9, engine=1800.0),
     row("rdma_write_bw.host/4096/real_time", 2500.0, bps=1.6e9),
+    row("send_recv_bw.onchip/8/real_time", 350.0, bps=2.3e7, engine=340.0),
+    row("send_recv_bw.host/8/real_time", 360.0, bps=2.2e7),
 ]
 HOT = [
     row("PostSend/blueflame", 40.0), row("Floor/wqe_bf", 10.0), row("Bound/post_send_bf", 16.0),
@@ -153,12 +155,29 @@ class ReportTest(unittest.TestCase):
         self.assertRegex(text, r"PostRecv\s+15 ns Floor/rwqe\s+10 ns\s+1.5x \| Bound/post_recv\s+-\s+-")
         self.assertRegex(text, r"rdma_write_bw\s+4 KiB \| DM 2.00 GB/s, host 1.60 GB/s \(32 in flight\); "
                                r"DM engine 1800 ns per operation")
+        self.assertRegex(text, r"send_recv_bw\s+8 B \| DM 23.0 MB/s, host 22.0 MB/s \(32 in flight\); "
+                               r"DM engine 340 ns per operation")
+
         # The device thread's CPU per operation closes the DM row (median of the repetitions);
         # rows that did not measure it say so.
         self.assertRegex(text, r"(?m)^rdma_write\s+8 B \|.*\| +1600 ns$")
         self.assertRegex(text, r"(?m)^atomic_fetch_add\s+8 B \|.*\| +-$")
         hot = {r["path"]: r for r in got["hot"]}
         self.assertAlmostEqual(hot["PostRecv"]["x_floor"], 1.5)
+
+    def test_bandwidth_between_two_processes_has_its_own_lines_without_an_engine_time(self):
+        # The daemon's device thread is not this process's to time.
+        path = os.path.join(self.tmp.name, "wire_2proc.json")
+        with open(path, "w") as f:
+            json.dump({"benchmarks": [
+                row("atomic_fetch_add_bw.onchip_2proc/8/real_time", 250.0, bps=3.2e7),
+                row("atomic_fetch_add_bw.host_2proc/8/real_time", 260.0, bps=3.1e7)]}, f)
+        self.paths.append(path)
+        text, _, got = self.write()
+        self.assertEqual([(e["op"], e["size"]) for e in got["wire_2proc"]], [("atomic_fetch_add_bw", 8)])
+        two = text.split("Over the wire, two processes", 1)[1]
+        self.assertRegex(two, r"(?m)^atomic_fetch_add_bw\s+8 B \| DM 32.0 MB/s, host 31.0 MB/s "
+                              r"\(32 in flight\)$")
 
     def test_the_missed_wire_goal_is_returned_for_bench_to_list(self):
         self.write()
