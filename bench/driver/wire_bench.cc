@@ -55,6 +55,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -379,7 +380,8 @@ struct Route {
 };
 
 // One signaled work request along a route, and its completion (for a SEND also the receive's).
-// A call is one operation: false, with the row's error set, if it failed.
+// A call is one operation: false, with the row's error set, if it failed. Post alone leaves the
+// completions to the caller (Bandwidth keeps many in flight).
 class WireOp {
  public:
   WireOp(benchmark::State& state, Op op, const Route& route)
@@ -390,6 +392,13 @@ class WireOp {
   WireOp(const WireOp&) = delete;  // the work requests point into it
 
   bool operator()() {
+    if (!Post()) return false;
+    // A SEND's two completions, which come in either order when both land on one CQ.
+    if (op_ == Op::kSend && !PollOne(state_, route_.recv_cq)) return false;
+    return PollOne(state_, route_.cq);
+  }
+  // The receive a SEND needs, then the work request.
+  bool Post() {
     ibv_send_wr* bad = nullptr;
     ibv_recv_wr* rbad = nullptr;
     if (op_ == Op::kSend && rings::PostRecv(route_.recv_qp, &rwr_, &rbad) != 0) {
@@ -400,9 +409,7 @@ class WireOp {
       state_.SkipWithError("ibv_post_send failed");
       return false;
     }
-    // A SEND's two completions, which come in either order when both land on one CQ.
-    if (op_ == Op::kSend && !PollOne(state_, route_.recv_cq)) return false;
-    return PollOne(state_, route_.cq);
+    return true;
   }
   uint32_t len() const { return route_.local.length; }
 
@@ -457,12 +464,6 @@ void Bandwidth(benchmark::State& state, Op op, const Route& route, const sim::De
   }
   WireOp once(state, op, route);
   if (!WarmUp(once)) return;
-  ibv_sge local = route.local;
-  ibv_send_wr wr = MakeWr(op, &local, route.remote);
-  ibv_sge receive = route.receive;
-  ibv_recv_wr rwr{};
-  rwr.sg_list = &receive;
-  rwr.num_sge = 1;
   // Completions of one CQ: how many, or -1 with the row's error set.
   std::array<ibv_wc, 16> wc;
   auto reap = [&](ibv_cq* cq) {
@@ -491,24 +492,14 @@ void Bandwidth(benchmark::State& state, Op op, const Route& route, const sim::De
     }
     return true;
   };
-  std::unique_ptr<EngineCpu> cpu = engine ? std::make_unique<EngineCpu>(*engine) : nullptr;
+  std::optional<EngineCpu> cpu;
+  if (engine != nullptr) cpu.emplace(*engine);
   for (auto _ : state) {
     while (in_flight == kBwInFlight || receiving == kBwInFlight)
       if (!reap_all()) return;
-    ibv_send_wr* bad = nullptr;
-    ibv_recv_wr* rbad = nullptr;
-    if (send) {
-      if (rings::PostRecv(route.recv_qp, &rwr, &rbad) != 0) {
-        state.SkipWithError("ibv_post_recv failed");
-        return;
-      }
-      ++receiving;
-    }
-    if (rings::PostSend(route.qp, &wr, &bad) != 0) {
-      state.SkipWithError("ibv_post_send failed");
-      return;
-    }
+    if (!once.Post()) return;
     ++in_flight;
+    if (send) ++receiving;
   }
   while (in_flight > 0 || receiving > 0)
     if (!reap_all()) return;
