@@ -7,6 +7,8 @@ Benchmarks that take part are named `<operation>.<implementation>/<bytes>`, for 
   host    the same operation on host memory
   floor   the same exchange done by bare shared memory (over the wire: nothing can beat it)
   onchip_2proc, host_2proc, floor_2proc: the wire rows between two processes
+  paired, paired_2proc: an operation into DM and its floor timed by turns (x_floor, the median
+          of the rounds' ratios), which judges the wire goal in place of dividing two rows
 Each is run with repetitions, which bench.py interleaves at random across a suite's rows, so a row
 and the baseline it is divided by sample the same stretch of a shared machine's noise; latency is
 the time of one operation (one iteration), reported as
