@@ -664,7 +664,9 @@ def draw_bars(svg, top, title, groups, impls, colors, labels, legend_x):
     for i, impl in enumerate(impls):
         svg.add('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (legend_x, top + 44 + i * 18, colors[impl]))
         svg.text(legend_x + 18, top + 54 + i * 18, labels.get(impl, impl))
-    return base + 110
+    # Below the bars, room for the longest label, drawn at 40 degrees (about 6.5 px a character,
+    # 0.64 of it downwards).
+    return base + max(110, 30 + int(4.2 * max(len(label) for label, _ in groups)))
 
 
 def draw_lines(svg, left, top, title, series, width=360, height=200):
