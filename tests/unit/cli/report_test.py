@@ -245,6 +245,14 @@ class ReportTest(unittest.TestCase):
         self.assertFalse(any(t and t.startswith("rdma_read latency (p50) DM") for t in titles))
         self.assertGreater(int(root.get("height")), 600)
 
+    def test_a_bar_panel_makes_room_for_its_longest_label(self):
+        # Labels are drawn at 40 degrees below the bars: the next panel starts below the longest.
+        def bottom(label):
+            svg = report.Svg(800)
+            groups = [(label, {"onchip": (100.0, "tip")})]
+            return report.draw_bars(svg, 0, "t", groups, ["onchip"], report.COLORS, {}, 600)
+        self.assertGreater(bottom("atomic_cmp_swap_local_dm 8 B"), bottom("rdma_read 8 B"))
+
     def test_a_gridline_below_a_nanosecond_keeps_its_value(self):
         # A floor of 0.6 ns (a receive WQE's two stores) puts the hot-path axis below 1 ns.
         path = os.path.join(self.tmp.name, "fast_floor.json")
