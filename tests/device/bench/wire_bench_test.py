@@ -46,6 +46,10 @@ class WireBenchTest(unittest.TestCase):
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=30)
+        if not os.path.exists(out):
+            cls.tmp.cleanup()
+            raise AssertionError("wire_bench wrote no JSON (exit %d):\n%s"
+                                 % (cls.proc.returncode, cls.proc.stdout[-3000:]))
         with open(out) as f:
             data = json.load(f)
         cls.context = data["context"]
