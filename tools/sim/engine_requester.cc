@@ -397,13 +397,9 @@ Gid Engine::SourceGid(uint64_t index) const {
 
 bool Engine::OwnGid(const Gid& gid) const {
   // Two 8-byte compares per GID: this runs for every packet the device sends.
-  uint64_t want[2];
-  std::memcpy(want, gid.data(), sizeof want);
-  for (const Gid& own : own_gids_) {
-    uint64_t have[2];
-    std::memcpy(have, own.data(), sizeof have);
-    if (have[0] == want[0] && have[1] == want[1]) return true;
-  }
+  const GidWords want(gid);
+  for (const Gid& own : own_gids_)
+    if (GidWords(own) == want) return true;
   return false;
 }
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "tools/sim/config.h"
@@ -21,6 +22,17 @@
 namespace onchip::sim {
 
 using Gid = std::array<uint8_t, 16>;
+
+// A GID as two 64-bit words: compared in two steps where std::array's operators call memcmp
+// (the data path compares GIDs for every packet it sends and routes).
+struct GidWords {
+  explicit GidWords(const Gid& g) { std::memcpy(w, g.data(), sizeof w); }
+  bool operator==(const GidWords& o) const { return ((w[0] ^ o.w[0]) | (w[1] ^ o.w[1])) == 0; }
+  // Any strict order serves a lookup.
+  bool operator<(const GidWords& o) const { return w[0] != o.w[0] ? w[0] < o.w[0] : w[1] < o.w[1]; }
+  uint64_t w[2];
+};
+inline bool SameGid(const Gid& a, const Gid& b) { return GidWords(a) == GidWords(b); }
 
 // The GID type of an entry (roce_addr_layout.roce_version; an IB GID is of the first kind).
 enum class GidType : uint8_t { kIbRoceV1, kRoceV2 };

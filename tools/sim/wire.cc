@@ -117,7 +117,7 @@ bool Fabric::ServedRoutesCurrent() {
 
 namespace {
 // The port of the first route whose address `same` says is `address`, or nullptr. A device has
-// several GIDs, and the scan compares against each (Fabric::SameGid: two 64-bit compares).
+// several GIDs, and the scan compares against each (SameGid, gid_table.h: two 64-bit compares).
 template <class Address, class Same>
 Port* FindRoute(const std::vector<std::pair<Address, Port*>>& routes, const Address& address,
                 Same same) {

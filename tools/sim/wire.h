@@ -27,7 +27,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -188,22 +187,10 @@ class Fabric {
   // Brings the calling thread's copy up to generation_, under mutex_.
   void RefreshServedRoutes();
 
-  // A GID as two 64-bit words: compared in two steps where std::array's operators call memcmp.
-  struct GidWords {
-    explicit GidWords(const Gid& g) { std::memcpy(w, g.data(), sizeof w); }
-    uint64_t w[2];
-  };
-  // GIDs ordered as their two words (any strict order serves a lookup).
+  // GIDs ordered as their two words (gid_table.h).
   struct GidOrder {
-    bool operator()(const Gid& a, const Gid& b) const {
-      const GidWords x(a), y(b);
-      return x.w[0] != y.w[0] ? x.w[0] < y.w[0] : x.w[1] < y.w[1];
-    }
+    bool operator()(const Gid& a, const Gid& b) const { return GidWords(a) < GidWords(b); }
   };
-  static bool SameGid(const Gid& a, const Gid& b) {
-    const GidWords x(a), y(b);
-    return ((x.w[0] ^ y.w[0]) | (x.w[1] ^ y.w[1])) == 0;
-  }
   std::mutex mutex_;
   // Bumped by Attach, Detach and Port::SetServer; read before a thread trusts its routes.
   std::atomic<uint64_t> generation_{0};
