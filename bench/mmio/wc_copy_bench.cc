@@ -74,8 +74,17 @@ void Run(benchmark::State& state, Copy copy) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(len));
 }
 
+// Every size the suite copies, 4 B to kMax, doubling.
+std::vector<std::size_t> AllSizes() {
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 4; n <= kMax; n *= 2) sizes.push_back(n);
+  return sizes;
+}
+
+// A row's sizes: AllSizes from `from` on.
 void Sizes(benchmark::internal::Benchmark* b, std::size_t from) {
-  b->RangeMultiplier(2)->Range(static_cast<int64_t>(from), static_cast<int64_t>(kMax));
+  for (std::size_t n : AllSizes())
+    if (n >= from) b->Arg(static_cast<int64_t>(n));
 }
 
 // Where a pair's calls sit in their 64-byte line of code: kPlacements positions, 8 bytes apart.
@@ -157,23 +166,32 @@ void RunPair(benchmark::State& state, Copy copy, Base base) {
   state.counters["batch"] = static_cast<double>(batch);
 }
 
-// Registers Pair/<group>/<variant>~<baseline>/<size>; the summary reads its x_base.
-template <class Copy, class Base>
-benchmark::internal::Benchmark* RegisterPair(const std::string& group, std::string_view variant,
-                                             std::string_view baseline, Copy copy, Base base) {
-  const std::string name =
-      "Pair/" + group + "/" + std::string(variant) + "~" + std::string(baseline);
-  return benchmark::RegisterBenchmark(name.c_str(), [copy, base](benchmark::State& s) {
-           RunPair(s, copy, base);
-         })->UseManualTime();
-}
-
 constexpr std::string_view kProcessesFlag = "--onchip_pair_processes=";
 constexpr std::string_view kChildFlag = "--onchip_pair_child=";
 
-std::string PairName(const std::string& group, const std::string& variant,
-                     const std::string& baseline, std::size_t size) {
-  return "Pair/" + group + "/" + variant + "~" + baseline + "/" + std::to_string(size);
+// Pair/<group>/<variant>~<baseline>, and with /<size> the run's name.
+std::string PairName(std::string_view group, std::string_view variant, std::string_view baseline) {
+  return "Pair/" + std::string(group) + "/" + std::string(variant) + "~" + std::string(baseline);
+}
+std::string PairName(std::string_view group, std::string_view variant, std::string_view baseline,
+                     std::size_t size) {
+  return PairName(group, variant, baseline) + "/" + std::to_string(size);
+}
+
+// Registers a pair at each size; the summary reads its x_base. Returns the runs' names.
+template <class Copy, class Base>
+std::vector<std::string> RegisterPair(std::string_view group, std::string_view variant,
+                                      std::string_view baseline, Copy copy, Base base,
+                                      const std::vector<std::size_t>& sizes) {
+  auto* b = benchmark::RegisterBenchmark(PairName(group, variant, baseline).c_str(),
+                                         [copy, base](benchmark::State& s) { RunPair(s, copy, base); });
+  b->UseManualTime();
+  std::vector<std::string> names;
+  for (std::size_t n : sizes) {
+    b->Arg(static_cast<int64_t>(n));
+    names.push_back(PairName(group, variant, baseline, n));
+  }
+  return names;
 }
 
 // The copies the rows and pairs run, each a callable taking the length. A copy algorithm,
@@ -220,7 +238,8 @@ void RegisterRow(const std::string& name, Copy copy, std::size_t from) {
         from);
 }
 
-void RegisterAll() {
+// Registers the rows and the pairs; returns the names of the active variants' pairs.
+std::vector<std::string> RegisterAll() {
   const CpuFeatures cpu = DetectCpuFeatures();
   for (const auto& v : ToDeviceVariants())
     if (CpuHas(v.needs, cpu)) RegisterRow("ToDevice/" + std::string(v.name), ToDev{v.copy}, 4);
@@ -246,21 +265,29 @@ void RegisterAll() {
   RegisterRow("FromDevice/memcpy", MemcpyFrom{}, 4);
 
   // The pairs the summary's goals are judged on (see the top of this file).
+  std::vector<std::string> active;
+  auto keep = [&](bool is_active, std::vector<std::string> names) {
+    if (is_active) active.insert(active.end(), names.begin(), names.end());
+  };
   for (const auto& v : ToDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) continue;
-    Sizes(RegisterPair("ToDevice", v.name, "vendor_dm_4B", ToDev{v.copy},
-                       ToDev{bench::VendorCopyToDm}), 4);
-    RegisterPair("ToDevice", v.name, "vendor_bf_8x8B", ToDev{v.copy}, VendorBf{})->Arg(64);
-    RegisterPair("ToDevice", v.name, "memcpy", ToDev{v.copy}, MemcpyTo{})->Arg(kMax);
-    RegisterPair("BlueFlame64", v.name, "vendor_bf_8x8B", BlueFlameLine{v.line64}, VendorBf{})
-        ->Arg(64);
+    const bool is_active = v.name == ActiveToDevice().name;
+    keep(is_active, RegisterPair("ToDevice", v.name, "vendor_dm_4B", ToDev{v.copy},
+                                 ToDev{bench::VendorCopyToDm}, AllSizes()));
+    keep(is_active, RegisterPair("ToDevice", v.name, "vendor_bf_8x8B", ToDev{v.copy}, VendorBf{}, {64}));
+    keep(is_active, RegisterPair("ToDevice", v.name, "memcpy", ToDev{v.copy}, MemcpyTo{}, {kMax}));
+    keep(is_active, RegisterPair("BlueFlame64", v.name, "vendor_bf_8x8B", BlueFlameLine{v.line64},
+                                 VendorBf{}, {64}));
   }
   for (const auto& v : FromDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) continue;
-    Sizes(RegisterPair("FromDevice", v.name, "vendor_dm_4B", FromDev{v.copy},
-                       FromDev{bench::VendorCopyFromDm}), 4);
-    RegisterPair("FromDevice", v.name, "memcpy", FromDev{v.copy}, MemcpyFrom{})->Arg(kMax);
+    const bool is_active = v.name == ActiveFromDevice().name;
+    keep(is_active, RegisterPair("FromDevice", v.name, "vendor_dm_4B", FromDev{v.copy},
+                                 FromDev{bench::VendorCopyFromDm}, AllSizes()));
+    keep(is_active, RegisterPair("FromDevice", v.name, "memcpy", FromDev{v.copy}, MemcpyFrom{},
+                                 {kMax}));
   }
+  return active;
 }
 
 // Keeps each pair's x_base per run name ("Pair/ToDevice/sse~vendor_dm_4B/4096"): this process's
@@ -337,7 +364,7 @@ struct Worst {
 Worst WorstOverSizes(const RecordingReporter& r, const std::string& group,
                      const std::string& variant) {
   Worst w;
-  for (std::size_t n = 4; n <= kMax; n *= 2) {
+  for (std::size_t n : AllSizes()) {
     const double x = r.Ratio(group, variant, "vendor_dm_4B", n);
     if (x > 0 && (w.size == 0 || x < w.ratio)) w = {x, n};
   }
@@ -503,7 +530,7 @@ bool RunPairsInAnotherProcess(const std::vector<std::string>& pass_on, Recording
 // benchmarks, nor when its --benchmark_filter leaves them all out (Google Benchmark's rule: an
 // extended regex searched in the name, "all" for every one, a leading '-' negating it). Only
 // then are other processes worth starting.
-bool RunsActivePairs(const std::vector<char*>& args) {
+bool RunsActivePairs(const std::vector<char*>& args, const std::vector<std::string>& active_pairs) {
   std::string filter = "all";
   for (const char* a : args) {
     const std::string_view arg = a;
@@ -529,17 +556,8 @@ bool RunsActivePairs(const std::vector<char*>& args) {
     }
   } const re(filter);
   if (!re.ok) return true;  // Google Benchmark reports the bad filter itself
-  const std::string active_to(ActiveToDevice().name), active_from(ActiveFromDevice().name);
-  // Every active pair, named as Google Benchmark filters them (with its "/manual_time").
-  std::vector<std::string> names = {PairName("ToDevice", active_to, "vendor_bf_8x8B", 64),
-                                    PairName("ToDevice", active_to, "memcpy", kMax),
-                                    PairName("BlueFlame64", active_to, "vendor_bf_8x8B", 64),
-                                    PairName("FromDevice", active_from, "memcpy", kMax)};
-  for (std::size_t size = 4; size <= kMax; size *= 2) {
-    names.push_back(PairName("ToDevice", active_to, "vendor_dm_4B", size));
-    names.push_back(PairName("FromDevice", active_from, "vendor_dm_4B", size));
-  }
-  for (const std::string& name : names)
+  // Named as Google Benchmark filters them (with its "/manual_time").
+  for (const std::string& name : active_pairs)
     if (re.Search(name + "/manual_time") != negated) return true;
   return false;
 }
@@ -594,9 +612,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("onchip_device_memory", "host WB buffer (no NIC): CPU cost, not PCIe");
   // The other processes measure first, so that their ratios can go into this one's context
   // (onchip_pairs_elsewhere), where tools/onchip bench's report finds them.
+  const std::vector<std::string> active_pairs = RegisterAll();
   RecordingReporter reporter;
   int measured = 1;
-  if (child_out == nullptr && !RunsActivePairs(given_args)) processes = 1;
+  if (child_out == nullptr && !RunsActivePairs(given_args, active_pairs)) processes = 1;
   if (child_out == nullptr) {
     for (int i = 1; i < processes; ++i) {
       std::printf("onchip: pairs of the active variants, process %d of %d\n", i + 1, processes);
@@ -608,7 +627,6 @@ int main(int argc, char** argv) {
     }
     benchmark::AddCustomContext("onchip_pairs_elsewhere", reporter.OthersText());
   }
-  RegisterAll();
   benchmark::RunSpecifiedBenchmarks(&reporter);
   if (child_out != nullptr) {
     std::FILE* f = std::fopen(child_out, "w");
