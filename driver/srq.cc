@@ -130,11 +130,12 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
     return Fail(EINVAL, "create_srq: the XRC domain or the CQ belongs to another device");
   const prm::Bits gen = device->caps().cur(prm::CAP_GENERAL);
   const uint32_t max_wr = (uint32_t{1} << gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1;
-  if (attr.max_wr == 0 || attr.max_wr > max_wr) return Fail(EINVAL, "create_srq: max_wr out of range");
+  if (attr.max_wr > max_wr) return Fail(EINVAL, "create_srq: max_wr out of range");
   const uint64_t stride = std::bit_ceil(std::max<uint64_t>(kMinStride, kNextSeg + uint64_t{kDataSeg} * attr.max_sge));
   if (stride > gen.get(prm::cmd_hca_cap::max_wqe_sz_rq))
     return Fail(EINVAL, "create_srq: a WQE of max_sge entries is too large");
-  const uint32_t wqes = std::bit_ceil(attr.max_wr + 1);
+  // max_wr 0 is valid (libmlx5 takes it); the ring still needs a WQE to post beside the unused one.
+  const uint32_t wqes = std::bit_ceil(std::max(attr.max_wr, 1u) + 1);
   const uint64_t bytes = stride * wqes;
   const std::size_t pages = std::max<uint64_t>(1, bytes / prm::ADAPTER_PAGE_SIZE);
 

@@ -2,11 +2,12 @@
 // DataPathSrq (rdma-core's verbs_srq, then the SRQ ring post_srq_recv runs on).
 //
 // CreateSrq follows libmlx5 (srq.c) and mlx5_ib:
-//   - max_wr 0 or above the device's 2^log_max_srq_sz - 1, or a WQE of max_sge entries larger
-//     than max_wqe_sz_rq: EINVAL; srq_limit becomes the limit watermark (the device refuses one
-//     not below the ring's size: EINVAL);
-//   - stride = roundup_pow2(max(32, 16 + 16 * max_sge)); WQEs = roundup_pow2(max_wr + 1) (one
-//     WQE always stays unused; the SRQ ring links the free list); the buffer comes from
+//   - max_wr above the device's 2^log_max_srq_sz - 1, or a WQE of max_sge entries larger than
+//     max_wqe_sz_rq: EINVAL; srq_limit becomes the limit watermark (the device refuses one not
+//     below the ring's size: EINVAL). max_wr 0 and max_sge 0 are valid, as in libmlx5 (pyverbs'
+//     SrqInitAttr() asks for both): they get one WQE of one SGE;
+//   - stride = roundup_pow2(max(32, 16 + 16 * max_sge)); WQEs = roundup_pow2(max(max_wr, 1) + 1)
+//     (one WQE always stays unused; the SRQ ring links the free list); the buffer comes from
 //     QueueBuffer with MLX5DV_RES_TYPE_SRQ, the doorbell record (one 32-bit receive counter)
 //     with MLX5DV_RES_TYPE_DBR;
 //   - reported max_wr = WQEs - 1, max_sge = (stride - 16) / 16.
