@@ -2,8 +2,13 @@
 
 #include <infiniband/mlx5dv.h>
 
+#include <strings.h>
+
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
+
+#include "alloc/region.h"
 
 namespace onchip::driver {
 namespace {
@@ -11,6 +16,29 @@ namespace {
 bool KnownResourceType(uint64_t t) {
   return t == MLX5DV_RES_TYPE_QP || t == MLX5DV_RES_TYPE_RWQ || t == MLX5DV_RES_TYPE_DBR ||
          t == MLX5DV_RES_TYPE_SRQ || t == MLX5DV_RES_TYPE_CQ;
+}
+
+// libmlx5's per-queue allocation type variable for a buffer of this type (none for doorbell
+// records, which libmlx5 carves from pages of its own).
+const char* AllocTypeVariable(uint64_t t) {
+  if (t == MLX5DV_RES_TYPE_QP) return "MLX_QP_ALLOC_TYPE";
+  if (t == MLX5DV_RES_TYPE_RWQ) return "MLX_RWQ_ALLOC_TYPE";
+  if (t == MLX5DV_RES_TYPE_SRQ) return "MLX_SRQ_ALLOC_TYPE";
+  if (t == MLX5DV_RES_TYPE_CQ) return "MLX_CQ_ALLOC_TYPE";
+  return nullptr;
+}
+
+// The driver's allocator's buffer for `resource_type`, refused when the application demanded
+// hugepages for that kind of queue (MLX_<QUEUE>_ALLOC_TYPE=HUGE) and the buffer is not on one.
+Result<bus::DmaMemory> DriverMemory(Device& device, size_t size, size_t alignment,
+                                    uint64_t resource_type) {
+  ONCHIP_TRY(bus::DmaMemory memory, bus::DmaMemory::Allocate(device.memory(), size, alignment));
+  const char* variable = AllocTypeVariable(resource_type);
+  const char* demanded = variable ? std::getenv(variable) : nullptr;
+  if (demanded && strcasecmp(demanded, "HUGE") == 0 &&
+      memory.allocation().page_size < alloc::kHugePageBytes)
+    return Fail(ENOMEM, "queue buffer: HUGE asked for and no 2 MiB hugepage is reserved");
+  return memory;
 }
 
 }  // namespace
@@ -47,7 +75,7 @@ Result<QueueBuffer> QueueBuffer::Allocate(Pd* pd, size_t size, size_t alignment,
       return buffer;
     }
   }
-  auto memory = bus::DmaMemory::Allocate(pd->device->memory(), size, alignment);
+  auto memory = DriverMemory(*pd->device, size, alignment, resource_type);
   if (!memory) return std::unexpected(memory.error());
   buffer.memory_ = std::move(*memory);
   buffer.data_ = buffer.memory_.host();
@@ -62,7 +90,7 @@ Result<QueueBuffer> QueueBuffer::Allocate(Device& device, size_t size, size_t al
     return Fail(EINVAL, "queue buffer: alignment not a power of two");
   if (!KnownResourceType(resource_type)) return Fail(EINVAL, "queue buffer: unknown resource type");
   if (device.closed()) return Fail(EIO, "queue buffer: device closed");
-  ONCHIP_TRY(bus::DmaMemory memory, bus::DmaMemory::Allocate(device.memory(), size, alignment));
+  ONCHIP_TRY(bus::DmaMemory memory, DriverMemory(device, size, alignment, resource_type));
   QueueBuffer buffer;
   buffer.size_ = size;
   buffer.resource_type_ = resource_type;

@@ -11,7 +11,10 @@
 //
 // The driver's own allocator is the device's memory provider (alloc/): buffers carved from 2 MiB
 // hugepages (or memfd pages when none are reserved), zeroed, MADV_DONTFORK, many small buffers
-// to a page, each region mapped for the device once. Alignment up to 2 MiB.
+// to a page, each region mapped for the device once. Alignment up to 2 MiB. libmlx5's
+// MLX_QP_ALLOC_TYPE, MLX_CQ_ALLOC_TYPE, MLX_SRQ_ALLOC_TYPE and MLX_RWQ_ALLOC_TYPE are read for
+// that kind of queue: HUGE demands 2 MiB hugepages (ENOMEM when the provider has none to give);
+// every other value is what the provider does anyway (hugepages first, then ordinary pages).
 //
 // Either way iova() is where the device reaches data() (what qpc/cqc/dbr_addr fields carry).
 //

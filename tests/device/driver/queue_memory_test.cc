@@ -91,6 +91,37 @@ TEST_F(QueueMemoryTest, DefaultBuffersHonourAlignmentUpToTwoMebibytes) {
             EINVAL);
 }
 
+// libmlx5's MLX_<QUEUE>_ALLOC_TYPE=HUGE demands hugepages for that kind of queue: on a provider
+// of ordinary pages such a buffer is refused (ENOMEM), while the other kinds, and the other
+// values, take the provider's pages. (On hugepages it is served: tests/hugepages/driver.)
+TEST_F(QueueMemoryTest, HugeAllocTypeRefusesOrdinaryPages) {
+  ASSERT_EQ(v::dealloc_pd(pd_), 0);
+  ASSERT_EQ(setenv("ONCHIP_ALLOC_TIER", "4k", 1), 0);
+  Open(Config());
+  ASSERT_EQ(unsetenv("ONCHIP_ALLOC_TIER"), 0);
+  pd_ = v::alloc_pd(verbs_);
+  ASSERT_NE(pd_, nullptr);
+  auto* pd = driver::Pd::From(pd_);
+
+  ASSERT_EQ(setenv("MLX_CQ_ALLOC_TYPE", "huge", 1), 0);  // libmlx5 compares without case
+  auto cq = QueueBuffer::Allocate(pd, 4096, 4096, MLX5DV_RES_TYPE_CQ);
+  ASSERT_FALSE(cq);
+  EXPECT_EQ(cq.error().errno_value(), ENOMEM);
+  EXPECT_TRUE(QueueBuffer::Allocate(pd, 4096, 4096, MLX5DV_RES_TYPE_QP));
+  EXPECT_TRUE(QueueBuffer::Allocate(pd, 64, 64, MLX5DV_RES_TYPE_DBR));
+  ibv_cq* verbs_cq = v::create_cq(verbs_, 16, nullptr, 0);
+  EXPECT_EQ(verbs_cq, nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  ASSERT_EQ(setenv("MLX_CQ_ALLOC_TYPE", "PREFER_HUGE", 1), 0);
+  EXPECT_TRUE(QueueBuffer::Allocate(pd, 4096, 4096, MLX5DV_RES_TYPE_CQ));
+  ASSERT_EQ(unsetenv("MLX_CQ_ALLOC_TYPE"), 0);
+
+  ASSERT_EQ(setenv("MLX_SRQ_ALLOC_TYPE", "HUGE", 1), 0);
+  EXPECT_FALSE(QueueBuffer::Allocate(pd, 4096, 4096, MLX5DV_RES_TYPE_SRQ));
+  ASSERT_EQ(unsetenv("MLX_SRQ_ALLOC_TYPE"), 0);
+  EXPECT_TRUE(QueueBuffer::Allocate(pd, 4096, 4096, MLX5DV_RES_TYPE_SRQ));
+}
+
 // A parent-domain allocator that records what it was asked for.
 struct Recorder {
   std::vector<uint64_t> types;

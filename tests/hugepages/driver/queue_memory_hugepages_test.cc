@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "alloc/provider.h"
@@ -95,6 +96,18 @@ TEST_F(HugepageQueueMemoryTest, DefaultQueueBuffersLiveOnHugepages) {
   const std::byte bytes[4] = {std::byte{7}, std::byte{7}, std::byte{7}, std::byte{7}};
   ASSERT_TRUE(sim_->iommu().Write(b->iova(), bytes));
   EXPECT_EQ(std::memcmp(b->data(), bytes, sizeof bytes), 0);
+}
+
+// libmlx5's MLX_<QUEUE>_ALLOC_TYPE=HUGE is served from hugepages (pyverbs' huge-page test
+// creates a CQ, a QP and an SRQ so); tests/device/driver has the refusal without them.
+TEST_F(HugepageQueueMemoryTest, HugeAllocTypeIsServed) {
+  ASSERT_EQ(setenv("MLX_QP_ALLOC_TYPE", "HUGE", 1), 0);
+  auto b = driver::QueueBuffer::Allocate(driver::Pd::From(pd_), 4096, 4096, MLX5DV_RES_TYPE_QP);
+  ASSERT_EQ(unsetenv("MLX_QP_ALLOC_TYPE"), 0);
+  ASSERT_TRUE(b) << b.error().describe();
+  auto d = device().memory().Describe(b->data());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->page_size, kMiB2);
 }
 
 }  // namespace
