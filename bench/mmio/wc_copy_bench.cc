@@ -21,12 +21,20 @@
 // AMD EPYC (Zen 4) VM:
 //  - time: rows run one after another see different moments of a shared machine (an SFENCE
 //    cost 2 ns in one second and 6 ns in the next). A pair times the variant and its baseline
-//    alternately, in rounds of a few microseconds, and takes the median of the rounds' ratios.
+//    alternately, in rounds of a few microseconds, and takes each side's median over the rounds
+//    (and, per repetition, the median of the rounds' ratios: the row's x_base).
 //  - the caller's code placement: the same two copies called from one loop took 5 and 8 cycles,
 //    or 8 and 5, as that loop moved by 8 bytes. A pair's rounds take turns over 8 placements.
-//  - the process: with nothing else changed, some processes favour one side. The active
-//    variants' pairs run in several processes (--onchip_pair_processes, default 5) and the
-//    summary takes the median; it prints the range beside it.
+//  - the process and the moment: a state neither side chooses holds for a repetition (tenths
+//    of a second), then may change. At 4 B one state gave onchip 1.64 ns and the vendor 2.44 ns,
+//    the other 2.17 ns and 1.90 ns, in the same process, from one repetition to the next (the
+//    buffers' page offsets and where the function pointer is loaded from made no difference).
+//    A median over repetitions or processes picks whichever state came up more often, a coin
+//    toss. A program pays both states' times over its life, so the verdict is on the mean: the
+//    active variants' pairs run in several processes (--onchip_pair_processes, default 5), and
+//    the summary divides the vendor's mean time per copy by onchip's, over every repetition of
+//    every process (each repetition's time being its rounds' median). It prints each process's
+//    ratio's range beside it.
 // The plain rows (ToDevice/..., FromDevice/..., BlueFlame64/...) stay for bytes/s and latency.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -290,69 +298,99 @@ std::vector<std::string> RegisterAll() {
   return active;
 }
 
-// Keeps each pair's x_base per run name ("Pair/ToDevice/sse~vendor_dm_4B/4096"): this process's
-// (the median over repetitions when there are several), and those other processes reported.
+// One repetition of a pair: each side's time per copy (its rounds' median), in ns.
+struct PairSample {
+  double ns = 0;       // the variant
+  double base_ns = 0;  // its baseline
+};
+
+// How many times faster the variant was than its baseline over `samples`: the baseline's mean
+// time per copy over the variant's (see the top of this file); 0 for none.
+double MeanRatio(const std::vector<PairSample>& samples) {
+  double ns = 0, base_ns = 0;
+  for (const PairSample& s : samples) {
+    ns += s.ns;
+    base_ns += s.base_ns;
+  }
+  return ns > 0 ? base_ns / ns : 0.0;
+}
+
+// Keeps each repetition of each pair per run name ("Pair/ToDevice/sse~vendor_dm_4B/4096"): this
+// process's, and those each other process reported.
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
-      auto it = r.counters.find("x_base");
-      if (it == r.counters.end() || r.error_occurred) continue;
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      auto ns = r.counters.find("ns");
+      auto base_ns = r.counters.find("base_ns");
+      if (ns == r.counters.end() || base_ns == r.counters.end()) continue;
       // The name without Google Benchmark's "/manual_time".
       const std::string name = r.run_name.function_name + "/" + r.run_name.args;
-      if (r.run_type == Run::RT_Iteration)
-        own_.emplace(name, it->second.value);  // the first repetition
-      else if (r.aggregate_name == "median")
-        own_[name] = it->second.value;  // the median wins when there is one
+      own_[name].push_back({.ns = ns->second.value, .base_ns = base_ns->second.value});
     }
     ConsoleReporter::ReportRuns(runs);
   }
-  // "name value" lines, as a pair process hands them back.
+  // "name ns base_ns" lines, one per repetition, as a pair process hands them back.
   void Save(std::FILE* f) const {
-    for (const auto& [name, x] : own_) std::fprintf(f, "%s %.6g\n", name.c_str(), x);
+    for (const auto& [name, samples] : own_)
+      for (const PairSample& s : samples)
+        std::fprintf(f, "%s %.6g %.6g\n", name.c_str(), s.ns, s.base_ns);
   }
+  // One other process's lines.
   void Load(std::FILE* f) {
+    std::map<std::string, std::vector<PairSample>> process;
     char name[256];
-    double x;
-    while (std::fscanf(f, "%255s %lg", name, &x) == 2) others_[name].push_back(x);
+    PairSample s;
+    while (std::fscanf(f, "%255s %lg %lg", name, &s.ns, &s.base_ns) == 3)
+      process[name].push_back(s);
+    for (auto& [n, samples] : process) others_[n].push_back(std::move(samples));
   }
-  // The other processes' ratios for the report: "name=x,x,...;name=...".
+  // The other processes' repetitions for the report: "name=ns/base_ns,ns/base_ns,...;name=...".
   std::string OthersText() const {
     std::string text;
-    char x[32];
-    for (const auto& [name, all] : others_) {
+    char x[64];
+    for (const auto& [name, processes] : others_) {
       text += (text.empty() ? "" : ";") + name + "=";
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        std::snprintf(x, sizeof x, "%s%.4g", i ? "," : "", all[i]);
-        text += x;
-      }
+      bool first = true;
+      for (const auto& samples : processes)
+        for (const PairSample& s : samples) {
+          std::snprintf(x, sizeof x, "%s%.4g/%.4g", first ? "" : ",", s.ns, s.base_ns);
+          text += x;
+          first = false;
+        }
     }
     return text;
   }
 
   // Whether no pair ran in this process (a filter left them all out).
   bool empty() const { return own_.empty(); }
-  // The ratios measured for one pair, this process's first; empty when not measured.
+  // Each process's ratio for one pair (its repetitions' MeanRatio), this process's first; empty
+  // when not measured.
   std::vector<double> Ratios(const std::string& group, const std::string& variant,
                              const std::string& baseline, std::size_t size) const {
     const std::string name = PairName(group, variant, baseline, size);
     std::vector<double> all;
-    if (auto it = own_.find(name); it != own_.end()) all.push_back(it->second);
+    if (auto it = own_.find(name); it != own_.end()) all.push_back(MeanRatio(it->second));
     if (auto it = others_.find(name); it != others_.end())
-      all.insert(all.end(), it->second.begin(), it->second.end());
+      for (const auto& samples : it->second) all.push_back(MeanRatio(samples));
     return all;
   }
-  // How many times faster `variant` was than `baseline` at `size` (the median over processes),
-  // 0 when not measured.
+  // How many times faster `variant` was than `baseline` at `size`: MeanRatio over every
+  // repetition of every process; 0 when not measured.
   double Ratio(const std::string& group, const std::string& variant, const std::string& baseline,
                std::size_t size) const {
-    std::vector<double> all = Ratios(group, variant, baseline, size);
-    return all.empty() ? 0.0 : Median(all);
+    const std::string name = PairName(group, variant, baseline, size);
+    std::vector<PairSample> all;
+    if (auto it = own_.find(name); it != own_.end()) all = it->second;
+    if (auto it = others_.find(name); it != others_.end())
+      for (const auto& samples : it->second) all.insert(all.end(), samples.begin(), samples.end());
+    return MeanRatio(all);
   }
 
  private:
-  std::map<std::string, double> own_;
-  std::map<std::string, std::vector<double>> others_;
+  std::map<std::string, std::vector<PairSample>> own_;
+  std::map<std::string, std::vector<std::vector<PairSample>>> others_;  // per process
 };
 
 // The worst ratio of `variant` against the vendor's 4-byte loop over every size, and its size.
@@ -415,10 +453,11 @@ void PrintSummary(const RecordingReporter& r, int processes) {
     std::printf("no pair ran (the filter left them out): no goal judged\n");
     return;
   }
-  std::printf("The active variants' ratios are medians over %d process%s; the others' are this "
-              "process's.\n", processes, processes == 1 ? "" : "es");
+  std::printf("A ratio is the baseline's mean time per copy over the variant's, over every "
+              "repetition: the active variants' of %d process%s, the others' of this one.\n",
+              processes, processes == 1 ? "" : "es");
   if (processes > 1) {
-    std::printf("Their range over the processes, against the vendor's 4-byte loop:\n");
+    std::printf("Each process's ratio against the vendor's 4-byte loop ranged over:\n");
     PrintSpread(r, "ToDevice", active_to);
     PrintSpread(r, "FromDevice", active_from);
   }
@@ -487,11 +526,11 @@ void PrintSummary(const RecordingReporter& r, int processes) {
 namespace onchip::mmio {
 namespace {
 
-// Runs the active variants' pairs again in a new process of this binary and adds its ratios to
-// `r`. Below a line the copies take a handful of cycles, and on some cores (an AMD EPYC, Zen 4,
-// here) the same two functions take 5 or 8 cycles each depending on the process, whichever
-// calls them; only a median over processes judges those sizes. Returns false if the process
-// could not run.
+// Runs the active variants' pairs again in a new process of this binary and adds its repetitions
+// to `r`. Below a line the copies take a handful of cycles, and on some cores (an AMD EPYC, Zen 4,
+// here) the same two functions take 6 or 8 cycles each depending on a state that holds for a
+// repetition (see the top of this file): more processes, more draws of it. Returns false if the
+// process could not run.
 bool RunPairsInAnotherProcess(const std::vector<std::string>& pass_on, RecordingReporter& r) {
   char path[] = "/tmp/onchip-wc-pairs-XXXXXX";
   const int fd = mkstemp(path);
@@ -588,7 +627,7 @@ int main(int argc, char** argv) {
     }
   }
   // Defaults for a shared 2-core machine: short runs, five repetitions, medians reported (the
-  // summary uses the medians). Any --benchmark_min_time / _repetitions given overrides them.
+  // summary pools the repetitions). Any --benchmark_min_time / _repetitions given overrides them.
   const std::vector<char*> given_args(args.begin() + 1, args.end());  // args grows below
   auto given = [&](std::string_view flag) {
     for (const char* a : given_args)
@@ -610,7 +649,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   benchmark::AddCustomContext("onchip_wc_copy", std::string(onchip::mmio::WcCopyReport()));
   benchmark::AddCustomContext("onchip_device_memory", "host WB buffer (no NIC): CPU cost, not PCIe");
-  // The other processes measure first, so that their ratios can go into this one's context
+  // The other processes measure first, so that their repetitions can go into this one's context
   // (onchip_pairs_elsewhere), where tools/onchip bench's report finds them.
   const std::vector<std::string> active_pairs = RegisterAll();
   RecordingReporter reporter;

@@ -53,8 +53,9 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 MMIO = re.compile(r"^(?P<dir>ToDevice|FromDevice)/(?P<variant>[A-Za-z0-9_]+)/(?P<size>\d+)")
 BF = re.compile(r"^BlueFlame64/(?P<variant>[A-Za-z0-9_]+)")
-# wc_copy_bench's pairs: a variant and its baseline timed alternately; x_base is how many times
-# faster the variant was, measured side by side (steadier than dividing two rows' medians).
+# wc_copy_bench's pairs: a variant and its baseline timed alternately; each repetition's ns and
+# base_ns are the two sides' times per copy, measured side by side (steadier than dividing two
+# rows' medians).
 PAIR = re.compile(r"^Pair/(?P<group>ToDevice|FromDevice|BlueFlame64)/(?P<variant>[A-Za-z0-9_]+)"
                   r"~(?P<base>[A-Za-z0-9_]+)/(?P<size>\d+)")
 PAIR_OP = {"ToDevice": "wc_copy_to_device", "FromDevice": "wc_copy_from_device",
@@ -88,6 +89,14 @@ def classify(name, context):
         impl = {to_dev: "onchip", "vendor_bf_8x8B": "vendor"}.get(m.group("variant"))
         return ("blueflame_copy", impl, 64) if impl else None
     return None
+
+
+def pair_sample(text):
+    """'ns/base_ns', one repetition of a pair in another process, as (ns, base_ns)."""
+    ns, sep, base_ns = text.partition("/")
+    if not sep:
+        raise ValueError(text)
+    return float(ns), float(base_ns)
 
 
 def pair_where(name, context):
@@ -126,8 +135,9 @@ def collect(paths):
     context, copy (rows[(op, size)][impl] = samples), wire (the same for the wire rows),
     hot (name -> samples), errors ([(name, message)]) and other (name -> samples).
     A sample is (ns per operation, bytes per second, p99 ns or None). paired[(op, size)] holds
-    the x_base of each repetition of the pair that judges the row against the vendor;
-    elsewhere[(op, size)] that pair's ratio in each other process wc_copy_bench ran it in;
+    (ns, base_ns) of each repetition of the pair that judges the row against the vendor;
+    elsewhere[(op, size)] the same for every repetition in the other processes wc_copy_bench ran
+    it in;
     wire_paired[(op, size, two_proc)] the x_floor of each repetition of a wire pair."""
     got = {"context": {}, "errors": [], "paired": collections.defaultdict(list),
            "wire_paired": collections.defaultdict(list),
@@ -145,9 +155,9 @@ def collect(paths):
             pair = pair_where(name, data.get("context", {}))
             if pair:
                 try:
-                    got["elsewhere"][pair] += [float(x) for x in values.split(",") if x]
+                    got["elsewhere"][pair] += [pair_sample(x) for x in values.split(",") if x]
                 except ValueError:
-                    pass  # not a number: that entry judges nothing
+                    pass  # not two numbers: that entry judges nothing
         seen_errors = set()
         for b in data.get("benchmarks", []):
             name = b.get("run_name", b["name"])
@@ -160,8 +170,8 @@ def collect(paths):
                 continue
             pair = pair_where(name, data.get("context", {}))
             if pair is not None:
-                if pair and isinstance(b.get("x_base"), (int, float)):
-                    got["paired"][pair].append(float(b["x_base"]))
+                if pair and all(isinstance(b.get(k), (int, float)) for k in ("ns", "base_ns")):
+                    got["paired"][pair].append((float(b["ns"]), float(b["base_ns"])))
                 continue
             wire_pair = WIRE_PAIR.match(name)
             if wire_pair and wire_pair.group("op") in WIRE_OPS:
@@ -250,10 +260,16 @@ def human_ns(ns):
     return "%.0f ns" % ns if ns < 1e4 else "%.1f us" % (ns / 1e3)
 
 
+def mean_ratio(samples):
+    """The baseline's mean time over the variant's, from (ns, base_ns) samples; None without."""
+    ns = sum(s[0] for s in samples)
+    return sum(s[1] for s in samples) / ns if ns > 0 else None
+
+
 def build(rows, paired=None, elsewhere=None):
     """The copy table. x vendor comes from the row's pair when the suite measured one (the two
-    timed side by side): the median over processes of each process's ratio, as the suite's own
-    summary takes it. Else from the two rows' medians."""
+    timed side by side): the vendor's mean time per copy over onchip's, over every repetition of
+    every process, as the suite's own summary takes it. Else from the two rows' medians."""
     table = []
     for (op, size) in sorted(rows, key=lambda k: (k[0], k[1])):
         impls = {impl: stats(samples) for impl, samples in rows[(op, size)].items()}
@@ -262,9 +278,10 @@ def build(rows, paired=None, elsewhere=None):
         for base in ("vendor", "host"):
             b = impls.get(base)
             entry["vs_" + base] = (b["median_ns"] / on["median_ns"]) if on and b and on["median_ns"] else None
-        if paired and paired.get((op, size)):
-            entry["vs_vendor"] = median([median(paired[(op, size)])] +
-                                        list((elsewhere or {}).get((op, size), [])))
+        pair = (paired or {}).get((op, size))
+        x = mean_ratio(list(pair) + list((elsewhere or {}).get((op, size), []))) if pair else None
+        if x is not None:
+            entry["vs_vendor"] = x
             entry["vs_vendor_paired"] = True
         table.append(entry)
     return table
@@ -275,7 +292,7 @@ def build_wire(wire, errors, two_proc, paired=None):
     *_local_dm operations), host and floor, how many times the floor each takes, DM against host,
     and the error of each implementation that failed. Where the suite timed the DM operation and
     the floor by turns (paired[(op, size, two_proc)]), DM's times-the-floor is that pair's median
-    over repetitions (x_floor_paired), as the copy table takes its pairs."""
+    over repetitions (x_floor_paired)."""
     suffix = TWO_PROC if two_proc else ""
     failed = collections.defaultdict(dict)
     for name, message in errors:
@@ -362,7 +379,8 @@ def render_text(header, table, other, with_other=True):
     out.append("Latency is per operation: median and p99 over repetitions. x vendor / x host: how many")
     out.append("times faster onchip is than the vendor algorithm / than host memory (> 1 is faster);")
     out.append("for the mmio kernels x vendor is timed side by side with the vendor's copy (wc_copy_bench's")
-    out.append("pairs), not divided from two rows measured at different moments.")
+    out.append("pairs), not divided from two rows measured at different moments: the vendor's mean time")
+    out.append("per copy over onchip's, over every repetition in every process the suite ran them in.")
     out.append("wc_copy_* and blueflame_copy are the mmio kernels alone (onchip = the variant in use);")
     out.append("memcpy_*_dm, alloc_free_dm and reg_dereg_dm_mr go through the driver and the device.")
     if other and with_other:
