@@ -298,14 +298,16 @@ std::vector<std::string> RegisterAll() {
   return active;
 }
 
-// One repetition of a pair: each side's time per copy (its rounds' median), in ns.
+// A pair's two sides in one process: each one's time per copy (the mean over the process's
+// repetitions of each repetition's median over its rounds), in ns.
 struct PairSample {
   double ns = 0;       // the variant
   double base_ns = 0;  // its baseline
 };
 
-// How many times faster the variant was than its baseline over `samples`: the baseline's mean
-// time per copy over the variant's (see the top of this file); 0 for none.
+// How many times faster the variant was than its baseline over `samples` (one per process, each
+// over the same number of repetitions): the baseline's mean time per copy over the variant's
+// (see the top of this file); 0 for none.
 double MeanRatio(const std::vector<PairSample>& samples) {
   double ns = 0, base_ns = 0;
   for (const PairSample& s : samples) {
@@ -315,82 +317,74 @@ double MeanRatio(const std::vector<PairSample>& samples) {
   return ns > 0 ? base_ns / ns : 0.0;
 }
 
-// Keeps each repetition of each pair per run name ("Pair/ToDevice/sse~vendor_dm_4B/4096"): this
-// process's, and those each other process reported.
+// Keeps each pair's PairSample per run name ("Pair/ToDevice/sse~vendor_dm_4B/4096"): this
+// process's, and those the other processes reported.
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
       auto ns = r.counters.find("ns");
       auto base_ns = r.counters.find("base_ns");
-      if (ns == r.counters.end() || base_ns == r.counters.end()) continue;
+      if (ns == r.counters.end() || base_ns == r.counters.end() || r.error_occurred) continue;
       // The name without Google Benchmark's "/manual_time".
       const std::string name = r.run_name.function_name + "/" + r.run_name.args;
-      own_[name].push_back({.ns = ns->second.value, .base_ns = base_ns->second.value});
+      const PairSample s{.ns = ns->second.value, .base_ns = base_ns->second.value};
+      // A lone run is the sample; with repetitions their mean is (this reporter may be shown
+      // the aggregates only).
+      if (r.run_type == Run::RT_Iteration)
+        own_.emplace(name, s);
+      else if (r.aggregate_name == "mean")
+        own_[name] = s;
     }
     ConsoleReporter::ReportRuns(runs);
   }
-  // "name ns base_ns" lines, one per repetition, as a pair process hands them back.
+  // "name ns base_ns" lines, as a pair process hands them back.
   void Save(std::FILE* f) const {
-    for (const auto& [name, samples] : own_)
-      for (const PairSample& s : samples)
-        std::fprintf(f, "%s %.6g %.6g\n", name.c_str(), s.ns, s.base_ns);
+    for (const auto& [name, s] : own_)
+      std::fprintf(f, "%s %.6g %.6g\n", name.c_str(), s.ns, s.base_ns);
   }
-  // One other process's lines.
   void Load(std::FILE* f) {
-    std::map<std::string, std::vector<PairSample>> process;
     char name[256];
     PairSample s;
     while (std::fscanf(f, "%255s %lg %lg", name, &s.ns, &s.base_ns) == 3)
-      process[name].push_back(s);
-    for (auto& [n, samples] : process) others_[n].push_back(std::move(samples));
+      others_[name].push_back(s);
   }
-  // The other processes' repetitions for the report: "name=ns/base_ns,ns/base_ns,...;name=...".
+  // The other processes' samples for the report: "name=ns/base_ns,ns/base_ns,...;name=...".
   std::string OthersText() const {
     std::string text;
     char x[64];
-    for (const auto& [name, processes] : others_) {
+    for (const auto& [name, all] : others_) {
       text += (text.empty() ? "" : ";") + name + "=";
-      bool first = true;
-      for (const auto& samples : processes)
-        for (const PairSample& s : samples) {
-          std::snprintf(x, sizeof x, "%s%.4g/%.4g", first ? "" : ",", s.ns, s.base_ns);
-          text += x;
-          first = false;
-        }
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        std::snprintf(x, sizeof x, "%s%.4g/%.4g", i ? "," : "", all[i].ns, all[i].base_ns);
+        text += x;
+      }
     }
     return text;
   }
 
   // Whether no pair ran in this process (a filter left them all out).
   bool empty() const { return own_.empty(); }
-  // Each process's ratio for one pair (its repetitions' MeanRatio), this process's first; empty
-  // when not measured.
-  std::vector<double> Ratios(const std::string& group, const std::string& variant,
-                             const std::string& baseline, std::size_t size) const {
-    const std::string name = PairName(group, variant, baseline, size);
-    std::vector<double> all;
-    if (auto it = own_.find(name); it != own_.end()) all.push_back(MeanRatio(it->second));
-    if (auto it = others_.find(name); it != others_.end())
-      for (const auto& samples : it->second) all.push_back(MeanRatio(samples));
-    return all;
-  }
-  // How many times faster `variant` was than `baseline` at `size`: MeanRatio over every
-  // repetition of every process; 0 when not measured.
-  double Ratio(const std::string& group, const std::string& variant, const std::string& baseline,
-               std::size_t size) const {
+  // One pair's samples, this process's first; empty when not measured.
+  std::vector<PairSample> Samples(const std::string& group, const std::string& variant,
+                                  const std::string& baseline, std::size_t size) const {
     const std::string name = PairName(group, variant, baseline, size);
     std::vector<PairSample> all;
-    if (auto it = own_.find(name); it != own_.end()) all = it->second;
+    if (auto it = own_.find(name); it != own_.end()) all.push_back(it->second);
     if (auto it = others_.find(name); it != others_.end())
-      for (const auto& samples : it->second) all.insert(all.end(), samples.begin(), samples.end());
-    return MeanRatio(all);
+      all.insert(all.end(), it->second.begin(), it->second.end());
+    return all;
+  }
+  // How many times faster `variant` was than `baseline` at `size`: MeanRatio over the processes;
+  // 0 when not measured.
+  double Ratio(const std::string& group, const std::string& variant, const std::string& baseline,
+               std::size_t size) const {
+    return MeanRatio(Samples(group, variant, baseline, size));
   }
 
  private:
-  std::map<std::string, std::vector<PairSample>> own_;
-  std::map<std::string, std::vector<std::vector<PairSample>>> others_;  // per process
+  std::map<std::string, PairSample> own_;
+  std::map<std::string, std::vector<PairSample>> others_;
 };
 
 // The worst ratio of `variant` against the vendor's 4-byte loop over every size, and its size.
@@ -436,9 +430,11 @@ std::string Cell(const Worst& w) {
 void PrintSpread(const RecordingReporter& r, const char* group, const std::string& variant) {
   std::printf("  %-11s", group);
   for (std::size_t n = 4; n <= 64; n *= 2) {
-    std::vector<double> all = r.Ratios(group, variant, "vendor_dm_4B", n);
-    if (all.empty()) continue;
-    const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+    std::vector<double> each;  // each process's ratio
+    for (const PairSample& s : r.Samples(group, variant, "vendor_dm_4B", n))
+      each.push_back(MeanRatio({s}));
+    if (each.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(each.begin(), each.end());
     std::printf(" %zu B %.2f-%.2f;", n, *lo, *hi);
   }
   std::printf("\n");

@@ -92,7 +92,7 @@ def classify(name, context):
 
 
 def pair_sample(text):
-    """'ns/base_ns', one repetition of a pair in another process, as (ns, base_ns)."""
+    """'ns/base_ns', a pair in another process (the means over its repetitions), as a tuple."""
     ns, sep, base_ns = text.partition("/")
     if not sep:
         raise ValueError(text)
@@ -136,8 +136,8 @@ def collect(paths):
     hot (name -> samples), errors ([(name, message)]) and other (name -> samples).
     A sample is (ns per operation, bytes per second, p99 ns or None). paired[(op, size)] holds
     (ns, base_ns) of each repetition of the pair that judges the row against the vendor;
-    elsewhere[(op, size)] the same for every repetition in the other processes wc_copy_bench ran
-    it in;
+    elsewhere[(op, size)] the same, each the mean over the repetitions of one of the other
+    processes wc_copy_bench ran it in;
     wire_paired[(op, size, two_proc)] the x_floor of each repetition of a wire pair."""
     got = {"context": {}, "errors": [], "paired": collections.defaultdict(list),
            "wire_paired": collections.defaultdict(list),
@@ -261,15 +261,24 @@ def human_ns(ns):
 
 
 def mean_ratio(samples):
-    """The baseline's mean time over the variant's, from (ns, base_ns) samples; None without."""
+    """The baseline's mean time over the variant's, from (ns, base_ns) samples of equal weight;
+    None without."""
     ns = sum(s[0] for s in samples)
     return sum(s[1] for s in samples) / ns if ns > 0 else None
+
+
+def process_sample(repetitions):
+    """One process's (ns, base_ns) from its repetitions' (the means), as wc_copy_bench hands the
+    other processes' samples over."""
+    n = len(repetitions)
+    return sum(r[0] for r in repetitions) / n, sum(r[1] for r in repetitions) / n
 
 
 def build(rows, paired=None, elsewhere=None):
     """The copy table. x vendor comes from the row's pair when the suite measured one (the two
     timed side by side): the vendor's mean time per copy over onchip's, over every repetition of
-    every process, as the suite's own summary takes it. Else from the two rows' medians."""
+    every process (this one's repetitions, each other process's mean), as the suite's own summary
+    takes it. Else from the two rows' medians."""
     table = []
     for (op, size) in sorted(rows, key=lambda k: (k[0], k[1])):
         impls = {impl: stats(samples) for impl, samples in rows[(op, size)].items()}
@@ -279,7 +288,8 @@ def build(rows, paired=None, elsewhere=None):
             b = impls.get(base)
             entry["vs_" + base] = (b["median_ns"] / on["median_ns"]) if on and b and on["median_ns"] else None
         pair = (paired or {}).get((op, size))
-        x = mean_ratio(list(pair) + list((elsewhere or {}).get((op, size), []))) if pair else None
+        others = list((elsewhere or {}).get((op, size), []))
+        x = mean_ratio([process_sample(pair)] + others) if pair else None
         if x is not None:
             entry["vs_vendor"] = x
             entry["vs_vendor_paired"] = True
