@@ -37,7 +37,7 @@ Result<bus::DmaMemory> DriverMemory(Device& device, size_t size, size_t alignmen
   const char* demanded = variable ? std::getenv(variable) : nullptr;
   if (demanded && strcasecmp(demanded, "HUGE") == 0 &&
       memory.allocation().page_size < alloc::kHugePageBytes)
-    return Fail(ENOMEM, "queue buffer: HUGE asked for and no 2 MiB hugepage is reserved");
+    return Fail(ENOMEM, "queue buffer: HUGE asked for and the provider has no 2 MiB hugepage to give");
   return memory;
 }
 

@@ -883,6 +883,10 @@ void Sizes(benchmark::internal::Benchmark* b) {
 }
 
 void AtomicSize(benchmark::internal::Benchmark* b) { b->Arg(8)->UseRealTime(); }
+// The sizes an operation's rows run at: an atomic is 8 bytes.
+void (*SizesOf(Op op))(benchmark::internal::Benchmark*) {
+  return op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
+}
 
 void Register() {
   struct Row {
@@ -907,8 +911,7 @@ void Register() {
   const bool two_process = TwoProcessSlot() != nullptr;
   for (const Row r : rows) {
     const Op op = r.op;
-    void (*sizes)(benchmark::internal::Benchmark*) =
-        op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
+    const auto sizes = SizesOf(op);
     for (const Variant v : variants) {
       const std::string name = std::string(r.name) + v.op_suffix + "." + v.impl;
       const Where w = v.where;
@@ -937,21 +940,17 @@ void Register() {
                       Row{"atomic_cmp_swap_bw", Op::kCmpSwap}}) {
     const std::string n = r.name;
     const Op op = r.op;
-    void (*sizes)(benchmark::internal::Benchmark*) =
-        op == Op::kFetchAdd || op == Op::kCmpSwap ? AtomicSize : Sizes;
-    for (const Where w : {Where::kRemoteDm, Where::kRemoteHost})
-      benchmark::RegisterBenchmark(
-          (n + (w == Where::kRemoteDm ? ".onchip" : ".host")).c_str(),
-          [op, w](benchmark::State& s) { Bandwidth(s, op, OneProcessRoute(s, w), F().sim.get()); })
-          ->Apply(sizes);
-    if (two_process && op != Op::kSend)
-      for (const bool dm : {true, false})
-        benchmark::RegisterBenchmark(
-            (n + (dm ? ".onchip_2proc" : ".host_2proc")).c_str(),
-            [op, dm](benchmark::State& s) {
-              Bandwidth(s, op, TwoProcessRoute(s, dm ? Where::kRemoteDm : Where::kRemoteHost), nullptr);
-            })
-            ->Apply(sizes);
+    const auto sizes = SizesOf(op);
+    for (const Where w : {Where::kRemoteDm, Where::kRemoteHost}) {
+      const std::string impl = w == Where::kRemoteDm ? ".onchip" : ".host";
+      benchmark::RegisterBenchmark((n + impl).c_str(), [op, w](benchmark::State& s) {
+        Bandwidth(s, op, OneProcessRoute(s, w), F().sim.get());
+      })->Apply(sizes);
+      if (two_process && op != Op::kSend)
+        benchmark::RegisterBenchmark((n + impl + "_2proc").c_str(), [op, w](benchmark::State& s) {
+          Bandwidth(s, op, TwoProcessRoute(s, w), nullptr);
+        })->Apply(sizes);
+    }
   }
 }
 
