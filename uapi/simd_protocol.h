@@ -10,8 +10,9 @@
 //
 // A connection is one client of one function:
 //   client -> kHello (HelloRequest)            daemon -> kHello (HelloReply) + fds: BAR0 memfd,
-//                                              kick eventfd, the eventfd of the client's own
-//                                              interrupt vector (none when all are taken)
+//                                              the eventfd of the client's own interrupt vector
+//                                              (none when all are taken); the client wakes the
+//                                              device through BAR0's sleep word (vpci.h)
 //   client -> kCommand (CommandRequest + input bytes)
 //                                              daemon -> kCommand (CommandReply + output bytes)
 //   client -> kMapDma (MapDmaRequest) + 0 or 1 fd        daemon -> kMapDma (status only)
@@ -35,11 +36,11 @@ namespace onchip::simd {
 static_assert(std::endian::native == std::endian::little, "the protocol is little-endian");
 
 inline constexpr uint32_t kMagic = 0x4453434f;  // "OCSD"
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;  // 2: no kick eventfd (the sleep word is a futex)
 // The largest payload either side accepts: a command input of a few thousand MTT entries, or
 // the status text.
 inline constexpr uint32_t kMaxPayload = 4u << 20;
-// The most fds one frame carries (BAR0, kick and the interrupt vectors).
+// The most fds one frame carries (BAR0 and the interrupt vectors).
 inline constexpr uint32_t kMaxFds = 40;
 
 enum class MessageType : uint16_t {
@@ -74,7 +75,7 @@ struct HelloReply {
   uint64_t tph_st_table_offset = 0;
   uint16_t tph_st_table_size = 0;  // 0: no TPH
   uint16_t uid = 0;                // the owner tag the daemon stamps on this client's commands
-  uint16_t interrupt_vectors = 0;  // eventfds after BAR0 and the kick eventfd: 1, or 0 if none
+  uint16_t interrupt_vectors = 0;  // eventfds after BAR0: 1, or 0 if none
   uint16_t functions = 0;          // how many functions the daemon serves
   uint32_t client_id = 0;
   // The MSI-X vector that eventfd signals: the client's own, as the kernel gives each devx user

@@ -9,14 +9,20 @@
 //   - what config space would say about PCIe TLP Processing Hints: where the function's TPH
 //     steering-tag table is (tph());
 //   - a doorbell kick: shared memory cannot trap a store, so after a doorbell write (cmd_dbell,
-//     UAR doorbells, BlueFlame) the sim bus calls Kick() and the device looks at once. Without
-//     the kick the device still notices, at its idle polling period.
+//     UAR doorbells, BlueFlame) the sim bus wakes a device that said it sleeps (the sleep word
+//     below, Kick()) and the device looks at once. Without the kick the device still notices,
+//     at its idle polling period.
 //
 // This header lives in uapi/ so that neither side includes the other: driver/bus/sim implements
 // a Bus over a Function, tools/sim implements Function. A device daemon can later carry the same
 // calls over a UNIX socket, passing the fds (that is why regions carry fd and offset).
 #pragma once
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -51,15 +57,27 @@ inline constexpr uint64_t kMsixEntryBytes = 16;
 inline constexpr uint64_t kMsixVectorControlOffset = 12;
 inline constexpr uint32_t kMsixStShift = 16;  // ST Lower 23:16, ST Upper 31:24
 
-// The data engine's sleep word: a software device polls its doorbells (doorbell records, UAR
-// doorbells, BlueFlame registers) without being told while traffic flows. After an idle period
-// it stores a non-zero value here, looks at its doorbells once more and sleeps until Kick();
-// when it wakes it stores 0. A driver that has just rung a data-path doorbell reads this word
-// (a 32-bit load at BAR0 offset kEngineSleepWordOffset, after the doorbell's store is globally
-// visible) and calls Kick() only when it is non-zero: one wake-up after idleness, no syscall
-// while the engine runs (io_uring's SQPOLL with IORING_SQ_NEED_WAKEUP). It is the page after
-// the init segment, below the first UAR page; real hardware has no such word.
+// The data engine's sleep word, a futex shared by the device and every driver that maps BAR0. A
+// software device polls its doorbells (doorbell records, UAR doorbells, BlueFlame registers)
+// without being told while it has a CPU to spare; otherwise, and after an idle period, it stores
+// kEngineAsleep here, looks at its doorbells once more and waits on the word (FUTEX_WAIT, not
+// private: the word is in a shared memfd). A driver that has just rung a doorbell loads the word
+// (after the doorbell's store is globally visible) and, only when it is non-zero, calls
+// WakeEngine: it swaps the word to 0 and wakes the waiter. One wake-up after the device slept, no
+// syscall while it runs (io_uring's SQPOLL with IORING_SQ_NEED_WAKEUP). The swap makes a wake that
+// lands before the device's wait harmless: the wait sees 0 and returns at once. The word is in the
+// page after the init segment, below the first UAR page; real hardware has no such word.
 inline constexpr uint64_t kEngineSleepWordOffset = 0x5000;
+inline constexpr uint32_t kEngineAsleep = 1;
+
+// The driver's half of the sleep word: wakes the engine whose word is at `word` if it sleeps.
+// Lock-free and never blocks; a syscall only when the word said the engine sleeps.
+inline void WakeEngine(uint32_t* word) {
+  std::atomic_ref<uint32_t> w(*word);
+  if (w.load(std::memory_order_seq_cst) == 0) return;
+  if (w.exchange(0, std::memory_order_seq_cst) == 0) return;  // another waker came first
+  syscall(SYS_futex, word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
 
 class Function {
  public:
@@ -76,7 +94,8 @@ class Function {
   // The TPH capability, or nullopt for a function without TPH or without an ST table.
   virtual std::optional<TphCapability> tph() const { return std::nullopt; }
 
-  // Tells the device a doorbell was written. Cheap, never blocks, safe from any thread.
+  // Tells the device a doorbell was written: wakes it if it sleeps (WakeEngine on its sleep
+  // word). Cheap, never blocks, safe from any thread.
   virtual void Kick() = 0;
 
   // The eventfd the device signals for interrupt (MSI-X) vector `vector`: one count each time an

@@ -39,7 +39,6 @@
 // so. The engine is a thread of this process: the floor is the cost of waking that thread.
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -507,33 +506,6 @@ void Bandwidth(benchmark::State& state, Op op, const Route& route, const sim::De
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * route.local.length);
 }
 
-// How the floor's peer and the two-process peer wait, as the software ConnectX's engine thread
-// does (sim::DeviceConfig): spin for engine_spin_period after the last work, then nap engine_nap
-// between looks, so on a small shared machine they pay the same scheduling the device does. After
-// engine_idle_period without work the engine stops looking until a doorbell kicks it (or its
-// idle_poll_period passes); a peer has no kick to wait for, so it looks once per
-// idle_poll_period. An idle peer (the two-process WRITE, READ and atomic rows give it nothing to
-// do) would otherwise wake every engine_nap for the whole row, and each wake-up preempts the
-// benchmark thread or the device's engine on a 2-core machine.
-class EngineLikeWait {
- public:
-  EngineLikeWait() { prctl(PR_SET_TIMERSLACK, 1000UL); }
-  void Worked() { last_work_ = std::chrono::steady_clock::now(); }
-  void Idle() const {
-    const auto idle = std::chrono::steady_clock::now() - last_work_;
-    if (idle < engine_.engine_spin_period) return;
-    const std::chrono::nanoseconds nap = idle < engine_.engine_idle_period
-                                             ? std::chrono::nanoseconds(engine_.engine_nap)
-                                             : std::chrono::nanoseconds(engine_.idle_poll_period);
-    const timespec ts{.tv_sec = 0, .tv_nsec = static_cast<long>(nap.count())};
-    nanosleep(&ts, nullptr);
-  }
-
- private:
-  const sim::DeviceConfig engine_;
-  std::chrono::steady_clock::time_point last_work_ = std::chrono::steady_clock::now();
-};
-
 // The software floor: one side copies N bytes into a shared buffer and publishes a sequence
 // number; the other, watching it, copies the bytes out and answers with the same number.
 struct alignas(64) Mailbox {
@@ -595,14 +567,10 @@ class FloorPeer {
  public:
   FloorPeer()
       : thread_([this] {
-          EngineLikeWait wait;
+          // Bare shared memory: the peer spins on the mailbox, as a user's poller spins.
           uint64_t seen = 0;
-          while (!box_.stop.load(std::memory_order_relaxed)) {
-            if (AnswerFloor(box_, seen, shared_.data(), dst_.data()))
-              wait.Worked();
-            else
-              wait.Idle();
-          }
+          while (!box_.stop.load(std::memory_order_relaxed))
+            AnswerFloor(box_, seen, shared_.data(), dst_.data());
         }) {}
   ~FloorPeer() {
     box_.stop.store(true);
@@ -638,8 +606,8 @@ constexpr int kPairOps = 256;
 
 template <class Operation, class Ping>
 void PairWithFloor(benchmark::State& state, Operation& operation, Ping& ping) {
-  // Before a side is timed, the other side's waiter (the device's engine, or the floor's peer)
-  // has stopped looking between naps, as it has when a row runs alone after another.
+  // Before a side is timed, the device's engine has settled into the policy a row that runs
+  // alone after another finds (past its idle period, its CPU reading refreshed).
   const sim::DeviceConfig engine;
   const auto settle = engine.engine_idle_period + engine.engine_idle_period / 4;
   std::vector<int64_t> samples(kPairOps);
@@ -733,15 +701,14 @@ int RunPeer(const std::string& socket, int fd, PeerPage* page) {
   if (!WriteAll(fd, &ready, 1)) Die("the peer's handshake", "the benchmark process went away");
 
   std::vector<std::byte> floor_dst(kMaxBytes);
-  EngineLikeWait wait;
+  // The peer spins on its CQ and the floor's mailbox, as a user's program polls its CQ.
   uint64_t seen = page->box.ping.load();
   std::array<ibv_wc, 8> wc;
   while (!page->box.stop.load(std::memory_order_relaxed)) {
-    bool worked = AnswerFloor(page->box, seen, page->shared, floor_dst.data());
+    AnswerFloor(page->box, seen, page->shared, floor_dst.data());
     const int n = rings::PollCq(e.cq, static_cast<int>(wc.size()), wc.data());
     if (n < 0) Die("ibv_poll_cq in the peer", "the device failed");
     for (int i = 0; i < n; ++i) {
-      worked = true;
       if (wc[i].status != IBV_WC_SUCCESS) Die("a completion in the peer", ibv_wc_status_str(wc[i].status));
       if (wc[i].opcode != IBV_WC_RECV) continue;  // an answer's own completion
       post_receive();
@@ -750,10 +717,6 @@ int RunPeer(const std::string& socket, int fd, PeerPage* page) {
       ibv_send_wr* bad = nullptr;
       if (rings::PostSend(e.qp, &answer, &bad) != 0) Die("ibv_post_send in the peer", std::strerror(errno));
     }
-    if (worked)
-      wait.Worked();
-    else
-      wait.Idle();
   }
   const bool clean = e.Close() && v::dealloc_pd(pd) == 0;
   (*d)->Close();

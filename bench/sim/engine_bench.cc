@@ -437,14 +437,14 @@ void IdleCheck(benchmark::State& state) {
 }
 
 // The awake device thread's loop with nothing to do, in wall-clock time: a device on a thread
-// of its own kept awake (spin and idle periods longer than the run, so it never naps), its
+// of its own kept awake (it always spins, and its idle period is longer than the run), its
 // wakeups counted while the benchmark thread sleeps; ns_per_loop is how late, at most, a
 // doorbell rung just after a look is looked at again. Its HCA is not initialized, so the look
 // has no UAR page to watch and a pass no queue to walk (one with queues adds what
 // DeviceIdleCheck and EngineIdlePass count).
 void AwakeLoop(benchmark::State& state) {
   DeviceConfig config;
-  config.engine_spin_period = std::chrono::hours(1);
+  config.engine_spin = DeviceConfig::Spin::kAlways;
   config.engine_idle_period = std::chrono::hours(1);
   auto device = Device::Create(config);
   if (!device) {

@@ -32,12 +32,13 @@ Result<void> RecvQueue::Init(const RecvQueueDesc& d) {
   return {};
 }
 
-// The WQEs up to `head` exist: the record says so, after them, and the bus hears of it.
+// The WQEs up to `head` exist: the record says so, after them. Nothing is rung: the device
+// reads a receive queue's record when a message for it arrives (as libmlx5's mlx5_post_recv
+// only stores the record), so a receive post wakes no sleeping software device either.
 [[gnu::always_inline]] inline void RecvQueue::Announce(uint32_t head) {
   head_ = head;
   mmio::ToDeviceBarrier();  // the WQEs before the record that announces them
   mmio::StoreDeviceWord(*db_counter_, prm::Be32::FromHost(head & prm::kWqCounterMask));
-  bus_->DoorbellRung();
 }
 
 // The common post, one request with one non-empty SGE, is written here with nothing else live:

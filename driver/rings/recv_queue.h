@@ -29,7 +29,7 @@ struct RecvQueueDesc {
   uint32_t wqe_shift = 0;           // log2 of the stride (>= 4: one scatter entry)
   uint32_t max_recv_sge = 0;        // scatter entries a request may carry (<= stride / 16)
   prm::Be32* db_counter = nullptr;  // the doorbell record's rcv_counter (MLX5_RCV_DBR)
-  bus::Bus* bus = nullptr;          // DoorbellRung() after the record
+  bus::Bus* bus = nullptr;          // whose gone() the posts check
   bool locked = true;
 };
 

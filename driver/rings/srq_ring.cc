@@ -74,8 +74,8 @@ int SrqRing::PostRecv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   if (nreq != 0) {
     mmio::ToDeviceBarrier();  // the WQEs before the count that announces them
+    // Read by the device when a message arrives: nothing to ring (RecvQueue::Announce).
     mmio::StoreDeviceWord(dbr_->counter, prm::Be32::FromHost(counter_));
-    bus_->DoorbellRung();
   }
   lock_.unlock();
   return err;

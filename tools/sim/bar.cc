@@ -131,7 +131,7 @@ void Bar0::TickHealthCounter() {
 uint32_t Bar0::HealthCounter() const { return init_seg::ReadHealthCounter(*this); }
 
 void Bar0::SetEngineSleeping(bool sleeping) {
-  Word(vpci::kEngineSleepWordOffset).store(sleeping ? 1 : 0, std::memory_order_seq_cst);
+  Word(vpci::kEngineSleepWordOffset).store(sleeping ? vpci::kEngineAsleep : 0, std::memory_order_seq_cst);
 }
 
 bool Bar0::EngineSleeping() const {

@@ -14,6 +14,7 @@
 #include "tools/sim/bar_layout.h"
 #include "tools/sim/config.h"
 #include "tools/sim/steering_tags.h"
+#include "uapi/vpci.h"
 #include "uapi/prm/init_seg_access.h"
 #include "uapi/result.h"
 
@@ -64,6 +65,11 @@ class Bar0 {
   // stores a doorbell and then reads it; one of the two always sees the other's store.
   void SetEngineSleeping(bool sleeping);
   bool EngineSleeping() const;
+  // The word itself, for the futex the device thread waits on (a driver's WakeEngine swaps it to
+  // 0 and wakes that wait).
+  uint32_t* EngineSleepWord() const {
+    return reinterpret_cast<uint32_t*>(base_ + vpci::kEngineSleepWordOffset);
+  }
 
   // The MEMIC window's bytes.
   std::span<std::byte> Memic() const;

@@ -100,15 +100,14 @@ struct DeviceConfig {
   // counter and the internal timer. Idle cost is one wakeup per period.
   std::chrono::milliseconds idle_poll_period{4};
   // How long the data engine keeps polling its doorbells after the last work it found before it
-  // sets the sleep word (uapi/vpci.h) and waits for Kick(). Short: machines here have 2 cores.
+  // sets the sleep word (uapi/vpci.h) and waits for a doorbell's wake-up, while it spins at all.
   std::chrono::microseconds engine_idle_period{1000};
-  // While awake, how long after its last work the engine spins on its doorbells before it naps
-  // between passes, and how long each nap is. A spinner that yields loses its core to a busy
-  // poller for a whole scheduler slice (milliseconds); a napper is woken by its timer and
-  // preempts the poller at once, so on 2 cores a ping-pong pair of pollers plus the engine keeps
-  // round trips near engine_nap instead of the slice.
-  std::chrono::microseconds engine_spin_period{20};
-  std::chrono::microseconds engine_nap{10};
+  // Whether the engine spins on its doorbells between passes (no wake-up to pay for the next
+  // doorbell) or sleeps as soon as a pass finds nothing (the next doorbell pays one futex
+  // wake-up). kWhenCpuSpare spins only while the machine has a CPU nobody else wants
+  // (cpu_room.h): a spinner on a full machine takes the CPU of a poller it then waits for.
+  enum class Spin : uint8_t { kWhenCpuSpare, kAlways, kNever };
+  Spin engine_spin = Spin::kWhenCpuSpare;
 
   // ---- port 1's link layer: a ConnectX (VPI) port runs Ethernet (RoCE) or InfiniBand, and
   // cmd_hca_cap.port_type says which (PRM encoding below).

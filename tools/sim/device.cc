@@ -1,8 +1,5 @@
 #include "tools/sim/device.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <cerrno>
 
 namespace onchip::sim {
@@ -16,31 +13,27 @@ Result<std::unique_ptr<Device>> Device::Create(const DeviceConfig& config,
                                                std::shared_ptr<DeviceThread> thread) {
   if (!thread) return Fail(EINVAL, "sim device: no device thread to attach to");
   ONCHIP_TRY(Bar0 bar, Bar0::Create(config));
-  const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (efd < 0) return Fail(errno, "sim device: eventfd");
   // An InfiniBand port gets its LID from the fabric's subnet manager before it exists (the
   // firmware reports it from the first command on); the engine's Attach takes the reservation.
   DeviceConfig resolved = config;
   resolved.lid = 0;
   if (config.port_type == DeviceConfig::PortType::kInfiniBand &&
       (resolved.lid = Fabric::Instance().ReserveLid(config.lid)) == 0) {
-    close(efd);
     return Fail(EADDRINUSE, "sim device: the LID is taken (or no unicast LID is free)");
   }
-  std::unique_ptr<Device> device(new Device(resolved, std::move(bar), efd));
+  std::unique_ptr<Device> device(new Device(resolved, std::move(bar)));
   device->thread_ = std::move(thread);
   device->thread_->Attach(*device);
   return device;
 }
 
-Device::Device(const DeviceConfig& config, Bar0 bar, int efd)
+Device::Device(const DeviceConfig& config, Bar0 bar)
     : config_(config),
       bar_(std::move(bar)),
       firmware_(config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
       queue_(bar_, iommu_, firmware_, config_),
       born_(std::chrono::steady_clock::now()),
-      engine_(firmware_, iommu_, bar_, config_, [this] { Kick(); }, born_),
-      eventfd_(efd) {
+      engine_(firmware_, iommu_, bar_, config_, [this] { Kick(); }, born_) {
   // The engine starts asleep: the first doorbell wakes it.
   bar_.SetEngineSleeping(true);
   engine_.SetSleeping(true);
@@ -52,7 +45,6 @@ Device::~Device() {
   // reference to its thread, the thread is joined when thread_ goes, after this body.
   thread_->Detach(*this);
   engine_.Detach();
-  close(eventfd_);
 }
 
 bool Device::engine_sleeping() const { return bar_.EngineSleeping(); }
@@ -70,11 +62,6 @@ bool Device::FoundWorkBeforeSleep() {
   const bool found = engine_.Pass().progressed || engine_.InboundPending();
   if (found) progressed_ = true;
   return found;
-}
-
-void Device::DrainKicks() {
-  uint64_t drained;
-  [[maybe_unused]] ssize_t n = read(eventfd_, &drained, sizeof drained);
 }
 
 vpci::SharedMemory Device::bar0() const { return {bar_.fd(), bar_.size()}; }
@@ -98,9 +85,7 @@ std::optional<vpci::TphCapability> Device::tph() const {
 
 void Device::Kick() {
   kicked_.store(true, std::memory_order_release);
-  const uint64_t one = 1;
-  // Never blocks: the eventfd is non-blocking and its counter cannot realistically overflow.
-  [[maybe_unused]] ssize_t n = write(eventfd_, &one, sizeof one);
+  vpci::WakeEngine(bar_.EngineSleepWord());
 }
 
 void Device::ReleaseStall() {

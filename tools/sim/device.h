@@ -2,15 +2,14 @@
 // hands it to the sim bus as a vpci::Function, and destroys it.
 //
 // A device thread (device_thread.h) runs the firmware and the data engine: it sleeps on the
-// device's eventfd, which Kick() signals, with a timeout of config.idle_poll_period, and on every
-// wakeup polls the command queue, runs a data-engine pass, advances the health counter (unless a
-// test stopped it) and the internal timer, and clears `initializing` once config.init_delay has
-// passed. After a pass that found work it stays awake, watching doorbells without being kicked
-// (spinning for config.engine_spin_period, then napping config.engine_nap between looks; a look
-// that finds a doorbell rung runs the full service, the others only keep the timer), until
-// config.engine_idle_period passes without work; then it sets the engine's sleep word
-// (uapi/vpci.h), looks once more, and sleeps. An idle device therefore costs one short wakeup
-// per period.
+// device's sleep word in BAR0 (a futex, uapi/vpci.h), which Kick() and a driver's doorbell wake,
+// with a timeout of config.idle_poll_period, and on every wakeup polls the command queue, runs a
+// data-engine pass, advances the health counter (unless a test stopped it) and the internal
+// timer, and clears `initializing` once config.init_delay has passed. After a pass that found work
+// it stays awake, watching doorbells without being kicked, only while a CPU is spare
+// (config.engine_spin, cpu_room.h) and for at most config.engine_idle_period without work; then
+// it sets the sleep word, looks once more, and sleeps. An idle device therefore costs one short
+// wakeup per idle_poll_period.
 //
 // Create(config) gives the device a thread of its own, started here and joined when the device
 // goes. Create(config, thread) attaches it to a DeviceThread that other devices share: one
@@ -61,10 +60,10 @@ class Device final : public vpci::Function {
   Result<void> MapProcessDma(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
   // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
   std::optional<vpci::TphCapability> tph() const override;
+  // Wakes the device thread if it sleeps (vpci::WakeEngine on the BAR0 sleep word, which a
+  // client of a device daemon reaches through its own mapping of BAR0) and asks for a full
+  // service even while it is awake.
   void Kick() override;
-  // The eventfd Kick() signals: a device daemon passes it to a client process once, so the
-  // client kicks with a write(2) and no round trip.
-  int KickFd() const { return eventfd_; }
   // One eventfd per interrupt vector below num_interrupt_vectors (the data engine's).
   int InterruptFd(uint16_t vector) const override { return engine_.InterruptFd(vector); }
 
@@ -110,7 +109,7 @@ class Device final : public vpci::Function {
 
  private:
   friend class DeviceThread;
-  Device(const DeviceConfig& config, Bar0 bar, int eventfd);
+  Device(const DeviceConfig& config, Bar0 bar);
 
   // ---- what the device thread does with this device (under the thread's lock) ----
   struct ServiceResult {
@@ -146,8 +145,8 @@ class Device final : public vpci::Function {
   // The look once more after the sleep word is set, so a doorbell rung meanwhile is never slept
   // through: whether the engine found work or a packet waits.
   bool FoundWorkBeforeSleep();
-  // Empties the kick eventfd after the thread woke from poll(2).
-  void DrainKicks();
+  // The futex the sleeping thread waits on: the BAR0 sleep word.
+  uint32_t* SleepWord() const { return bar_.EngineSleepWord(); }
 
   const DeviceConfig config_;
   Bar0 bar_;
@@ -156,7 +155,6 @@ class Device final : public vpci::Function {
   CommandQueue queue_;
   const std::chrono::steady_clock::time_point born_;
   Engine engine_;
-  int eventfd_;
   std::atomic<bool> health_stopped_{false};
   std::atomic<uint64_t> wakeups_{0};
   // Set by Kick, cleared by Service before its pass: a kick asks for a full service even while

@@ -1,34 +1,59 @@
 #include "tools/sim/device_thread.h"
 
-#include <poll.h>
+#include <linux/futex.h>
 #include <pthread.h>
-#include <sys/eventfd.h>
-#include <sys/prctl.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
+#include "tools/sim/cpu_room.h"
 #include "tools/sim/device.h"
 
 namespace onchip::sim {
 
-Result<std::shared_ptr<DeviceThread>> DeviceThread::Create() {
-  const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (efd < 0) return Fail(errno, "sim device thread: eventfd");
-  return std::shared_ptr<DeviceThread>(new DeviceThread(efd));
+namespace {
+
+// futex_waitv(2) takes at most this many futexes: the control word and 127 devices.
+constexpr std::size_t kMaxWaiters = 128;
+
+// sched_setattr(2)'s argument, version 0 (48 bytes; glibc 2.36 has no wrapper).
+struct SchedAttr {
+  uint32_t size = sizeof(SchedAttr);
+  uint32_t sched_policy = SCHED_OTHER;
+  uint64_t sched_flags = 0;
+  int32_t sched_nice = 0;
+  uint32_t sched_priority = 0;
+  uint64_t sched_runtime = 0;
+  uint64_t sched_deadline = 0;
+  uint64_t sched_period = 0;
+};
+
+// Asks for the shortest slice a normal thread may have (kernel/sched/syscalls.c clamps
+// sched_runtime to 0.1-100 ms), so that the thread's wake-up preempts a thread that runs on a
+// default slice (kernel/sched/fair.c check_preempt_wakeup_fair, PREEMPT_SHORT). Kernels before
+// EEVDF ignore the field, and there a sleeper's wake-up preempts by its vruntime credit anyway.
+void AskForShortSlice() {
+  SchedAttr attr;
+  attr.sched_runtime = 100'000;  // ns
+  (void)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
-DeviceThread::DeviceThread(int control_fd) : control_fd_(control_fd) {
-  thread_ = std::thread([this] { Run(); });
+}  // namespace
+
+Result<std::shared_ptr<DeviceThread>> DeviceThread::Create() {
+  return std::shared_ptr<DeviceThread>(new DeviceThread());
 }
+
+DeviceThread::DeviceThread() { thread_ = std::thread([this] { Run(); }); }
 
 DeviceThread::~DeviceThread() {
   // Devices hold the thread, so none is attached when it goes.
   stop_.store(true);
   Nudge();
   thread_.join();
-  close(control_fd_);
 }
 
 std::size_t DeviceThread::device_count() const {
@@ -44,8 +69,8 @@ std::chrono::nanoseconds DeviceThread::cpu_time() const {
 }
 
 void DeviceThread::Nudge() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(control_fd_, &one, sizeof one);
+  control_.fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, &control_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
 void DeviceThread::Attach(Device& device) {
@@ -81,14 +106,18 @@ void DeviceThread::Detach(Device& device) {
 }
 
 void DeviceThread::RecomputePeriods() {
-  spin_period_ = nap_ = idle_period_ = {};
+  idle_period_ = {};
   idle_poll_period_ = {};
+  spin_ = DeviceConfig::Spin::kNever;
   bool first = true;
+  // kAlways over kWhenCpuSpare over kNever.
+  auto eager = [](DeviceConfig::Spin s) {
+    return s == DeviceConfig::Spin::kAlways ? 2 : s == DeviceConfig::Spin::kWhenCpuSpare ? 1 : 0;
+  };
   for (const Device* d : devices_) {
     const DeviceConfig& c = d->config();
-    spin_period_ = std::max(spin_period_, c.engine_spin_period);
+    if (eager(c.engine_spin) > eager(spin_)) spin_ = c.engine_spin;
     idle_period_ = std::max(idle_period_, c.engine_idle_period);
-    nap_ = first ? c.engine_nap : std::min(nap_, c.engine_nap);
     idle_poll_period_ = first ? c.idle_poll_period : std::min(idle_poll_period_, c.idle_poll_period);
     first = false;
   }
@@ -105,88 +134,84 @@ bool DeviceThread::TrySleepAll() {
   return false;
 }
 
+void DeviceThread::Wait(std::chrono::steady_clock::time_point until) {
+  std::vector<futex_waitv>& waiters = waiters_;
+  {
+    std::lock_guard lock(mu_);
+    if (devices_.empty()) until = std::chrono::steady_clock::time_point::max();
+    else until = std::min(until, std::chrono::steady_clock::now() + idle_poll_period_);
+    waiters.clear();
+    // The control word's value now: a Nudge after this (an Attach or Detach that changes the
+    // set read here) makes the wait return at once.
+    waiters.push_back(futex_waitv{.val = control_.load(std::memory_order_seq_cst),
+                                  .uaddr = reinterpret_cast<uintptr_t>(&control_),
+                                  .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG,
+                                  .__reserved = 0});
+    for (const Device* d : devices_) {
+      if (waiters.size() == kMaxWaiters) {
+        // Past futex_waitv's limit a device is looked at every millisecond.
+        until = std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+        break;
+      }
+      // Shared: the word is in BAR0, a memfd that client processes map too.
+      waiters.push_back(futex_waitv{.val = vpci::kEngineAsleep,
+                                    .uaddr = reinterpret_cast<uintptr_t>(d->SleepWord()),
+                                    .flags = FUTEX_32,
+                                    .__reserved = 0});
+    }
+  }
+  timespec ts{};
+  timespec* timeout = nullptr;
+  if (until != std::chrono::steady_clock::time_point::max()) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch());
+    ts.tv_sec = static_cast<time_t>(ns.count() / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(ns.count() % 1'000'000'000);
+    timeout = &ts;
+  }
+  // An absolute CLOCK_MONOTONIC deadline (steady_clock is CLOCK_MONOTONIC on Linux). EAGAIN (a
+  // word changed before the wait), ETIMEDOUT and a wake-up all mean the same: look again.
+  (void)syscall(SYS_futex_waitv, waiters.data(), waiters.size(), 0, timeout, CLOCK_MONOTONIC);
+}
+
 void DeviceThread::Run() {
   clockid_t cid;
   if (pthread_getcpuclockid(pthread_self(), &cid) == 0) {
     thread_clock_.store(cid);
     thread_clock_valid_.store(true);
   }
-  // Naps are short; the default 50 us timer slack would make each one several times longer.
-  prctl(PR_SET_TIMERSLACK, 1000UL);
+  AskForShortSlice();
+  CpuRoom room;
   bool awake = false;
-  // The clock is read once per wakeup: the spin check below uses the last wakeup's reading.
   auto now = std::chrono::steady_clock::now();
   auto last_work = now;
   // The soonest engine retry due among the devices (max: none).
   auto deadline = std::chrono::steady_clock::time_point::max();
-  // The poll set: the control eventfd, then each device's kick eventfd, rebuilt (under mu_)
-  // when the device set changed. The fds are only polled outside mu_, never read there.
-  std::vector<pollfd> fds;
-  uint64_t fds_generation = ~uint64_t{0};
-  std::chrono::microseconds spin_period{0}, nap{0};
   while (!stop_.load()) {
     // Let an Attach or Detach in (mu_ was released at the end of the last wakeup).
     while (waiting_.load() != 0) std::this_thread::yield();
-    bool polled = false;
-    if (awake) {
-      if (now - last_work >= spin_period) {
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(nap);
-        const timespec ts{.tv_sec = 0, .tv_nsec = static_cast<long>(ns.count())};
-        nanosleep(&ts, nullptr);
-      }
-    } else {
-      int timeout_ms = -1;  // no device: only Attach or the destructor wakes the thread
-      {
-        std::lock_guard lock(mu_);
-        if (fds_generation != generation_) {
-          fds.assign(1, pollfd{control_fd_, POLLIN, 0});
-          for (const Device* d : devices_) fds.push_back(pollfd{d->KickFd(), POLLIN, 0});
-          fds_generation = generation_;
-        }
-        if (!devices_.empty())
-          timeout_ms = static_cast<int>(std::max<int64_t>(1, idle_poll_period_.count()));
-      }
-      if (deadline != std::chrono::steady_clock::time_point::max() && timeout_ms >= 0) {
-        const auto before = std::chrono::steady_clock::now();
-        const int64_t wait_ms =
-            deadline > before
-                ? (std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - before).count() +
-                   999'999) / 1'000'000
-                : 0;
-        timeout_ms = static_cast<int>(std::min<int64_t>(wait_ms, timeout_ms));
-      }
-      poll(fds.data(), fds.size(), timeout_ms);
-      polled = true;
-    }
+    const bool woke = !awake;
+    if (!awake) Wait(deadline);
     if (stop_.load()) break;
     std::lock_guard lock(mu_);
     // Under mu_ no device attaches or leaves: one device's pass may hand another a packet at
     // once (wire.h).
     const Port::Serving serving(this);
-    spin_period = spin_period_;
-    nap = nap_;
     // Only this thread writes the count: a load and a store, no locked increment.
     wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (polled) {
-      // Kicks that arrived while awake are drained here too, at the cost of one early wakeup.
-      uint64_t drained;
-      [[maybe_unused]] ssize_t n = read(control_fd_, &drained, sizeof drained);
-      for (Device* d : devices_) d->DrainKicks();
-    }
     // Awake now: every device's word cleared, including one attached while the thread was
-    // awake (it starts asleep, and the thread polls it from this pass on).
+    // awake (it starts asleep, and the thread waits on it from this pass on).
     for (Device* d : devices_)
       if (d->sleeping()) d->SetSleeping(false);
     // The clock, read once per wakeup, keeps every device's internal timer moving and times
-    // the spin, the retries and the idle period.
+    // the retries and the idle period.
     now = std::chrono::steady_clock::now();
     bool progressed = false;
     deadline = std::chrono::steady_clock::time_point::max();
     for (Device* d : devices_) {
       // Awake, a device gets a full service only when its lock-free look finds something
-      // (Device::NeedsService); a wakeup out of poll(2) services every device, as does the look
-      // before sleeping (TrySleepAll).
-      if (polled || d->NeedsService(now))
+      // (Device::NeedsService); a wakeup out of the wait services every device, as does the
+      // look before sleeping (TrySleepAll).
+      if (woke || d->NeedsService(now))
         progressed |= d->Service(now).progressed;
       else
         d->Tick(now);
@@ -195,12 +220,16 @@ void DeviceThread::Run() {
     if (progressed) {
       last_work = now;
       awake = true;
-    } else if (now - last_work >= idle_period_) {
-      awake = !TrySleepAll();
-      if (awake) last_work = now;
-    } else {
-      awake = true;
+      continue;
     }
+    const bool spin = spin_ == DeviceConfig::Spin::kAlways ||
+                      (spin_ == DeviceConfig::Spin::kWhenCpuSpare && room.Spare(now));
+    if (spin && now - last_work < idle_period_) {
+      awake = true;
+      continue;
+    }
+    awake = !TrySleepAll();
+    if (awake) last_work = now;
   }
 }
 

@@ -5,18 +5,21 @@
 // Each wakeup services every attached device in turn (Device::Service): its command queue, a
 // data-engine pass, its internal timer and health counter, and the end of its init delay. The
 // awake/sleep policy is the thread's, not a device's:
-//   - awake while any device progressed: it keeps watching every device's doorbells without
-//     being kicked, spinning for engine_spin_period after the last work, then napping engine_nap
-//     between looks; each look is lock-free (Device::NeedsService: the UAR and command
-//     doorbells, the port, the engine's deadlines and progress), and only a look that finds
-//     something runs the device's full Service;
-//   - once every device has been idle for engine_idle_period it sets every device's sleep word
-//     (uapi/vpci.h), looks once more at all of them (a doorbell rung meanwhile is never slept
-//     through), and sleeps in poll(2) on all their kick eventfds; the timeout is the shortest
-//     idle_poll_period, or an engine's retry deadline if that is sooner;
-//   - any device's kick wakes the thread, which clears every sleep word and services them all.
-// With several devices the periods are the most eager of theirs: the longest spin and idle
-// periods, the shortest nap and idle poll period (a daemon configures its functions alike).
+//   - after a pass that found work it runs the next pass at once; after a pass that found none
+//     it keeps watching every device's doorbells without being kicked (spinning: each look is
+//     lock-free, Device::NeedsService, and only a look that finds something runs the device's
+//     full Service) only while that costs nobody a CPU (DeviceConfig::engine_spin; by default
+//     while the machine has a CPU to spare, cpu_room.h) and for at most engine_idle_period;
+//   - otherwise it sets every device's sleep word (uapi/vpci.h), looks once more at all of them
+//     (a doorbell rung meanwhile is never slept through), and waits on all the words at once
+//     (futex_waitv); the timeout is the shortest idle_poll_period, or an engine's retry deadline
+//     if that is sooner. A driver's doorbell swaps its device's word to 0 and wakes the wait, so
+//     the next doorbell after a sleep is served after one wake-up, not a timer;
+//   - the thread asks the scheduler for a short slice (sched_setattr's sched_runtime, honoured
+//     by EEVDF kernels): its wake-up then preempts a spinning poller at once instead of waiting
+//     for the poller's slice to end (kernel/sched/fair.c, PREEMPT_SHORT).
+// With several devices the policy is the most eager of theirs: the longest idle period and the
+// most willing spin, the shortest idle poll period (a daemon configures its functions alike).
 //
 // A packet one attached device sends to another is seen by the same wakeup or the next one: no
 // thread hand-off between them.
@@ -35,8 +38,10 @@
 #include <thread>
 #include <vector>
 
+#include <linux/futex.h>
 #include <time.h>
 
+#include "tools/sim/config.h"
 #include "uapi/result.h"
 
 namespace onchip::sim {
@@ -60,29 +65,32 @@ class DeviceThread {
 
  private:
   friend class Device;
-  explicit DeviceThread(int control_fd);
+  DeviceThread();
 
   // Device's factory and destructor. Attach starts serving `device` at the next wakeup (it
   // starts asleep, as a new device does). Detach waits until the thread is outside `device`'s
-  // service; afterwards the thread never touches it, nor its kick eventfd, again.
+  // service; afterwards the thread never touches it, nor its sleep word, again.
   void Attach(Device& device);
   void Detach(Device& device);
 
   void Run();
-  // Wakes the thread out of poll(2) so it sees a changed device set or stop_.
+  // Wakes the thread out of its wait so it sees a changed device set or stop_.
   void Nudge();
+  // Sleeps until a device's sleep word is swapped, a Nudge, or `until` (max: no deadline but
+  // the idle poll period). The words were set by TrySleepAll.
+  void Wait(std::chrono::steady_clock::time_point until);
   // The policy periods from the attached devices' configs (under mu_).
   void RecomputePeriods();
   // Every device's sleep word set, one more look at each; false (and the words cleared) when
   // some device found work.
   bool TrySleepAll();
 
-  const int control_fd_;  // eventfd: Attach, Detach and the destructor wake the thread with it
+  // A private futex: Attach, Detach and the destructor bump it and wake the thread with it.
+  std::atomic<uint32_t> control_{0};
   mutable std::mutex mu_;  // devices_ and the periods; held by the thread while it services
   std::vector<Device*> devices_;
-  uint64_t generation_ = 0;  // bumped when devices_ changes, so the thread rebuilds its poll set
-  std::chrono::microseconds spin_period_{0};
-  std::chrono::microseconds nap_{0};
+  uint64_t generation_ = 0;  // bumped when devices_ changes, so the thread rebuilds its wait set
+  DeviceConfig::Spin spin_ = DeviceConfig::Spin::kNever;
   std::chrono::microseconds idle_period_{0};
   std::chrono::milliseconds idle_poll_period_{0};
   // Attach and Detach calls waiting for mu_. A busy thread drops mu_ for only a moment between
@@ -91,6 +99,7 @@ class DeviceThread {
   std::atomic<uint32_t> waiting_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> wakeups_{0};
+  std::vector<struct futex_waitv> waiters_;  // the thread's own: Wait's set, kept to reuse
   std::atomic<clockid_t> thread_clock_{0};
   std::atomic<bool> thread_clock_valid_{false};
   std::thread thread_;

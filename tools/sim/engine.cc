@@ -40,7 +40,7 @@ using Bytes = std::span<const std::byte>;
 // posts to it. A receive post writes only the doorbell record (no UAR doorbell: the responder
 // reads the record when a packet arrives), which the lock-free look between passes cannot see,
 // so while such a QP exists the pass asks to run again this much later (asleep, the thread then
-// wakes every millisecond, poll(2)'s granularity, instead of every idle_poll_period).
+// wakes at that deadline instead of every idle_poll_period).
 constexpr uint64_t kErrorReceiveLookNs = 100'000;
 
 // The page offsets of the send doorbells: both halves of every bfreg that fits the page.

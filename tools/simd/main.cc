@@ -33,7 +33,7 @@ void OnSignal(int) {
 int Usage() {
   std::fprintf(stderr,
                "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] "
-               "[--link-layer eth|ib]\n");
+               "[--link-layer eth|ib] [--engine-spin auto|always|never]\n");
   return 2;
 }
 
@@ -56,6 +56,17 @@ int main(int argc, char** argv) {
       if (std::from_chars(n.data(), n.data() + n.size(), ms).ec != std::errc() || ms == 0)
         return Usage();
       options.engine_idle_period = std::chrono::milliseconds(ms);
+    } else if (a == "--engine-spin" && i + 1 < argc) {
+      const std::string_view p = argv[++i];
+      using Spin = onchip::sim::DeviceConfig::Spin;
+      if (p == "auto")
+        options.engine_spin = Spin::kWhenCpuSpare;
+      else if (p == "always")
+        options.engine_spin = Spin::kAlways;
+      else if (p == "never")
+        options.engine_spin = Spin::kNever;
+      else
+        return Usage();
     } else if (a == "--link-layer" && i + 1 < argc) {
       const std::string_view l = argv[++i];
       if (l == "ib")

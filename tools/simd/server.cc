@@ -78,6 +78,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     // this costs no latency, and an idle daemon stays well under 1% of a core.
     config.idle_poll_period = kIdlePollPeriod;
     if (options.engine_idle_period) config.engine_idle_period = *options.engine_idle_period;
+    config.engine_spin = options.engine_spin;
     config.port_type = options.port_type;
     ONCHIP_TRY(f->device, sim::Device::Create(config, thread));
     ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(*f->device));

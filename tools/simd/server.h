@@ -28,6 +28,8 @@ struct ServerOptions {
   // How long the device thread polls every function after the last work of any before it
   // sleeps (and the next doorbell pays a wake-up); unset: the software ConnectX's default.
   std::optional<std::chrono::microseconds> engine_idle_period;
+  // Whether the device thread spins between passes (sim::DeviceConfig::engine_spin).
+  sim::DeviceConfig::Spin engine_spin = sim::DeviceConfig::Spin::kWhenCpuSpare;
   // Every function's port 1 link layer: Ethernet (RoCE, the default) or InfiniBand, each IB
   // port with a LID of its own from the fabric's subnet manager.
   sim::DeviceConfig::PortType port_type = sim::DeviceConfig::PortType::kEthernet;

@@ -110,7 +110,7 @@ Result<void> Session::Hello(const Frame& frame) {
   reply.uid = uid_;
   reply.functions = static_cast<uint16_t>(functions_.size());
   reply.client_id = id_;
-  std::vector<int> fds = {f.device->bar0().fd, f.device->KickFd()};
+  std::vector<int> fds = {f.device->bar0().fd};
   // Its own interrupt vector, if one is free: only that eventfd goes to the client.
   const std::optional<uint16_t> vector = f.TakeVector();
   if (vector && f.device->InterruptFd(*vector) >= 0) {
@@ -119,7 +119,7 @@ Result<void> Session::Hello(const Frame& frame) {
   } else if (vector) {
     f.GiveBackVector(*vector);
   }
-  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 2);
+  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 1);
   {
     std::lock_guard lock(mu_);
     function_ = &f;

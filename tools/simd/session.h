@@ -1,6 +1,6 @@
 // One client connection of the device daemon: the kernel's side of an open uverbs file.
 //
-// The first frame is kHello (which function; the daemon answers with BAR0, the kick eventfd, the
+// The first frame is kHello (which function; the daemon answers with BAR0, the
 // interrupt eventfds, the client's IOVA window and uid) or kStatus (the daemon's state as JSON,
 // then the connection closes). Afterwards: firmware commands (refused with EPERM unless user
 // space may issue them; the uid stamped; creations and destructions noted), DMA map and unmap

@@ -1,6 +1,7 @@
 #include "driver/bus/simd/simd_client.h"
 
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -134,16 +135,19 @@ std::optional<Backing> FindBacking(const void* host, uint64_t length) {
 
 class SimdFunction final : public vpci::Function {
  public:
-  SimdFunction(std::shared_ptr<Connection> conn, int bar0_fd, uint64_t bar0_size, int kick_fd,
-               std::vector<int> interrupt_fds, uint16_t vector,
+  // `sleep_page` is the BAR0 page that holds the engine's sleep word, mapped shared.
+  SimdFunction(std::shared_ptr<Connection> conn, int bar0_fd, uint64_t bar0_size,
+               std::byte* sleep_page, std::vector<int> interrupt_fds, uint16_t vector,
                std::optional<vpci::TphCapability> tph)
-      : conn_(std::move(conn)), bar0_fd_(bar0_fd), bar0_size_(bar0_size), kick_fd_(kick_fd),
+      : conn_(std::move(conn)), bar0_fd_(bar0_fd), bar0_size_(bar0_size), sleep_page_(sleep_page),
         interrupt_fds_(std::move(interrupt_fds)), vector_(vector), tph_(tph) {}
   ~SimdFunction() override {
+    munmap(sleep_page_, kSleepPageSize);
     close(bar0_fd_);
-    close(kick_fd_);
     for (int fd : interrupt_fds_) close(fd);
   }
+  static constexpr uint64_t kSleepPageSize = 4096;
+  static constexpr uint64_t kSleepPageOffset = vpci::kEngineSleepWordOffset & ~(kSleepPageSize - 1);
 
   vpci::SharedMemory bar0() const override { return {bar0_fd_, bar0_size_}; }
 
@@ -174,9 +178,8 @@ class SimdFunction final : public vpci::Function {
   std::optional<vpci::TphCapability> tph() const override { return tph_; }
 
   void Kick() override {
-    const uint64_t one = 1;
-    // A full counter (never in practice) or a dead daemon: the device polls anyway, or is gone.
-    (void)!write(kick_fd_, &one, sizeof(one));
+    vpci::WakeEngine(reinterpret_cast<uint32_t*>(
+        sleep_page_ + (vpci::kEngineSleepWordOffset - kSleepPageOffset)));
   }
 
   // The client's one vector (the daemon's hello names it); the others are not its to read.
@@ -190,7 +193,7 @@ class SimdFunction final : public vpci::Function {
   std::shared_ptr<Connection> conn_;
   int bar0_fd_;
   uint64_t bar0_size_;
-  int kick_fd_;
+  std::byte* sleep_page_;
   std::vector<int> interrupt_fds_;  // at most one: the eventfd of vector_
   uint16_t vector_;
   std::optional<vpci::TphCapability> tph_;
@@ -258,18 +261,27 @@ Result<Attachment> Attach(std::string_view address) {
   ONCHIP_TRY(Frame reply, conn->Call(MessageType::kHello, {onchip::simd::AsBytes(hello)}));
   ONCHIP_CHECK(CheckReply(reply, "hello to the device daemon"));
   ONCHIP_TRY(const HelloReply h, onchip::simd::ReadStruct<HelloReply>(reply.payload));
-  if (reply.fds.size() != 2u + h.interrupt_vectors || h.interrupt_vectors > 1 || h.bar0_size == 0)
-    return Fail(EPROTO, "simd: hello reply without BAR0, kick and interrupt fds");
+  if (reply.fds.size() != 1u + h.interrupt_vectors || h.interrupt_vectors > 1 ||
+      h.bar0_size < SimdFunction::kSleepPageOffset + SimdFunction::kSleepPageSize)
+    return Fail(EPROTO, "simd: hello reply without BAR0 and interrupt fds");
   const int bar0_fd = reply.TakeFd(0);
-  const int kick_fd = reply.TakeFd(1);
   std::vector<int> interrupts;
-  for (std::size_t i = 0; i < h.interrupt_vectors; ++i) interrupts.push_back(reply.TakeFd(2 + i));
+  for (std::size_t i = 0; i < h.interrupt_vectors; ++i) interrupts.push_back(reply.TakeFd(1 + i));
+  void* sleep_page = mmap(nullptr, SimdFunction::kSleepPageSize, PROT_READ | PROT_WRITE, MAP_SHARED,
+                          bar0_fd, SimdFunction::kSleepPageOffset);
+  if (sleep_page == MAP_FAILED) {
+    const int err = errno;
+    close(bar0_fd);
+    for (int fd : interrupts) close(fd);
+    return Fail(err, "simd: map BAR0's sleep word");
+  }
   std::optional<vpci::TphCapability> tph;
   if (h.tph_st_table_size != 0)
     tph = vpci::TphCapability{.st_table_offset = h.tph_st_table_offset,
                               .st_table_size = h.tph_st_table_size};
   Attachment a;
-  a.function = std::make_unique<SimdFunction>(conn, bar0_fd, h.bar0_size, kick_fd,
+  a.function = std::make_unique<SimdFunction>(conn, bar0_fd, h.bar0_size,
+                                              static_cast<std::byte*>(sleep_page),
                                               std::move(interrupts), h.interrupt_vector, tph);
   a.commander = std::make_unique<SimdCommander>(conn);
   a.owner = std::make_unique<SimdOwner>(conn);

@@ -254,6 +254,7 @@ TEST(DeviceThreadTest, ANewDeviceAtAGoneDevicesAddressGetsItsPackets) {
 // to sleep together once neither has work.
 TEST(DeviceThreadTest, TheThreadSleepsAndWakesForAllItsDevices) {
   DeviceConfig slow;
+  slow.engine_spin = DeviceConfig::Spin::kAlways;  // awake after work, whatever else runs
   slow.engine_idle_period = std::chrono::seconds(2);
   auto [a, b, _] = StartOnOneThread(slow);
   ASSERT_TRUE(a && b);

@@ -470,12 +470,14 @@ TEST_F(EngineRcTest, WqeWrapsAroundTheRingEnd) {
 
 // ---- doorbells, sleep word, arming ----
 
-// A device that stays awake for 300 ms after the last work it found, and once asleep wakes
-// only when kicked (no periodic look at its doorbells within a test's time).
+// A device that spins for 300 ms after the last work it found (whatever else the machine
+// runs), and once asleep wakes only when kicked (no periodic look at its doorbells within a
+// test's time).
 class EngineSleepTest : public EngineRcTest {
  protected:
   DeviceConfig Config() const override {
     DeviceConfig c;
+    c.engine_spin = DeviceConfig::Spin::kAlways;
     c.engine_idle_period = std::chrono::milliseconds(300);
     c.idle_poll_period = std::chrono::milliseconds(60'000);
     return c;

@@ -23,6 +23,8 @@ class AwakeEngineTest : public EngineUarDoorbellTest {
   static constexpr std::chrono::milliseconds kPrompt{1000};
   DeviceConfig Config() const override {
     DeviceConfig c;
+    // Awake whatever else the machine runs: these tests are of the awake engine's look.
+    c.engine_spin = DeviceConfig::Spin::kAlways;
     c.engine_idle_period = 20s;
     c.idle_poll_period = 60'000ms;
     return c;

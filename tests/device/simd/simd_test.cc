@@ -111,10 +111,10 @@ TEST_F(SimdTest, AnIdleDaemonUsesUnderOnePercentOfACore) {
 // While the daemon's engine is awake (it polls for a while after each piece of work) a client's
 // posts and polls ring it without any syscall: the bus kicks only an engine that said it sleeps.
 TEST_F(SimdTest, WhileTheEngineIsAwakeAClientsPostsMakeNoWakeUpSyscall) {
-  // An engine that stays awake for 10 s after its last work, so a descheduled test thread on a
-  // busy machine cannot let it fall asleep between round trips.
+  // An engine that spins and stays awake for 10 s after its last work, so a descheduled test
+  // thread on a busy machine cannot let it fall asleep between round trips.
   Daemon awake("simd-awake",
-               {"--engine-idle-ms", "10000"});
+               {"--engine-idle-ms", "10000", "--engine-spin", "always"});
   ASSERT_TRUE(awake.Start());
   Endpoint a;
   ASSERT_TRUE(a.Open(awake.locator(0), 0));
