@@ -204,10 +204,12 @@ void CleanCqs(Qp& qp) {
   qp.send_cq->dp.ring.Clean(qp.qpn, srq);
   if (qp.recv_cq != qp.send_cq) qp.recv_cq->dp.ring.Clean(qp.qpn, srq);
   // A raw QP's receives complete under its RQ's number.
-  if (qp.raw.has_sq && qp.raw.has_rq) qp.recv_cq->dp.ring.Clean(qp.raw.rqn, srq);
+  if (qp.raw_recv_qpn != 0) qp.recv_cq->dp.ring.Clean(qp.raw_recv_qpn, srq);
 }
 
-// The numbers the CQ pollers find this QP's queues by: its own, and a raw QP's RQ number.
+// The numbers the CQ pollers find this QP's queues by: its own, and a raw QP's RQ number
+// (remembered in raw_recv_qpn, so EraseNumbers and CleanCqs still know it once
+// DestroyRawQpObjects has cleared the RQ's number).
 Result<void> InsertNumbers(Qp& qp) {
   ONCHIP_CHECK(qp.device->qpns().Insert(qp.qpn, &qp.dp.queues));
   if (qp.raw.has_sq && qp.raw.has_rq) {
@@ -215,6 +217,7 @@ Result<void> InsertNumbers(Qp& qp) {
       qp.device->qpns().Erase(qp.qpn);
       return r;
     }
+    qp.raw_recv_qpn = qp.raw.rqn;
   }
   qp.in_qpn_table = true;
   return {};
@@ -223,7 +226,7 @@ Result<void> InsertNumbers(Qp& qp) {
 void EraseNumbers(Qp& qp) {
   if (!qp.in_qpn_table) return;
   qp.device->qpns().Erase(qp.qpn);
-  if (qp.raw.has_sq && qp.raw.has_rq) qp.device->qpns().Erase(qp.raw.rqn);
+  if (qp.raw_recv_qpn != 0) qp.device->qpns().Erase(qp.raw_recv_qpn);
   qp.in_qpn_table = false;
 }
 

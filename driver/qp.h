@@ -107,6 +107,10 @@ struct Qp {
   uint64_t send_ops_flags = 0;
   bool atomics = false;           // may post atomics (SendQueueDesc::atomics)
   bool in_qpn_table = false;
+  // A raw QP with both queues: its RQ's number, which its receives complete under, entered in
+  // the qpn table beside qpn (0 otherwise). Kept here because DestroyRawQpObjects clears
+  // raw.rqn, and the table and the CQs must still forget that number afterwards.
+  uint32_t raw_recv_qpn = 0;
   // What the driver keeps between modifies (mlx5_ib's trans_qp fields).
   uint8_t port = 1;
   uint16_t pkey_index = 0;

@@ -94,6 +94,32 @@ TEST_F(RawQpTest, CreateBuildsTheObjectsAndReportsTheSqNumber) {
   EXPECT_EQ(c.sqs + c.rqs + c.tises + c.tirs + c.transport_domains, 0u);
 }
 
+// Destroy lets go of both numbers: the driver's qpn table forgets the SQ's and the RQ's, so the
+// device's next raw QP (which gets the same numbers back) is created, again and again.
+TEST_F(RawQpTest, DestroyReleasesBothNumbersForTheNextQp) {
+  uint32_t first_sqn = 0, first_rqn = 0;
+  for (int round = 0; round < 3; ++round) {
+    ibv_qp_init_attr a = Attr();
+    ibv_qp* qp = v::create_qp(pd_, &a);
+    ASSERT_NE(qp, nullptr) << "round " << round << ": " << strerror(errno);
+    const uint32_t sqn = driver::Qp::From(qp)->raw.sqn;
+    const uint32_t rqn = driver::Qp::From(qp)->raw.rqn;
+    EXPECT_NE(device().qpns().Find(sqn), nullptr);
+    EXPECT_NE(device().qpns().Find(rqn), nullptr);
+    if (round == 0) {
+      first_sqn = sqn;
+      first_rqn = rqn;
+    } else {
+      // The device hands the freed numbers out again: the case the table must not refuse.
+      EXPECT_EQ(sqn, first_sqn);
+      EXPECT_EQ(rqn, first_rqn);
+    }
+    ASSERT_EQ(v::destroy_qp(qp), 0);
+    EXPECT_EQ(device().qpns().Find(sqn), nullptr);
+    EXPECT_EQ(device().qpns().Find(rqn), nullptr);
+  }
+}
+
 TEST_F(RawQpTest, OneSidedQpsHaveOneQueue) {
   ibv_qp_init_attr send_only = Attr(8, 0);
   ibv_qp* s = v::create_qp(pd_, &send_only);
