@@ -278,9 +278,6 @@ void* _verbs_init_and_alloc_context(ibv_device* device, int cmd_fd, size_t alloc
                                     verbs_context* context_offset, uint32_t driver_id);
 // Frees the library's private part and closes cmd_fd and async_fd; the caller then free()s.
 void verbs_uninit_context(verbs_context* context);
-// What ibv_create_cq does after the provider's create_cq (context, channel and its reference,
-// cq_context, event counters, mutex and cond); an extended CQ's provider calls it itself.
-void verbs_init_cq(ibv_cq* cq, ibv_context* context, ibv_comp_channel* channel, void* cq_context);
 // Installs every non-null op of `ops`.
 void verbs_set_ops(verbs_context* vctx, const onchip::driver::verbs::abi::verbs_context_ops* ops);
 

@@ -301,7 +301,11 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   auto cq = CreateCq(DeviceOf(context), a);
   if (!cq) return Errno<ibv_cq_ex>(ErrnoOf(cq.error()));
   ibv_cq_ex* ex = &(*cq)->dp.verbs.cq_ex;
-  verbs_init_cq(&(*cq)->dp.verbs.cq, context, attr->channel, attr->cq_context);
+  // libibverbs initialises the CQ when this returns (rdma-core libibverbs/device.c
+  // __lib_ibv_create_cq_ex calls verbs_init_cq: context, channel reference, cq_context, event
+  // counters), as ibv_create_cq does after create_cq; doing it here too would take the
+  // channel's reference twice, and ibv_destroy_comp_channel would answer EBUSY forever.
+  (*cq)->dp.verbs.cq.context = context;  // the device may serve several contexts
   WatchCq(context, **cq, attr->channel);
   return ex;
 }

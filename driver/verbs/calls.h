@@ -76,9 +76,11 @@ int dealloc_dmah(ibv_dmah* dmah);
 // delivers no interrupts.
 ibv_comp_channel* create_comp_channel(ibv_context* context);
 
-// Completion queues (driver/cq.h). A channel unknown to the device or of another context EBADF. create_cq is the provider op: ibv_create_cq then runs
-// verbs_init_cq itself. create_cq_ex is ibv_create_cq_ex whole: comp_mask beyond FLAGS and PD
-// EINVAL, and the CQ initialised as ibv_create_cq would (channel reference, cq_context).
+// Completion queues (driver/cq.h). A channel unknown to the device or of another context EBADF.
+// Both are provider ops: libibverbs runs verbs_init_cq on what they return (channel reference,
+// cq_context, event counters; ibv_create_cq in libibverbs/verbs.c, ibv_create_cq_ex in
+// libibverbs/device.c __lib_ibv_create_cq_ex), so neither takes the channel's reference.
+// create_cq_ex: comp_mask beyond FLAGS and PD EINVAL.
 ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 int destroy_cq(ibv_cq* cq);

@@ -153,6 +153,47 @@ static void check_async(struct ibv_context* ctx, struct ibv_pd* pd, struct ibv_m
 }
 
 /* Waits for the next async event and checks it is `want` on `element`; acks it. */
+// An extended CQ on a channel holds one reference to it, as a basic CQ does: libibverbs takes it
+// when ibv_create_cq_ex returns, and ibv_destroy_cq drops it, so the channel can go afterwards.
+static void check_extended_cq(struct ibv_context* ctx, struct ibv_pd* pd, struct ibv_mr* mr,
+                              char* buf, const union ibv_gid* gid) {
+  struct ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+  CHECK(ch != NULL, "a channel for an extended CQ (errno %d)", ch ? 0 : errno);
+  if (ch == NULL) return;
+  int marker = 0;
+  struct ibv_cq_init_attr_ex attr = {
+      .cqe = 16, .cq_context = &marker, .channel = ch, .comp_vector = 0,
+      .wc_flags = IBV_WC_STANDARD_FLAGS};
+  struct ibv_cq_ex* cq_ex = ibv_create_cq_ex(ctx, &attr);
+  CHECK(cq_ex != NULL, "ibv_create_cq_ex on the channel (errno %d)", cq_ex ? 0 : errno);
+  if (cq_ex == NULL) {
+    ibv_destroy_comp_channel(ch);
+    return;
+  }
+  struct ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  CHECK(cq->channel == ch && cq->cq_context == &marker && ch->refcnt == 1,
+        "the extended CQ holds the channel once (refcnt %d)", ch->refcnt);
+  CHECK(ibv_destroy_comp_channel(ch) == EBUSY, "ibv_destroy_comp_channel while it uses it: EBUSY");
+  struct ibv_qp* a = make_qp(pd, cq);
+  struct ibv_qp* b = make_qp(pd, cq);
+  int up = a && b && connect_qp(a, b->qp_num, gid) == 0 && connect_qp(b, a->qp_num, gid) == 0;
+  CHECK(up, "two RC QPs on the extended CQ");
+  if (up) {
+    CHECK(ibv_req_notify_cq(cq, 0) == 0 && send_once(a, b, mr, buf) == 0 && readable(ch->fd, 5000),
+          "a completion on the extended CQ raised an event");
+    struct ibv_cq* ev_cq = NULL;
+    void* ev_ctx = NULL;
+    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq && ev_ctx == &marker,
+          "ibv_get_cq_event names the extended CQ and its cq_context");
+    ibv_ack_cq_events(cq, 1);
+    CHECK(reap(cq, 2) == 2, "its completions polled");
+  }
+  if (a) ibv_destroy_qp(a);
+  if (b) ibv_destroy_qp(b);
+  CHECK(ibv_destroy_cq(cq) == 0 && ch->refcnt == 0, "extended CQ destroyed: refcnt %d", ch->refcnt);
+  CHECK(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel after the extended CQ");
+}
+
 static void expect_async(struct ibv_context* ctx, enum ibv_event_type want, const void* element,
                          const char* what) {
   struct ibv_async_event ev;
@@ -359,6 +400,7 @@ int main(void) {
   CHECK(ch->refcnt == 0, "the channel's reference dropped");
   CHECK(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel");
 
+  check_extended_cq(ctx, pd, mr, buf, &gid);
   check_async(ctx, pd, mr, buf, &gid);
   check_error_events(ctx, pd, mr, buf, &gid);
 
