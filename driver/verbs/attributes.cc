@@ -114,6 +114,78 @@ ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity
   return ex;
 }
 
+void DvAttributes(const driver::Device& device, mlx5dv_context* out) {
+  const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);
+  const uint64_t asked = out->comp_mask;
+  uint64_t answered = 0;
+  out->version = 0;  // the layout of mlx5dv.h's structures
+  out->flags = 0;
+  // mlx5_ib gives a context the CQE version libmlx5 asks for (1) when the device has it; the
+  // driver's CQs are read as version 1 (user index in the srqn field, driver/rings/qpn_table.h).
+  if (gen.get(prm::cmd_hca_cap::cqe_version) >= 1) out->flags |= MLX5DV_CONTEXT_FLAGS_CQE_V1;
+  // Answered whatever the device: zero says "none" (no compressed CQEs, software parsing,
+  // striding RQs, tunnel offloads, flow actions, DC, signature, DCI streams, memcpy or crypto
+  // through onchip).
+  if (asked & MLX5DV_CONTEXT_MASK_CQE_COMPRESION) {
+    out->cqe_comp_caps = {};
+    answered |= MLX5DV_CONTEXT_MASK_CQE_COMPRESION;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_SWP) {
+    out->sw_parsing_caps = {};
+    answered |= MLX5DV_CONTEXT_MASK_SWP;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_STRIDING_RQ) {
+    out->striding_rq_caps = {};
+    answered |= MLX5DV_CONTEXT_MASK_STRIDING_RQ;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS) {
+    out->tunnel_offloads_caps = 0;
+    answered |= MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
+    out->dci_streams_caps = {};
+    answered |= MLX5DV_CONTEXT_MASK_DCI_STREAMS;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_DYN_BFREGS) {
+    // A dynamic bfreg is a BlueFlame register allocated after open (a thread domain's): the
+    // driver gives each its own UAR page, so the function's UAR pages (cmd_hca_cap.uar_sz) bound
+    // them; without BlueFlame there are none (Uars::AllocDedicated refuses).
+    const bool bf = gen.get(prm::cmd_hca_cap::bf) != 0;
+    out->max_dynamic_bfregs = bf ? Pow2(gen.get(prm::cmd_hca_cap::uar_sz)) : 0;
+    answered |= MLX5DV_CONTEXT_MASK_DYN_BFREGS;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS) {
+    out->flow_action_flags = 0;
+    answered |= MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_DC_ODP_CAPS) {
+    out->dc_odp_caps = 0;
+    answered |= MLX5DV_CONTEXT_MASK_DC_ODP_CAPS;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD) {
+    out->sig_caps = {};
+    answered |= MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH) {
+    out->max_wr_memcpy_length = 0;
+    answered |= MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH;
+  }
+  if (asked & MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD) {
+    out->crypto_caps = {};
+    answered |= MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD;
+  }
+  // Answered only when the device has it: no clock info page (CLOCK_INFO_UPDATE) and no
+  // mapping of the internal timer (HCA_CORE_CLOCK) are offered; LAG ports when the function
+  // has them.
+  if (asked & MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS) {
+    if (const uint32_t lag = gen.get(prm::cmd_hca_cap::num_lag_ports); lag != 0) {
+      out->num_lag_ports = static_cast<uint8_t>(lag);
+      answered |= MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS;
+    }
+  }
+  out->comp_mask = answered;
+}
+
 int PortAttributes(const driver::Device& device, const Identity& id, uint8_t port,
                    const driver::PortInfo& info, ibv_port_attr* out) {
   const prm::Bits gen = device.caps().cur(prm::CAP_GENERAL);

@@ -8,6 +8,7 @@
 // yet (QPs, CQs, SRQs, AHs, multicast) are 0 until it can, whatever the capabilities allow.
 #pragma once
 
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
 #include <cstdint>
@@ -30,6 +31,20 @@ struct Identity {
 
 // Every field of ibv_device_attr_ex (comp_mask 0; unsupported features zero).
 ibv_device_attr_ex DeviceAttributes(const driver::Device& device, const Identity& id);
+
+// mlx5dv_query_device's answer, as libmlx5 gives it (rdma-core providers/mlx5/mlx5.c
+// _mlx5dv_query_device): version 0; flags for what the context's CQs and queues are; of the
+// comp_mask bits the caller set, those libmlx5 answers whatever the device (compression,
+// parsing, striding RQ, tunnel offloads, dynamic bfregs, flow actions, DC ODP, signature, DCI
+// streams, memcpy length, crypto) are filled and kept, those it answers only when the device has
+// the feature (clock info page, core clock mapping, LAG ports) are kept only then, and every
+// other bit is cleared. Fields not answered are left as the caller had them. The values are what
+// the device can do through onchip, from its capabilities: CQE format version 1 when
+// cmd_hca_cap.cqe_version has it; dynamic bfregs (what a thread domain's dedicated doorbell
+// takes) only with BlueFlame; LAG ports from cmd_hca_cap.num_lag_ports; zero for the features
+// onchip offers no call for (compressed or padded CQEs, multi-packet sends, striding RQs,
+// DC, signature and crypto offloads, DMA memcpy).
+void DvAttributes(const driver::Device& device, mlx5dv_context* out);
 
 // Port `port` (1-based): EINVAL if the device has no such port, else the port as mlx5_ib
 // describes it from `info` (driver/port.h): a RoCE port ACTIVE and LinkUp while its link is up,

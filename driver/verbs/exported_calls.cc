@@ -2,8 +2,8 @@
 // onchip (-lonchip-rdmav34) instead of libmlx5 or a newer libibverbs:
 //   - ibv_alloc_dmah, ibv_dealloc_dmah, ibv_reg_mr_ex: libibverbs API newer than Debian's 44
 //     (declared by uapi/verbs/dmah.h);
-//   - mlx5dv_alloc_dm, mlx5dv_init_obj (MLX5DV_OBJ_DM only): libmlx5's, whose own versions refuse
-//     any device that is not libmlx5's.
+//   - mlx5dv_is_supported, mlx5dv_query_device, mlx5dv_alloc_dm, mlx5dv_init_obj (MLX5DV_OBJ_DM
+//     only): libmlx5's, whose own versions refuse any device that is not libmlx5's.
 // Each acts only on objects of a context onchip's provider opened (IsOnchipContext): a null
 // object is EINVAL, another provider's is EOPNOTSUPP (what libmlx5 answers for a foreign device).
 // In a forked child of the opening process the calls that command the device go through the
@@ -114,6 +114,17 @@ ibv_mr* ibv_reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
     errno = e;
   }
   return mr;
+}
+
+// rdma-core providers/mlx5/mlx5.c mlx5dv_is_supported: whether the mlx5dv_* calls serve the
+// device. Here: those exported by this library serve onchip's devices only.
+bool mlx5dv_is_supported(ibv_device* device) {
+  return onchip::driver::verbs::IsOnchipDevice(device);
+}
+
+int mlx5dv_query_device(ibv_context* ctx_in, mlx5dv_context* attrs_out) {
+  if (int e = Refusal(ctx_in)) return e;
+  return onchip::driver::verbs::DvQueryDevice(ctx_in, attrs_out);
 }
 
 ibv_dm* mlx5dv_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* dm_attr,

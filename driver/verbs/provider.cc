@@ -565,9 +565,18 @@ ibv_context* ImportDevice(int cmd_fd, bool* ours) {
 }
 
 bool IsOnchipContext(const ibv_context* context) {
+  return context != nullptr && IsOnchipDevice(context->device);
+}
+
+bool IsOnchipDevice(const ibv_device* device) {
   // Every device libibverbs 44 lists is a verbs_device; ours carry kDeviceOps.
-  return context != nullptr && context->device != nullptr &&
-         reinterpret_cast<const verbs_device*>(context->device)->ops == &kDeviceOps;
+  return device != nullptr && reinterpret_cast<const verbs_device*>(device)->ops == &kDeviceOps;
+}
+
+int DvQueryDevice(ibv_context* context, mlx5dv_context* out) {
+  if (out == nullptr) return EINVAL;
+  DvAttributes(From(context)->session->device(), out);
+  return 0;
 }
 
 }  // namespace onchip::driver::verbs

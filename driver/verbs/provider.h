@@ -3,6 +3,7 @@
 // must act only on the ones this provider opened.
 #pragma once
 
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
 namespace onchip::driver::verbs {
@@ -10,6 +11,12 @@ namespace onchip::driver::verbs {
 // True when `context` was opened through onchip's provider (its device carries onchip's
 // verbs_device_ops); false for null and for every other provider's context.
 bool IsOnchipContext(const ibv_context* context);
+// The same for a listed device: libibverbs gave it onchip's verbs_device_ops.
+bool IsOnchipDevice(const ibv_device* device);
+
+// mlx5dv_query_device for an onchip context (attributes.h DvAttributes), from the capabilities
+// read at open: no command, so a forked child may ask too. EINVAL for a null `out`.
+int DvQueryDevice(ibv_context* context, mlx5dv_context* out);
 
 // ibv_import_device for a dup of an onchip context's command fd (*ours set): a second context of
 // the same uverbs file, which owns `cmd_fd` from then on and shares the original's objects

@@ -1,7 +1,8 @@
 /* A program that links libonchip-rdmav34.so (-lonchip-rdmav34) for the calls Debian's
  * libibverbs 44 and libmlx5 cannot give a provider other than mlx5: ibv_alloc_dmah,
  * ibv_dealloc_dmah and ibv_reg_mr_ex (declared by uapi/verbs/dmah.h, as upstream libibverbs
- * does), mlx5dv_alloc_dm and mlx5dv_init_obj (<infiniband/mlx5dv.h>). Everything else is plain
+ * does), mlx5dv_alloc_dm, mlx5dv_init_obj, mlx5dv_is_supported and mlx5dv_query_device
+ * (<infiniband/mlx5dv.h>). Everything else is plain
  * libibverbs, run through tools/verbs_env/launch.py. Each check prints "ok" or "not ok"; the exit
  * status is the number of failures.
  *
@@ -163,6 +164,47 @@ static void check_dv_dm(struct ibv_context* ctx) {
         "(EOPNOTSUPP)", errno);
 }
 
+/* mlx5dv_is_supported and mlx5dv_query_device, as libmlx5 answers them for its own devices
+ * (providers/mlx5/mlx5.c): version 0, the CQE format flag, and of the comp_mask bits asked for
+ * only those answered stay set. The software ConnectX has CQE version 1, BlueFlame and no LAG. */
+static void check_dv_query(struct ibv_device* device, struct ibv_context* ctx) {
+  CHECK(mlx5dv_is_supported(device), "mlx5dv_is_supported(the onchip device)");
+  const uint64_t answered_always =
+      MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_SWP |
+      MLX5DV_CONTEXT_MASK_STRIDING_RQ | MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS |
+      MLX5DV_CONTEXT_MASK_DYN_BFREGS | MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS |
+      MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD |
+      MLX5DV_CONTEXT_MASK_DCI_STREAMS | MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH |
+      MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD;
+  struct mlx5dv_context dv;
+  memset(&dv, 0xa5, sizeof(dv));
+  dv.comp_mask = answered_always | MLX5DV_CONTEXT_MASK_CLOCK_INFO_UPDATE |
+                 MLX5DV_CONTEXT_MASK_HCA_CORE_CLOCK | MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS |
+                 (1ull << 40);
+  int rc = mlx5dv_query_device(ctx, &dv);
+  CHECK(rc == 0, "mlx5dv_query_device: rc=%d", rc);
+  CHECK(dv.version == 0, "version %u (0)", dv.version);
+  CHECK(dv.flags == MLX5DV_CONTEXT_FLAGS_CQE_V1, "flags 0x%llx (CQE_V1 only)",
+        (unsigned long long)dv.flags);
+  CHECK(dv.comp_mask == answered_always,
+        "comp_mask 0x%llx: the answered bits only (no clock page, core clock mapping, LAG "
+        "ports or unknown bit)", (unsigned long long)dv.comp_mask);
+  CHECK(dv.max_dynamic_bfregs > 0, "dynamic bfregs: %u (BlueFlame)", dv.max_dynamic_bfregs);
+  CHECK(dv.cqe_comp_caps.max_num == 0 && dv.cqe_comp_caps.supported_format == 0 &&
+            dv.striding_rq_caps.supported_qpts == 0 && dv.tunnel_offloads_caps == 0 &&
+            dv.sig_caps.block_prot == 0 && dv.crypto_caps.flags == 0 &&
+            dv.max_wr_memcpy_length == 0,
+        "no CQE compression, striding RQ, tunnel, signature, crypto or memcpy offloads");
+  CHECK(dv.num_lag_ports == 0xa5, "num_lag_ports not answered: left as it was");
+
+  memset(&dv, 0, sizeof(dv));
+  rc = mlx5dv_query_device(ctx, &dv);
+  CHECK(rc == 0 && dv.comp_mask == 0 && dv.flags == MLX5DV_CONTEXT_FLAGS_CQE_V1,
+        "comp_mask 0 asks nothing: rc=%d comp_mask 0x%llx", rc, (unsigned long long)dv.comp_mask);
+  CHECK(mlx5dv_query_device(ctx, NULL) == EINVAL, "mlx5dv_query_device(NULL attrs): EINVAL");
+  CHECK(mlx5dv_query_device(NULL, &dv) == EINVAL, "mlx5dv_query_device(NULL context): EINVAL");
+}
+
 /* A context of some other provider (here: a device onchip never listed) is not onchip's. */
 static void check_foreign(void) {
   static unsigned char other_device[4096];
@@ -187,6 +229,11 @@ static void check_foreign(void) {
   struct mlx5dv_obj obj = {.dm = {.in = &other_dm, .out = &out}};
   int rc = mlx5dv_init_obj(&obj, MLX5DV_OBJ_DM);
   CHECK(rc == EOPNOTSUPP, "mlx5dv_init_obj on another provider's DM: rc=%d (EOPNOTSUPP)", rc);
+  CHECK(!mlx5dv_is_supported(other.device), "mlx5dv_is_supported(another provider's device): 0");
+  struct mlx5dv_context dv_ctx = {.comp_mask = 0};
+  rc = mlx5dv_query_device(&other, &dv_ctx);
+  CHECK(rc == EOPNOTSUPP, "mlx5dv_query_device on another provider's context: rc=%d "
+        "(EOPNOTSUPP)", rc);
 }
 
 int main(void) {
@@ -204,6 +251,7 @@ int main(void) {
     CHECK(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd once nothing uses it");
   }
   check_dv_dm(ctx);
+  check_dv_query(list[0], ctx);
   check_foreign();
   CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
   ibv_free_device_list(list);
