@@ -239,6 +239,9 @@ ibv_mr* reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr) {
       (mask & IBV_REG_MR_MASK_IOVA) ? attr->iova : reinterpret_cast<uintptr_t>(attr->addr);
   Dmah* dmah = (mask & IBV_REG_MR_MASK_DMAH) && attr->dmah ? Dmah::From(attr->dmah) : nullptr;
   if ((mask & IBV_REG_MR_MASK_DMAH) && dmah == nullptr) return Errno<ibv_mr>(EINVAL);
+  // REG_MR is an ioctl method: the kernel looks the DMA handle up in the caller's own uverbs
+  // file, and a handle of another finds nothing, ENOENT (as reg_dm_mr's DM).
+  if (dmah != nullptr && OfAnotherContext(attr->dmah, pd->context)) return Errno<ibv_mr>(ENOENT);
   return VerbsOrErrno<ibv_mr>(RegMr(Pd::Parent(pd), attr->addr, attr->length, iova,
                                     static_cast<unsigned>(attr->access), dmah));
 }

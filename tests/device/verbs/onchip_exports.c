@@ -164,6 +164,34 @@ static void check_dv_dm(struct ibv_context* ctx) {
         "(EOPNOTSUPP)", errno);
 }
 
+/* A DMA handle belongs to the context (uverbs file) it was allocated on: ibv_reg_mr_ex of one
+ * from another context of the same device finds no such handle, ENOENT (the kernel's ioctl
+ * handle lookup), as ibv_reg_dm_mr of another context's DM; on its own context it registers. */
+static void check_dmah_of_another_context(struct ibv_device* device, struct ibv_pd* pd) {
+  struct ibv_context* other = ibv_open_device(device);
+  CHECK(other != NULL, "a second context on the device (errno %d)", other ? 0 : errno);
+  if (!other) return;
+  struct ibv_dmah* theirs = alloc_dmah(other, IBV_DMAH_INIT_ATTR_MASK_PH, 1, 0);
+  CHECK(theirs != NULL, "ibv_alloc_dmah on the second context (errno %d)", theirs ? 0 : errno);
+  if (theirs) {
+    static char buf[4096];
+    struct ibv_mr_init_attr mra;
+    memset(&mra, 0, sizeof(mra));
+    mra.comp_mask = IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_DMAH;
+    mra.addr = buf;
+    mra.length = sizeof(buf);
+    mra.access = IBV_ACCESS_LOCAL_WRITE;
+    mra.dmah = theirs;
+    errno = 0;
+    struct ibv_mr* mr = ibv_reg_mr_ex(pd, &mra);
+    CHECK(mr == NULL && errno == ENOENT,
+          "ibv_reg_mr_ex with another context's DMA handle: errno %d (ENOENT)", errno);
+    if (mr) ibv_dereg_mr(mr);
+    CHECK(ibv_dealloc_dmah(theirs) == 0, "that handle is unused: ibv_dealloc_dmah");
+  }
+  CHECK(ibv_close_device(other) == 0, "the second context closed");
+}
+
 /* mlx5dv_is_supported and mlx5dv_query_device, as libmlx5 answers them for its own devices
  * (providers/mlx5/mlx5.c): version 0, the CQE format flag, and of the comp_mask bits asked for
  * only those answered stay set. The software ConnectX has CQE version 1, BlueFlame and no LAG. */
@@ -248,6 +276,7 @@ int main(void) {
   CHECK(pd != NULL, "ibv_alloc_pd (errno %d)", pd ? 0 : errno);
   if (pd) {
     check_dmah(ctx, pd);
+    check_dmah_of_another_context(list[0], pd);
     CHECK(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd once nothing uses it");
   }
   check_dv_dm(ctx);
