@@ -42,6 +42,7 @@
 #include "driver/verbs/provider.h"
 #include "driver/verbs/session.h"
 #include "driver/verbs/calls.h"
+#include "uapi/prm/init_seg_access.h"
 
 namespace onchip::driver::verbs {
 namespace {
@@ -161,6 +162,25 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* input,
   const ibv_device_attr_ex full = DeviceAttributes(c->session->device(), c->id);
   // ibv_query_device passes sizeof(ibv_device_attr): bytes past attr_size belong to the caller.
   std::memcpy(attr, &full, std::min(attr_size, sizeof(full)));
+  return 0;
+}
+
+// ibv_query_rt_values_ex, as libmlx5's mlx5_query_rt_values (rdma-core providers/mlx5/verbs.c):
+// comp_mask bits other than IBV_VALUES_MASK_RAW_CLOCK EINVAL; the raw clock is the device's
+// free-running internal timer, read from the init segment (no command: two reads of the high
+// word around the low one, prm::init_seg::ReadInternalTimer), in raw_clock.tv_nsec with tv_sec
+// 0. It is the clock completion timestamps carry (completion_timestamp_mask).
+int QueryRtValues(ibv_context* context, ibv_values_ex* values) {
+  if (values == nullptr) return EINVAL;
+  if (values->comp_mask & ~uint32_t{IBV_VALUES_MASK_RAW_CLOCK}) return EINVAL;
+  uint32_t answered = 0;
+  if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+    const uint64_t ticks = prm::init_seg::ReadInternalTimer(From(context)->session->device().bus());
+    values->raw_clock.tv_sec = 0;
+    values->raw_clock.tv_nsec = static_cast<long>(ticks);
+    answered |= IBV_VALUES_MASK_RAW_CLOCK;
+  }
+  values->comp_mask = answered;
   return 0;
 }
 
@@ -398,6 +418,9 @@ const verbs_context_ops kContextOps = [] {
   ops.post_srq_recv = driver::rings::PostSrqRecv;
   ops.query_device_ex = QueryDeviceEx;
   ops.query_port = QueryPort;
+  // Only the process the context serves reads its device's clock: a forked child of an
+  // in-process device has no device running (ENODEV), a daemon's client child its own session.
+  ops.query_rt_values = ThisProcess<QueryRtValues>::Call;
   ops.query_qp = ThisProcess<driver::verbs::query_qp>::Call;
   ops.query_srq = ThisProcess<driver::verbs::query_srq>::Call;
   ops.reg_dm_mr = ThisProcess<driver::verbs::reg_dm_mr>::Call;

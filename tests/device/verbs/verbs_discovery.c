@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/device/verbs/checks.h"
@@ -68,6 +69,30 @@ static void check_device_queries(struct ibv_context* ctx) {
   CHECK(ex.hca_core_clock != 0 && ex.completion_timestamp_mask == 0x7fffffffffffffffull,
         "hca_core_clock %llu kHz, completion_timestamp_mask %#llx",
         (unsigned long long)ex.hca_core_clock, (unsigned long long)ex.completion_timestamp_mask);
+
+  /* ibv_query_rt_values_ex: the device's free-running clock (the one completion timestamps
+   * carry), advancing at its hca_core_clock rate. The software ConnectX refreshes the register
+   * at least every few milliseconds when idle, so a reading may be that much behind. */
+  struct ibv_values_ex v1 = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+  struct timespec w1, w2;
+  clock_gettime(CLOCK_MONOTONIC, &w1);
+  rc = ibv_query_rt_values_ex(ctx, &v1);
+  CHECK(rc == 0 && v1.comp_mask == IBV_VALUES_MASK_RAW_CLOCK && v1.raw_clock.tv_sec == 0,
+        "ibv_query_rt_values_ex(RAW_CLOCK): rc=%d comp_mask %#x", rc, v1.comp_mask);
+  usleep(50000);
+  struct ibv_values_ex v2 = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+  rc = ibv_query_rt_values_ex(ctx, &v2);
+  clock_gettime(CLOCK_MONOTONIC, &w2);
+  const long long elapsed_ns =
+      (w2.tv_sec - w1.tv_sec) * 1000000000ll + (w2.tv_nsec - w1.tv_nsec);
+  const long long ticks = (long long)v2.raw_clock.tv_nsec - (long long)v1.raw_clock.tv_nsec;
+  const long long device_ns = ex.hca_core_clock ? ticks * 1000000ll / (long long)ex.hca_core_clock : -1;
+  CHECK(rc == 0 && ticks > 0 && device_ns <= elapsed_ns + 25000000ll,
+        "the raw clock advanced %lld ticks (%lld ns of device time) in %lld ns", ticks, device_ns,
+        elapsed_ns);
+  struct ibv_values_ex bad = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK | (1u << 1)};
+  rc = ibv_query_rt_values_ex(ctx, &bad);
+  CHECK(rc == EINVAL, "ibv_query_rt_values_ex with an unknown comp_mask bit: rc=%d (EINVAL)", rc);
 
   struct ibv_query_device_ex_input input = {.comp_mask = 1};
   rc = ibv_query_device_ex(ctx, &input, &ex);
