@@ -3,7 +3,9 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <sched.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <sstream>
 
 #include "alloc/hugepage_pool.h"
+#include "log/log.h"
 
 namespace onchip::alloc {
 namespace {
@@ -49,6 +52,29 @@ int OneCpuOfAffinity() {
     if (CPU_ISSET(c, &set)) return c;
   }
   return 0;
+}
+
+// Where DPDK's log goes once onchip brings the EAL up: through log/log.h at debug, so that a
+// library user sees nothing of it unless ONCHIP_LOG=debug. Without a stream of its own, DPDK
+// writes to stderr before rte_eal_init has parsed --log-level and, after it, to stdout and
+// syslog (lib/eal/linux/eal_log.c, console_log_func); rte_openlog_stream replaces all three.
+// rte_vlog formats one message and flushes, so each write here is one message.
+ssize_t WriteEalLog(void*, const char* buf, size_t size) {
+  std::size_t n = size;
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) --n;
+  log::Say(log::Level::kDebug, "onchip alloc: dpdk: %.*s", static_cast<int>(n), buf);
+  return static_cast<ssize_t>(size);
+}
+
+FILE* EalLogStream() {
+  static FILE* const stream = [] {
+    cookie_io_functions_t io{};
+    io.write = WriteEalLog;
+    FILE* f = fopencookie(nullptr, "w", io);  // never closed: DPDK keeps it for the process
+    if (f != nullptr) setvbuf(f, nullptr, _IOFBF, 4096);  // whole messages, at DPDK's fflush
+    return f;
+  }();
+  return stream;
 }
 
 }  // namespace
@@ -119,6 +145,9 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
 
   cpu_set_t affinity;
   bool have_affinity = sched_getaffinity(0, sizeof affinity, &affinity) == 0;
+  // Before init, which logs from its first step on. An EAL the host brought up (above) keeps
+  // the host's stream.
+  if (FILE* stream = EalLogStream(); stream != nullptr) rte_openlog_stream(stream);
   int rc = rte_eal_init(static_cast<int>(s.argv.size() - 1), s.argv.data());
   int err = rte_errno;
   // rte_eal_init pins the calling thread to the main lcore; the caller did not ask for that.

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -10,12 +9,13 @@
 #include <tuple>
 
 #include "alloc/hugepage_pool.h"
+#include "log/log.h"
 
 namespace onchip::alloc {
 namespace {
 
 std::mutex g_mu;
-std::atomic<int> g_printed{0};
+std::atomic<int> g_reported{0};
 
 }  // namespace
 
@@ -27,6 +27,8 @@ bool ReportFallbackOnce(Tier from, const Error& why, Tier to) {
     std::lock_guard lock(g_mu);
     if (!seen->emplace(static_cast<int>(from), why.errno_value(), why.what()).second) return false;
   }
+  g_reported.fetch_add(1, std::memory_order_relaxed);
+  if (!log::Enabled(log::Level::kInfo)) return true;
   std::string reason = why.describe();
   if (from != Tier::kMemfd4k && why.errno_value() == ENOMEM) {
     if (auto pool = ReadHugepagePool()) {
@@ -35,13 +37,12 @@ bool ReportFallbackOnce(Tier from, const Error& why, Tier to) {
                                           ", free=" + std::to_string(pool->free) + ")";
     }
   }
-  std::fprintf(stderr, "onchip alloc: %.*s unavailable: %s; using %.*s\n",
-               static_cast<int>(TierName(from).size()), TierName(from).data(), reason.c_str(),
-               static_cast<int>(TierName(to).size()), TierName(to).data());
-  g_printed.fetch_add(1, std::memory_order_relaxed);
+  log::Say(log::Level::kInfo, "onchip alloc: %.*s unavailable: %s; using %.*s",
+           static_cast<int>(TierName(from).size()), TierName(from).data(), reason.c_str(),
+           static_cast<int>(TierName(to).size()), TierName(to).data());
   return true;
 }
 
-int FallbackReportsPrinted() { return g_printed.load(std::memory_order_relaxed); }
+int FallbackReports() { return g_reported.load(std::memory_order_relaxed); }
 
 }  // namespace onchip::alloc

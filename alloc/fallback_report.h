@@ -1,8 +1,9 @@
 // alloc/fallback_report.h: "each fallback is reported once, with the reason".
 //
-// One stderr line per (tier, reason) per process, for example
-//   onchip alloc: dpdk-hugepages unavailable: no hugepages reserved (nr_hugepages=0); using memfd-hugetlb
-// Returns true when this call printed the line (tests use it; callers usually ignore it).
+// One report per (tier, reason) per process, logged at info (log/log.h: seen with
+// ONCHIP_LOG=info or debug, silent otherwise), for example
+//   onchip alloc: dpdk-hugepages unavailable: EAL: no 2 MiB hugepages reserved (...); using memfd-hugetlb
+// Returns true when this call made the report (tests use it; callers usually ignore it).
 #pragma once
 
 #include "alloc/tier.h"
@@ -12,7 +13,7 @@ namespace onchip::alloc {
 
 bool ReportFallbackOnce(Tier from, const Error& why, Tier to);
 
-// Number of lines printed so far in this process (for tests).
-int FallbackReportsPrinted();
+// Number of reports made so far in this process, logged or not (for tests).
+int FallbackReports();
 
 }  // namespace onchip::alloc

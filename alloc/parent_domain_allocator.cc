@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "log/log.h"
+
 namespace onchip::alloc {
 
 static_assert(kRdmaDriverMlx5 == RDMA_DRIVER_MLX5);
@@ -38,7 +40,7 @@ void* ParentDomainAllocator::Alloc(ibv_pd*, void* pd_context, size_t size, size_
 
 void ParentDomainAllocator::Free(ibv_pd*, void* pd_context, void* ptr, uint64_t resource_type) {
   if (pd_context == nullptr) {
-    std::fprintf(stderr, "onchip alloc: parent-domain free of %p without pd_context: ignored\n", ptr);
+    log::Say(log::Level::kWarn, "onchip alloc: parent-domain free of %p without pd_context: ignored", ptr);
     return;
   }
   static_cast<ParentDomainAllocator*>(pd_context)->DoFree(ptr, resource_type);
@@ -70,8 +72,8 @@ void ParentDomainAllocator::DoFree(void* ptr, uint64_t resource_type) {
   auto a = provider_.Free(ptr);
   if (!a) {
     counters_[static_cast<int>(type)].rejected_frees.fetch_add(1, std::memory_order_relaxed);
-    std::fprintf(stderr, "onchip alloc: parent-domain free(%p, resource_type 0x%llx) rejected: %s\n", ptr,
-                 static_cast<unsigned long long>(resource_type), a.error().describe().c_str());
+    log::Say(log::Level::kWarn, "onchip alloc: parent-domain free(%p, resource_type 0x%llx) rejected: %s",
+             ptr, static_cast<unsigned long long>(resource_type), a.error().describe().c_str());
     return;
   }
   // Account against the type the buffer was allocated as; note a caller that disagrees.

@@ -16,7 +16,7 @@
 // alloc contract: a zeroed buffer, NULL with errno set (EINVAL, ENOMEM) on failure, or
 // IBV_ALLOCATOR_USE_DEFAULT for an alignment above 2 MiB (counted as `defaulted`).
 // free contract: cannot report errors, so a double free, a foreign or interior pointer, is
-// rejected without touching memory, counted in `rejected_frees` and logged on stderr.
+// rejected without touching memory, counted in `rejected_frees` and logged (ONCHIP_LOG=warn).
 #pragma once
 
 #include <infiniband/verbs.h>

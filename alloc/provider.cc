@@ -11,6 +11,7 @@
 #include "alloc/dpdk_region.h"
 #include "alloc/fallback_report.h"
 #include "alloc/memfd_region.h"
+#include "log/log.h"
 
 namespace onchip::alloc {
 namespace {
@@ -82,8 +83,8 @@ MemoryProvider::~MemoryProvider() {
   uint64_t live = 0;
   for (const auto& t : stats_.tiers) live += t.live_buffers;
   if (live != 0) {
-    std::fprintf(stderr, "onchip alloc: provider destroyed with %llu live buffers\n",
-                 static_cast<unsigned long long>(live));
+    log::Say(log::Level::kWarn, "onchip alloc: provider destroyed with %llu live buffers",
+             static_cast<unsigned long long>(live));
   }
   arenas_.clear();
   while (!regions_.empty()) {

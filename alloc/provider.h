@@ -4,7 +4,7 @@
 // A buffer of at most 2 MiB comes from a buddy arena inside a 2 MiB chunk of a region (so an
 // 8-byte doorbell record takes 64 bytes, not a hugepage); a larger buffer gets a region of its own.
 // Regions come from the first tier of the chain that works (tier.h): DPDK EAL hugepages, then
-// memfd hugetlb, then memfd 4 KiB. A tier that fails is reported once on stderr with the reason
+// memfd hugetlb, then memfd 4 KiB. A tier that fails is reported once with the reason (fallback_report.h)
 // and the next is used; a tier that cannot work in this process (EAL failed, no MFD_HUGETLB) is
 // skipped from then on. Each region is DMA-mapped once through the optional DmaMapper.
 //

@@ -5,6 +5,7 @@
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/bus/vfio/vfio_bus.h"
 #include "driver/open.h"
+#include "log/log.h"
 
 namespace onchip {
 
@@ -97,12 +98,13 @@ Context& Context::operator=(Context&& o) noexcept {
 }
 
 Context::~Context() {
-  // Nobody reads the report of an implicit close, so an unclean one is said on stderr (never on
-  // a hot path: once per device).
+  // Nobody reads the report of an implicit close, so an unclean one is said on stderr under
+  // ONCHIP_LOG=warn (never on a hot path: once per device).
   const driver::TeardownReport report = Close();
-  if (report.first_error || report.objects() != 0 || report.pages_still_held)
-    std::fprintf(stderr, "onchip: context destroyed with live objects: %s\n",
-                 report.describe().c_str());
+  if ((report.first_error || report.objects() != 0 || report.pages_still_held) &&
+      log::Enabled(log::Level::kWarn))
+    log::Say(log::Level::kWarn, "onchip: context destroyed with live objects: %s",
+             report.describe().c_str());
 }
 
 driver::TeardownReport Context::Close() {

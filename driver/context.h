@@ -105,7 +105,7 @@ class Context {
                                size_t length, unsigned int access);
 
   // Destroys every live object, tears the function down, and says what it did. The destructor
-  // does the same and prints the report to stderr if it had anything to clean.
+  // does the same and logs the report (ONCHIP_LOG=warn) if it had anything to clean.
   driver::TeardownReport Close();
 
   driver::Device& device() const { return *device_; }

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "log/log.h"
+
 namespace onchip::driver::bus {
 
 Result<DmaMemory> DmaMemory::Allocate(alloc::MemoryProvider& provider, size_t length,
@@ -27,7 +29,7 @@ void DmaMemory::Reset() {
   // The handle owns a live buffer that starts at a_.addr, so the provider cannot refuse it; if
   // it ever did, the memory stays allocated (never reused while the device might write it).
   if (auto freed = std::exchange(provider_, nullptr)->Free(a_.addr); !freed)
-    std::fprintf(stderr, "onchip DMA memory: %s\n", freed.error().describe().c_str());
+    log::Say(log::Level::kWarn, "onchip DMA memory: %s", freed.error().describe().c_str());
   a_ = {};
 }
 

@@ -24,20 +24,16 @@
 #include "driver/td.h"
 #include "driver/verbs/abi34.h"
 #include "driver/xrcd.h"
+#include "log/log.h"
 
 namespace onchip::driver::verbs {
 namespace {
 
-// A failure's errno, for the verbs face. With ONCHIP_DEBUG set (to anything but 0) the failure's
-// full account (what failed, the firmware's status and syndrome when a command did) goes to
-// stderr first, as libmlx5 prints under MLX5_DEBUG_MASK: perftest or a pingpong says only
-// "Couldn't create QP".
+// A failure's errno, for the verbs face. Under ONCHIP_LOG=debug the failure's full account (what
+// failed, the firmware's status and syndrome when a command did) goes to stderr first, as
+// libmlx5 prints under MLX5_DEBUG_MASK: perftest or a pingpong says only "Couldn't create QP".
 int ErrnoOf(const Error& e) {
-  static const bool debug = [] {
-    const char* v = std::getenv("ONCHIP_DEBUG");
-    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
-  }();
-  if (debug) std::fprintf(stderr, "onchip: %s\n", e.describe().c_str());
+  if (log::Enabled(log::Level::kDebug)) log::Say(log::Level::kDebug, "onchip: %s", e.describe().c_str());
   return e.errno_value();
 }
 

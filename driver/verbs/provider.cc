@@ -43,6 +43,7 @@
 #include "driver/verbs/session.h"
 #include "driver/verbs/calls.h"
 #include "uapi/prm/init_seg_access.h"
+#include "log/log.h"
 
 namespace onchip::driver::verbs {
 namespace {
@@ -285,8 +286,8 @@ int ServeThisProcess(OnchipContext* c) {
   if (locator.scheme != driver::Locator::Scheme::kSimDaemon) return ENODEV;
   auto opened = Session::Open(locator);
   if (!opened) {
-    std::fprintf(stderr, "onchip: cannot open %s in process %d: %s\n", locator.str().c_str(),
-                 static_cast<int>(self), opened.error().describe().c_str());
+    log::Say(log::Level::kWarn, "onchip: cannot open %s in process %d: %s", locator.str().c_str(),
+             static_cast<int>(self), opened.error().describe().c_str());
     return opened.error().errno_value();
   }
   std::unique_ptr<Session> session = std::move(*opened);
@@ -513,8 +514,8 @@ verbs_context* AllocContext(ibv_device* ibdev, int cmd_fd, void* /*private_data*
   auto session = locator ? Session::Open(*locator)
                          : Result<std::unique_ptr<Session>>(std::unexpected(locator.error()));
   if (!session) {
-    std::fprintf(stderr, "onchip: cannot open %s: %s\n", ibdev->name,
-                 session.error().describe().c_str());
+    log::Say(log::Level::kWarn, "onchip: cannot open %s: %s", ibdev->name,
+             session.error().describe().c_str());
     verbs_uninit_context(&c->vctx);
     std::free(c);
     errno = session.error().errno_value();

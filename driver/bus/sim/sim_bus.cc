@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "log/log.h"
 #include "mmio/barriers.h"
 
 namespace onchip::driver::bus {
@@ -67,7 +68,7 @@ void SimBus::Unmap(const alloc::Region& r, uint64_t iova) {
   // Once UnmapDma returns the device no longer touches the pages. It fails only for a mapping
   // the function never had, which Map never returns.
   if (auto unmapped = function_.UnmapDma(iova, r.length); !unmapped)
-    std::fprintf(stderr, "onchip sim bus: %s\n", unmapped.error().describe().c_str());
+    log::Say(log::Level::kWarn, "onchip sim bus: %s", unmapped.error().describe().c_str());
 }
 
 Result<DmaMapping> SimBus::MapHost(std::byte* host, uint64_t length) {

@@ -17,6 +17,8 @@
 #include <optional>
 #include <vector>
 
+#include "log/log.h"
+
 namespace onchip::driver::bus::simd {
 
 using onchip::simd::CommandReply;
@@ -74,11 +76,12 @@ Result<Frame> Connection::Call(MessageType type,
 
 namespace {
 
-// A reply's status as an error: the errno the daemon gave, the reason it sent on stderr.
+// A reply's status as an error: the errno the daemon gave, and the reason it sent under
+// ONCHIP_LOG=debug (the caller's verbs call returns the errno).
 Result<void> CheckReply(const Frame& reply, const char* what) {
   if (reply.header.status == 0) return {};
-  std::fprintf(stderr, "onchip simd: %s: %.*s\n", what, static_cast<int>(reply.payload.size()),
-               reinterpret_cast<const char*>(reply.payload.data()));
+  log::Say(log::Level::kDebug, "onchip simd: %s: %.*s", what, static_cast<int>(reply.payload.size()),
+           reinterpret_cast<const char*>(reply.payload.data()));
   return Fail(static_cast<int>(reply.header.status), what);
 }
 

@@ -10,6 +10,7 @@
 #include <climits>
 
 #include "driver/bus/vfio/vfio_args.h"
+#include "log/log.h"
 
 namespace onchip::driver::bus {
 
@@ -109,8 +110,8 @@ Result<uint64_t> VfioBus::Map(const alloc::Region& r) {
 void VfioBus::Unmap(const alloc::Region& r, uint64_t iova) {
   if (auto unmapped = UnmapHost(iova, r.length); !unmapped) {
     // The IOMMU may still point at the pages and the provider is about to release them: nothing
-    // safe is left to do but say so loudly.
-    std::fprintf(stderr, "onchip vfio: %s\n", unmapped.error().describe().c_str());
+    // safe is left to do but say so (ONCHIP_LOG=warn).
+    log::Say(log::Level::kWarn, "onchip vfio: %s", unmapped.error().describe().c_str());
   }
 }
 

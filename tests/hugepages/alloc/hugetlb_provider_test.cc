@@ -55,12 +55,12 @@ TEST(MemfdHugetlb, ShortPoolFallsBackToSmallPagesAndSaysSo) {
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().errno_value(), ENOMEM) << refused.error().describe();
 
-  int before = FallbackReportsPrinted();
+  int before = FallbackReports();
   auto p = MakeHugetlb(true);
   auto a = p->Allocate(bytes, 4096);
   ASSERT_TRUE(a.has_value()) << a.error().describe();
   EXPECT_EQ(a->tier, Tier::kMemfd4k);
-  EXPECT_EQ(FallbackReportsPrinted(), before + 1);
+  EXPECT_EQ(FallbackReports(), before + 1);
   // Short of memory is not permanent: the next small buffer still gets a hugepage.
   auto small = p->Allocate(64, 64);
   ASSERT_TRUE(small.has_value());
@@ -68,7 +68,7 @@ TEST(MemfdHugetlb, ShortPoolFallsBackToSmallPagesAndSaysSo) {
   // And the same shortage is not reported twice.
   auto b = p->Allocate(bytes, 4096);
   ASSERT_TRUE(b.has_value());
-  EXPECT_EQ(FallbackReportsPrinted(), before + 1);
+  EXPECT_EQ(FallbackReports(), before + 1);
   for (void* q : {a->addr, small->addr, b->addr}) ASSERT_TRUE(p->Free(q).has_value());
   EXPECT_EQ(p->stats().of(Tier::kMemfdHugetlb).live_buffers + p->stats().of(Tier::kMemfd4k).live_buffers, 0u);
 }

@@ -29,20 +29,20 @@ TEST(EalFallback, WithoutFallbackTheEalErrorIsReturned) {
 }
 
 TEST(EalFallback, NextTierServesAndTheFallbackIsReportedOnce) {
-  int before = FallbackReportsPrinted();
+  int before = FallbackReports();
   auto p = MemoryProvider::Create(BrokenEal(true));
   ASSERT_TRUE(p.has_value()) << p.error().describe();
   EXPECT_NE((*p)->current_tier(), Tier::kDpdkHugepages);
   auto a = (*p)->Allocate(4096, 4096);
   ASSERT_TRUE(a.has_value()) << a.error().describe();
   EXPECT_NE(a->tier, Tier::kDpdkHugepages);
-  EXPECT_EQ(FallbackReportsPrinted(), before + 1);
+  EXPECT_EQ(FallbackReports(), before + 1);
   ASSERT_TRUE((*p)->Free(a->addr).has_value());
 
   // A second provider meets the same failure: not reported again.
   auto q = MemoryProvider::Create(BrokenEal(true));
   ASSERT_TRUE(q.has_value());
-  EXPECT_EQ(FallbackReportsPrinted(), before + 1);
+  EXPECT_EQ(FallbackReports(), before + 1);
 }
 
 }  // namespace
