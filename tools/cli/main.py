@@ -128,7 +128,9 @@ def dispatch(p, args, hugepages):
         tiers = testing.tier_filter(args.tiers)
         wanted = TEST_HUGEPAGES if not args.sanitize and _selects(tiers, testing.TIERS["hugepages"]) else 0
         setup.prepare(hugepages, wanted, "the hugepage tests")
-        return testing.run(args)
+        # The hugepages go back before the count line, which ends the run (main's `finally`
+        # then finds nothing left to give back).
+        return testing.run(args, before_count=hugepages.restore)
     if args.command == "bench":
         args.out = os.path.abspath(args.out)  # paths given on the command line are the caller's
         args.suite = [os.path.abspath(s) for s in args.suite]

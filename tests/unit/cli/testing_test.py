@@ -1,7 +1,10 @@
 """tools/cli/testing.py: the --tiers spellings, and how test cases are counted from the JUnit XML
 GoogleTest 1.12 writes (the sample below is its real output for a pass, a GTEST_SKIP in the body
 and in a fixture's SetUp, a failure and a DISABLED_ test)."""
+import contextlib
+import io
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -159,6 +162,56 @@ class NoTestsIsNotAPassTest(unittest.TestCase):
     def test_failed_query_fails(self):
         self.fake(None, 0)
         self.assertFalse(testing.run_pass("", [], "", ["//bad"])[3])
+
+
+class CountLineIsLastTest(unittest.TestCase):
+    """`tools/onchip test` ends with its count line: the hugepages it reserved are given back, and
+    the note saying so printed, before it (main.main end to end, with Bazel, the package check
+    and the kernel's hugepage files stood in for)."""
+
+    def setUp(self):
+        self.saved = (testing.bazel.query_tests, testing.bazel.run, testing.bazel.info,
+                      main.setup.prepare, main.setup.Hugepages, os.getcwd())
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+
+    def tearDown(self):
+        (testing.bazel.query_tests, testing.bazel.run, testing.bazel.info,
+         main.setup.prepare, main.setup.Hugepages, cwd) = self.saved
+        os.chdir(cwd)
+
+    def run_main(self, test_exit):
+        nr, free = os.path.join(self.tmp, "nr_hugepages"), os.path.join(self.tmp, "free_hugepages")
+        for path in (nr, free):
+            with open(path, "w") as f:
+                f.write("0\n")
+        real = self.saved[4]
+        main.setup.Hugepages = lambda keep=False: real(nr, keep=keep, is_root=True, free_path=free)
+        main.setup.prepare = lambda hugepages=None, wanted=0, why="": hugepages.reserve(wanted, why)
+        testlogs = os.path.join(self.tmp, "testlogs")
+        os.makedirs(os.path.join(testlogs, "a", "b"))
+        with open(os.path.join(testlogs, "a", "b", "test.xml"), "w") as f:
+            f.write(GTEST_1_12_XML)
+        testing.bazel.query_tests = lambda targets, tiers: ["//a:b"]
+        testing.bazel.info = lambda key, config=(): testlogs
+        testing.bazel.run = lambda args, **_: test_exit if args[0] == "test" else 0
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = main.main(["test", "--tiers", "hugepages"])
+        with open(nr) as f:
+            left = int(f.read())
+        return code, [l for l in out.getvalue().splitlines() if l.strip()], left
+
+    def test_the_count_line_follows_the_hugepage_give_back(self):
+        for test_exit, want_code in ((0, 1), (3, 1)):  # the sample XML holds a failed case
+            code, lines, left = self.run_main(test_exit)
+            self.assertEqual(code, want_code)
+            self.assertEqual(left, 0, "the pages were given back")
+            self.assertTrue(any("reserved 64 x 2 MiB" in l for l in lines), lines)
+            self.assertTrue(any("gave back the reserved pages" in l for l in lines), lines)
+            self.assertEqual(lines[-1], "1 passed, 1 failed, 3 skipped", lines)
+            shutil.rmtree(os.path.join(self.tmp, "testlogs"))
 
 
 class BazelOutputTest(unittest.TestCase):
