@@ -46,7 +46,8 @@ HOT_PATHS = (("PostSend/blueflame", "Floor/wqe_bf", "Bound/post_send_bf"),
              ("WrSend/blueflame", "Floor/wqe_bf", "Bound/post_send_bf"),
              ("PostRecv", "Floor/rwqe", "Bound/post_recv"),
              ("PollCq/one", "Floor/cqe", "Bound/poll_cq"))
-HOT_GOAL = 2.0    # each hot path within 2x of its floor
+# The hot paths' "x floor" and "x bound" are information: the goal of each within 2x of its
+# floor is retired, and nothing judges them.
 WIRE_GOAL = 3.0   # 8-byte RDMA WRITE into DM within 3x of the floor
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -484,9 +485,9 @@ def wire_verdict(ratio):
 
 def render_hot(rows, copy_table):
     out = ["The driver's own cost: one call on a sink device against the bare stores it must make, "
-           "in CPU time (goal: within %.0fx)" % HOT_GOAL,
+           "in CPU time (information, no goal),",
            "and against its bound, the least any provider's call can be (no check at all): "
-           "a bound past %.0fx of its floor in run after run puts the goal out of reach" % HOT_GOAL]
+           "what any provider pays beyond the floor on this machine"]
     cols = "%-20s %9s %-13s %9s %8s | %-19s %9s %8s"
     out.append(cols % ("path", "time", "its floor", "time", "x floor", "its bound", "time", "x floor"))
     out.append("-" * 104)
@@ -805,7 +806,7 @@ def render_svg(title, table, wire1=(), wire2=(), hot=()):
                   for r in hot if not r["error"]]
         if groups:
             top = draw_bars(svg, top, "The driver's own cost against the least any call can be and the "
-                            "bare stores (goal: within %.0fx of the floor)" % HOT_GOAL, groups,
+                            "bare stores", groups,
                             ("onchip", "bound", "floor"), COLORS,
                             {"onchip": "driver", "bound": "bound", "floor": "floor"},
                             70 + len(groups) * 54 + 30)
