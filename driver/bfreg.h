@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "mmio/wc_copy.h"
+
 namespace onchip::driver {
 
 // `reg` is the CPU address of the register's first half.
@@ -17,6 +19,9 @@ struct Bfreg {
   bool blueflame = false;  // false: the non-cached doorbell of the shared UAR
   bool need_lock = true;   // shared registers serialise their writers on `lock`
   uint32_t offset = 0;     // which half the next copy uses (0 or buf_size)
+  // The BlueFlame copy for this register's memory (driver/copy_kernels.h); required when
+  // blueflame is set.
+  mmio::LineFn line64 = nullptr;
   std::mutex lock;
 
   // The half to write now, and flip to the other for the next post (caller holds `lock` when

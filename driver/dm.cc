@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "driver/copy_kernels.h"
 #include "driver/import.h"
 #include "mmio/wc_copy.h"
 
@@ -53,7 +54,7 @@ void SetDmType(mlx5dv_alloc_dm_attr& attr, int type) {
 int MemcpyToDm(ibv_dm* ibv, uint64_t dm_offset, const void* host_addr, size_t length) {
   Dm* dm = &Dm::From(ibv)->owner();
   if (int err = CheckAccess(*dm, dm_offset, length)) return err;
-  if (length != 0) mmio::CopyToDevice(dm->start_va + dm_offset, host_addr, length);
+  if (length != 0) dm->to_device(dm->start_va + dm_offset, host_addr, length);
   return 0;
 }
 
@@ -89,6 +90,7 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
       return std::unexpected(window.error());
     }
     dm->start_va = *window;
+    dm->to_device = ChooseCopyKernels(device->bus()).dm->copy;
     dm->ibv.memcpy_to_dm = MemcpyToDm;
     dm->ibv.memcpy_from_dm = MemcpyFromDm;
   } else {

@@ -23,6 +23,7 @@
 #include "driver/device.h"
 #include "driver/memic.h"
 #include "driver/sw_icm.h"
+#include "mmio/wc_copy.h"
 
 namespace onchip::driver {
 
@@ -41,6 +42,8 @@ struct Dm {
   int type = MLX5DV_DM_TYPE_MEMIC;
   uint64_t length = 0;           // the requested length: bounds of copies and MRs
   std::byte* start_va = nullptr;  // MEMIC: the CPU address of byte 0
+  // MEMIC: the copy kernel chosen for the window's memory (copy_kernels.h)
+  mmio::CopyFn to_device = nullptr;
   uint64_t remote_va = 0;         // SW ICM: the ICM address
   MemicAllocator::Allocation memic;
   SwIcmAllocator::Allocation icm;

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "driver/cmd/run.h"
+#include "driver/copy_kernels.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/uar_page.h"
@@ -59,6 +60,7 @@ Result<std::unique_ptr<Bfreg>> Uars::AllocDedicated() {
   bf->buf_size = prm::BfregHalfBytes(bf_reg_size_);
   bf->blueflame = true;
   bf->need_lock = false;
+  bf->line64 = ChooseCopyKernels(bus_).blueflame->line64;
   return bf;
 }
 
@@ -84,6 +86,7 @@ Result<Bfreg*> Uars::Shared() {
   shared_->buf_size = 0;  // doorbells only: a 64-bit store of the WQE's first 8 bytes
   shared_->blueflame = false;
   shared_->need_lock = true;
+  shared_->line64 = ChooseCopyKernels(bus_).blueflame->line64;
   return shared_.get();
 }
 

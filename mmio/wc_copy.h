@@ -34,10 +34,17 @@
 // device are slow (a round trip per fill); keep them out of hot paths. No fence is issued:
 // order against a completion with FromDeviceBarrier().
 //
-// Variant choice: once per process, on first use (or first call to WcCopyReport()), from CPUID,
+// Variant choice: per memory type of the target (memory_type.h), once per process, from CPUID,
 // unless ONCHIP_WC_COPY=<to-device name> / ONCHIP_DEV_READ=<from-device name> names a variant
-// this CPU supports. The hot paths are one relaxed pointer load and an indirect call; no
-// syscall, allocation, lock or formatting.
+// this CPU supports (the override holds for every target). On write-combining and uncached
+// memory (a real BAR) the widest store wins, MOVDIR64B first; on write-back memory (the software
+// ConnectX's BAR, a shared memfd) the widest store that goes through the cache: MOVDIR64B and
+// MOVNTDQ bypass it, and measured 115 ns against the vendor loop's 8 ns for a 64-byte
+// ibv_memcpy_to_dm there (AMD EPYC, Zen 4). The driver takes the kernel for each of its targets
+// (ToDeviceFor: the DM window, the BlueFlame page) from its bus's mapping; CopyToDevice and
+// BlueFlameCopy64 below are the write-combining choice, for callers that know no target. The
+// hot paths are one pointer load and an indirect call; no syscall, allocation, lock or
+// formatting.
 #pragma once
 
 #include <atomic>
@@ -47,6 +54,7 @@
 #include <string_view>
 
 #include "mmio/cpu_features.h"
+#include "mmio/memory_type.h"
 
 namespace onchip::mmio {
 
@@ -80,14 +88,24 @@ const ToDeviceVariant* FindToDevice(std::string_view name);
 const FromDeviceVariant* FindFromDevice(std::string_view name);
 
 // The choice itself, pure so it can be tested: `override_name` is the environment value (or
-// nullptr). Writes a one-line reason into `why` (truncated to `why_len`, NUL-terminated).
+// nullptr), `target` the memory the copies write. Writes a one-line reason into `why`
+// (truncated to `why_len`, NUL-terminated).
 const ToDeviceVariant& SelectToDevice(const char* override_name, const CpuFeatures& cpu,
-                                      char* why, std::size_t why_len);
+                                      MemoryType target, char* why, std::size_t why_len);
 const FromDeviceVariant& SelectFromDevice(const char* override_name, const CpuFeatures& cpu,
                                           char* why, std::size_t why_len);
 
-// The process-wide choice (made on first call) and a human-readable account of it, e.g.
-// "to-device avx512 (auto: CPU has AVX-512F, no MOVDIR64B); from-device avx512_stream (...)".
+// The process's choice for copies into memory of type `target` (made on first call, for every
+// type at once) and its account: "avx2 [2 x 32-byte VMOVDQA] (auto for write-back memory: ...)".
+const ToDeviceVariant& ToDeviceFor(MemoryType target);
+std::string_view ToDeviceReport(MemoryType target);
+// The same for reads from the device (one choice for every target): "avx512_stream [...] (...)".
+std::string_view FromDeviceReport();
+
+// The process-wide choice behind CopyToDevice / BlueFlameCopy64 / CopyFromDevice: to device,
+// ToDeviceFor(kWriteCombining). WcCopyReport() accounts for it, e.g. "to-device movdir64b
+// [1 x MOVDIR64B] (auto for write-combining memory: widest this CPU has (MOVDIR64B));
+// from-device avx512_stream [...] (...)".
 const ToDeviceVariant& ActiveToDevice();
 const FromDeviceVariant& ActiveFromDevice();
 std::string_view WcCopyReport();

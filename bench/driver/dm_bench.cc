@@ -3,8 +3,9 @@
 // variable the tier3 tests read; tools/onchip bench sets it when it finds one.
 //
 // Copies: ibv_memcpy_to_dm / ibv_memcpy_from_dm on a 256 KiB MEMIC DM (the driver's checks plus
-// mmio's write-combined kernels) against, on the very same bytes, the vendor's algorithm
-// (bench/baselines: one relaxed 32-bit access per word) and glibc memcpy. The software device's
+// the mmio kernel the driver chose for the MEMIC window's memory, driver/copy_kernels.h)
+// against, on the very same bytes, the vendor's algorithm (bench/baselines: one relaxed 32-bit
+// access per word) and glibc memcpy. The software device's
 // MEMIC window is ordinary shared memory (write-back), so this measures the CPU cost of each
 // algorithm; on a real write-combined mapping the 4-byte loop loses more (partial-line TLPs).
 //
@@ -24,6 +25,7 @@
 
 #include "bench/baselines/vendor_mmio.h"
 #include "driver/context.h"
+#include "driver/copy_kernels.h"
 #include "driver/verbs/calls.h"
 #include "mmio/wc_copy.h"
 #include "tools/sim/device.h"
@@ -297,7 +299,10 @@ int main(int argc, char** argv) {
                               onchip::VfioPciName() != nullptr
                                   ? "ConnectX " + std::string(onchip::VfioPciName()) + " over VFIO"
                                   : std::string("software ConnectX (tools/sim, in-process)"));
-  benchmark::AddCustomContext("onchip.copy_variant", std::string(onchip::mmio::WcCopyReport()));
+  // Which copy kernel each target of this device takes, and why (driver/copy_kernels.h): the
+  // device is opened here for it, before any benchmark.
+  benchmark::AddCustomContext("onchip.copy_variant",
+                              onchip::driver::DescribeCopyKernels(onchip::F().ctx->device().bus()));
   onchip::RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\n== speedups in this run (time of the other / time of onchip; > 1 = onchip faster) ==\n");

@@ -64,6 +64,9 @@ class SinkBus final : public driver::bus::Bus {
   void Unmap(const alloc::Region&, uint64_t) override {}
   void Notify() override {}
   void DoorbellRung() override { ++doorbells; }
+  WindowMemory window_memory() const override {
+    return {mmio::MemoryType::kWriteBack, "host memory (the sink)"};
+  }
   uint64_t doorbells = 0;
 
  protected:
@@ -72,6 +75,10 @@ class SinkBus final : public driver::bus::Bus {
  private:
   mutable std::byte bar_[64]{};
 };
+
+// The BlueFlame copy for the sink's page, write-back host memory: the one the driver picks for
+// such a window (driver/copy_kernels.h), used by the calls and their floors and bounds alike.
+mmio::LineFn SinkLine() { return mmio::ToDeviceFor(mmio::MemoryType::kWriteBack).line64; }
 
 std::byte* AlignedZero(std::size_t n) {
   auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096));
@@ -95,6 +102,7 @@ struct Sink {
     bf.buf_size = blueflame ? 256 : 0;
     bf.blueflame = blueflame;
     bf.need_lock = false;  // a thread domain's register
+    bf.line64 = SinkLine();
     driver::rings::SendQueueDesc sd;
     sd.ring = sq_ring;
     sd.wqe_cnt = kWqeCnt;
@@ -222,6 +230,7 @@ void FloorWqe(benchmark::State& state, bool blueflame) {
   alignas(64) std::byte wqe[64] = {};
   uint32_t post = 0;
   uint32_t half = 0;
+  const mmio::LineFn line = SinkLine();
   for (auto _ : state) {
     std::byte* slot = ring + (post & (kWqeCnt - 1)) * 64;
     std::memcpy(slot, wqe, 64);
@@ -230,7 +239,7 @@ void FloorWqe(benchmark::State& state, bool blueflame) {
     dbr.snd_counter = prm::Be32::FromHost(post & 0xffff);
     mmio::WcStart();
     if (blueflame) {
-      mmio::BlueFlameCopy64(reg + 0x800 + half, slot);
+      line(reg + 0x800 + half, slot);
       half ^= 128;
     } else {
       uint64_t word;
@@ -297,6 +306,7 @@ struct BoundQueue {
   prm::QpDoorbellRecord dbr{};
   prm::CqDoorbellRecord cq_dbr{};
   uint32_t head = 0;
+  mmio::LineFn line = SinkLine();  // as the driver's Bfreg::line64
 };
 
 [[gnu::noinline]] int BoundPostSend(BoundQueue* q, ibv_send_wr* wr, bool blueflame) {
@@ -316,7 +326,7 @@ struct BoundQueue {
   q->dbr.snd_counter = prm::Be32::FromHost(q->head & 0xffff);
   mmio::WcStart();
   if (blueflame)
-    mmio::BlueFlameCopy64(q->reg + 0x800 + (q->head & 1) * 128, wqe);
+    q->line(q->reg + 0x800 + (q->head & 1) * 128, wqe);
   else
     *reinterpret_cast<volatile uint64_t*>(q->reg + 0x800) = ctrl;
   mmio::WcFlush();
@@ -467,7 +477,11 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  benchmark::AddCustomContext("onchip_wc_copy", std::string(onchip::mmio::WcCopyReport()));
+  using onchip::mmio::MemoryType;
+  benchmark::AddCustomContext("onchip_wc_copy",
+                              "to-device " + std::string(onchip::mmio::ToDeviceReport(MemoryType::kWriteBack)) +
+                                  " into the sink's write-back BlueFlame page; from-device " +
+                                  std::string(onchip::mmio::FromDeviceReport()));
   benchmark::AddCustomContext("onchip_device", "sink: rings, records and BlueFlame page in host WB memory");
   onchip::RegisterAll();
   onchip::RecordingReporter reporter;

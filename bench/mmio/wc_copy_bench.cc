@@ -64,6 +64,16 @@ namespace {
 
 constexpr std::size_t kMax = 256 << 10;
 
+// The kernel in use for this bench's "device", a write-back host buffer: the driver's choice for
+// write-back memory (ToDeviceFor), which is what the software ConnectX's DM window and BlueFlame
+// page get (its BAR is a shared memfd). A real BAR mapped write-combining gets the
+// write-combining choice, which this bench, without WC memory, cannot time as it runs there.
+const ToDeviceVariant& InUseToDevice() { return ToDeviceFor(MemoryType::kWriteBack); }
+std::string InUseReport() {
+  return "to-device " + std::string(ToDeviceReport(MemoryType::kWriteBack)) + "; from-device " +
+         std::string(FromDeviceReport());
+}
+
 unsigned char* AlignedBuffer() {
   void* p = std::aligned_alloc(4096, kMax + 4096);
   std::memset(p, 0x3c, kMax + 4096);
@@ -279,7 +289,7 @@ std::vector<std::string> RegisterAll() {
   };
   for (const auto& v : ToDeviceVariants()) {
     if (!CpuHas(v.needs, cpu)) continue;
-    const bool is_active = v.name == ActiveToDevice().name;
+    const bool is_active = v.name == InUseToDevice().name;
     keep(is_active, RegisterPair("ToDevice", v.name, "vendor_dm_4B", ToDev{v.copy},
                                  ToDev{bench::VendorCopyToDm}, AllSizes()));
     keep(is_active, RegisterPair("ToDevice", v.name, "vendor_bf_8x8B", ToDev{v.copy}, VendorBf{}, {64}));
@@ -441,10 +451,22 @@ void PrintSpread(const RecordingReporter& r, const char* group, const std::strin
 }
 
 void PrintSummary(const RecordingReporter& r, int processes) {
-  const std::string active_to(ActiveToDevice().name);
+  const std::string active_to(InUseToDevice().name);
   const std::string active_from(ActiveFromDevice().name);
   std::printf("\n== performance goals (paired ratios, > 1 is faster; device = host WB memory) ==\n");
-  std::printf("active: %.*s\n", static_cast<int>(WcCopyReport().size()), WcCopyReport().data());
+  std::printf("active: %s\n", InUseReport().c_str());
+  // Which kernel each target takes, by the memory its window is mapped as (driver/copy_kernels.h).
+  std::printf("kernel per target, chosen for the memory the window is mapped as:\n");
+  std::printf("  %-58s %.*s\n", "write-back: the software ConnectX's DM and BlueFlame page,",
+              static_cast<int>(ToDeviceReport(MemoryType::kWriteBack).size()),
+              ToDeviceReport(MemoryType::kWriteBack).data());
+  std::printf("  %-58s\n", "  and this bench's buffers (the active row below)");
+  std::printf("  %-58s %.*s\n", "write-combining: a ConnectX BAR through resource0_wc",
+              static_cast<int>(ToDeviceReport(MemoryType::kWriteCombining).size()),
+              ToDeviceReport(MemoryType::kWriteCombining).data());
+  std::printf("  %-58s %.*s\n", "uncached: a ConnectX BAR without resource0_wc",
+              static_cast<int>(ToDeviceReport(MemoryType::kUncached).size()),
+              ToDeviceReport(MemoryType::kUncached).data());
   if (r.empty()) {
     std::printf("no pair ran (the filter left them out): no goal judged\n");
     return;
@@ -533,7 +555,7 @@ bool RunPairsInAnotherProcess(const std::vector<std::string>& pass_on, Recording
   if (fd < 0) return false;
   close(fd);
   const std::string filter = "--benchmark_filter=^Pair/(ToDevice|BlueFlame64)/" +
-                             std::string(ActiveToDevice().name) + "~|^Pair/FromDevice/" +
+                             std::string(InUseToDevice().name) + "~|^Pair/FromDevice/" +
                              std::string(ActiveFromDevice().name) + "~";
   std::vector<std::string> args = {"wc_copy_bench", filter, std::string(kChildFlag) + path};
   args.insert(args.end(), pass_on.begin(), pass_on.end());
@@ -643,7 +665,7 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  benchmark::AddCustomContext("onchip_wc_copy", std::string(onchip::mmio::WcCopyReport()));
+  benchmark::AddCustomContext("onchip_wc_copy", InUseReport());
   benchmark::AddCustomContext("onchip_device_memory", "host WB buffer (no NIC): CPU cost, not PCIe");
   // The other processes measure first, so that their repetitions can go into this one's context
   // (onchip_pairs_elsewhere), where tools/onchip bench's report finds them.

@@ -27,6 +27,7 @@
 
 #include "alloc/dma_mapper.h"
 #include "alloc/region.h"
+#include "mmio/memory_type.h"
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
@@ -73,6 +74,15 @@ class Bus : public alloc::DmaMapper {
   // loads (MEMIC, UAR pages). Write-combined where the platform can map it so (the software
   // ConnectX's BAR is ordinary shared memory). EFAULT if the range is outside BAR0.
   virtual Result<std::byte*> Bar0Window(uint64_t offset, uint64_t length) const;
+
+  // What Bar0Window's mapping is from the CPU's side (every window shares one mapping), and
+  // what makes it so, for reports: the driver picks the copy kernel for each of its targets in
+  // the BAR (the MEMIC window, the BlueFlame registers) by it (driver/copy_kernels.h).
+  struct WindowMemory {
+    mmio::MemoryType type;
+    const char* source;  // e.g. "a shared memfd (the software ConnectX's BAR)"
+  };
+  virtual WindowMemory window_memory() const = 0;
 
   // Big-endian 32-bit register access at a 4-byte aligned BAR0 offset inside the BAR.
   uint32_t Read32(uint64_t offset) const;

@@ -73,6 +73,8 @@ static_assert(sizeof(ibv_wr_opcode) == sizeof(uint32_t));
 Result<void> SendQueue::Init(const SendQueueDesc& d) {
   if (d.ring == nullptr || d.db_counter == nullptr || d.bf == nullptr || d.bus == nullptr)
     return Fail(EINVAL, "send queue: ring, doorbell record, bfreg and bus are required");
+  if (d.bf->blueflame && d.bf->line64 == nullptr)
+    return Fail(EINVAL, "send queue: a BlueFlame register needs its copy kernel (line64)");
   if (d.wqe_cnt == 0 || !std::has_single_bit(d.wqe_cnt))
     return Fail(EINVAL, "send queue: WQE basic blocks must be a power of two");
   if (d.max_post == 0 || d.max_post > d.wqe_cnt)
@@ -341,7 +343,7 @@ ONCHIP_HOT void SendQueue::WriteBfreg(const std::byte* last, uint32_t last_ds, u
                                       bool blueflame) const {
   std::byte* dst = bf_->NextHalf();
   if (blueflame && last_ds <= kBb / kDs) [[likely]] {
-    mmio::BlueFlameCopy64(dst, last);  // one basic block: it cannot wrap
+    bf_->line64(dst, last);  // one basic block: it cannot wrap
   } else if (blueflame) {
     CopyLongWqe(dst, last, last_ds);
   } else {
@@ -356,7 +358,7 @@ ONCHIP_HOT void SendQueue::WriteBfreg(const std::byte* last, uint32_t last_ds, u
   const uint32_t bytes = AlignUp(last_ds * kDs, kBb);
   const std::byte* src = last;
   for (uint32_t off = 0; off < bytes; off += kBb) {
-    mmio::BlueFlameCopy64(dst + off, src);
+    bf_->line64(dst + off, src);
     src += kBb;
     if (src == qend_) src = ring_;
   }

@@ -218,7 +218,10 @@ def header_lines(context, choice, mode, warning):
     header = [
         ("device", device),
         ("cpu", cpu_model()),
-        ("copy variant", context.get("onchip.copy_variant", "see mmio benchmark")),
+        # Which kernel each target (DM, BlueFlame) uses and why, as the driver chose it for the
+        # device's BAR mapping (dm_bench), else the mmio suite's account of its own buffers.
+        ("copy kernels", context.get("onchip.copy_variant") or context.get("onchip_wc_copy")
+         or "see mmio benchmark"),
         ("mode", "%s (%s)" % (mode, " ".join(MODES[mode]))),
     ]
     for line in choice.notes():

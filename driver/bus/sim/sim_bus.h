@@ -32,6 +32,10 @@ class SimBus final : public Bus {
 
   std::byte* bar0() const override { return bar0_; }
   uint64_t bar0_size() const override { return bar0_size_; }
+  // The function's BAR0 is ordinary shared memory, mapped MAP_SHARED like any file.
+  WindowMemory window_memory() const override {
+    return {mmio::MemoryType::kWriteBack, "a shared memfd (the software ConnectX's BAR)"};
+  }
   Result<uint64_t> Map(const alloc::Region& r) override;
   void Unmap(const alloc::Region& r, uint64_t iova) override;
   Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;

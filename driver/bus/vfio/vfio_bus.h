@@ -37,6 +37,10 @@ class VfioBus final : public Bus {
   uint64_t bar0_size() const override { return bar0_size_; }
   Result<std::byte*> Bar0Window(uint64_t offset, uint64_t length) const override;
   bool write_combined() const { return bar0_wc_ != nullptr; }
+  WindowMemory window_memory() const override {
+    if (write_combined()) return {mmio::MemoryType::kWriteCombining, "resource0_wc, the BAR mapped WC"};
+    return {mmio::MemoryType::kUncached, "the VFIO region, uncached (no resource0_wc)"};
+  }
   Result<uint64_t> Map(const alloc::Region& r) override;
   void Unmap(const alloc::Region& r, uint64_t iova) override;
   Result<DmaMapping> MapHost(std::byte* host, uint64_t length) override;

@@ -105,11 +105,14 @@ class BenchReportTest(unittest.TestCase):
         self.assertTrue(all(pairs), lines)
         return [(m.group(1), m.group(2)) for m in pairs]
 
-    def test_header_names_device_cpu_copy_variant_and_mode(self):
+    def test_header_names_device_cpu_copy_kernels_and_mode(self):
         header = dict(self.header())
         self.assertEqual(header["device"], devices.SOFTWARE)
         self.assertTrue(header["cpu"] and header["cpu"] != "unknown", header)
-        self.assertRegex(header["copy variant"], r"to-device \w+.*from-device \w+")
+        # Which kernel each target takes and why: the software ConnectX's BAR is write-back.
+        self.assertRegex(header["copy kernels"],
+                         r"^to-device \w+ \[.*\] \(auto for write-back memory: .*\) for DM and "
+                         r"BlueFlame, whose window is write-back \(a shared memfd.*; from-device \w+")
         self.assertTrue(header["mode"].startswith("quick"), header)
 
     def test_header_says_the_mlx5_ib_connectx_is_found_not_used_and_how_to_bind_it(self):

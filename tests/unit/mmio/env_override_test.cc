@@ -23,6 +23,12 @@ TEST(EnvOverride, ChoiceFollowsTheEnvironment) {
   EXPECT_NE(report.find("from-device sse [4 x 16-byte MOVDQA] (ONCHIP_DEV_READ=sse)"),
             std::string::npos)
       << report;
+  // The override holds for every target, write-back memory too.
+  for (MemoryType t : {MemoryType::kWriteBack, MemoryType::kWriteCombining, MemoryType::kUncached}) {
+    EXPECT_EQ(ToDeviceFor(t).name, "movq8") << MemoryTypeName(t);
+    EXPECT_EQ(std::string(ToDeviceReport(t)),
+              "movq8 [8 x 8-byte MOV (vendor BlueFlame)] (ONCHIP_WC_COPY=movq8)");
+  }
 }
 
 TEST(EnvOverride, DispatchedCopiesUseTheChosenKernelAndAreExact) {

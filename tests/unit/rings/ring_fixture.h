@@ -16,6 +16,7 @@
 #include "driver/bus/bus.h"
 #include "driver/rings/cq_ring.h"
 #include "driver/rings/data_path.h"
+#include "mmio/wc_copy.h"
 #include "uapi/prm/cqe.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/uar_page.h"
@@ -42,6 +43,9 @@ class CountingBus final : public driver::bus::Bus {
   void Unmap(const alloc::Region&, uint64_t) override {}
   void Notify() override { ++notifies; }
   void DoorbellRung() override { ++doorbells; }
+  WindowMemory window_memory() const override {
+    return {mmio::MemoryType::kWriteBack, "host memory (the test's UAR page)"};
+  }
 
   int doorbells = 0;
   int notifies = 0;
@@ -81,6 +85,7 @@ struct Harness {
     bf.buf_size = blueflame ? 256 : 0;
     bf.blueflame = blueflame;
     bf.need_lock = !blueflame;
+    bf.line64 = mmio::ToDeviceFor(bus.window_memory().type).line64;
     SendQueueDesc sd;
     sd.ring = sq_ring.p;
     sd.wqe_cnt = wqe_cnt;
