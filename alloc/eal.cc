@@ -4,6 +4,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
+#include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -148,8 +149,16 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
   // Before init, which logs from its first step on. An EAL the host brought up (above) keeps
   // the host's stream.
   if (FILE* stream = EalLogStream(); stream != nullptr) rte_openlog_stream(stream);
+  // EAL parses its arguments with getopt_long, which prints its own complaint about an option it
+  // does not know (glibc posix/getopt.c) unless opterr is 0; the failure still comes back as
+  // rte_eal_init's EINVAL. DPDK's fatal-init alert itself goes to stderr whatever the log stream
+  // (lib/eal/linux/eal.c rte_eal_init_alert): an ONCHIP_EAL_ARGS the EAL rejects shows that
+  // one line.
+  const int saved_opterr = opterr;
+  opterr = 0;
   int rc = rte_eal_init(static_cast<int>(s.argv.size() - 1), s.argv.data());
   int err = rte_errno;
+  opterr = saved_opterr;
   // rte_eal_init pins the calling thread to the main lcore; the caller did not ask for that.
   if (have_affinity) sched_setaffinity(0, sizeof affinity, &affinity);
   if (rc < 0) {

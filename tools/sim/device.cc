@@ -58,6 +58,13 @@ void Device::SetSleeping(bool sleeping) {
 bool Device::FoundWorkBeforeSleep() {
   // A device still initializing runs no engine pass yet (its sleep word stays set).
   if (initializing_) return false;
+  // A kick or a command rung before the word was set found the engine awake and woke nobody:
+  // this look, after the word's store, is what sees them (the waker fences before it reads the
+  // word, vpci::WakeEngine).
+  if (kicked_.load(std::memory_order_seq_cst) || bar_.CommandDoorbellRung()) {
+    progressed_ = true;
+    return true;
+  }
   // What it found keeps full services running, as a Service's progress does.
   const bool found = engine_.Pass().progressed || engine_.InboundPending();
   if (found) progressed_ = true;
@@ -84,7 +91,7 @@ std::optional<vpci::TphCapability> Device::tph() const {
 }
 
 void Device::Kick() {
-  kicked_.store(true, std::memory_order_release);
+  kicked_.store(true, std::memory_order_seq_cst);
   vpci::WakeEngine(bar_.EngineSleepWord());
 }
 

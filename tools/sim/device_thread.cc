@@ -147,6 +147,9 @@ void DeviceThread::Wait(std::chrono::steady_clock::time_point until) {
                                   .uaddr = reinterpret_cast<uintptr_t>(&control_),
                                   .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG,
                                   .__reserved = 0});
+    // The destructor stores stop_ before its Nudge: a Nudge this value already counts may have
+    // been the last one.
+    if (stop_.load(std::memory_order_seq_cst)) return;
     for (const Device* d : devices_) {
       if (waiters.size() == kMaxWaiters) {
         // Past futex_waitv's limit a device is looked at every millisecond.
