@@ -225,9 +225,11 @@ void DeviceThread::Run() {
       awake = true;
       continue;
     }
-    const bool spin = spin_ == DeviceConfig::Spin::kAlways ||
-                      (spin_ == DeviceConfig::Spin::kWhenCpuSpare && room.Spare(now));
-    if (spin && now - last_work < idle_period_) {
+    // The idle period first: an idle wakeup (the idle poll period's) reads no CPU count.
+    const bool spin = now - last_work < idle_period_ &&
+                      (spin_ == DeviceConfig::Spin::kAlways ||
+                       (spin_ == DeviceConfig::Spin::kWhenCpuSpare && room.Spare(now)));
+    if (spin) {
       awake = true;
       continue;
     }

@@ -18,6 +18,12 @@ namespace {
 constexpr std::size_t kInitializingByte = prm::initial_seg::initializing.bit_offset / 8;
 
 TEST(IdleCpuTest, IdleDeviceThreadUsesLittleCpu) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Instrumentation multiplies every wakeup's cost several times over (7% of a core here for
+  // the 1.5% an optimized build spends): the bound is the optimized build's, which the plain
+  // run of this test checks.
+  GTEST_SKIP() << "idle CPU cost is measured without sanitizers (tools/onchip test's plain run)";
+#endif
   auto d = Device::Create();
   ASSERT_TRUE(d);
   Device& dev = **d;
