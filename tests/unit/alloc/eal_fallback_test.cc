@@ -36,13 +36,16 @@ TEST(EalFallback, NextTierServesAndTheFallbackIsReportedOnce) {
   auto a = (*p)->Allocate(4096, 4096);
   ASSERT_TRUE(a.has_value()) << a.error().describe();
   EXPECT_NE(a->tier, Tier::kDpdkHugepages);
-  EXPECT_EQ(FallbackReports(), before + 1);
+  // One report per tier that failed: the EAL's, and memfd-hugetlb's too when no hugepages are
+  // reserved (the run then lands on 4 KiB pages).
+  const int reported = FallbackReports() - before;
+  EXPECT_EQ(reported, a->tier == Tier::kMemfdHugetlb ? 1 : 2);
   ASSERT_TRUE((*p)->Free(a->addr).has_value());
 
   // A second provider meets the same failure: not reported again.
   auto q = MemoryProvider::Create(BrokenEal(true));
   ASSERT_TRUE(q.has_value());
-  EXPECT_EQ(FallbackReports(), before + 1);
+  EXPECT_EQ(FallbackReports(), before + reported);
 }
 
 }  // namespace
