@@ -3,12 +3,12 @@
 // AV), so the ibv_ah* of a work request reaches the AV directly. No firmware command: libmlx5
 // builds AVs in user space, and so does this driver.
 //
-// CreateAh checks as libmlx5 does (data-path reference 10.2): a port outside 1..num_ports gives
+// CreateAh checks as libmlx5 does (providers/mlx5/verbs.c mlx5_create_ah): a port outside 1..num_ports gives
 // NULL without errno (kPortOutOfRange below; the verbs layer leaves errno alone); a RoCE address
 // without a GRH EINVAL; an sgid_index beyond the GID table EINVAL. On an InfiniBand port an
 // address without a GRH is the normal case: the AV carries rlid = dlid, stat_rate_sl = rate code
 // << 4 | sl, fl_mlid = src_path_bits, and with is_global the GRH fields below plus the GRH bit
-// (grh_gid_fl bit 30). The RoCE AV (reference 1.4):
+// (grh_gid_fl bit 30). The RoCE AV (providers/mlx5/wqe.h struct mlx5_wqe_av):
 // stat_rate_sl = rate code << 4 | (sl & 7) << 1 (RoCE carries the SL as Ethernet priority);
 // udp_sport from the flow label (RoCE v2); rmac from a link-local GID; tclass; hop_limit as
 // given; grh_gid_fl = sgid_index << 20 | flow label (no GRH bit on RoCE); rgid. The queue key and

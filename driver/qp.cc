@@ -23,7 +23,7 @@
 namespace onchip::driver {
 namespace {
 
-// WQE building blocks (PRM "Send WQE"; data-path reference 1.1-1.5).
+// WQE building blocks (PRM "Send WQE"; rdma-core providers/mlx5/qp.c mlx5_post_send).
 constexpr uint32_t kSendWqeBb = 64;
 constexpr uint32_t kCtrlSeg = 16;
 constexpr uint32_t kRaddrSeg = 16;

@@ -6,7 +6,7 @@
 // The QP's number maps to its work queues in the device's qpn table while it lives, so a CQ's
 // poller finds the queue a completion retires.
 //
-// CreateQp sizes the rings as libmlx5 does (data-path reference 1.5 and 2.1):
+// CreateQp sizes the rings as libmlx5 does (providers/mlx5/verbs.c mlx5_calc_sq_size, mlx5_calc_rq_size):
 //   - send WQE = ctrl + the largest operation the type can post (RC: max(raddr + atomic,
 //     UMR ctrl + mkey + one KLM block for a bind); UC: max(raddr, bind); UD: datagram) +
 //     max(max_send_sge data segments, an inline segment of max_inline_data), rounded up to 64;
