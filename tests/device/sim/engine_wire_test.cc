@@ -128,6 +128,9 @@ TEST_F(EngineWireTest, UdDropsAWrongQkeyAndAMessageWithoutReceive) {
   // No receive posted: the send still completes (UD has no acknowledgement).
   node_->PostSend(a, prm::MLX5_OPCODE_SEND, Cat({Av(b.qpn, Node::kQkey, OwnGid(), 3), DataSeg(key_, kSrc, 8)}));
   ASSERT_TRUE(node_->Poll(cq_a_));
+  // The requester completes when the packet leaves; the responder drops it in a later pass. A
+  // receive posted before that pass would take it, so give the pass time to run first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   node_->PostRecv(b, key_, kDst, 64);
   node_->PostSend(a, prm::MLX5_OPCODE_SEND, Cat({Av(b.qpn, 0x999, OwnGid(), 3), DataSeg(key_, kSrc, 8)}));
   ASSERT_TRUE(node_->Poll(cq_a_));
@@ -163,6 +166,7 @@ TEST_F(EngineWireTest, UcCompletesWithoutAcknowledgementAndDropsWhatItCannotDeli
   // A write and a send that find what they need arrive.
   node_->PostSend(a, prm::MLX5_OPCODE_RDMA_WRITE, Cat({RaddrSeg(kDst + 512, key_), DataSeg(key_, kSrc, 64)}));
   ASSERT_TRUE(node_->Poll(cq_a_));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the responder's pass, as for UD
   node_->PostRecv(b, key_, kDst, 64);
   node_->PostSend(a, prm::MLX5_OPCODE_SEND_IMM, DataSeg(key_, kSrc, 64), prm::MLX5_WQE_CTRL_CQ_UPDATE,
                   prm::Be32::FromHost(5).raw());
