@@ -69,6 +69,14 @@ Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& 
       config_(config),
       clock_(born),
       gids_(DeviceGids(config)),
+      l3_([&] {
+        std::vector<L3Header> l3;
+        for (const GidEntry& e : GidTable(config))
+          l3.push_back(e.type != GidType::kRoceV2 ? L3Header::kGrh
+                       : IsIpv4Mapped(e.gid)      ? L3Header::kIpv4
+                                                  : L3Header::kIpv6);
+        return l3;
+      }()),
       own_gids_([&] {
         std::vector<Gid> own;
         for (const Gid& g : gids_)

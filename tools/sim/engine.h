@@ -178,6 +178,7 @@ class Engine final : private Receiver {
     uint32_t next_send_psn = 0;
     Gid rgid{};  // primary_address_path.rgid_rip, in wire order
     Gid sgid{};  // SourceGid(primary_address_path.src_addr_index)
+    L3Header l3 = L3Header::kGrh;  // SourceL3(primary_address_path.src_addr_index)
     uint32_t flow_label = 0;
     uint16_t rlid = 0;
     uint8_t tclass = 0;
@@ -211,6 +212,8 @@ class Engine final : private Receiver {
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
   Gid SourceGid(uint64_t index) const;
+  // The header a packet sent from GID entry `index` carries (L3Header, wire.h).
+  L3Header SourceL3(uint64_t index) const;
   // Whether `gid` is one of this port's own (a packet to it stays on the device).
   bool OwnGid(const Gid& gid) const;
   // Puts a packet on the wire: to this device's own port when it owns the destination GID.
@@ -362,6 +365,7 @@ class Engine final : private Receiver {
   // The pass reads it through FastNowNs (CQE timestamps, RNR waits, moderation periods).
   DeviceClock clock_;
   const std::vector<Gid> gids_;
+  const std::vector<L3Header> l3_;  // per GID entry: SourceL3
   // The distinct GIDs the table holds (RoCE: two, each as v1 and v2; IB: one): what a packet
   // this port sends must name to come back to it.
   const std::vector<Gid> own_gids_;

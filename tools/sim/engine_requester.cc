@@ -281,6 +281,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
     p.dlid = av.rlid.host();
     p.sl = InfiniBand() ? av.stat_rate_sl & 0xf : 0;  // RoCE: [3:1] is the Ethernet priority
     p.sgid = SourceGid((gid_fl >> 20) & 0xff);
+    p.l3 = SourceL3((gid_fl >> 20) & 0xff);
     p.flow_label = gid_fl & 0xfffff;
     p.tclass = av.tclass;
     p.hop_limit = av.hop_limit;
@@ -289,6 +290,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
     p.dst_qpn = ctx.remote_qpn;
     p.dgid = ctx.rgid;
     p.sgid = ctx.sgid;
+    p.l3 = ctx.l3;
     p.tclass = ctx.tclass;
     p.hop_limit = ctx.hop_limit;
     p.flow_label = ctx.flow_label;
@@ -377,6 +379,7 @@ Engine::RequesterContext Engine::DecodeRequesterContext(const Qp& qp) const {
   static_assert(Rgid::element_width == 8 && Rgid::count == 16 && Rgid::bit_offset % 8 == 0);
   std::memcpy(c.rgid.data(), qpc.data() + Rgid::bit_offset / 8, c.rgid.size());
   c.sgid = SourceGid(prm::Get(qpc, path.src_addr_index));
+  c.l3 = SourceL3(prm::Get(qpc, path.src_addr_index));
   c.tclass = static_cast<uint8_t>(prm::Get(qpc, path.tclass));
   c.hop_limit = static_cast<uint8_t>(prm::Get(qpc, path.hop_limit));
   c.flow_label = static_cast<uint32_t>(prm::Get(qpc, path.flow_label));
@@ -393,6 +396,10 @@ Engine::RequesterContext Engine::DecodeRequesterContext(const Qp& qp) const {
 
 Gid Engine::SourceGid(uint64_t index) const {
   return index < gids_.size() ? gids_[index] : Gid{};
+}
+
+L3Header Engine::SourceL3(uint64_t index) const {
+  return index < l3_.size() ? l3_[index] : L3Header::kGrh;
 }
 
 bool Engine::OwnGid(const Gid& gid) const {

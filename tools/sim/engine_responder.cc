@@ -92,13 +92,15 @@ uint16_t Checksum(const uint8_t* p, std::size_t n) {
   return static_cast<uint16_t>(~sum);
 }
 
-// The 40 bytes a UD receive starts with: an IPv6 header, or for IPv4-mapped GIDs (RoCE v2
-// over IPv4) 20 undefined bytes and an IPv4 header with its checksum, as libibverbs reads them.
+// The 40 bytes a UD receive starts with, as the packet's L3 header was: a GRH
+// (next header 0x1B, the IBA transport) or RoCE v2's IPv6 header (next header UDP), each 40
+// bytes; or RoCE v2's IPv4 header with its checksum at offset 20, the first 20 bytes left zero.
 std::array<std::byte, kGrhBytes> Grh(const Packet& p) {
   std::array<uint8_t, kGrhBytes> g{};
-  // What follows the IP header on the wire: UDP (8), BTH (12), DETH (8), payload, ICRC (4).
-  const std::size_t l4 = 8 + 12 + 8 + p.payload.size() + 4;
-  if (IsIpv4Mapped(p.sgid) && IsIpv4Mapped(p.dgid)) {
+  // What follows the L3 header on the wire: UDP (8, RoCE v2), BTH (12), DETH (8), payload,
+  // ICRC (4).
+  const std::size_t l4 = (p.l3 == L3Header::kGrh ? 0 : 8) + 12 + 8 + p.payload.size() + 4;
+  if (p.l3 == L3Header::kIpv4) {
     uint8_t* h = g.data() + 20;
     const std::size_t total = 20 + l4;
     h[0] = 0x45;
@@ -120,7 +122,7 @@ std::array<std::byte, kGrhBytes> Grh(const Packet& p) {
     g[3] = static_cast<uint8_t>(p.flow_label);
     g[4] = static_cast<uint8_t>(l4 >> 8);
     g[5] = static_cast<uint8_t>(l4);
-    g[6] = 17;  // UDP: RoCE v2
+    g[6] = p.l3 == L3Header::kGrh ? 0x1b : 17;  // the IBA transport, or UDP (RoCE v2)
     g[7] = p.hop_limit;
     std::memcpy(g.data() + 8, p.sgid.data(), 16);
     std::memcpy(g.data() + 24, p.dgid.data(), 16);
@@ -164,7 +166,8 @@ void Engine::HandleRequest(Packet& p) {
     r.transport = qp.st;
     r.sgid = p.dgid;
     r.dgid = p.sgid;
-    r.grh = p.grh;  // answered the way it came: by GID, or by LID
+    r.grh = p.grh;  // answered the way it came: by GID, or by LID, in the same header
+    r.l3 = p.l3;
     r.dlid = p.slid;
     r.sl = p.sl;
     r.src_qpn = qpn;
@@ -339,9 +342,14 @@ void Engine::HandleRequest(Packet& p) {
     f.byte_cnt = byte_cnt;
     f.user_index = user_index;
     f.imm = p.imm;
-    // UD: whether a GRH came with it; the SL (flags_rqpn [27:24]) and the sender's LID too.
+    // UD: whether a GRH came with it. flags_rqpn [27:24]: on InfiniBand the SL; on RoCE the
+    // packet type, bit 3 set for UDP (v2) and [2:0] the L3 header (libmlx5's wc.sl; mlx5_ib's
+    // handle_responder in drivers/infiniband/hw/mlx5/cq.c reads [25:24] as the network type).
+    const uint32_t type = InfiniBand()            ? p.sl & 0xfu
+                          : p.l3 == L3Header::kGrh ? 0u
+                                                   : 0x8u | static_cast<uint32_t>(p.l3);
     f.flags_rqpn = (p.src_qpn & 0xffffff) | (qp.st == prm::QP_ST_UD && p.grh ? kCqeGrhPresent : 0) |
-                   uint32_t{p.sl & 0xfu} << 24;
+                   type << 24;
     f.slid = p.slid;
     f.solicited = p.solicited;
     WriteCqe(rcv_cqn, *rcv_cq, f);

@@ -55,6 +55,11 @@ enum class NakCode : uint8_t {
   kRemoteOperation,  // the responder failed locally (its receive WQE was bad)
 };
 
+// The header a packet carries above the link (the PRM's L3_Header_Type, which a UD receive's
+// CQE reports): an IBTA GRH (InfiniBand, RoCE v1), or RoCE v2's IPv6 or IPv4 header over UDP.
+// The sender's source GID entry decides it: its type (v1 or v2) and, for v2, its address.
+enum class L3Header : uint8_t { kGrh = 0, kIpv6 = 1, kIpv4 = 2 };
+
 // What a packet carries besides its payload: the headers' fields, kept trivially copyable so
 // that handing a packet on (a move into a port's queue or the loopback list, one per message
 // and one per response) copies them as one block.
@@ -62,6 +67,7 @@ struct PacketHeaders {
   PacketKind kind = PacketKind::kRequest;
   uint8_t transport = 0;  // qpc.st of the sending QP
   bool grh = true;  // false: an InfiniBand packet without a GRH, routed by `dlid`
+  L3Header l3 = L3Header::kGrh;  // with grh: which header it is
   Gid sgid{};
   Gid dgid{};
   uint16_t slid = 0;  // InfiniBand: the sender's and the receiver's LIDs

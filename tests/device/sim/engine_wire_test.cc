@@ -120,6 +120,49 @@ TEST_F(EngineWireTest, UdDeliversWithTheGrhFirst) {
   EXPECT_EQ(std::memcmp(ip + 12, OwnGid().data() + 12, 4), 0);
 }
 
+// The GID entry a UD message is sent from decides its L3 header, and the receive says which
+// came: CQE flags_rqpn [27:24] (wc.sl under libmlx5) is 0 for a GRH (RoCE v1), 0x8 | 1 for RoCE
+// v2 over IPv6 and 0x8 | 2 over IPv4, the packet type UCX's UD transport reads to find the
+// destination address in the first 40 bytes.
+TEST_F(EngineWireTest, UdReceiveSaysWhichL3HeaderCame) {
+  auto a = node_->NewQp(0, prm::QP_ST_UD, cq_a_.cqn, cq_a_.cqn);
+  auto b = node_->NewQp(1, prm::QP_ST_UD, cq_b_.cqn, cq_b_.cqn);
+  node_->Connect(a, {});
+  node_->Connect(b, {});
+  struct Case {
+    uint32_t index;  // mlx5_ib's order: link-local v1, v2; IPv4-mapped v1, v2
+    uint32_t type;
+    uint8_t next_header;  // byte 6 of a 40-byte header; IPv4 has its protocol at byte 29
+  };
+  for (const Case c : {Case{0, 0x0, 0x1b}, Case{1, 0x9, 17}, Case{2, 0x0, 0x1b}, Case{3, 0xa, 0}}) {
+    SCOPED_TRACE(c.index);
+    const Gid gid = sim_->engine().gids()[c.index];
+    std::memset(node_->Data(kDst), 0xff, 64);
+    node_->PostRecv(b, key_, kDst, 40 + 64);
+    node_->PostSend(a, prm::MLX5_OPCODE_SEND, Cat({Av(b.qpn, Node::kQkey, gid, c.index), DataSeg(key_, kSrc, 8)}));
+    ASSERT_TRUE(node_->Poll(cq_a_));
+    auto resp = node_->Poll(cq_b_);
+    ASSERT_TRUE(resp);
+    const uint32_t flags_rqpn = resp->good.flags_rqpn.host();
+    EXPECT_EQ((flags_rqpn >> 24) & 0xf, c.type);
+    EXPECT_NE((flags_rqpn >> 28) & 3, 0u);
+    const auto* h = reinterpret_cast<const uint8_t*>(node_->Data(kDst));
+    if (c.next_header != 0) {
+      EXPECT_EQ(h[0] >> 4, 6);
+      EXPECT_EQ(h[6], c.next_header);
+      // Payload length: what follows the 40 bytes, UDP (v2 only), BTH, DETH, 8 bytes, ICRC.
+      EXPECT_EQ(h[4] << 8 | h[5], (c.type != 0 ? 8 : 0) + 12 + 8 + 8 + 4);
+      EXPECT_EQ(std::memcmp(h + 8, gid.data(), 16), 0);
+      EXPECT_EQ(std::memcmp(h + 24, gid.data(), 16), 0);
+    } else {
+      EXPECT_NE(h[0] & 0xf0, 0x60);  // the first 20 bytes do not look like an IPv6 header
+      EXPECT_EQ(h[20], 0x45);
+      EXPECT_EQ(h[29], 17);
+      EXPECT_EQ(std::memcmp(h + 36, gid.data() + 12, 4), 0);  // the destination address
+    }
+  }
+}
+
 TEST_F(EngineWireTest, UdDropsAWrongQkeyAndAMessageWithoutReceive) {
   auto a = node_->NewQp(0, prm::QP_ST_UD, cq_a_.cqn, cq_a_.cqn);
   auto b = node_->NewQp(1, prm::QP_ST_UD, cq_b_.cqn, cq_b_.cqn);
