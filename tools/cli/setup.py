@@ -17,6 +17,7 @@ PACKAGES = [
     "libibverbs-dev", "rdma-core",   # kernel uverbs ABI headers, libibverbs
     "ibverbs-utils", "python3-pyverbs",  # peers' tools and tests run against onchip
     "perftest",           # ib_write_lat & co. between two processes through the device daemon
+    "ucx-utils",          # ucx_perftest over onchip's rc_verbs and ud_verbs transports
 ]
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
