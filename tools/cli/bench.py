@@ -9,7 +9,8 @@ The device (--device, default auto): a ConnectX bound to vfio-pci when there is 
 driver can open (the suites get it in ONCHIP_VFIO_PCI), otherwise the software ConnectX. Every
 ConnectX found is named in the header with why it is or is not used.
 --suite PATH runs prebuilt benchmark binaries instead of building //bench (no Bazel needed).
-The wire suite's two-process rows need a device daemon: bench starts one of its own for the run
+The wire suite's two-process rows and the peers suite (perftest and ucx_perftest in two
+processes, their own numbers) need a device daemon: bench starts one of its own for the run
 (stopped at the end); with --suite they run when ONCHIP_BENCH_DAEMON names a daemon's socket.
 
 --out DIR (default out/bench) receives one JSON per suite (named after the suite) and report.txt,

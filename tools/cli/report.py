@@ -63,6 +63,8 @@ PAIR_OP = {"ToDevice": "wc_copy_to_device", "FromDevice": "wc_copy_from_device",
            "BlueFlame64": "blueflame_copy"}
 # wire_bench's pairs: an operation into DM and the floor timed by turns, in rounds; x_floor is the
 # median of the rounds' ratios, each taken under one placement of the vCPUs.
+# peers_bench: a peer's own tool between two processes, its numbers as it printed them.
+PEER = re.compile(r"^(?P<tool>[A-Za-z0-9_]+)\.peer/(?P<size>\d+)")
 WIRE_PAIR = re.compile(r"^(?P<op>[A-Za-z0-9_]+)\.paired(?P<two>_2proc)?/(?P<size>\d+)")
 
 
@@ -145,7 +147,8 @@ def collect(paths):
            "elsewhere": collections.defaultdict(list),
            "copy": collections.defaultdict(lambda: collections.defaultdict(list)),
            "wire": collections.defaultdict(lambda: collections.defaultdict(list)),
-           "hot": collections.defaultdict(list), "other": collections.defaultdict(list)}
+           "hot": collections.defaultdict(list), "other": collections.defaultdict(list),
+           "peers": collections.defaultdict(list)}
     for path in paths:
         with open(path) as f:
             data = json.load(f)
@@ -173,6 +176,14 @@ def collect(paths):
             if pair is not None:
                 if pair and all(isinstance(b.get(k), (int, float)) for k in ("ns", "base_ns")):
                     got["paired"][pair].append((float(b["ns"]), float(b["base_ns"])))
+                continue
+            peer = PEER.match(name)
+            if peer:
+                if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
+                    p999 = b.get("p999_ns")
+                    got["peers"][(peer.group("tool"), int(peer.group("size")))].append(
+                        (float(b["p50_ns"]), float(p999) if isinstance(p999, (int, float)) else None,
+                         float(b.get("mean_ns") or 0)))
                 continue
             wire_pair = WIRE_PAIR.match(name)
             if wire_pair and wire_pair.group("op") in WIRE_OPS:
@@ -507,7 +518,49 @@ def render_hot(rows, copy_table):
     return out
 
 
-def render_sections(got, copy_table, wire1, wire2, hot):
+def build_peers(peers, errors, wire2):
+    """The peers' rows: per (tool, size) the medians over repetitions of the tool's typical,
+    99.9% (None where the tool prints none) and mean, times the two-process floor's one way (half
+    its round trip of the same size, as the tools print half theirs), and the row's error."""
+    failed = {}
+    for name, message in errors:
+        m = PEER.match(name)
+        if m:
+            failed[(m.group("tool"), int(m.group("size")))] = message
+    floors = {e["size"]: e["impls"]["floor"]["median_ns"] / 2 for e in wire2
+              if e["op"] == "rdma_write" and "floor" in e["impls"]}
+    table = []
+    for tool, size in sorted(set(peers) | set(failed)):
+        samples = peers.get((tool, size), [])
+        p999 = [x[1] for x in samples if x[1] is not None]
+        entry = {"tool": tool, "size": size, "error": failed.get((tool, size)),
+                 "typical_ns": median([x[0] for x in samples]) if samples else None,
+                 "p999_ns": median(p999) if p999 else None,
+                 "mean_ns": median([x[2] for x in samples]) if samples else None}
+        fl = floors.get(size)
+        entry["x_floor"] = entry["typical_ns"] / fl if entry["typical_ns"] and fl else None
+        table.append(entry)
+    return table
+
+
+def render_peers(table):
+    out = ["Peers' tools, two processes (each a client of the device daemon; their own numbers, "
+           "one way):",
+           "  %-14s %6s %10s %10s %10s %9s" % ("tool", "bytes", "typical", "99.9%", "mean", "x floor")]
+    for e in table:
+        if e["error"]:
+            out.append("  %-14s %6s   %s" % (e["tool"], human_size(e["size"]), e["error"]))
+            continue
+        out.append("  %-14s %6s %10s %10s %10s %9s" % (
+            e["tool"], human_size(e["size"]), human_ns(e["typical_ns"]),
+            human_ns(e["p999_ns"]) if e["p999_ns"] else "-", human_ns(e["mean_ns"]),
+            "%.1fx" % e["x_floor"] if e["x_floor"] else "-"))
+    out.append("x floor: the typical over half the two-process floor's round trip of the same "
+               "size (the wire suite's).")
+    return out
+
+
+def render_sections(got, copy_table, wire1, wire2, hot, peers=()):
     """The sections after the copy table: over the wire (one process, two processes), the
     driver's own cost, and the errors no section showed."""
     out = []
@@ -519,18 +572,22 @@ def render_sections(got, copy_table, wire1, wire2, hot):
         out.append("")
         out += render_wire("Over the wire, two processes (each a client of one device daemon):", wire2)
         cpus = got["context"].get("num_cpus")
-        out.append("Between two processes three threads spin: the daemon's engine (one thread for "
-                   "all its functions) and each client's poller%s;" % (" on %s CPUs" % cpus if cpus else ""))
-        out.append("with fewer CPUs than that, every hand-off waits for the scheduler, which the "
-                   "floor (two spinning threads) does not.")
+        out.append("Between two processes each client's poller spins; the daemon's engine (one "
+                   "thread for all its functions) spins only")
+        out.append("while a CPU is spare%s, else sleeps until a doorbell wakes it: a wake-up the "
+                   "floor (two spinning threads) never pays." % (" of %s" % cpus if cpus else ""))
     elif wire1:
         out.append("")
         out.append("Over the wire, two processes: needs the device daemon (tools/onchip bench "
                    "starts one; with --suite, set ONCHIP_BENCH_DAEMON to a daemon's socket)")
+    if peers:
+        out.append("")
+        out += render_peers(peers)
     if hot:
         out.append("")
         out += render_hot(hot, copy_table)
-    rest = [(n, m) for n, m in got["errors"] if (wire_where(n) or hot_name(n)) is None]
+    rest = [(n, m) for n, m in got["errors"]
+            if (wire_where(n) or hot_name(n) or PEER.match(n)) is None]
     if rest:
         out.append("")
         out.append("Failed rows:")
@@ -828,11 +885,13 @@ def write(paths, out_dir, header, compare_with=None):
     wire1 = build_wire(got["wire"], got["errors"], two_proc=False, paired=got["wire_paired"])
     wire2 = build_wire(got["wire"], got["errors"], two_proc=True, paired=got["wire_paired"])
     hot = build_hot(got["hot"], got["errors"])
-    sections = render_sections(got, table, wire1, wire2, hot)
+    peers = build_peers(got["peers"], got["errors"], wire2)
+    sections = render_sections(got, table, wire1, wire2, hot, peers)
     with open(os.path.join(out_dir, "report.txt"), "w") as f:
         f.write("\n".join([render_text(header, table, other)] + sections) + "\n")
     text = "\n".join([render_text(header, key_rows(table), other, with_other=False)] + sections)
     new = {"header": dict(header), "rows": table, "wire": wire1, "wire_2proc": wire2, "hot": hot,
+           "peers": peers,
            "errors": [{"name": n, "message": m} for n, m in got["errors"]], "context": context}
     with open(os.path.join(out_dir, "report.json"), "w") as f:
         json.dump(new, f, indent=1)

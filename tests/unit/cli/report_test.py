@@ -199,6 +199,36 @@ class ReportTest(unittest.TestCase):
         self.assertRegex(two, r"(?m)^atomic_fetch_add_bw\s+8 B \| DM 32.0 MB/s, host 31.0 MB/s "
                               r"\(32 in flight\)$")
 
+    def test_peers_rows_show_the_tools_own_numbers_beside_the_two_process_floor(self):
+        def peer(name, p50, mean, p999=None):
+            b = dict(row(name + "/iterations:1/manual_time", p50 / 1e3, unit="us"), mean_ns=mean,
+                     p50_ns=p50)
+            if p999 is not None:
+                b["p999_ns"] = p999
+            return b
+        path = os.path.join(self.tmp.name, "peers.json")
+        with open(path, "w") as f:
+            json.dump({"benchmarks": [
+                row("rdma_write.floor_2proc/8/real_time", 2000.0),
+                peer("ib_write_lat.peer/8", 11000.0, 20000.0, p999=1.8e6),
+                peer("ib_write_lat.peer/8", 12000.0, 21000.0, p999=1.6e6),
+                peer("ib_write_lat.peer/8", 13000.0, 22000.0, p999=1.7e6),
+                peer("ucx_tag_lat.peer/8", 14000.0, 30000.0),
+                failed("ib_send_lat.peer/8/iterations:1/manual_time", "ib_send_lat is not installed")]}, f)
+        self.paths.append(path)
+        text, _, got = self.write()
+        peers = {e["tool"]: e for e in got["peers"]}
+        self.assertEqual(peers["ib_write_lat"]["typical_ns"], 12000.0)
+        self.assertEqual(peers["ib_write_lat"]["p999_ns"], 1.7e6)
+        self.assertAlmostEqual(peers["ib_write_lat"]["x_floor"], 12.0)  # over half the round trip
+        self.assertIsNone(peers["ucx_tag_lat"]["p999_ns"])
+        self.assertEqual(peers["ib_send_lat"]["error"], "ib_send_lat is not installed")
+        section = text.split("Peers' tools", 1)[1]
+        self.assertRegex(section, r"(?m)^  ib_write_lat\s+8 B\s+12\.0 us\s+1\.7 ms\s+21\.0 us\s+12\.0x$")
+        self.assertRegex(section, r"(?m)^  ucx_tag_lat\s+8 B\s+14\.0 us\s+-\s+30\.0 us\s+14\.0x$")
+        self.assertRegex(section, r"(?m)^  ib_send_lat\s+8 B\s+ib_send_lat is not installed$")
+        self.assertNotIn("Failed rows", text.split("Peers' tools", 1)[0].split("Over the wire")[-1])
+
     def test_the_missed_wire_goal_is_returned_for_bench_to_list(self):
         self.write()
         self.assertEqual(self.unmet, ["8-byte RDMA WRITE into DM within 3x of the floor, one "
