@@ -132,6 +132,10 @@ Result<EalLease> Eal::Acquire(const EalOptions& options) {
   }
   auto pool = ReadHugepagePool();
   if (!pool || pool->reserved == 0) return Fail(ENOMEM, "EAL: no 2 MiB hugepages reserved");
+  // With every reserved page in use (other processes hold them), rte_eal_init fails in
+  // hugepage_info_init and writes "Cannot get hugepage information" to stderr itself
+  // (lib/eal/linux/eal.c rte_eal_init_alert): the library would talk. Refuse first, as for none.
+  if (pool->free == 0) return Fail(ENOMEM, "EAL: every reserved 2 MiB hugepage is in use");
 
   s.argv_storage = {"onchip"};
   std::vector<std::string> args = options.args;
