@@ -108,6 +108,15 @@ struct DeviceConfig {
   // (cpu_room.h): a spinner on a full machine takes the CPU of a poller it then waits for.
   enum class Spin : uint8_t { kWhenCpuSpare, kAlways, kNever };
   Spin engine_spin = Spin::kWhenCpuSpare;
+  // The scheduling class the engine's thread asks for. kRealtimeWhenPermitted: SCHED_FIFO at
+  // the lowest priority where the process may have it (CAP_SYS_NICE, or an RLIMIT_RTPRIO of at
+  // least 1), so that a doorbell's wake-up runs the engine at once, as a NIC's engine never
+  // waits for a CPU; a normal thread's wake-up can wait out a spinning poller's whole slice
+  // (about 2 ms on 2 CPUs). Elsewhere, and with kNormal, a normal thread that asks for a short
+  // slice (device_thread.h). With engine_spin kAlways the thread stays normal: a realtime
+  // spinner would starve the pollers it serves.
+  enum class Sched : uint8_t { kRealtimeWhenPermitted, kNormal };
+  Sched engine_sched = Sched::kRealtimeWhenPermitted;
 
   // ---- port 1's link layer: a ConnectX (VPI) port runs Ethernet (RoCE) or InfiniBand, and
   // cmd_hca_cap.port_type says which (PRM encoding below).

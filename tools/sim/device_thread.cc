@@ -41,6 +41,20 @@ void AskForShortSlice() {
   (void)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
+// SCHED_FIFO at the lowest realtime priority, or (refused: EPERM without CAP_SYS_NICE or
+// RLIMIT_RTPRIO, or not wanted) a normal thread with the short slice. Returns whether the
+// thread is realtime now.
+bool ApplySched(bool realtime) {
+  if (realtime) {
+    SchedAttr attr;
+    attr.sched_policy = SCHED_FIFO;
+    attr.sched_priority = 1;
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0) return true;
+  }
+  AskForShortSlice();
+  return false;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<DeviceThread>> DeviceThread::Create() {
@@ -66,6 +80,13 @@ std::chrono::nanoseconds DeviceThread::cpu_time() const {
   timespec ts{};
   if (clock_gettime(thread_clock_.load(), &ts) != 0) return std::chrono::nanoseconds{0};
   return std::chrono::seconds{ts.tv_sec} + std::chrono::nanoseconds{ts.tv_nsec};
+}
+
+int DeviceThread::sched_policy() const {
+  // The kernel's answer for the thread's id: glibc's pthread_getschedparam may answer from what
+  // it cached before the thread set its own policy.
+  const pid_t tid = tid_.load();
+  return tid == 0 ? SCHED_OTHER : sched_getscheduler(tid);
 }
 
 void DeviceThread::Nudge() {
@@ -109,6 +130,7 @@ void DeviceThread::RecomputePeriods() {
   idle_period_ = {};
   idle_poll_period_ = {};
   spin_ = DeviceConfig::Spin::kNever;
+  bool realtime = false;
   bool first = true;
   // kAlways over kWhenCpuSpare over kNever.
   auto eager = [](DeviceConfig::Spin s) {
@@ -117,10 +139,12 @@ void DeviceThread::RecomputePeriods() {
   for (const Device* d : devices_) {
     const DeviceConfig& c = d->config();
     if (eager(c.engine_spin) > eager(spin_)) spin_ = c.engine_spin;
+    realtime |= c.engine_sched == DeviceConfig::Sched::kRealtimeWhenPermitted;
     idle_period_ = std::max(idle_period_, c.engine_idle_period);
     idle_poll_period_ = first ? c.idle_poll_period : std::min(idle_poll_period_, c.idle_poll_period);
     first = false;
   }
+  realtime_ = realtime && spin_ != DeviceConfig::Spin::kAlways;
 }
 
 bool DeviceThread::TrySleepAll() {
@@ -182,7 +206,9 @@ void DeviceThread::Run() {
     thread_clock_.store(cid);
     thread_clock_valid_.store(true);
   }
+  tid_.store(gettid());
   AskForShortSlice();
+  bool realtime_tried = false;  // an ask refused once is not asked again
   CpuRoom room;
   bool awake = false;
   auto now = std::chrono::steady_clock::now();
@@ -191,7 +217,13 @@ void DeviceThread::Run() {
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (!stop_.load()) {
     // Let an Attach or Detach in (mu_ was released at the end of the last wakeup).
-    while (waiting_.load() != 0) std::this_thread::yield();
+    // A realtime thread's yield lets no normal thread run on its CPU: it sleeps instead.
+    while (waiting_.load() != 0) {
+      if (realtime_applied_)
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      else
+        std::this_thread::yield();
+    }
     const bool woke = !awake;
     if (!awake) Wait(deadline);
     if (stop_.load()) break;
@@ -199,6 +231,11 @@ void DeviceThread::Run() {
     // Under mu_ no device attaches or leaves: one device's pass may hand another a packet at
     // once (wire.h).
     const Port::Serving serving(this);
+    // The policy the attached devices want (RecomputePeriods), applied by the thread itself.
+    if (realtime_ != realtime_applied_ && !(realtime_ && realtime_tried)) {
+      realtime_applied_ = ApplySched(realtime_);
+      realtime_tried |= realtime_;
+    }
     // Only this thread writes the count: a load and a store, no locked increment.
     wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     // Awake now: every device's word cleared, including one attached while the thread was

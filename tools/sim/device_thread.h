@@ -15,9 +15,11 @@
 //     (futex_waitv); the timeout is the shortest idle_poll_period, or an engine's retry deadline
 //     if that is sooner. A driver's doorbell swaps its device's word to 0 and wakes the wait, so
 //     the next doorbell after a sleep is served after one wake-up, not a timer;
-//   - the thread asks the scheduler for a short slice (sched_setattr's sched_runtime, honoured
-//     by EEVDF kernels): its wake-up then preempts a spinning poller at once instead of waiting
-//     for the poller's slice to end (kernel/sched/fair.c, PREEMPT_SHORT).
+//   - the thread runs SCHED_FIFO at priority 1 where permitted (DeviceConfig::engine_sched): its
+//     wake-up preempts a spinning poller at once. Otherwise it asks for a short slice
+//     (sched_setattr's sched_runtime, honoured by EEVDF kernels), so that its wake-up usually
+//     preempts the poller instead of waiting for the poller's slice to end (kernel/sched/fair.c,
+//     PREEMPT_SHORT); usually: a wake-up the scheduler finds ineligible still waits a slice.
 // With several devices the policy is the most eager of theirs: the longest idle period and the
 // most willing spin, the shortest idle poll period (a daemon configures its functions alike).
 //
@@ -29,6 +31,8 @@
 // factory and detaches in its destructor, before any of its members go: Detach returns only
 // when the thread is outside that device's service and will not enter it again.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -62,6 +66,8 @@ class DeviceThread {
   // is their cost together.
   std::chrono::nanoseconds cpu_time() const;
   std::size_t device_count() const;
+  // The thread's scheduling policy as the kernel has it now (SCHED_OTHER, SCHED_FIFO).
+  int sched_policy() const;
 
  private:
   friend class Device;
@@ -91,6 +97,9 @@ class DeviceThread {
   std::vector<Device*> devices_;
   uint64_t generation_ = 0;  // bumped when devices_ changes, so the thread rebuilds its wait set
   DeviceConfig::Spin spin_ = DeviceConfig::Spin::kNever;
+  bool realtime_ = false;          // wanted: some device's engine_sched, and spin_ not kAlways
+  bool realtime_applied_ = false;  // what the thread set itself to (the thread's own)
+  std::atomic<pid_t> tid_{0};      // the thread's id, once it runs
   std::chrono::microseconds idle_period_{0};
   std::chrono::milliseconds idle_poll_period_{0};
   // Attach and Detach calls waiting for mu_. A busy thread drops mu_ for only a moment between

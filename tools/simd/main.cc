@@ -8,6 +8,9 @@
 // --engine-idle-ms: how long the engine (one thread for all functions) keeps polling after the
 // last work of any function before it sleeps (default 1 ms); a longer period trades idle CPU for
 // no wake-up syscall between bursts.
+// --engine-spin: when the engine spins between passes (sim::DeviceConfig::engine_spin; auto:
+// while a CPU is spare). --engine-sched: realtime (the default) runs the engine's thread
+// SCHED_FIFO where the daemon may, normal keeps it a normal thread (DeviceConfig::engine_sched).
 //
 // Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
 // for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it
@@ -33,7 +36,8 @@ void OnSignal(int) {
 int Usage() {
   std::fprintf(stderr,
                "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] "
-               "[--link-layer eth|ib] [--engine-spin auto|always|never]\n");
+               "[--link-layer eth|ib] [--engine-spin auto|always|never] "
+               "[--engine-sched realtime|normal]\n");
   return 2;
 }
 
@@ -65,6 +69,15 @@ int main(int argc, char** argv) {
         options.engine_spin = Spin::kAlways;
       else if (p == "never")
         options.engine_spin = Spin::kNever;
+      else
+        return Usage();
+    } else if (a == "--engine-sched" && i + 1 < argc) {
+      const std::string_view p = argv[++i];
+      using Sched = onchip::sim::DeviceConfig::Sched;
+      if (p == "realtime")
+        options.engine_sched = Sched::kRealtimeWhenPermitted;
+      else if (p == "normal")
+        options.engine_sched = Sched::kNormal;
       else
         return Usage();
     } else if (a == "--link-layer" && i + 1 < argc) {

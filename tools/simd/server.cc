@@ -79,6 +79,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     config.idle_poll_period = kIdlePollPeriod;
     if (options.engine_idle_period) config.engine_idle_period = *options.engine_idle_period;
     config.engine_spin = options.engine_spin;
+    config.engine_sched = options.engine_sched;
     config.port_type = options.port_type;
     ONCHIP_TRY(f->device, sim::Device::Create(config, thread));
     ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(*f->device));

@@ -30,6 +30,8 @@ struct ServerOptions {
   std::optional<std::chrono::microseconds> engine_idle_period;
   // Whether the device thread spins between passes (sim::DeviceConfig::engine_spin).
   sim::DeviceConfig::Spin engine_spin = sim::DeviceConfig::Spin::kWhenCpuSpare;
+  // The device thread's scheduling class (sim::DeviceConfig::engine_sched).
+  sim::DeviceConfig::Sched engine_sched = sim::DeviceConfig::Sched::kRealtimeWhenPermitted;
   // Every function's port 1 link layer: Ethernet (RoCE, the default) or InfiniBand, each IB
   // port with a LID of its own from the fabric's subnet manager.
   sim::DeviceConfig::PortType port_type = sim::DeviceConfig::PortType::kEthernet;
