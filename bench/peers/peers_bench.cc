@@ -1,7 +1,7 @@
 // Peers' own tools between two processes, as a user runs them in two shells: perftest's
 // ib_send_lat and ib_write_lat (-x 1) and UCX's ucx_perftest tag_lat (UCX_TLS=rc_verbs,ud_verbs,
 // self), 8 bytes, a server and a client each a client of the device daemon (function 0 both)
-// under tools/verbs_env/launch.py, as `tools/onchip run` starts them. Each repetition runs the
+// under tools/verbs_env/launch.py, as `tools/onchip run` starts them. Each of 3 repetitions runs the
 // pair once and reports the tool's own numbers, read from the client's output:
 //   <tool>.peer/8   manual time: the tool's typical latency (perftest's t_typical, UCX's 50th
 //                   percentile; one way, half the round trip, as both tools print it); counters
@@ -143,6 +143,7 @@ void Register() {
     benchmark::RegisterBenchmark((std::string(t.row) + "/8").c_str(),
                                  [&t](benchmark::State& s) { RunPair(s, t); })
         ->Iterations(1)
+        ->Repetitions(3)  // each repetition is a whole run of the pair: seconds, not microseconds
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
 }
