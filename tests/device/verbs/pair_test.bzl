@@ -1,0 +1,23 @@
+"""A shell test that runs unmodified programs in pairs through its own device daemon."""
+
+def pair_test(name, src):
+    """Runs `src` with the arguments LAUNCH_PY PLUGIN SIMD: the verbs environment's launcher,
+    onchip's libibverbs plugin and the device daemon it starts for the pairs (tier1; not under
+    the sanitizers: a sanitized plugin does not load into the unmodified programs)."""
+    native.sh_test(
+        name = name,
+        size = "medium",
+        srcs = [src],
+        args = [
+            "$(rootpath //tools/verbs_env:launch.py)",
+            "$(rootpath //tools/plugin:libonchip-rdmav34.so)",
+            "$(rootpath //tools/simd:onchip-simd)",
+        ],
+        data = [
+            "//tools/plugin:libonchip-rdmav34.so",
+            "//tools/simd:onchip-simd",
+            "//tools/verbs_env:launch",
+            "//tools/verbs_env:launch.py",
+        ],
+        tags = ["tier1", "nosanitize"],
+    )
