@@ -2,8 +2,8 @@
 # The library says nothing unless asked (log/log.h): ibv_devinfo on the software ConnectX through
 # onchip's provider leaves stderr empty, also when the allocator falls back from DPDK's
 # hugepages, and ONCHIP_LOG=info brings the fallback's line back.
-# The DPDK tier is made to fail whatever the machine has reserved: with no hugepages the EAL is
-# not attempted, with some, the option below makes rte_eal_init fail (and print, to its stream).
+# The DPDK tier is made to fail whatever the machine has reserved: with no free hugepage the EAL
+# is not attempted, with some, the option below makes rte_eal_init fail (and print, to its stream).
 # Arguments: LAUNCH_PY PLUGIN
 set -u
 launch="$1"; plugin="$(readlink -f "$2")"
@@ -64,13 +64,14 @@ says fallback_info "^onchip alloc: dpdk-hugepages unavailable: .*; using memfd-h
 devinfo fallback_warn ONCHIP_EAL_ARGS="$broken_eal" ONCHIP_LOG=warn
 silent_but_eal_alert fallback_warn
 
-# DPDK's own words are the EAL's to say only at debug, and only when it ran (hugepages reserved).
-reserved=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null || echo 0)
-if [ "$reserved" -gt 0 ]; then
+# DPDK's own words are the EAL's to say only at debug, and only when it ran (a free hugepage:
+# with none reserved, or every one in use, the EAL is not attempted).
+free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+if [ "$free" -gt 0 ]; then
   devinfo eal_debug ONCHIP_EAL_ARGS="$broken_eal" ONCHIP_LOG=debug
   says eal_debug "^onchip alloc: dpdk: "
 else
-  echo "ok - eal_debug skipped: no hugepages reserved, the EAL is not attempted"
+  echo "ok - eal_debug skipped: no free hugepage, the EAL is not attempted"
 fi
 
 echo "$failures failed"
