@@ -653,6 +653,10 @@ void PairWithFloor(benchmark::State& state, Operation& operation, Ping& ping) {
 struct PeerPage {
   Mailbox box;
   alignas(64) std::atomic<bool> receive_into_dm{false};
+  // Set while a two-process row runs (PeerAwake); between them the peer naps, so that it spins
+  // against neither the one-process rows nor the device's engine. The peer echoes it in awake.
+  alignas(64) std::atomic<bool> active{false};
+  alignas(64) std::atomic<bool> awake{false};
   alignas(64) std::byte shared[kMaxBytes];
 };
 
@@ -705,6 +709,9 @@ int RunPeer(const std::string& socket, int fd, PeerPage* page) {
   uint64_t seen = page->box.ping.load();
   std::array<ibv_wc, 8> wc;
   while (!page->box.stop.load(std::memory_order_relaxed)) {
+    const bool active = page->active.load(std::memory_order_acquire);
+    if (page->awake.load(std::memory_order_relaxed) != active) page->awake.store(active, std::memory_order_release);
+    if (!active) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     AnswerFloor(page->box, seen, page->shared, floor_dst.data());
     const int n = rings::PollCq(e.cq, static_cast<int>(wc.size()), wc.data());
     if (n < 0) Die("ibv_poll_cq in the peer", "the device failed");
@@ -780,6 +787,17 @@ std::unique_ptr<TwoProcess>& TwoProcessSlot() {
   return t;
 }
 
+// For the length of a two-process row: the peer spins on its CQ (as a user's program polls),
+// and is spinning before the row's first operation.
+struct PeerAwake {
+  PeerAwake() {
+    PeerPage& page = *TwoProcessSlot()->page;
+    page.active.store(true, std::memory_order_release);
+    while (!page.awake.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  ~PeerAwake() { TwoProcessSlot()->page->active.store(false, std::memory_order_release); }
+};
+
 // From this process to the peer: a write, read or atomic on the peer's buffer (DM or host), or a
 // SEND and the peer's answer (a round trip: the answer's receive is posted here, and both
 // completions land on this process's one CQ).
@@ -806,6 +824,7 @@ bool PrepareTwoProcess(Op op, Where where, WireOp& once) {
 }
 
 void LatencyTwoProcess(benchmark::State& state, Op op, Where where) {
+  const PeerAwake awake;
   WireOp once(state, op, TwoProcessRoute(state, where));
   if (!PrepareTwoProcess(op, where, once) || !WarmUp(once)) return;
   Samples samples;
@@ -820,6 +839,7 @@ void LatencyTwoProcess(benchmark::State& state, Op op, Where where) {
 
 // The floor between this process and the peer, over the shared page.
 void FloorTwoProcess(benchmark::State& state) {
+  const PeerAwake awake;
   TwoProcess& t = *TwoProcessSlot();
   PingFloor(state, t.page->box, t.page->shared);
 }
@@ -834,6 +854,7 @@ void PairedWrite(benchmark::State& state) {
 }
 
 void PairedWriteTwoProcess(benchmark::State& state) {
+  const PeerAwake awake;
   WireOp write(state, Op::kWrite, TwoProcessRoute(state, Where::kRemoteDm));
   TwoProcess& t = *TwoProcessSlot();
   FloorPing ping(t.page->box, t.page->shared, write.len());
@@ -911,6 +932,7 @@ void Register() {
       })->Apply(sizes);
       if (two_process && op != Op::kSend)
         benchmark::RegisterBenchmark((n + impl + "_2proc").c_str(), [op, w](benchmark::State& s) {
+          const PeerAwake awake;
           Bandwidth(s, op, TwoProcessRoute(s, w), nullptr);
         })->Apply(sizes);
     }
