@@ -3,8 +3,8 @@
 // Debian installs no <infiniband/driver.h>, so onchip declares what a provider needs itself: the
 // structs libibverbs and a provider share, and the five IBVERBS_PRIVATE_34 functions a provider
 // without a kernel calls. Everything here is layout: member order, types and sizes must equal the
-// library's, and the static_asserts at the bottom pin the offsets the library reads (checked
-// against the installed binary; see shared/reference/libibverbs-provider-abi.md). The tier1 test
+// library's, and the static_asserts at the bottom pin the offsets the library reads (rdma-core
+// libibverbs/driver.h, checked against the installed libibverbs.so.1). The tier1 test
 // in tests/device/verbs pins the behaviour.
 //
 // Ownership contract with libibverbs:

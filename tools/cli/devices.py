@@ -20,7 +20,8 @@ MELLANOX_VENDOR = 0x15B3
 
 # The PCI ids rdma-core's mlx5 provider matches (mlx5_hca_table in providers/mlx5/mlx5.c, read
 # from Debian 12's libmlx5.a, rdma-core 44): id -> (model, has device memory). On-device memory
-# (MEMIC) exists from ConnectX-5 on (see /work/shared/reference/peers-and-limits.md).
+# (MEMIC) exists from ConnectX-5 on (the kernel's drivers/infiniband/hw/mlx5/dm.c checks
+# MLX5_CAP_DEV_MEM(memic)).
 MLX5_DEVICE_IDS = {
     0x1011: ("Connect-IB", False),
     0x1012: ("Connect-IB VF", False),

@@ -3,7 +3,8 @@
 
 Each seed is a well-formed (or deliberately malformed) command in the harness's input layout:
 flags, reply length, the 64-byte cmdq entry, then 576-byte blocks at bus address (i+1)*1024.
-Offsets are the PRM's (reference/mlx5-prm.md 1.3, 1.4). Usage:
+Offsets are the command queue layout's (uapi/cmdq; mlx5_ib's include/linux/mlx5/device.h
+mlx5_cmd_layout). Usage:
   python3 tools/fuzz/make_cmdq_seeds.py uapi/cmdq/fuzz/corpus
 """
 import os

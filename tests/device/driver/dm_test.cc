@@ -1,6 +1,7 @@
 // Device memory through rdma-core's public structs on the software ConnectX: every result
 // rdma-core documents for alloc_dm, memcpy_to_dm / memcpy_from_dm, reg_dm_mr and free_dm
-// (reference/rdma-core-behaviour.md sections 1 and 9), that bytes really land in the device's
+// (rdma-core providers/mlx5/verbs.c mlx5_alloc_dm, mlx5_reg_dm_mr; providers/mlx5/mlx5.c
+// mlx5_memcpy_to_dm, mlx5_memcpy_from_dm), that bytes really land in the device's
 // MEMIC window, and that nothing is left behind.
 #include <gtest/gtest.h>
 #include <infiniband/mlx5dv.h>

@@ -1,5 +1,6 @@
 // DMA handles on the software ConnectX: every result of ibv_alloc_dmah's checks in the order
-// rdma-core and the kernel apply them (reference/rdma-core-behaviour.md section 4, facts 19-20),
+// rdma-core and the kernel apply them (rdma-core libibverbs/verbs.c ibv_alloc_dmah; the kernel's
+// drivers/infiniband/core/uverbs_std_types_dmah.c and drivers/infiniband/hw/mlx5/dmah.c),
 // the steering-tag entries a handle with a CPU takes (index 0 never, one refcounted entry per
 // (cpu, memory type), the tag programmed into the device's ST table and cleared on last release,
 // ENOSPC when the table is full), devices without TPH, and nothing left behind.

@@ -1,5 +1,6 @@
 // Protection, parent and thread domains on the software ConnectX, through rdma-core's calls:
-// every documented result (reference/rdma-core-behaviour.md sections 3 and 9, facts 16-18),
+// every documented result (rdma-core libibverbs/verbs.c ibv_alloc_pd, ibv_alloc_parent_domain;
+// providers/mlx5/verbs.c mlx5_alloc_parent_domain, mlx5_alloc_td),
 // the allocator hook as the driver's queue buffers use it, and the doorbell a QP would ring.
 #include <infiniband/mlx5dv.h>
 

@@ -1,6 +1,6 @@
 // Memory regions over host memory, memory windows, and MRs with DMA handles on the software
-// ConnectX, through rdma-core's calls: every documented result (reference/rdma-core-behaviour.md
-// sections 2, 4 and 9), the mkeys read back with QUERY_MKEY, binds checked by the device's UMR
+// ConnectX, through rdma-core's calls: every documented result (rdma-core libibverbs/verbs.c
+// ibv_reg_mr_iova2, ibv_reg_mr_ex; providers/mlx5/verbs.c mlx5_alloc_mw, mlx5_bind_mw), the mkeys read back with QUERY_MKEY, binds checked by the device's UMR
 // logic, and nothing left on the device.
 #include <sched.h>
 #include <sys/mman.h>

@@ -1,5 +1,6 @@
 // The cmdq wire format: driver-side encode/decode against device-side read/write, byte placement
-// checked against the PRM (reference/mlx5-prm.md 1.3-1.6), and every malformation firmware
+// checked against the layouts in uapi/cmdq (mlx5_ib's include/linux/mlx5/device.h mlx5_cmd_layout,
+// mlx5_cmd_prot_block), and every malformation firmware
 // reports with its delivery status.
 #include "uapi/cmdq/mailbox.h"
 
