@@ -1,8 +1,8 @@
-"""A shell test that runs unmodified programs in pairs through its own device daemon."""
+"""A shell test that runs unmodified programs through a device daemon of its own."""
 
-def pair_test(name, src):
+def daemon_test(name, src):
     """Runs `src` with the arguments LAUNCH_PY PLUGIN SIMD: the verbs environment's launcher,
-    onchip's libibverbs plugin and the device daemon it starts for the pairs (tier1; not under
+    onchip's libibverbs plugin and the device daemon it starts (tier1; not under
     the sanitizers: a sanitized plugin does not load into the unmodified programs)."""
     native.sh_test(
         name = name,
