@@ -1,9 +1,5 @@
 #include "tools/sim/iommu.h"
 
-#include <poll.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include <bit>
 #include <cerrno>
@@ -18,12 +14,9 @@ bool ValidRange(uint64_t iova, uint64_t length) {
 }
 }  // namespace
 
-Iommu::~Iommu() {
-  for (const auto& [iova, m] : mappings_)
-    if (m.pidfd >= 0) close(m.pidfd);
-}
+Iommu::~Iommu() = default;
 
-Result<void> Iommu::Insert(uint64_t iova, const Mapping& m) {
+Result<void> Iommu::Insert(uint64_t iova, Mapping m) {
   std::unique_lock lock(mutex_);
   auto next = mappings_.lower_bound(iova);
   if (next != mappings_.end() && next->first < iova + m.length)
@@ -33,14 +26,14 @@ Result<void> Iommu::Insert(uint64_t iova, const Mapping& m) {
     if (prev->first + prev->second.length > iova)
       return Fail(EINVAL, "sim iommu: map: overlaps an existing mapping");
   }
-  mappings_.emplace(iova, m);
+  mappings_.emplace(iova, std::move(m));
   return {};
 }
 
 Result<void> Iommu::Map(const vpci::DmaRegion& r) {
   if (!ValidRange(r.iova, r.length) || r.host == nullptr)
     return Fail(EINVAL, "sim iommu: map: unaligned, empty or wrapping region");
-  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), 0, 0, -1});
+  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), std::nullopt});
 }
 
 Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
@@ -48,33 +41,9 @@ Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
   if (!ValidRange(iova, length) || remote_address == 0 || remote_address % kPage != 0 ||
       remote_address + length < remote_address || pid <= 0)
     return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
-  // Ask the kernel now, so a refusal is the registration's error and not a failed DMA later.
-  std::byte probe{};
-  const iovec local{&probe, 1};
-  const iovec remote{reinterpret_cast<void*>(remote_address), 1};
-  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != 1) {
-    switch (errno) {
-      case EPERM:
-        return Fail(EPERM,
-                    "sim iommu: map process memory: the kernel refuses process_vm_readv on the "
-                    "client (ptrace access): run the device as the client's user, or with "
-                    "CAP_SYS_PTRACE; under Yama ptrace_scope 1 the client must allow it with "
-                    "prctl(PR_SET_PTRACER, device pid) or the scope must be 0");
-      case ESRCH:
-        return Fail(ESRCH, "sim iommu: map process memory: no such process");
-      default:
-        return Fail(EFAULT, "sim iommu: map process memory: the address is not mapped in the client");
-    }
-  }
-  // Kernels before 5.3 have no pidfds: then the pid alone names the process.
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0 && errno != ENOSYS) {
-    if (errno == ESRCH) return Fail(ESRCH, "sim iommu: map process memory: no such process");
-    return Fail(errno, "sim iommu: map process memory: pidfd_open");
-  }
-  auto inserted = Insert(iova, Mapping{length, nullptr, pid, remote_address, pidfd});
-  if (!inserted && pidfd >= 0) close(pidfd);
-  return inserted;
+  auto process = ProcessMemory::Open(pid, remote_address, length);
+  if (!process) return std::unexpected(process.error());
+  return Insert(iova, Mapping{length, nullptr, std::move(*process)});
 }
 
 Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
@@ -82,7 +51,6 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   auto it = mappings_.find(iova);
   if (it == mappings_.end() || it->second.length != length)
     return Fail(ENOENT, "sim iommu: unmap: no such mapping");
-  if (it->second.pidfd >= 0) close(it->second.pidfd);
   for (auto& entry : iotlb_)
     if (entry.load(std::memory_order_relaxed) == &*it) entry.store(nullptr, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_relaxed);
@@ -113,31 +81,6 @@ const Iommu::Mapping* Iommu::FindLocked(uint64_t iova, uint64_t len, uint64_t* o
   entry.store(&*it, std::memory_order_relaxed);
   *offset = iova - it->first;
   return &it->second;
-}
-
-namespace {
-// False once the process behind the pidfd has exited (its pidfd turns readable): from then on
-// its pid may name another process.
-bool Alive(int pidfd) {
-  if (pidfd < 0) return true;
-  pollfd p{pidfd, POLLIN, 0};
-  return poll(&p, 1, 0) == 0;
-}
-}  // namespace
-
-bool Iommu::ProcessRead(const Mapping& m, uint64_t offset, std::span<std::byte> out) {
-  if (!Alive(m.pidfd)) return false;
-  const iovec local{out.data(), out.size()};
-  const iovec remote{reinterpret_cast<void*>(m.remote + offset), out.size()};
-  // One local and one remote vector: a short count means the copy stopped at a fault.
-  return process_vm_readv(m.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(out.size());
-}
-
-bool Iommu::ProcessWrite(const Mapping& m, uint64_t offset, std::span<const std::byte> in) {
-  if (!Alive(m.pidfd)) return false;
-  const iovec local{const_cast<std::byte*>(in.data()), in.size()};
-  const iovec remote{reinterpret_cast<void*>(m.remote + offset), in.size()};
-  return process_vm_writev(m.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(in.size());
 }
 
 std::mutex& Iommu::ProcessAtomicMutex() {
@@ -198,7 +141,7 @@ bool Iommu::Access::Read(uint64_t iova, std::span<std::byte> out) const {
   uint64_t offset = 0;
   const Mapping* m = iommu_.FindLocked(iova, out.size(), &offset);
   if (m == nullptr) return false;
-  if (m->host == nullptr) return ProcessRead(*m, offset, out);
+  if (m->host == nullptr) return m->process->Read(offset, out);
   std::memcpy(out.data(), m->host + offset, out.size());
   return true;
 }
@@ -213,7 +156,7 @@ bool Iommu::Access::Append(uint64_t iova, uint64_t len, std::vector<std::byte>& 
   }
   const std::size_t at = out.size();
   out.resize(at + len);
-  if (ProcessRead(*m, offset, std::span(out).subspan(at))) return true;
+  if (m->process->Read(offset, std::span(out).subspan(at))) return true;
   out.resize(at);
   return false;
 }
@@ -222,7 +165,7 @@ bool Iommu::Access::Write(uint64_t iova, std::span<const std::byte> in) const {
   uint64_t offset = 0;
   const Mapping* m = iommu_.FindLocked(iova, in.size(), &offset);
   if (m == nullptr) return false;
-  if (m->host == nullptr) return ProcessWrite(*m, offset, in);
+  if (m->host == nullptr) return m->process->Write(offset, in);
   std::memcpy(m->host + offset, in.data(), in.size());
   return true;
 }
@@ -234,9 +177,9 @@ bool Iommu::Access::WriteHandover(uint64_t iova, std::span<const std::byte> in) 
   const std::size_t body = in.size() - 1;
   if (m->host == nullptr) {
     // The body's write has returned before the last byte's starts: the reader that sees the
-    // last byte sees the body (process_vm_writev stores through the kernel, then returns).
-    return ProcessWrite(*m, offset, in.first(body)) &&
-           ProcessWrite(*m, offset + body, in.subspan(body));
+    // last byte sees the body (each pwrite stores through the kernel, then returns).
+    return m->process->Write(offset, in.first(body)) &&
+           m->process->Write(offset + body, in.subspan(body));
   }
   StoreHandover(m->host + offset, in);
   return true;
@@ -257,7 +200,7 @@ std::optional<uint32_t> Iommu::Access::LoadAcquire32(uint64_t iova) const {
   if (m->host == nullptr) {
     // No fence: what the device reads after this word it reads with later system calls, each a
     // copy the kernel makes after this one returned.
-    if (!ProcessRead(*m, offset, std::as_writable_bytes(std::span(&raw, 1)))) return std::nullopt;
+    if (!m->process->Read(offset, std::as_writable_bytes(std::span(&raw, 1)))) return std::nullopt;
     return raw;
   }
   if (reinterpret_cast<uintptr_t>(m->host + offset) % 4 != 0) return std::nullopt;

@@ -9,14 +9,14 @@
 //   - pointer memory (Map): the memory is in this process (the in-process device, or memory a
 //     device daemon mapped from the client's fd). The device may hold a pointer into it.
 //   - process memory (MapProcess): anonymous memory of another process (or of this one, by pid)
-//     that this process cannot map. The device reaches it only by copying, with
-//     process_vm_readv/process_vm_writev on that pid, the debugger's mechanism. The kernel checks
+//     that this process cannot map. The device reaches it only by copying, through the
+//     process's /proc/PID/mem (process_memory.h), the debugger's mechanism. The kernel checks
 //     ptrace access (same uid and dumpable, or CAP_SYS_PTRACE; with Yama ptrace_scope 1 also an
-//     ancestor or PR_SET_PTRACER), and MapProcess probes it so a refusal is a map-time error.
-//     Transfers are not atomic beyond what the kernel's copy gives; a short transfer or a target
-//     that has exited is a failed access, which the caller turns into the PRM's error. A pidfd
-//     taken at map time is checked before every transfer, so once the process has exited its pid
-//     (which the kernel may give to a new process) is never used again.
+//     ancestor or PR_SET_PTRACER) when MapProcess opens it, so a refusal is a map-time error.
+//     Transfers are not atomic beyond what the kernel's copy gives; a short transfer, a
+//     read-only page or a target that has exited is a failed access, which the caller turns
+//     into the PRM's error. The file names the address space, not the pid: once the process
+//     has exited its pid (which the kernel may give to a new process) reaches nothing.
 // Translate gives pointers for pointer memory only; Read, Write, WriteHandover, LoadAcquire32 and
 // Update64 work on both kinds, so every device access goes through them or falls back to them.
 //
@@ -39,6 +39,7 @@
 #include <span>
 #include <vector>
 
+#include "tools/sim/process_memory.h"
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
@@ -55,8 +56,8 @@ class Iommu {
   Result<void> Map(const vpci::DmaRegion& region);
   // [iova, iova + length) reaches [remote_address, + length) in process `pid` (a pid in this
   // process's PID namespace). Same EINVAL rules as Map (remote_address must be 4 KiB aligned and
-  // non-zero). Probes access with a 1-byte read at map time: EPERM when the kernel refuses ptrace
-  // access to pid, ESRCH when no such process, EFAULT when remote_address is not mapped there.
+  // non-zero). EPERM when the kernel refuses ptrace access to pid, ESRCH when no such process,
+  // EFAULT when a page of the range is not mapped or not readable there (ProcessMemory::Open).
   Result<void> MapProcess(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
   // ENOENT: no mapping starts at iova with exactly that length.
   Result<void> Unmap(uint64_t iova, uint64_t length);
@@ -158,16 +159,12 @@ class Iommu {
  private:
   struct Mapping {
     uint64_t length;
-    std::byte* host;  // pointer memory, or nullptr for process memory
-    pid_t pid;        // process memory: the process and the address there
-    uint64_t remote;
-    int pidfd;        // process memory: a pidfd of the process (owned), or -1 without pidfds
+    std::byte* host;                       // pointer memory, or nullptr for process memory
+    std::optional<ProcessMemory> process;  // process memory
   };
   // The mapping and the offset in it that cover [iova, iova + len), or nullptr.
   const Mapping* FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const;
-  Result<void> Insert(uint64_t iova, const Mapping& m);
-  static bool ProcessRead(const Mapping& m, uint64_t offset, std::span<std::byte> out);
-  static bool ProcessWrite(const Mapping& m, uint64_t offset, std::span<const std::byte> in);
+  Result<void> Insert(uint64_t iova, Mapping m);
   static std::mutex& ProcessAtomicMutex();
 
   mutable std::shared_mutex mutex_;
@@ -204,10 +201,10 @@ std::optional<uint64_t> Iommu::Access::Update64(uint64_t iova, F&& next) const {
   if (m->host != nullptr) return UpdateWord64(m->host + offset, next);
   std::lock_guard atomic_lock(ProcessAtomicMutex());
   uint64_t found = 0;
-  if (!ProcessRead(*m, offset, std::as_writable_bytes(std::span(&found, 1)))) return std::nullopt;
+  if (!m->process->Read(offset, std::as_writable_bytes(std::span(&found, 1)))) return std::nullopt;
   const uint64_t value = next(found);
   if (value != found &&
-      !ProcessWrite(*m, offset, std::as_bytes(std::span(&value, 1))))
+      !m->process->Write(offset, std::as_bytes(std::span(&value, 1))))
     return std::nullopt;
   return found;
 }

@@ -156,6 +156,39 @@ TEST(IommuProcessTest, OwnPidIsReachedByCopyingOnly) {
   EXPECT_EQ(b.p[0x1fa0], std::byte{0});
 }
 
+// Every page is checked at map time, as the kernel pins every page of a registration: a hole
+// or a PROT_NONE page anywhere in the range is EFAULT, not only at its start. A read-only page
+// is readable, and a write that touches it fails without storing a byte, although the kernel's
+// /proc/PID/mem would force it.
+TEST(IommuProcessTest, PagesAreCheckedAtMapTimeAndReadOnlyStaysReadOnly) {
+  constexpr std::size_t kPage = 4096;
+  auto* p = static_cast<std::byte*>(
+      mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  std::memset(p, 0x11, 4 * kPage);
+  Iommu m;
+  const pid_t self = getpid();
+  ASSERT_EQ(mprotect(p + 3 * kPage, kPage, PROT_NONE), 0);
+  EXPECT_EQ(m.MapProcess(0x10000, 4 * kPage, self, Addr(p)).error().errno_value(), EFAULT);
+  ASSERT_EQ(munmap(p + 3 * kPage, kPage), 0);
+  EXPECT_EQ(m.MapProcess(0x10000, 4 * kPage, self, Addr(p)).error().errno_value(), EFAULT);
+  ASSERT_EQ(mprotect(p + kPage, kPage, PROT_READ), 0);
+  ASSERT_TRUE(m.MapProcess(0x10000, 3 * kPage, self, Addr(p)));
+  const auto v = PatternBytes(64, 7);
+  EXPECT_TRUE(m.Write(0x10000, v));
+  EXPECT_EQ(std::memcmp(p, v.data(), v.size()), 0);
+  EXPECT_FALSE(m.Write(0x11000, v));
+  EXPECT_FALSE(m.Write(0x10fe0, v));  // straddles into the read-only page: nothing stored
+  EXPECT_EQ(p[0xfe0], std::byte{0x11});
+  EXPECT_EQ(p[0x1000], std::byte{0x11});
+  EXPECT_TRUE(m.Write(0x12000, v));
+  std::vector<std::byte> r(64);
+  EXPECT_TRUE(m.Read(0x11000, r));
+  EXPECT_EQ(r, std::vector<std::byte>(64, std::byte{0x11}));
+  ASSERT_TRUE(m.Unmap(0x10000, 3 * kPage));
+  munmap(p, 3 * kPage);
+}
+
 // The child's copy of `b` is a different page from ours after fork: the device reaching the
 // child's pid changes the child's bytes and not ours.
 TEST(IommuProcessTest, ForkedChildsMemoryThenTheChildDies) {

@@ -1,0 +1,125 @@
+#include "tools/sim/process_memory.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+namespace onchip::sim {
+namespace {
+
+// The whole of a small /proc file (maps grows with the process; read until the end).
+bool ReadWhole(const char* path, std::string& out) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return n == 0;
+}
+
+// Walks /proc/PID/maps over [address, end): false on a gap or an unreadable mapping; notes the
+// read-only stretches as offsets from address.
+bool CheckMaps(const std::string& maps, uint64_t address, uint64_t end,
+               std::vector<std::pair<uint64_t, uint64_t>>& read_only) {
+  uint64_t cursor = address;
+  std::size_t at = 0;
+  while (cursor < end && at < maps.size()) {
+    const std::size_t eol = std::min(maps.find('\n', at), maps.size());
+    const std::string line = maps.substr(at, eol - at);
+    at = eol + 1;
+    uint64_t start = 0, stop = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %4s", &start, &stop, perms) != 3)
+      return false;
+    if (stop <= cursor) continue;
+    if (start > cursor || perms[0] != 'r') return false;  // a hole, or a page no pin could take
+    const uint64_t upto = std::min(stop, end);
+    if (perms[1] != 'w') {
+      if (!read_only.empty() && read_only.back().second == cursor - address)
+        read_only.back().second = upto - address;
+      else
+        read_only.emplace_back(cursor - address, upto - address);
+    }
+    cursor = upto;
+  }
+  return cursor >= end;
+}
+
+}  // namespace
+
+Result<ProcessMemory> ProcessMemory::Open(pid_t pid, uint64_t address, uint64_t length) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/mem", static_cast<int>(pid));
+  const int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    switch (errno) {
+      case ENOENT:
+        return Fail(ESRCH, "sim iommu: map process memory: no such process");
+      case EACCES:
+      case EPERM:
+        return Fail(EPERM,
+                    "sim iommu: map process memory: the kernel refuses ptrace access to the "
+                    "client: run the device as the client's user, or with CAP_SYS_PTRACE; under "
+                    "Yama ptrace_scope 1 the client must allow it with prctl(PR_SET_PTRACER, "
+                    "device pid) or the scope must be 0");
+      default:
+        return Fail(errno, "sim iommu: map process memory: open /proc/PID/mem");
+    }
+  }
+  ProcessMemory memory(fd, address, length, {});
+  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
+  std::string maps;
+  if (!ReadWhole(path, maps)) return Fail(ESRCH, "sim iommu: map process memory: no such process");
+  if (!CheckMaps(maps, address, address + length, memory.read_only_))
+    return Fail(EFAULT, "sim iommu: map process memory: a page of the range is not mapped, or "
+                        "not readable, in the client");
+  return memory;
+}
+
+ProcessMemory::ProcessMemory(int fd, uint64_t address, uint64_t length,
+                             std::vector<std::pair<uint64_t, uint64_t>> read_only)
+    : fd_(fd), address_(address), length_(length), read_only_(std::move(read_only)) {}
+
+ProcessMemory::ProcessMemory(ProcessMemory&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      address_(other.address_),
+      length_(other.length_),
+      read_only_(std::move(other.read_only_)) {}
+
+ProcessMemory& ProcessMemory::operator=(ProcessMemory&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    address_ = other.address_;
+    length_ = other.length_;
+    read_only_ = std::move(other.read_only_);
+  }
+  return *this;
+}
+
+ProcessMemory::~ProcessMemory() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool ProcessMemory::Read(uint64_t offset, std::span<std::byte> out) const {
+  if (offset > length_ || out.size() > length_ - offset) return false;
+  // A short count means the copy stopped at a fault; 0 once the address space is gone.
+  return pread(fd_, out.data(), out.size(), static_cast<off_t>(address_ + offset)) ==
+         static_cast<ssize_t>(out.size());
+}
+
+bool ProcessMemory::Write(uint64_t offset, std::span<const std::byte> in) const {
+  if (offset > length_ || in.size() > length_ - offset) return false;
+  for (const auto& [begin, end] : read_only_)
+    if (offset < end && offset + in.size() > begin) return false;
+  return pwrite(fd_, in.data(), in.size(), static_cast<off_t>(address_ + offset)) ==
+         static_cast<ssize_t>(in.size());
+}
+
+}  // namespace onchip::sim
