@@ -562,27 +562,38 @@ void PingFloor(benchmark::State& state, Mailbox& box, std::byte* shared) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
-// The floor's other thread in this process: it answers pings until it is destroyed.
+// The floor's other thread in this process: it answers pings until it is destroyed, spinning
+// on the mailbox as a user's poller spins, except while napping (Nap to Wake): a pair's WRITE
+// turns run without it, as the plain rows do, since it is the harness and not the workload.
 class FloorPeer {
  public:
   FloorPeer()
       : thread_([this] {
-          // Bare shared memory: the peer spins on the mailbox, as a user's poller spins.
           uint64_t seen = 0;
-          while (!box_.stop.load(std::memory_order_relaxed))
+          while (!box_.stop.load(std::memory_order_relaxed)) {
+            awake_.wait(false, std::memory_order_acquire);
             AnswerFloor(box_, seen, shared_.data(), dst_.data());
+          }
         }) {}
   ~FloorPeer() {
     box_.stop.store(true);
+    Wake();
     thread_.join();
   }
   Mailbox& box() { return box_; }
   std::byte* shared() { return shared_.data(); }
+  // Blocks the thread once it finishes the ping at hand (none is outstanding between turns).
+  void Nap() { awake_.store(false, std::memory_order_release); }
+  void Wake() {
+    awake_.store(true, std::memory_order_release);
+    awake_.notify_one();
+  }
 
  private:
   std::vector<std::byte> shared_ = std::vector<std::byte>(kMaxBytes);
   std::vector<std::byte> dst_ = std::vector<std::byte>(kMaxBytes);
   Mailbox box_;
+  std::atomic<bool> awake_{true};
   std::thread thread_;  // last: it starts once the members it uses exist
 };
 
@@ -604,8 +615,12 @@ void Floor(benchmark::State& state) {
 constexpr int kPairRounds = 16;
 constexpr int kPairOps = 256;
 
+// `napping`, when given, is the floor's thread of this process: it naps through the operation's
+// turns (FloorPeer). A two-process pair has none: its peer polls its own CQ throughout, as
+// users' programs do.
 template <class Operation, class Ping>
-void PairWithFloor(benchmark::State& state, Operation& operation, Ping& ping) {
+void PairWithFloor(benchmark::State& state, Operation& operation, Ping& ping,
+                   FloorPeer* napping = nullptr) {
   // Before a side is timed, the device's engine has settled into the policy a row that runs
   // alone after another finds (past its idle period, its CPU reading refreshed).
   const sim::DeviceConfig engine;
@@ -628,8 +643,16 @@ void PairWithFloor(benchmark::State& state, Operation& operation, Ping& ping) {
   for (auto _ : state) {
     // The side that goes first changes every round.
     const bool op_first = ratios.size() % 2 == 0;
-    const double a = op_first ? side(operation) : side(ping);
-    const double b = op_first ? side(ping) : side(operation);
+    auto op_turn = [&] {
+      if (napping != nullptr) napping->Nap();
+      return side(operation);
+    };
+    auto floor_turn = [&] {
+      if (napping != nullptr) napping->Wake();
+      return side(ping);
+    };
+    const double a = op_first ? op_turn() : floor_turn();
+    const double b = op_first ? floor_turn() : op_turn();
     const double o = op_first ? a : b, f = op_first ? b : a;
     if (o == 0 || f == 0) return;
     ratios.push_back(o / f);
@@ -850,7 +873,7 @@ void PairedWrite(benchmark::State& state) {
   WireOp write(state, Op::kWrite, OneProcessRoute(state, Where::kRemoteDm));
   FloorPeer peer;
   FloorPing ping(peer.box(), peer.shared(), write.len());
-  PairWithFloor(state, write, ping);
+  PairWithFloor(state, write, ping, &peer);
 }
 
 void PairedWriteTwoProcess(benchmark::State& state) {
