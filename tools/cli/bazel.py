@@ -72,6 +72,17 @@ def query_tests(targets, tiers):
     return sorted(l for l in out.stdout.split() if l.startswith("//"))
 
 
+def query_fuzzers(targets):
+    """The fuzzer binaries under `targets` (cc_binary tagged "fuzzer", manual: they build only
+    under --config=sanitize); None (said on stderr) when the query fails."""
+    expr = "attr(tags, '\\bfuzzer\\b', kind(cc_binary, %s))" % " + ".join(targets)
+    out = subprocess.run(["bazel", "query", expr, "--output=label"], capture_output=True, text=True)
+    if out.returncode != 0:
+        progress.fail("bazel query for the fuzzers failed (exit %d)" % out.returncode)
+        return None
+    return sorted(l for l in out.stdout.split() if l.startswith("//"))
+
+
 def info(key, config=(), cwd=None):
     out = subprocess.run(["bazel", "info", *config, key], capture_output=True, text=True,
                          check=True, cwd=cwd)

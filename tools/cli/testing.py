@@ -12,8 +12,8 @@ software ConnectX), hugepages (tier2, reserved 2 MiB hugepages), hardware (tier3
 bound to vfio-pci). A leading '-' leaves a tier out: --tiers=-hardware. A selection that matches
 no test target is an error, never a pass.
 
---sanitize runs the unit and device tiers under ASan+UBSan, then the tests tagged tsan (the
-concurrency tests) under TSan.
+--sanitize runs the unit and device tiers under ASan+UBSan (and builds every fuzzer, which links
+only there), then the tests tagged tsan (the concurrency tests) under TSan.
 """
 import os
 import xml.etree.ElementTree as ET
@@ -110,8 +110,16 @@ def run_pass(label, config, tiers, targets):
         return 0, 0, 0, False
     filters = ["--test_tag_filters=" + tiers] if tiers else []
     build_filters = ["--build_tag_filters=" + tiers] if label == "TSan" else []
+    build = list(targets)
+    if label == "ASan+UBSan":
+        # The fuzzers build only here (they link the sanitizer runtime); a fuzzer that no
+        # longer links fails the pass, as a test that no longer builds does.
+        fuzzers = bazel.query_fuzzers(targets)
+        if fuzzers is None:
+            return 0, 0, 0, False
+        build += fuzzers
     progress.step("building %s%s" % (" ".join(targets), under))
-    if bazel.run(["build"] + config + build_filters + ["--", *targets]) != 0:
+    if bazel.run(["build"] + config + build_filters + ["--", *build]) != 0:
         progress.fail("build failed")
         return 0, 1, 0, False
     progress.step("running %d test targets%s%s" % (len(tests), selection, under))

@@ -164,6 +164,40 @@ class NoTestsIsNotAPassTest(unittest.TestCase):
         self.assertFalse(testing.run_pass("", [], "", ["//bad"])[3])
 
 
+class SanitizePassBuildsTheFuzzersTest(unittest.TestCase):
+    """The ASan+UBSan pass builds every fuzzer binary beside the tests (they link only there, so
+    no other pass notices one that stopped linking); the other passes do not."""
+
+    def setUp(self):
+        self.builds = []
+        self.saved = (testing.bazel.query_tests, testing.bazel.query_fuzzers, testing.bazel.run,
+                      testing.bazel.info)
+        testing.bazel.query_tests = lambda targets, tiers: ["//a:b"]
+        testing.bazel.query_fuzzers = lambda targets: ["//f:fuzzer"]
+        testing.bazel.info = lambda key, config=(): "/nonexistent"
+
+        def run(args, **_):
+            if args[0] == "build":
+                self.builds.append(args[args.index("--") + 1:])
+            return 0
+        testing.bazel.run = run
+
+    def tearDown(self):
+        (testing.bazel.query_tests, testing.bazel.query_fuzzers, testing.bazel.run,
+         testing.bazel.info) = self.saved
+
+    def test_only_the_sanitize_pass_builds_them(self):
+        testing.run_pass("ASan+UBSan", ["--config=sanitize"], "tier0", ["//..."])
+        testing.run_pass("TSan", ["--config=tsan"], "tsan", ["//..."])
+        testing.run_pass("", [], "", ["//..."])
+        self.assertEqual(self.builds, [["//...", "//f:fuzzer"], ["//..."], ["//..."]])
+
+    def test_a_failed_fuzzer_query_fails_the_pass(self):
+        testing.bazel.query_fuzzers = lambda targets: None
+        self.assertFalse(testing.run_pass("ASan+UBSan", ["--config=sanitize"], "tier0", ["//..."])[3])
+        self.assertEqual(self.builds, [])
+
+
 class CountLineIsLastTest(unittest.TestCase):
     """`tools/onchip test` ends with its count line: the hugepages it reserved are given back, and
     the note saying so printed, before it (main.main end to end, with Bazel, the package check

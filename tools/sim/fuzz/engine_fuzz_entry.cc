@@ -1,5 +1,5 @@
-// The libFuzzer-style entry point AFL++ drives for the data engine (with
-// uapi/cmdq/fuzz/afl_main.cc as main()).
+// The libFuzzer-style entry point the fuzzing loop (tools/fuzz/persistent_fuzz.cc) drives for the
+// data engine.
 #include <cstddef>
 #include <cstdint>
 

@@ -13,7 +13,7 @@
 //   raw mode (bit2 set): repeated records {u16 in_len, u16 out_len, in_len bytes} (big-endian
 //                 lengths), each run with Firmware::Execute
 //
-// Build with AFL++: tools/sim/fuzz/run_fuzz.sh. The seed corpus (tools/sim/fuzz/corpus, made by
+// Fuzz it: tools/sim/fuzz/run_fuzz.sh (//tools/sim/fuzz:firmware_fuzzer). The seed corpus (tools/sim/fuzz/corpus, made by
 // //tools/sim/fuzz:make_seeds) is replayed by //tools/sim/fuzz:firmware_fuzz_replay_test.
 #pragma once
 

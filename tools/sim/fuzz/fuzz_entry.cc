@@ -1,4 +1,4 @@
-// The libFuzzer-style entry point AFL++ drives (with uapi/cmdq/fuzz/afl_main.cc as main()).
+// The libFuzzer-style entry point the fuzzing loop drives (tools/fuzz/persistent_fuzz.cc).
 #include <cstddef>
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// The cmdq mailbox fuzz target's entry point, shared by the AFL++ build
+// The cmdq mailbox fuzz target's entry point, shared by the fuzzer
 // (tools/fuzz/run_cmdq_fuzz.sh, through LLVMFuzzerTestOneInput) and the corpus replay test.
 //
 // Input layout:
@@ -10,7 +10,7 @@
 //   then        mailbox blocks, 576 bytes each (a short last one is zero-padded), block i at
 //               bus address (i + 1) * 1024; at most 64 blocks
 //
-// Run it: tools/fuzz/run_cmdq_fuzz.sh (AFL++); replayed on the seed corpus by
+// Run it: tools/fuzz/run_cmdq_fuzz.sh; replayed on the seed corpus by
 // //tests/unit/uapi:mailbox_fuzz_replay_test.
 #pragma once
 
