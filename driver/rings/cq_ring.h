@@ -5,7 +5,7 @@
 // not MLX5_CQE_INVALID and its owner bit equals (n / cqe_cnt) & 1. Each one is consumed, then
 // (after a load barrier) read: requester CQEs retire send WQEs up to their wqe_counter, responder
 // CQEs retire the oldest receive WQE or the SRQ WQE they name, error CQEs map their syndrome to
-// an ibv_wc_status (data-path.md 4.2) with the vendor syndrome in vendor_err. RESIZE_CQ and
+// an ibv_wc_status (rdma-core providers/mlx5/cq.c, mlx5_handle_error_cqe) with the vendor syndrome in vendor_err. RESIZE_CQ and
 // SIG_ERR CQEs are consumed without a completion. After a batch one store puts the consumer
 // index in the doorbell record; polling writes no MMIO.
 //

@@ -6,7 +6,8 @@
 // cur_post & 0xffff, and it may run past the ring's end and continue at its start (segments are
 // 16 bytes, so only inline data splits). Per WQE the slot of its first block keeps the wr_id, the
 // work-request count at post and where the next WQE starts, so a completion for index i retires
-// every earlier unsignaled WQE at once (data-path.md 1.5).
+// every earlier unsignaled WQE at once (rdma-core providers/mlx5/cq.c, mlx5_parse_cqe: the
+// tail moves to wqe_head of the completed index).
 //
 // Posting (post_send and the ibv_wr_* calls): per WQE, ctrl (opcode, index, qpn, ds,
 // fence/completion/solicited, imm or the key to invalidate), then per opcode raddr, atomic,

@@ -4,8 +4,8 @@
 // (vendor and part id, node GUIDs) comes from the identity below; the sysfs tree that
 // `tools/onchip run` writes is the source of the GUIDs, so sysfs and query_device agree.
 //
-// These describe what the device can do through onchip: limits of objects onchip cannot create
-// yet (QPs, CQs, SRQs, AHs, multicast) are 0 until it can, whatever the capabilities allow.
+// These describe what the device can do through onchip: each limit is what the queried
+// capabilities allow for the objects onchip creates, computed as mlx5_ib does.
 #pragma once
 
 #include <infiniband/mlx5dv.h>

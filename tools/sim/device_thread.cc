@@ -111,7 +111,7 @@ void DeviceThread::Detach(Device& device) {
   {
     // The thread holds mu_ for the whole of a wakeup's service, so once we hold it the thread
     // is outside every device's service; with the device gone from the list it never enters
-    // this one's again, nor reads its eventfd (kicks are drained under mu_ too).
+    // this one's again, nor reads its sleep word (kicks are drained under mu_ too).
     waiting_.fetch_add(1);
     std::lock_guard lock(mu_);
     std::erase(devices_, &device);
@@ -120,9 +120,9 @@ void DeviceThread::Detach(Device& device) {
     RecomputePeriods();
   }
   waiting_.fetch_sub(1);
-  // A thread asleep in poll(2) may still watch the departing device's eventfd, which its owner
-  // closes next; the nudge makes that poll return at once and the set is rebuilt before the
-  // next one.
+  // A thread asleep in futex_waitv may still wait on the departing device's sleep word, in the
+  // BAR its owner unmaps next; the nudge ends that wait at once and the set of words is rebuilt
+  // before the next one.
   Nudge();
 }
 

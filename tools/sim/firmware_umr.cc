@@ -20,8 +20,8 @@
 //   local write when the window grants remote write or atomic) MW_BIND_ERR
 //
 // Device-side conventions this model fixes (documented in tools/sim/README.md):
-//   - a parent allows binding when its mkc.umr_en is 1: onchip creates MRs registered with
-//     IBV_ACCESS_MW_BIND with umr_en = 1 and others with umr_en = 0;
+//   - a parent allows binding when its mkc.umr_en is 1 (onchip sets it on every host MR, as
+//     mlx5_ib does, so that re-registration can run in place);
 //   - a zero-based parent (registered with IBV_ACCESS_ZERO_BASED: mkc.start_addr 0, the kernel's
 //     iova) cannot be bound, and a window is never zero-based: its start_addr must equal the KLM
 //     address (rdma-core refuses both in the library; the device refuses them too);

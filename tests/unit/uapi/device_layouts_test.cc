@@ -99,7 +99,7 @@ TEST(DoorbellRecord, CqRecordAndArmWord) {
   EXPECT_EQ(sizeof(CqDoorbellRecord), 8u);
   EXPECT_SAME(MLX5_CQ_DB_REQ_NOT, ::MLX5_CQ_DB_REQ_NOT);
   EXPECT_SAME(MLX5_CQ_DB_REQ_NOT_SOL, ::MLX5_CQ_DB_REQ_NOT_SOL);
-  // (sn & 3) << 28 | cmd | (ci & 0xffffff), as data-path.md §4.4 has it.
+  // (sn & 3) << 28 | cmd | (ci & 0xffffff), as rdma-core providers/mlx5/cq.c mlx5_arm_cq writes it.
   const uint32_t w = CqArmWord(6, MLX5_CQ_DB_REQ_NOT_SOL, 0x1234567);
   EXPECT_EQ(w, (2u << 28) | (1u << 24) | 0x234567u);
   EXPECT_EQ(CqArmSn(w), 2u);
@@ -111,7 +111,7 @@ TEST(DoorbellRecord, CqRecordAndArmWord) {
 // ---- Init segment ----
 
 TEST(InitSegment, WordOffsetsMatchThePrmReference) {
-  // mlx5-prm.md §1.1 (struct mlx5_init_seg byte offsets).
+  // struct mlx5_init_seg byte offsets (the kernel's include/linux/mlx5/device.h).
   EXPECT_EQ(init_seg::kFwRev, 0x000u);
   EXPECT_EQ(init_seg::kCmdifRevFwSub, 0x004u);
   EXPECT_EQ(init_seg::kCmdqAddrH, 0x010u);
@@ -247,7 +247,7 @@ TEST(SendWqe, SegmentsMatchMlx5dv) {
   EXPECT_EQ(offsetof(pod::mlx5_wqe_av, hop_limit), offsetof(::mlx5_wqe_av, hop_limit));
   EXPECT_EQ(offsetof(pod::mlx5_wqe_av, grh_gid_fl), offsetof(::mlx5_wqe_av, grh_gid_fl));
   EXPECT_EQ(offsetof(pod::mlx5_wqe_av, rgid), offsetof(::mlx5_wqe_av, rgid));
-  // data-path.md §1.4 byte offsets.
+  // Byte offsets of struct mlx5_wqe_av (rdma-core providers/mlx5/mlx5dv.h).
   EXPECT_EQ(offsetof(pod::mlx5_wqe_av, dqp_dct), 8u);
   EXPECT_EQ(offsetof(pod::mlx5_wqe_av, rmac), 20u);
   EXPECT_EQ(offsetof(pod::mlx5_wqe_av, grh_gid_fl), 28u);
@@ -285,7 +285,7 @@ TEST(SendWqe, ConstantsMatchMlx5dv) {
   EXPECT_SAME(MLX5_WQE_CTRL_SOLICITED, ::MLX5_WQE_CTRL_SOLICITED);
   EXPECT_SAME(MLX5_WQE_CTRL_FENCE, ::MLX5_WQE_CTRL_FENCE);
   EXPECT_SAME(MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE, ::MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE);
-  // mlx5-prm.md §5.1: the kernel's fence modes and CQ_UPDATE_AND_EQE.
+  // The kernel's fence modes and CQ_UPDATE_AND_EQE (include/linux/mlx5/qp.h).
   EXPECT_EQ(MLX5_FENCE_MODE_INITIATOR_SMALL, 0x20);
   EXPECT_EQ(MLX5_FENCE_MODE_FENCE, 0x40);
   EXPECT_EQ(MLX5_FENCE_MODE_STRONG_ORDERING, 0x60);
