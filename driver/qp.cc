@@ -15,29 +15,17 @@
 #include "driver/port.h"
 #include "driver/qp_transitions.h"
 #include "driver/roce_address.h"
+#include "driver/rings/wqe_budget.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
+#include "uapi/prm/send_wqe.h"
 
 namespace onchip::driver {
 namespace {
 
-// WQE building blocks (PRM "Send WQE"; rdma-core providers/mlx5/qp.c mlx5_post_send).
-constexpr uint32_t kSendWqeBb = 64;
-constexpr uint32_t kCtrlSeg = 16;
-constexpr uint32_t kRaddrSeg = 16;
-constexpr uint32_t kAtomicSeg = 16;
-constexpr uint32_t kDatagramSeg = 48;
-constexpr uint32_t kXrcSeg = 16;
-constexpr uint32_t kDataSeg = 16;
-constexpr uint32_t kInlineHeader = 4;
-// A raw packet WQE's Ethernet segment, and the rest of the 18-byte L2 header libmlx5 inlines
-// after it (2 bytes fit in the segment's inline_hdr_start; the other 16 take one more segment).
-constexpr uint32_t kEthSeg = 16;
-constexpr uint32_t kEthInlineRest = 16;
-// A bind (UMR) WQE's body: UMR control segment, mkey context and one 64-byte translation block.
-constexpr uint32_t kBindBody = 48 + 64 + 64;
+// A receive ring's smallest size, in bytes.
 constexpr uint32_t kMinRqBytes = 64;
 
 constexpr uint32_t kAtomicModeIbCompatible = 0x1;
@@ -45,7 +33,6 @@ constexpr uint32_t kAtomicModeIbCompatible = 0x1;
 constexpr uint32_t kUdLogMsgMax = 12;
 constexpr uint32_t kVerbsQpEx = 1u << 1;  // verbs_qp.comp_mask VERBS_QP_EX: qp_ex is filled
 
-uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 uint32_t CeilLog2(uint32_t v) { return v <= 1 ? 0 : static_cast<uint32_t>(std::bit_width(v - 1)); }
 
 bool IsXrc(ibv_qp_type type) { return type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV; }
@@ -59,16 +46,12 @@ uint32_t PrmSt(ibv_qp_type type) {
                               : prm::QP_ST_UD;
 }
 
-// The part of a send WQE that is not data: control segment and the largest operation body.
-uint32_t SendOverhead(ibv_qp_type type, bool can_bind) {
-  const uint32_t bind = can_bind ? kBindBody : 0;
-  switch (type) {
-    case IBV_QPT_RC: return kCtrlSeg + std::max(kRaddrSeg + kAtomicSeg, bind);
-    case IBV_QPT_XRC_SEND: return kCtrlSeg + std::max(kXrcSeg + kRaddrSeg + kAtomicSeg, bind);
-    case IBV_QPT_UC: return kCtrlSeg + std::max(kRaddrSeg, bind);
-    case IBV_QPT_RAW_PACKET: return kCtrlSeg + kEthSeg + kEthInlineRest;
-    default: return kCtrlSeg + kDatagramSeg;
-  }
+rings::QpTransport Transport(ibv_qp_type type) {
+  return type == IBV_QPT_RC           ? rings::QpTransport::kRc
+         : type == IBV_QPT_UC         ? rings::QpTransport::kUc
+         : type == IBV_QPT_RAW_PACKET ? rings::QpTransport::kRaw
+         : type == IBV_QPT_XRC_SEND   ? rings::QpTransport::kXrc
+                                      : rings::QpTransport::kUd;
 }
 
 struct Geometry {
@@ -90,43 +73,37 @@ Result<Geometry> Size(const Device& device, const QpAttributes& attr) {
     const bool can_bind = attr.type != IBV_QPT_UD && attr.type != IBV_QPT_RAW_PACKET &&
                           (!attr.ex || (attr.send_ops_flags &
                                         (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)));
-    const uint64_t overhead = SendOverhead(attr.type, can_bind);
-    const uint64_t inline_size =
-        cap.max_inline_data ? overhead + AlignUp(kInlineHeader + cap.max_inline_data, 16) : 0;
-    const uint64_t gather_size = overhead + uint64_t{cap.max_send_sge} * kDataSeg;
-    const uint64_t wqe = (std::max(inline_size, gather_size) + kSendWqeBb - 1) / kSendWqeBb * kSendWqeBb;
+    const rings::QpTransport transport = Transport(attr.type);
+    const uint64_t wqe = rings::SendWqeBytes({.transport = transport,
+                                              .umr = can_bind,
+                                              .max_send_sge = cap.max_send_sge,
+                                              .max_inline_data = cap.max_inline_data});
     if (wqe > max_sq_desc) return Fail(EINVAL, "create_qp: a send WQE of these caps is too large");
     if (cap.max_send_wr > max_wqebb) return Fail(EINVAL, "create_qp: max_send_wr above the device's");
     const uint64_t ring = std::bit_ceil(uint64_t{cap.max_send_wr} * wqe);
-    if (ring / kSendWqeBb > max_wqebb) return Fail(EINVAL, "create_qp: send ring above the device's");
+    if (ring / prm::MLX5_SEND_WQE_BB > max_wqebb)
+      return Fail(EINVAL, "create_qp: send ring above the device's");
     g.sq_bytes = static_cast<uint32_t>(ring);
-    g.sq.wqe_cnt = static_cast<uint32_t>(ring / kSendWqeBb);
+    g.sq.wqe_cnt = static_cast<uint32_t>(ring / prm::MLX5_SEND_WQE_BB);
     g.sq.max_post = static_cast<uint32_t>(ring / wqe);
     g.sq.max_gs = cap.max_send_sge;
     g.sq.can_bind = can_bind;
-    g.sq.max_inline = static_cast<uint32_t>(wqe - overhead - kInlineHeader);
+    g.sq.max_inline = static_cast<uint32_t>(rings::SendInlineCapacity(wqe, transport, can_bind));
   }
   if (cap.max_recv_wr > 0 && attr.srq == nullptr && !IsXrc(attr.type)) {
     if (cap.max_recv_wr > max_wqebb) return Fail(EINVAL, "create_qp: max_recv_wr above the device's");
-    const uint64_t wqe = std::bit_ceil(uint64_t{kDataSeg} * std::max<uint32_t>(cap.max_recv_sge, 1));
+    const uint64_t wqe = rings::RecvWqeBytes(cap.max_recv_sge);
     if (wqe > max_rq_desc) return Fail(EINVAL, "create_qp: a receive WQE of these caps is too large");
     const uint64_t ring = std::max<uint64_t>(std::bit_ceil(uint64_t{cap.max_recv_wr}) * wqe, kMinRqBytes);
     g.rq_bytes = static_cast<uint32_t>(ring);
     g.rq.wqe_cnt = static_cast<uint32_t>(ring / wqe);
     g.rq.wqe_shift = static_cast<uint32_t>(std::countr_zero(wqe));
     g.rq.max_post = g.rq.wqe_cnt;
-    g.rq.max_gs = static_cast<uint32_t>(wqe / kDataSeg);
+    g.rq.max_gs = static_cast<uint32_t>(rings::RecvSgeCapacity(wqe));
   }
   return g;
 }
 
-rings::QpTransport Transport(ibv_qp_type type) {
-  return type == IBV_QPT_RC           ? rings::QpTransport::kRc
-         : type == IBV_QPT_UC         ? rings::QpTransport::kUc
-         : type == IBV_QPT_RAW_PACKET ? rings::QpTransport::kRaw
-         : type == IBV_QPT_XRC_SEND   ? rings::QpTransport::kXrc
-                                      : rings::QpTransport::kUd;
-}
 
 // (Re)builds the rings over the QP's memory, empty: at creation and when the QP returns to
 // RESET (the device forgets its progress, so the driver's counters start over too).

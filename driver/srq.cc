@@ -10,6 +10,7 @@
 
 #include "driver/cmd/run.h"
 #include "driver/parent_domain.h"
+#include "driver/rings/wqe_budget.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/opcodes.h"
@@ -19,9 +20,6 @@
 namespace onchip::driver {
 namespace {
 
-constexpr uint32_t kNextSeg = 16;  // mlx5_wqe_srq_next_seg
-constexpr uint32_t kDataSeg = 16;
-constexpr uint32_t kMinStride = 32;
 constexpr std::size_t kDoorbellRecordBytes = 8;
 static_assert(sizeof(prm::SrqDoorbellRecord) <= kDoorbellRecordBytes);
 
@@ -131,7 +129,7 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   const prm::Bits gen = device->caps().cur(prm::CAP_GENERAL);
   const uint32_t max_wr = (uint32_t{1} << gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1;
   if (attr.max_wr > max_wr) return Fail(EINVAL, "create_srq: max_wr out of range");
-  const uint64_t stride = std::bit_ceil(std::max<uint64_t>(kMinStride, kNextSeg + uint64_t{kDataSeg} * attr.max_sge));
+  const uint64_t stride = rings::SrqWqeBytes(attr.max_sge);
   if (stride > gen.get(prm::cmd_hca_cap::max_wqe_sz_rq))
     return Fail(EINVAL, "create_srq: a WQE of max_sge entries is too large");
   // max_wr 0 is valid (libmlx5 takes it); the ring still needs a WQE to post beside the unused one.
@@ -180,7 +178,7 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   srq->cq = attr.cq;
   srq->wqe_count = wqes;
   srq->wqe_shift = static_cast<uint32_t>(std::countr_zero(stride));
-  srq->max_gs = static_cast<uint32_t>((stride - kNextSeg) / kDataSeg);
+  srq->max_gs = static_cast<uint32_t>(rings::SrqSgeCapacity(stride));
   srq->max_wr = wqes - 1;
   const bool locked = !(ParentDomain::From(pd) && ParentDomain::From(pd)->td);
   Result<void> ready = srq->dp.ring.Init({.ring = static_cast<std::byte*>(ring.data()),

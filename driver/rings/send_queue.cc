@@ -11,6 +11,7 @@
 
 #include "driver/rings/data_path_ah.h"
 #include "driver/rings/umr_wqe.h"
+#include "driver/rings/wqe_budget.h"
 #include "driver/rings/wqe_segment.h"
 #include "mmio/barriers.h"
 #include "mmio/device_word.h"
@@ -80,27 +81,16 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   if (d.max_post == 0 || d.max_post > d.wqe_cnt)
     return Fail(EINVAL, "send queue: max_post must be 1..wqe_cnt");
 
-  // The largest WQE this queue can build (libmlx5's worst case: ctrl, the transport's largest
-  // remote segments, the address vector, the larger of the gather list and the inline data; a
-  // UMR on RC and UC).
-  const uint32_t data = std::max(d.max_send_sge * kDs,
-                                 d.max_inline_data ? AlignUp(d.max_inline_data + 4, kDs) : 0);
-  // kRaw: the Ethernet segment and the rest of its inline L2 header.
-  // kXrc: its XRC segment, then RC's raddr and atomic segments.
-  const uint32_t remote = d.transport == QpTransport::kXrc ? 3 * kDs
-                          : d.transport == QpTransport::kRc || d.transport == QpTransport::kRaw
-                              ? 2 * kDs
-                          : d.transport == QpTransport::kUc ? kDs
-                                                            : 0;
-  const uint32_t av = d.transport == QpTransport::kUd ? sizeof(pod::mlx5_wqe_av) : 0;
-  uint32_t worst = kDs + remote + av + data;
-  if ((d.transport == QpTransport::kRc || d.transport == QpTransport::kUc ||
-       d.transport == QpTransport::kXrc) &&
-      d.umr)
-    worst = std::max<uint32_t>(worst, kUmrBindBytes);
+  // The largest WQE this queue can build: the budget create_qp sized the ring by.
+  const uint64_t worst = SendWqeBytes(
+      {.transport = d.transport,
+       .umr = d.umr && (d.transport == QpTransport::kRc || d.transport == QpTransport::kUc ||
+                        d.transport == QpTransport::kXrc),
+       .max_send_sge = d.max_send_sge,
+       .max_inline_data = d.max_inline_data});
   if (worst / kDs > prm::kWqeDsMask)
     return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
-  worst_bbs_ = AlignUp(worst, kBb) / kBb;
+  worst_bbs_ = static_cast<uint32_t>(worst / kBb);
   if (worst_bbs_ > d.wqe_cnt) return Fail(EINVAL, "send queue: the ring holds no largest WQE");
 
   slots_.reset(new (std::nothrow) SendSlot[d.wqe_cnt]);

@@ -39,6 +39,7 @@
 
 #include "driver/bfreg.h"
 #include "driver/bus/bus.h"
+#include "driver/rings/qp_transport.h"
 #include "driver/rings/queue_lock.h"
 #include "uapi/prm/endian.h"
 #include "uapi/prm/doorbell_record.h"
@@ -52,8 +53,6 @@ namespace onchip::driver::rings {
 // kXrc: an XRC send QP: RC's operations, each WQE but BIND_MW / LOCAL_INV carrying the XRC
 // segment (the remote XRC SRQ: wr.qp_type.xrc.remote_srqn, or ibv_wr_set_xrc_srqn, a setter
 // the WQE waits for like its data) right after ctrl.
-enum class QpTransport : uint8_t { kRc, kUc, kUd, kRaw, kXrc };
-
 // The ring memory and the QP facts a send queue needs, as the object layer created them.
 struct SendQueueDesc {
   std::byte* ring = nullptr;        // wqe_cnt * 64 bytes, the device's view of the send queue

@@ -9,16 +9,11 @@
 #include <cstring>
 
 #include "driver/port.h"
+#include "driver/rings/wqe_budget.h"
 #include "uapi/prm/caps.h"
 
 namespace onchip::driver::verbs {
 namespace {
-
-// WQE building blocks that bound the scatter/gather counts (PRM "Send WQE" / "Receive WQE").
-constexpr uint32_t kCtrlSegBytes = 16;
-constexpr uint32_t kRaddrSegBytes = 16;
-constexpr uint32_t kDataSegBytes = 16;
-constexpr uint32_t kMaxSqDescBytes = 512;  // mlx5_ib caps the send descriptor it plans for
 
 uint32_t Pow2(uint64_t log) { return log >= 31 ? INT_MAX : uint32_t{1} << log; }
 
@@ -29,13 +24,11 @@ void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
   a.max_qp = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp));
   a.max_qp_wr = Pow2(gen.get(prm::cmd_hca_cap::log_max_qp_sz));
   a.device_cap_flags |= IBV_DEVICE_RC_RNR_NAK_GEN;
-  const uint32_t max_rq_sg = uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_rq)) / kDataSegBytes;
-  const uint32_t max_sq_desc =
-      std::min<uint32_t>(uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_sq)), kMaxSqDescBytes);
-  const uint32_t sq_overhead = kCtrlSegBytes + kRaddrSegBytes;
-  const uint32_t max_sq_sg = max_sq_desc > sq_overhead ? (max_sq_desc - sq_overhead) / kDataSegBytes : 0;
-  a.max_sge = int(std::min(max_sq_sg, max_rq_sg));
-  a.max_sge_rd = int((kMaxSqDescBytes - sq_overhead) / kDataSegBytes);
+  const rings::DeviceSgeLimits sges =
+      rings::DeviceSges(uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_sq)),
+                        uint32_t(gen.get(prm::cmd_hca_cap::max_wqe_sz_rq)));
+  a.max_sge = int(sges.max_sge);
+  a.max_sge_rd = int(sges.max_sge_rd);
   a.max_cq = Pow2(gen.get(prm::cmd_hca_cap::log_max_cq));
   a.max_cqe = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_cq_sz)) - 1);
   // Responder resources (max_dest_rd_atomic) and initiator depth (max_rd_atomic), as the
@@ -46,7 +39,7 @@ void QueueLimits(const prm::Bits& gen, ibv_device_attr& a) {
   if (gen.get(prm::cmd_hca_cap::log_max_srq)) {
     a.max_srq = Pow2(gen.get(prm::cmd_hca_cap::log_max_srq));
     a.max_srq_wr = int(Pow2(gen.get(prm::cmd_hca_cap::log_max_srq_sz)) - 1);
-    a.max_srq_sge = max_rq_sg > 0 ? int(max_rq_sg - 1) : 0;
+    a.max_srq_sge = int(sges.max_srq_sge);
   }
   a.local_ca_ack_delay = uint8_t(gen.get(prm::cmd_hca_cap::local_ca_ack_delay));
   // No multicast attach (attach_mcast is not an op): no groups.
