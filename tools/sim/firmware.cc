@@ -6,6 +6,7 @@
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/eqe.h"
 #include "uapi/prm/mkey.h"
+#include "uapi/prm/commands.h"
 #include "uapi/prm/opcodes.h"
 
 namespace onchip::sim {
@@ -83,36 +84,16 @@ Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> ou
 }
 
 Outcome Firmware::CheckState(uint16_t opcode) const {
-  bool ok = false;
-  switch (opcode) {
-    case prm::ENABLE_HCA:
-      ok = state_ == HcaState::kDisabled;
-      break;
-    case prm::DISABLE_HCA:
-    case prm::SET_ISSI:
-    case prm::SET_HCA_CAP:
-    case prm::INIT_HCA:
-      ok = state_ == HcaState::kEnabled;
-      break;
-    case prm::QUERY_ISSI:
-    case prm::QUERY_PAGES:
-    case prm::MANAGE_PAGES:
-    case prm::QUERY_HCA_CAP:
-    case prm::ACCESS_REG:
-    case prm::SET_DRIVER_VERSION:
-    case prm::NOP:
-      ok = state_ != HcaState::kDisabled;
-      break;
-    default:  // TEARDOWN_HCA and every resource command
-      ok = state_ == HcaState::kInitialized;
-      break;
-  }
+  // The states each command is accepted in are uapi's command table's (uapi/prm/commands.h).
+  const uint8_t now = state_ == HcaState::kDisabled  ? prm::kHcaDisabled
+                      : state_ == HcaState::kEnabled ? prm::kHcaEnabled
+                                                     : prm::kHcaInitialized;
+  const prm::Command* command = prm::FindCommand(opcode);
+  const bool ok = command != nullptr && (command->states & now) != 0;
   return ok ? Outcome::Ok() : Refuse(CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE);
 }
 
-Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
-                           std::span<std::byte> out) {
-  using Handler = Outcome (Firmware::*)(std::span<const std::byte>, std::span<std::byte>);
+Firmware::Handler Firmware::HandlerFor(uint16_t opcode) {
   Handler h = nullptr;
   switch (opcode) {
     case prm::ENABLE_HCA: h = &Firmware::EnableHca; break;
@@ -191,8 +172,17 @@ Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
     case prm::DESTROY_TIR: h = &Firmware::DestroyTir; break;
     case prm::QUERY_TIR: h = &Firmware::QueryTir; break;
     default:
-      return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
+      break;
   }
+  return h;
+}
+
+bool Firmware::Implements(uint16_t opcode) { return HandlerFor(opcode) != nullptr; }
+
+Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
+                           std::span<std::byte> out) {
+  const Handler h = HandlerFor(opcode);
+  if (h == nullptr) return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
   if (Outcome s = CheckState(opcode); !s.ok()) return s;
   return (this->*h)(in, out);
 }

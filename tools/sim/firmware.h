@@ -115,6 +115,8 @@ class Firmware {
   // Runs one command. `in` is the whole input message; `out` is the driver's output buffer
   // (output_length bytes), fully written: status and syndrome, the command's fields, zeros.
   Outcome Execute(std::span<const std::byte> in, std::span<std::byte> out);
+  // Whether Execute has a handler for `opcode` (uapi/prm/commands.h's in_sim, tested).
+  static bool Implements(uint16_t opcode);
 
   Counters counters() const;
   HcaState state() const;
@@ -218,6 +220,8 @@ class Firmware {
   template <typename F>
   bool ForEachMttPiece(uint32_t mkey, uint64_t va, uint64_t len, F f) const;
 
+  using Handler = Outcome (Firmware::*)(std::span<const std::byte>, std::span<std::byte>);
+  static Handler HandlerFor(uint16_t opcode);  // nullptr: not implemented
   Outcome Dispatch(uint16_t opcode, std::span<const std::byte> in, std::span<std::byte> out);
   Outcome CheckState(uint16_t opcode) const;
 

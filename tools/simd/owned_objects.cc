@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "uapi/prm/cmd_layout.h"
+#include "uapi/prm/commands.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/field.h"
@@ -40,49 +41,13 @@ const char* OwnedKindName(OwnedKind kind) {
 }
 
 bool CarriesUid(uint16_t opcode) {
-  switch (opcode) {
-    case prm::ALLOC_UAR: case prm::DEALLOC_UAR:
-    case prm::ALLOC_PD: case prm::DEALLOC_PD:
-    case prm::ALLOC_TRANSPORT_DOMAIN: case prm::DEALLOC_TRANSPORT_DOMAIN:
-    case prm::MODIFY_MEMIC:
-    case prm::CREATE_GENERAL_OBJECT: case prm::MODIFY_GENERAL_OBJECT:
-    case prm::QUERY_GENERAL_OBJECT: case prm::DESTROY_GENERAL_OBJECT:
-    case prm::CREATE_MKEY: case prm::DESTROY_MKEY:
-    case prm::CREATE_EQ: case prm::DESTROY_EQ: case prm::QUERY_EQ:
-    case prm::CREATE_CQ: case prm::DESTROY_CQ: case prm::MODIFY_CQ:
-    case prm::CREATE_QP: case prm::DESTROY_QP: case prm::RST2INIT_QP: case prm::INIT2INIT_QP:
-    case prm::INIT2RTR_QP: case prm::RTR2RTS_QP: case prm::RTS2RTS_QP: case prm::SQERR2RTS_QP:
-    case prm::SQD_RTS_QP: case prm::QP_2ERR: case prm::QP_2RST: case prm::QUERY_QP:
-    case prm::CREATE_SRQ: case prm::DESTROY_SRQ: case prm::QUERY_SRQ: case prm::ARM_RQ:
-    case prm::ALLOC_XRCD: case prm::DEALLOC_XRCD:
-    case prm::CREATE_XRC_SRQ: case prm::DESTROY_XRC_SRQ: case prm::QUERY_XRC_SRQ:
-    case prm::ARM_XRC_SRQ:
-    case prm::CREATE_TIS: case prm::DESTROY_TIS: case prm::CREATE_TIR: case prm::DESTROY_TIR:
-    case prm::CREATE_SQ: case prm::MODIFY_SQ: case prm::DESTROY_SQ:
-    case prm::CREATE_RQ: case prm::MODIFY_RQ: case prm::DESTROY_RQ:
-      return true;
-    default:
-      return false;
-  }
+  const prm::Command* c = prm::FindCommand(opcode);
+  return c != nullptr && c->uid;
 }
 
 bool UserMayIssue(uint16_t opcode) {
-  if (CarriesUid(opcode)) return true;
-  switch (opcode) {
-    case prm::QUERY_HCA_CAP: case prm::QUERY_ADAPTER: case prm::QUERY_ISSI:
-    case prm::QUERY_SPECIAL_CONTEXTS: case prm::QUERY_MKEY: case prm::QUERY_CQ:
-    case prm::ALLOC_MEMIC: case prm::DEALLOC_MEMIC: case prm::NOP:
-    case prm::QUERY_TIS: case prm::QUERY_TIR: case prm::QUERY_SQ: case prm::QUERY_RQ:
-    case prm::QUERY_VPORT_STATE:  // another vport's state needs a privilege no client has
-    // An InfiniBand port's LID, SM LID and GIDs: what ibv_query_port and the GID table show
-    // (other_vport needs an e-switch manager, which the firmware refuses).
-    case prm::QUERY_HCA_VPORT_CONTEXT: case prm::QUERY_HCA_VPORT_GID:
-    // A RoCE port's GID table, read the way DEVX lets any user read it.
-    case prm::QUERY_ROCE_ADDRESS:
-      return true;
-    default:
-      return false;
-  }
+  const prm::Command* c = prm::FindCommand(opcode);
+  return c != nullptr && c->user;
 }
 
 namespace {

@@ -25,12 +25,12 @@ enum class OwnedKind : uint8_t {
 inline constexpr std::size_t kOwnedKinds = 16;
 const char* OwnedKindName(OwnedKind kind);
 
-// A user-space command the daemon passes on; false for what only the function's owner issues
-// (ENABLE/INIT/TEARDOWN/DISABLE_HCA, pages, SET_HCA_CAP, SET_ISSI, ACCESS_REG, ...) and for
-// opcodes it does not know.
+// A user-space command the daemon passes on (uapi/prm/commands.h's user column); false for what
+// only the function's owner issues (ENABLE/INIT/TEARDOWN/DISABLE_HCA, pages, SET_HCA_CAP,
+// SET_ISSI, ACCESS_REG, ...) and for opcodes it does not know.
 bool UserMayIssue(uint16_t opcode);
-// Whether the command's header uid (input bytes 2-3) names the object owner; the daemon writes
-// the client's uid there, and 0 into every other command's header (its reserved bits).
+// Whether the command's header uid (input bytes 2-3) names the object owner (the table's uid
+// column); the daemon writes the client's uid there, and 0 into every other command's header.
 bool CarriesUid(uint16_t opcode);
 
 class OwnedObjects {
