@@ -81,13 +81,12 @@ Result<void> SendQueue::Init(const SendQueueDesc& d) {
   if (d.max_post == 0 || d.max_post > d.wqe_cnt)
     return Fail(EINVAL, "send queue: max_post must be 1..wqe_cnt");
 
-  // The largest WQE this queue can build: the budget create_qp sized the ring by.
-  const uint64_t worst = SendWqeBytes(
-      {.transport = d.transport,
-       .umr = d.umr && (d.transport == QpTransport::kRc || d.transport == QpTransport::kUc ||
-                        d.transport == QpTransport::kXrc),
-       .max_send_sge = d.max_send_sge,
-       .max_inline_data = d.max_inline_data});
+  // The largest WQE this queue can build: the budget create_qp sized the ring by (a UMR counts
+  // only where the budget says a transport binds).
+  const uint64_t worst = SendWqeBytes({.transport = d.transport,
+                                       .umr = d.umr,
+                                       .max_send_sge = d.max_send_sge,
+                                       .max_inline_data = d.max_inline_data});
   if (worst / kDs > prm::kWqeDsMask)
     return Fail(EINVAL, "send queue: the largest WQE exceeds 63 units of 16 bytes");
   worst_bbs_ = static_cast<uint32_t>(worst / kBb);

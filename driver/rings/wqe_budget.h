@@ -21,7 +21,7 @@ namespace onchip::driver::rings {
 
 struct SendWqeNeeds {
   QpTransport transport = QpTransport::kRc;
-  bool umr = false;  // the QP may bind or invalidate windows (RC, UC and XRC only)
+  bool umr = false;  // the QP may bind or invalidate windows; ignored on UD and raw packet QPs
   uint64_t max_send_sge = 0;
   uint64_t max_inline_data = 0;
 };

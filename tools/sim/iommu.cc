@@ -1,6 +1,5 @@
 #include "tools/sim/iommu.h"
 
-
 #include <bit>
 #include <cerrno>
 #include <cstring>

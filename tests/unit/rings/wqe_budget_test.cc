@@ -26,6 +26,9 @@ TEST(WqeBudget, SegmentSizesAreLibmlx5s) {
   EXPECT_EQ(SendWqeOverhead(QpTransport::kXrc, true), 16u + 176);
   EXPECT_EQ(SendWqeOverhead(QpTransport::kUd, false), 16u + 48);
   EXPECT_EQ(SendWqeOverhead(QpTransport::kRaw, false), 16u + 32);
+  // No window binds on UD or raw packet QPs: the flag changes nothing there.
+  EXPECT_EQ(SendWqeOverhead(QpTransport::kUd, true), 16u + 48);
+  EXPECT_EQ(SendWqeOverhead(QpTransport::kRaw, true), 16u + 32);
 }
 
 struct SendCase {
