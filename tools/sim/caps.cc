@@ -263,14 +263,14 @@ std::span<const std::byte, kCapPageBytes> Capabilities::Page(uint16_t cap_type,
 Outcome Capabilities::Set(uint16_t cap_type, std::span<const std::byte> page) {
   auto it = pages_.find(cap_type);
   if (it == pages_.end())
-    return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_TYPE_UNSUPPORTED);
+    return Refuse(Syndrome::CAP_TYPE_UNSUPPORTED);
   const auto& fields = WritableFields(cap_type);
   if (fields.empty())
-    return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_NOT_SETTABLE);
+    return Refuse(Syndrome::CAP_NOT_SETTABLE);
   for (const Writable& f : fields) {
     const uint64_t v = prm::detail::GetBits(page.data(), f.bit_offset, f.bit_width);
     const uint64_t max = prm::detail::GetBits(it->second.max.data(), f.bit_offset, f.bit_width);
-    if (v > max) return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_ABOVE_MAX);
+    if (v > max) return Refuse(Syndrome::CAP_ABOVE_MAX);
   }
   for (const Writable& f : fields)
     prm::detail::SetBits(it->second.cur.data(), f.bit_offset, f.bit_width,

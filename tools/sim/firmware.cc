@@ -11,7 +11,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 
 uint32_t EqCount(const DeviceConfig& config) {
   // eq_number is 8 bits wide; both advertised bounds apply.
@@ -53,7 +52,7 @@ Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> ou
   Outcome r;
   uint16_t opcode = 0;
   if (in.size() < prm::size_bytes<prm::mbox_in>) {
-    r = Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+    r = Refuse(Syndrome::INPUT_TOO_SHORT);
   } else {
     opcode = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::opcode));
     auto inj = std::find_if(injected_.begin(), injected_.end(), [&](const InjectedFailure& f) {
@@ -90,7 +89,7 @@ Outcome Firmware::CheckState(uint16_t opcode) const {
                                                      : prm::kHcaInitialized;
   const prm::Command* command = prm::FindCommand(opcode);
   const bool ok = command != nullptr && (command->states & now) != 0;
-  return ok ? Outcome::Ok() : Refuse(CommandStatus::BAD_SYS_STATE_ERR, Syndrome::WRONG_STATE);
+  return ok ? Outcome::Ok() : Refuse(Syndrome::WRONG_STATE);
 }
 
 Firmware::Handler Firmware::HandlerFor(uint16_t opcode) {
@@ -182,7 +181,7 @@ bool Firmware::Implements(uint16_t opcode) { return HandlerFor(opcode) != nullpt
 Outcome Firmware::Dispatch(uint16_t opcode, std::span<const std::byte> in,
                            std::span<std::byte> out) {
   const Handler h = HandlerFor(opcode);
-  if (h == nullptr) return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::BAD_OPCODE);
+  if (h == nullptr) return Refuse(Syndrome::BAD_OPCODE);
   if (Outcome s = CheckState(opcode); !s.ok()) return s;
   return (this->*h)(in, out);
 }

@@ -34,7 +34,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -45,7 +44,6 @@ constexpr uint32_t kCqeSz128 = 1;
 constexpr uint32_t kDbrAlignment = 8;
 constexpr uint32_t kDbrBytes = 8;  // consumer index word and arm word
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
 
@@ -53,8 +51,8 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
   using In = prm::create_cq_in;
   constexpr auto cqc = In::cq_context;
   if (Outcome s = CheckShape<In, prm::create_cq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, cqc)) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, cqc)) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
   if (prm::Get(in, In::cq_umem_valid) || prm::Get(in, cqc.dbr_umem_valid) ||
@@ -62,32 +60,32 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
       prm::Get(in, cqc.mini_cqe_res_format) || prm::Get(in, cqc.cqe_compression_layout) ||
       prm::Get(in, cqc.oi) || prm::Get(in, cqc.cc) || prm::Get(in, cqc.scqe_break_moderation_en) ||
       prm::Get(in, cqc.cq_period_mode) != 0)
-    return Bad(Syndrome::CQ_UNSUPPORTED);
+    return Refuse(Syndrome::CQ_UNSUPPORTED);
   // State and counters are the device's: a new CQ is not armed and has produced nothing.
   if (prm::Get(in, cqc.status) || prm::Get(in, cqc.st) || prm::Get(in, cqc.last_notified_index) ||
       prm::Get(in, cqc.last_solicit_index) || prm::Get(in, cqc.consumer_counter) ||
       prm::Get(in, cqc.producer_counter))
-    return Bad(Syndrome::CQ_STATE);
+    return Refuse(Syndrome::CQ_STATE);
   const uint32_t cqe_sz = prm::Get(in, cqc.cqe_sz);
-  if (cqe_sz != kCqeSz64 && cqe_sz != kCqeSz128) return Bad(Syndrome::CQ_CQE_SIZE);
+  if (cqe_sz != kCqeSz64 && cqe_sz != kCqeSz128) return Refuse(Syndrome::CQ_CQE_SIZE);
   const uint32_t log_size = prm::Get(in, cqc.log_cq_size);
-  if (log_size > config_.log_max_cq_sz) return Bad(Syndrome::CQ_SIZE);
+  if (log_size > config_.log_max_cq_sz) return Refuse(Syndrome::CQ_SIZE);
   const uint32_t log_page_size = prm::Get(in, cqc.log_page_size);
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::CQ_PAGE_SIZE);
-  if (prm::Get(in, cqc.page_offset) != 0) return Bad(Syndrome::CQ_PAGE_OFFSET);
+  if (log_page_size > kMaxQueueLogPageSize) return Refuse(Syndrome::CQ_PAGE_SIZE);
+  if (prm::Get(in, cqc.page_offset) != 0) return Refuse(Syndrome::CQ_PAGE_OFFSET);
 
   auto uar = uars_.find(prm::Get(in, cqc.uar_page));
-  if (uar == uars_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_UAR_UNKNOWN);
-  if (uar->second != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (uar == uars_.end()) return Refuse(Syndrome::CQ_UAR_UNKNOWN);
+  if (uar->second != uid) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t eqn = prm::Get(in, cqc.c_eqn_or_apu_element);
   auto eq = eqs_.find(eqn);
-  if (eq == eqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_EQ_UNKNOWN);
+  if (eq == eqs_.end()) return Refuse(Syndrome::CQ_EQ_UNKNOWN);
   if (eq->second.uid != uid && eq->second.uid != 0)
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    return Refuse(Syndrome::NOT_OWNER);
 
   const uint64_t dbr = prm::Get(in, cqc.dbr_addr);
-  if (dbr % kDbrAlignment != 0) return Bad(Syndrome::CQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Bad(Syndrome::CQ_DBR_UNMAPPED);
+  if (dbr % kDbrAlignment != 0) return Refuse(Syndrome::CQ_DBR_ALIGNMENT);
+  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Refuse(Syndrome::CQ_DBR_UNMAPPED);
 
   Cq cq{};
   cq.uid = uid;
@@ -106,7 +104,7 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
     return s;
 
   auto cqn = cq_ids_.Allocate();
-  if (!cqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::CQ_EXHAUSTED);
+  if (!cqn) return Refuse(Syndrome::CQ_EXHAUSTED);
   std::memcpy(cq.cqc.data(), in.data() + cqc.bit_offset / 8, cq.cqc.size());
   ++eq->second.cqs;
   cqs_.emplace(*cqn, std::move(cq));
@@ -117,12 +115,12 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
 Outcome Firmware::DestroyCq(Bytes in, Out out) {
   using In = prm::destroy_cq_in;
   if (Outcome s = CheckShape<In, prm::destroy_cq_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = cqs_.find(prm::Get(in, In::cqn));
-  if (it == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_UNKNOWN);
+  if (it == cqs_.end()) return Refuse(Syndrome::CQ_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (it->second.users != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::CQ_BUSY);
+    return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.users != 0) return Refuse(Syndrome::CQ_BUSY);
   --eqs_.at(it->second.eqn).cqs;
   cq_ids_.Free(it->first);
   cqs_.erase(it);
@@ -134,9 +132,9 @@ Outcome Firmware::QueryCq(Bytes in, Out out) {
   using O = prm::query_cq_out;
   using Ctx = prm::cqc_bits<O::cq_context.bit_offset>;
   if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = cqs_.find(prm::Get(in, In::cqn));
-  if (it == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_UNKNOWN);
+  if (it == cqs_.end()) return Refuse(Syndrome::CQ_UNKNOWN);
   Cq& cq = it->second;
   // The engine reads the consumer index when a completion finds the ring full; the query
   // reports the doorbell record's current value.
@@ -154,21 +152,21 @@ Outcome Firmware::ModifyCq(Bytes in, Out out) {
   using In = prm::modify_cq_in;
   using Ctx = prm::cqc_bits<In::cq_context.bit_offset>;
   if (Outcome s = CheckShape<In, prm::modify_cq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
   const uint32_t op_mod = prm::Get(in, In::op_mod);
   if (op_mod == prm::CQ_OPMOD_RESIZE && !config_.cq_resize)
-    return Bad(Syndrome::CQ_RESIZE_UNSUPPORTED);
+    return Refuse(Syndrome::CQ_RESIZE_UNSUPPORTED);
   if (op_mod != prm::CQ_OPMOD_MODIFY && op_mod != prm::CQ_OPMOD_RESIZE)
-    return Bad(Syndrome::BAD_OP_MOD);
-  if (prm::Get(in, In::cq_umem_valid)) return Bad(Syndrome::CQ_UNSUPPORTED);
+    return Refuse(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::cq_umem_valid)) return Refuse(Syndrome::CQ_UNSUPPORTED);
   auto it = cqs_.find(prm::Get(in, In::cqn));
-  if (it == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::CQ_UNKNOWN);
+  if (it == cqs_.end()) return Refuse(Syndrome::CQ_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    return Refuse(Syndrome::NOT_OWNER);
   const uint32_t select = prm::Get(in, In::modify_field_select_resize_field_select);
   if (op_mod == prm::CQ_OPMOD_RESIZE) return ResizeCq(in, it->second, select);
   if ((select & ~uint32_t{prm::CQ_MODIFY_PERIOD | prm::CQ_MODIFY_COUNT}) != 0)
-    return Bad(Syndrome::CQ_MODIFY_FIELD);
+    return Refuse(Syndrome::CQ_MODIFY_FIELD);
   // Fields not selected are ignored, as firmware ignores them.
   prm::Bits ctx(std::span<std::byte>(it->second.cqc));
   if (select & prm::CQ_MODIFY_PERIOD) ctx.set(prm::cqc::cq_period, prm::Get(in, Ctx::cq_period));
@@ -183,23 +181,23 @@ Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
   constexpr uint32_t kResizeFields = prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE |
                                      prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET |
                                      prm::MLX5_MODIFY_CQ_MASK_PG_SIZE;
-  if ((select & ~kResizeFields) != 0) return Bad(Syndrome::CQ_MODIFY_FIELD);
-  if (cq.progress.overflowed) return Bad(Syndrome::CQ_RESIZE_STATE);
+  if ((select & ~kResizeFields) != 0) return Refuse(Syndrome::CQ_MODIFY_FIELD);
+  if (cq.progress.overflowed) return Refuse(Syndrome::CQ_RESIZE_STATE);
   prm::Bits ctx(std::span<std::byte>(cq.cqc));
   const uint32_t old_log_size = static_cast<uint32_t>(ctx.get(prm::cqc::log_cq_size));
   const uint32_t old_cqe_bytes = ctx.get(prm::cqc::cqe_sz) == kCqeSz128 ? 128 : 64;
   const uint32_t cqe_sz = prm::Get(in, Ctx::cqe_sz);
-  if (cqe_sz != kCqeSz64 && cqe_sz != kCqeSz128) return Bad(Syndrome::CQ_CQE_SIZE);
+  if (cqe_sz != kCqeSz64 && cqe_sz != kCqeSz128) return Refuse(Syndrome::CQ_CQE_SIZE);
   const uint32_t log_size = (select & prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE)
                                 ? prm::Get(in, Ctx::log_cq_size)
                                 : old_log_size;
-  if (log_size > config_.log_max_cq_sz) return Bad(Syndrome::CQ_SIZE);
+  if (log_size > config_.log_max_cq_sz) return Refuse(Syndrome::CQ_SIZE);
   const uint32_t log_page_size = (select & prm::MLX5_MODIFY_CQ_MASK_PG_SIZE)
                                      ? prm::Get(in, Ctx::log_page_size)
                                      : static_cast<uint32_t>(ctx.get(prm::cqc::log_page_size));
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::CQ_PAGE_SIZE);
+  if (log_page_size > kMaxQueueLogPageSize) return Refuse(Syndrome::CQ_PAGE_SIZE);
   if ((select & prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET) && prm::Get(in, Ctx::page_offset) != 0)
-    return Bad(Syndrome::CQ_PAGE_OFFSET);
+    return Refuse(Syndrome::CQ_PAGE_OFFSET);
   std::vector<uint64_t> pas;
   const uint32_t log_page_bytes = 12 + log_page_size;
   if (Outcome s = ReadQueuePages(in, In::pas.bit_offset / 8,
@@ -213,7 +211,7 @@ Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
   // What software has not polled yet, by the consumer index it last published.
   std::array<std::byte, 4> ci_bytes{};
   if (!iommu_.Read(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4, ci_bytes))
-    return Bad(Syndrome::CQ_DBR_UNMAPPED);
+    return Refuse(Syndrome::CQ_DBR_UNMAPPED);
   uint32_t ci_be;
   std::memcpy(&ci_be, ci_bytes.data(), sizeof ci_be);
   cq.consumer_counter = prm::Be32::FromRaw(ci_be).host() & prm::kCqConsumerIndexMask;
@@ -221,21 +219,21 @@ Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
       (cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask;
   const uint32_t old_size = uint32_t{1} << old_log_size;
   if (outstanding >= (uint32_t{1} << log_size) || outstanding >= old_size)
-    return Refuse(CommandStatus::BAD_SIZE_OUTS_CQES_ERR, Syndrome::CQ_RESIZE_OUTSTANDING);
+    return Refuse(Syndrome::CQ_RESIZE_OUTSTANDING);
 
   // The resize CQE at the switch point, in the old ring: all but op_own, then op_own.
   const uint64_t old_page = uint64_t{1} << cq.log_page_bytes;
   const uint64_t offset =
       uint64_t{cq.producer_counter & (old_size - 1)} * old_cqe_bytes + (old_cqe_bytes - 64);
   const uint64_t page_index = offset >> cq.log_page_bytes;
-  if (page_index >= cq.pas.size()) return Bad(Syndrome::CQ_PAS_UNMAPPED);
+  if (page_index >= cq.pas.size()) return Refuse(Syndrome::CQ_PAS_UNMAPPED);
   const uint64_t at = cq.pas[page_index] + (offset & (old_page - 1));
   prm::pod::mlx5_cqe64 resize{};
   resize.op_own = prm::CqeOpOwn(prm::MLX5_CQE_RESIZE_CQ,
                                 prm::CqeOwnerFor(cq.producer_counter, old_size));
   std::array<std::byte, sizeof resize> bytes;
   std::memcpy(bytes.data(), &resize, sizeof resize);
-  if (!iommu_.IsMapped(at, sizeof resize)) return Bad(Syndrome::CQ_PAS_UNMAPPED);
+  if (!iommu_.IsMapped(at, sizeof resize)) return Refuse(Syndrome::CQ_PAS_UNMAPPED);
   (void)iommu_.Write(at, std::span<const std::byte>(bytes).first(sizeof resize - 1));
   (void)iommu_.Write(at + sizeof resize - 1, std::span<const std::byte>(bytes).last(1));
   ++cq.producer_counter;

@@ -20,7 +20,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -28,7 +27,6 @@ namespace {
 
 constexpr std::size_t kEqeBytesLog = 6;  // 64-byte EQEs
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
 
@@ -36,26 +34,26 @@ Outcome Firmware::CreateEq(Bytes in, Out out) {
   using In = prm::create_eq_in;
   constexpr auto eqc = In::eq_context_entry;
   if (Outcome s = CheckShape<In, prm::create_eq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, eqc)) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, eqc)) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
-  if (prm::Get(in, eqc.ec)) return Bad(Syndrome::EQ_UNSUPPORTED);
+  if (prm::Get(in, eqc.ec)) return Refuse(Syndrome::EQ_UNSUPPORTED);
   // eqc.st at creation: 0 (the first doorbell arms it), ARMED or ALWAYS_ARMED; FIRED is the
   // device's to set.
   const uint32_t st = prm::Get(in, eqc.st);
   if (prm::Get(in, eqc.status) != 0 || (st != 0 && st != prm::EQ_CQ_STATE_ARMED && st != prm::EQ_STATE_ALWAYS_ARMED))
-    return Bad(Syndrome::EQ_STATE);
+    return Refuse(Syndrome::EQ_STATE);
   const uint32_t log_size = prm::Get(in, eqc.log_eq_size);
-  if (log_size > config_.log_max_eq_sz) return Bad(Syndrome::EQ_SIZE);
-  if (prm::Get(in, eqc.intr) >= config_.num_interrupt_vectors) return Bad(Syndrome::EQ_INTR);
+  if (log_size > config_.log_max_eq_sz) return Refuse(Syndrome::EQ_SIZE);
+  if (prm::Get(in, eqc.intr) >= config_.num_interrupt_vectors) return Refuse(Syndrome::EQ_INTR);
   const uint32_t log_page_size = prm::Get(in, eqc.log_page_size);
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::EQ_PAGE_SIZE);
-  if (prm::Get(in, eqc.page_offset) != 0) return Bad(Syndrome::EQ_PAGE_OFFSET);
+  if (log_page_size > kMaxQueueLogPageSize) return Refuse(Syndrome::EQ_PAGE_SIZE);
+  if (prm::Get(in, eqc.page_offset) != 0) return Refuse(Syndrome::EQ_PAGE_OFFSET);
 
   auto uar = uars_.find(prm::Get(in, eqc.uar_page));
-  if (uar == uars_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::EQ_UAR_UNKNOWN);
-  if (uar->second != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (uar == uars_.end()) return Refuse(Syndrome::EQ_UAR_UNKNOWN);
+  if (uar->second != uid) return Refuse(Syndrome::NOT_OWNER);
 
   Eq eq{};
   eq.uid = uid;
@@ -69,7 +67,7 @@ Outcome Firmware::CreateEq(Bytes in, Out out) {
     return s;
 
   auto eqn = eq_ids_.Allocate();
-  if (!eqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::EQ_EXHAUSTED);
+  if (!eqn) return Refuse(Syndrome::EQ_EXHAUSTED);
   std::memcpy(eq.eqc.data(), in.data() + eqc.bit_offset / 8, eq.eqc.size());
   for (std::size_t i = 0; i < eq.event_bitmask.size(); ++i)
     eq.event_bitmask[i] = prm::Get(in, In::event_bitmask[i]);
@@ -87,11 +85,11 @@ Outcome Firmware::DestroyEq(Bytes in, Out out) {
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, prm::destroy_eq_out>(in, out, &uid); !s.ok())
     return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = eqs_.find(prm::Get(in, In::eq_number));
-  if (it == eqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::EQ_UNKNOWN);
-  if (it->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (it->second.cqs != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::EQ_BUSY);
+  if (it == eqs_.end()) return Refuse(Syndrome::EQ_UNKNOWN);
+  if (it->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.cqs != 0) return Refuse(Syndrome::EQ_BUSY);
   eq_ids_.Free(it->first);
   eqs_.erase(it);
   return Outcome::Ok();
@@ -102,9 +100,9 @@ Outcome Firmware::QueryEq(Bytes in, Out out) {
   using O = prm::query_eq_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = eqs_.find(prm::Get(in, In::eq_number));
-  if (it == eqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::EQ_UNKNOWN);
+  if (it == eqs_.end()) return Refuse(Syndrome::EQ_UNKNOWN);
   const Eq& eq = it->second;
   std::memcpy(out.data() + O::eq_context_entry.bit_offset / 8, eq.eqc.data(), eq.eqc.size());
   using Ctx = prm::eqc_bits<O::eq_context_entry.bit_offset>;

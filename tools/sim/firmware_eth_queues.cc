@@ -38,7 +38,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -51,8 +50,6 @@ constexpr uint32_t kRqMinLogStride = 4;
 constexpr uint32_t kTsFormatDefault = 1;
 constexpr uint32_t kInlineModeL2 = 1;
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
-Outcome BadRes(Syndrome s) { return Refuse(CommandStatus::BAD_RES_ERR, s); }
 
 // Which next states a work queue in `cur` may move to.
 bool WqTransitionOk(uint32_t cur, uint32_t next) {
@@ -80,24 +77,24 @@ Outcome Firmware::CreateTis(Bytes in, Out out) {
   using In = prm::create_tis_in;
   using Ctx = prm::tisc_bits<In::ctx.bit_offset>;
   if (Outcome s = CheckShape<In, prm::create_tis_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
   if (prm::Get(in, Ctx::strict_lag_tx_port_affinity) || prm::Get(in, Ctx::tls_en) ||
       prm::Get(in, Ctx::lag_tx_port_affinity) || prm::Get(in, Ctx::prio) ||
       prm::Get(in, Ctx::underlay_qpn))
-    return Bad(Syndrome::TIS_UNSUPPORTED);
+    return Refuse(Syndrome::TIS_UNSUPPORTED);
   if (const uint32_t pdn = prm::Get(in, Ctx::pd); pdn != 0) {
     auto pd = pds_.find(pdn);
-    if (pd == pds_.end()) return BadRes(Syndrome::PD_UNKNOWN);
-    if (pd->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+    if (pd == pds_.end()) return Refuse(Syndrome::PD_UNKNOWN);
+    if (pd->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   }
   const uint32_t td = prm::Get(in, Ctx::transport_domain);
   auto t = tds_.find(td);
-  if (t == tds_.end()) return BadRes(Syndrome::TIS_TD_UNKNOWN);
-  if (t->second != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (t == tds_.end()) return Refuse(Syndrome::TIS_TD_UNKNOWN);
+  if (t->second != uid) return Refuse(Syndrome::NOT_OWNER);
   auto tisn = tis_ids_.Allocate();
-  if (!tisn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::TIS_EXHAUSTED);
+  if (!tisn) return Refuse(Syndrome::TIS_EXHAUSTED);
   Tis tis{};
   tis.uid = uid;
   tis.td = td;
@@ -110,11 +107,11 @@ Outcome Firmware::CreateTis(Bytes in, Out out) {
 Outcome Firmware::DestroyTis(Bytes in, Out out) {
   using In = prm::destroy_tis_in;
   if (Outcome s = CheckShape<In, prm::destroy_tis_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = tises_.find(prm::Get(in, In::tisn));
-  if (it == tises_.end()) return BadRes(Syndrome::TIS_UNKNOWN);
-  if (it->second.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
-  if (it->second.sqs != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::TIS_BUSY);
+  if (it == tises_.end()) return Refuse(Syndrome::TIS_UNKNOWN);
+  if (it->second.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.sqs != 0) return Refuse(Syndrome::TIS_BUSY);
   tis_ids_.Free(it->first);
   tises_.erase(it);
   return Outcome::Ok();
@@ -125,10 +122,10 @@ Outcome Firmware::QueryTis(Bytes in, Out out) {
   using O = prm::query_tis_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = tises_.find(prm::Get(in, In::tisn));
-  if (it == tises_.end()) return BadRes(Syndrome::TIS_UNKNOWN);
-  if (uid != 0 && it->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (it == tises_.end()) return Refuse(Syndrome::TIS_UNKNOWN);
+  if (uid != 0 && it->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::tis_context.bit_offset / 8, it->second.tisc.data(),
               it->second.tisc.size());
   return Outcome::Ok();
@@ -141,11 +138,11 @@ Outcome Firmware::ReadWorkQueue(Bytes in, std::size_t wq_bit_offset, uint16_t ui
   // The wq layout at wq_bit_offset, read through a copy placed at bit 0.
   const std::size_t wq_bytes = prm::size_bytes<prm::wq>;
   if (in.size() < wq_bit_offset / 8 + wq_bytes)
-    return Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+    return Refuse(Syndrome::INPUT_TOO_SHORT);
   const Bytes w = in.subspan(wq_bit_offset / 8, wq_bytes);
   using W = prm::wq;
-  if (!ReservedClear(w, W{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(w, W::wq_type) != prm::WQ_TYPE_CYCLIC) return Bad(Syndrome::WQ_TYPE);
+  if (!ReservedClear(w, W{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(w, W::wq_type) != prm::WQ_TYPE_CYCLIC) return Refuse(Syndrome::WQ_TYPE);
   if (prm::Get(w, W::wq_signature) || prm::Get(w, W::end_padding_mode) ||
       prm::Get(w, W::cd_slave) || prm::Get(w, W::hds_skip_first_sge) ||
       prm::Get(w, W::log2_hds_buf_size) || prm::Get(w, W::lwm) ||
@@ -158,33 +155,33 @@ Outcome Firmware::ReadWorkQueue(Bytes in, std::size_t wq_bit_offset, uint16_t ui
       prm::Get(w, W::shampo_mode) || prm::Get(w, W::log_reservation_size) ||
       prm::Get(w, W::log_max_num_of_packets_per_reservation) ||
       prm::Get(w, W::log_headers_entry_size) || prm::Get(w, W::log_headers_buffer_entry_num))
-    return Bad(Syndrome::WQ_UNSUPPORTED);
-  if (prm::Get(w, W::hw_counter) || prm::Get(w, W::sw_counter)) return Bad(Syndrome::WQ_STATE);
+    return Refuse(Syndrome::WQ_UNSUPPORTED);
+  if (prm::Get(w, W::hw_counter) || prm::Get(w, W::sw_counter)) return Refuse(Syndrome::WQ_STATE);
   const uint32_t log_size = prm::Get(w, W::log_wq_sz);
-  if (log_size > config_.log_max_wq_sz) return Bad(Syndrome::WQ_SIZE);
+  if (log_size > config_.log_max_wq_sz) return Refuse(Syndrome::WQ_SIZE);
   const uint32_t log_stride = prm::Get(w, W::log_wq_stride);
   if (send ? log_stride != kSqLogStride
            : (log_stride < kRqMinLogStride || (uint32_t{1} << log_stride) > config_.max_wqe_sz_rq))
-    return Bad(Syndrome::WQ_STRIDE);
+    return Refuse(Syndrome::WQ_STRIDE);
   const uint32_t log_page_size = prm::Get(w, W::log_wq_pg_sz);
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::WQ_PAGE_SIZE);
-  if (prm::Get(w, W::page_offset) != 0) return Bad(Syndrome::WQ_PAGE_OFFSET);
+  if (log_page_size > kMaxQueueLogPageSize) return Refuse(Syndrome::WQ_PAGE_SIZE);
+  if (prm::Get(w, W::page_offset) != 0) return Refuse(Syndrome::WQ_PAGE_OFFSET);
 
   const uint32_t pdn = prm::Get(w, W::pd);
   auto pd = pds_.find(pdn);
-  if (pd == pds_.end()) return BadRes(Syndrome::WQ_PD_UNKNOWN);
-  if (pd->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (pd == pds_.end()) return Refuse(Syndrome::WQ_PD_UNKNOWN);
+  if (pd->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t uar_page = prm::Get(w, W::uar_page);
   if (send) {
     auto uar = uars_.find(uar_page);
-    if (uar == uars_.end()) return BadRes(Syndrome::WQ_UAR_UNKNOWN);
-    if (uar->second != uid) return BadRes(Syndrome::NOT_OWNER);
+    if (uar == uars_.end()) return Refuse(Syndrome::WQ_UAR_UNKNOWN);
+    if (uar->second != uid) return Refuse(Syndrome::NOT_OWNER);
   } else if (uar_page != 0) {
-    return Bad(Syndrome::WQ_UNSUPPORTED);  // an RQ rings no UAR
+    return Refuse(Syndrome::WQ_UNSUPPORTED);  // an RQ rings no UAR
   }
   const uint64_t dbr = prm::Get(w, W::dbr_addr);
-  if (dbr % kDbrAlignment != 0) return Bad(Syndrome::WQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Bad(Syndrome::WQ_DBR_UNMAPPED);
+  if (dbr % kDbrAlignment != 0) return Refuse(Syndrome::WQ_DBR_ALIGNMENT);
+  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Refuse(Syndrome::WQ_DBR_UNMAPPED);
 
   q->pd = pdn;
   q->log_page_bytes = 12 + log_page_size;
@@ -200,8 +197,8 @@ Outcome Firmware::CreateSq(Bytes in, Out out) {
   using In = prm::create_sq_in;
   using Ctx = prm::sqc_bits<In::ctx.bit_offset>;
   if (Outcome s = CheckShape<In, prm::create_sq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
   if (prm::Get(in, Ctx::rlky) || prm::Get(in, Ctx::cd_master) || prm::Get(in, Ctx::fre) ||
       prm::Get(in, Ctx::allow_multi_pkt_send_wqe) ||
@@ -211,23 +208,23 @@ Outcome Firmware::CreateSq(Bytes in, Out out) {
       prm::Get(in, Ctx::hairpin_peer_rq) || prm::Get(in, Ctx::hairpin_peer_vhca) ||
       prm::Get(in, Ctx::ts_cqe_to_dest_cqn) || prm::Get(in, Ctx::packet_pacing_rate_limit_index) ||
       prm::Get(in, Ctx::qos_queue_group_id))
-    return Bad(Syndrome::WQ_UNSUPPORTED);
-  if (prm::Get(in, Ctx::state) != prm::SQC_STATE_RST) return Bad(Syndrome::WQ_STATE);
-  if (prm::Get(in, Ctx::tis_lst_sz) != 1) return Bad(Syndrome::SQ_TIS);
+    return Refuse(Syndrome::WQ_UNSUPPORTED);
+  if (prm::Get(in, Ctx::state) != prm::SQC_STATE_RST) return Refuse(Syndrome::WQ_STATE);
+  if (prm::Get(in, Ctx::tis_lst_sz) != 1) return Refuse(Syndrome::SQ_TIS);
   const uint32_t cqn = prm::Get(in, Ctx::cqn);
   auto cq = cqs_.find(cqn);
-  if (cq == cqs_.end()) return BadRes(Syndrome::WQ_CQ_UNKNOWN);
-  if (cq->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (cq == cqs_.end()) return Refuse(Syndrome::WQ_CQ_UNKNOWN);
+  if (cq->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t tisn = prm::Get(in, Ctx::tis_num_0);
   auto tis = tises_.find(tisn);
-  if (tis == tises_.end()) return BadRes(Syndrome::SQ_TIS_UNKNOWN);
-  if (tis->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (tis == tises_.end()) return Refuse(Syndrome::SQ_TIS_UNKNOWN);
+  if (tis->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
 
   Sq sq{};
   if (Outcome s = ReadWorkQueue(in, Ctx::wq.bit_offset, uid, /*send=*/true, &sq); !s.ok())
     return s;
   auto sqn = qp_ids_.Allocate();
-  if (!sqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::WQ_EXHAUSTED);
+  if (!sqn) return Refuse(Syndrome::WQ_EXHAUSTED);
   sq.uid = uid;
   sq.cqn = cqn;
   sq.state = prm::SQC_STATE_RST;
@@ -245,10 +242,10 @@ Outcome Firmware::CreateSq(Bytes in, Out out) {
 Outcome Firmware::DestroySq(Bytes in, Out out) {
   using In = prm::destroy_sq_in;
   if (Outcome s = CheckShape<In, prm::destroy_sq_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = sqs_.find(prm::Get(in, In::sqn));
-  if (it == sqs_.end()) return BadRes(Syndrome::SQ_UNKNOWN);
-  if (it->second.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
+  if (it == sqs_.end()) return Refuse(Syndrome::SQ_UNKNOWN);
+  if (it->second.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   --cqs_.at(it->second.cqn).users;
   --tises_.at(it->second.tisn).sqs;
   --pds_.at(it->second.pd).queues;
@@ -262,10 +259,10 @@ Outcome Firmware::QuerySq(Bytes in, Out out) {
   using O = prm::query_sq_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = sqs_.find(prm::Get(in, In::sqn));
-  if (it == sqs_.end()) return BadRes(Syndrome::SQ_UNKNOWN);
-  if (uid != 0 && it->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (it == sqs_.end()) return Refuse(Syndrome::SQ_UNKNOWN);
+  if (uid != 0 && it->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::sq_context.bit_offset / 8, it->second.sqc.data(),
               it->second.sqc.size());
   WriteQueuePages(out, prm::size_bytes<O>, it->second.pas);
@@ -276,17 +273,17 @@ Outcome Firmware::ModifySq(Bytes in, Out out) {
   using In = prm::modify_sq_in;
   using Ctx = prm::sqc_bits<In::ctx.bit_offset>;
   if (Outcome s = CheckShape<In, prm::modify_sq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = sqs_.find(prm::Get(in, In::sqn));
-  if (it == sqs_.end()) return BadRes(Syndrome::SQ_UNKNOWN);
+  if (it == sqs_.end()) return Refuse(Syndrome::SQ_UNKNOWN);
   Sq& sq = it->second;
-  if (sq.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
+  if (sq.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   if (prm::Get(in, In::sq_state) != sq.state)
-    return Refuse(CommandStatus::BAD_RES_STATE_ERR, Syndrome::WQ_BAD_STATE);
-  if (prm::Get(in, In::modify_bitmask) != 0) return Bad(Syndrome::WQ_MODIFY_BITMASK);
+    return Refuse(Syndrome::WQ_BAD_STATE);
+  if (prm::Get(in, In::modify_bitmask) != 0) return Refuse(Syndrome::WQ_MODIFY_BITMASK);
   const uint32_t next = prm::Get(in, Ctx::state);
-  if (!WqTransitionOk(sq.state, next)) return Bad(Syndrome::WQ_TRANSITION);
+  if (!WqTransitionOk(sq.state, next)) return Refuse(Syndrome::WQ_TRANSITION);
   sq.state = static_cast<uint8_t>(next);
   prm::Bits(std::span<std::byte>(sq.sqc)).set(prm::sqc::state, next);
   return Outcome::Ok();
@@ -296,11 +293,11 @@ Outcome Firmware::CreateRq(Bytes in, Out out) {
   using In = prm::create_rq_in;
   using Ctx = prm::rqc_bits<In::ctx.bit_offset>;
   if (Outcome s = CheckShape<In, prm::create_rq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
   if (prm::Get(in, Ctx::mem_rq_type) != prm::RQC_MEM_RQ_TYPE_MEMORY_RQ_INLINE)
-    return Bad(Syndrome::RQ_MEM_TYPE);
+    return Refuse(Syndrome::RQ_MEM_TYPE);
   if (prm::Get(in, Ctx::rlky) || prm::Get(in, Ctx::delay_drop_en) ||
       prm::Get(in, Ctx::scatter_fcs) || prm::Get(in, Ctx::hairpin) ||
       prm::Get(in, Ctx::ts_format) > kTsFormatDefault || prm::Get(in, Ctx::user_index) ||
@@ -308,18 +305,18 @@ Outcome Firmware::CreateRq(Bytes in, Out out) {
       prm::Get(in, Ctx::hairpin_peer_sq) || prm::Get(in, Ctx::hairpin_peer_vhca) ||
       prm::Get(in, Ctx::shampo_no_match_alignment_granularity) ||
       prm::Get(in, Ctx::shampo_match_criteria_type) || prm::Get(in, Ctx::reservation_timeout))
-    return Bad(Syndrome::WQ_UNSUPPORTED);
-  if (prm::Get(in, Ctx::state) != prm::RQC_STATE_RST) return Bad(Syndrome::WQ_STATE);
+    return Refuse(Syndrome::WQ_UNSUPPORTED);
+  if (prm::Get(in, Ctx::state) != prm::RQC_STATE_RST) return Refuse(Syndrome::WQ_STATE);
   const uint32_t cqn = prm::Get(in, Ctx::cqn);
   auto cq = cqs_.find(cqn);
-  if (cq == cqs_.end()) return BadRes(Syndrome::WQ_CQ_UNKNOWN);
-  if (cq->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (cq == cqs_.end()) return Refuse(Syndrome::WQ_CQ_UNKNOWN);
+  if (cq->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
 
   Rq rq{};
   if (Outcome s = ReadWorkQueue(in, Ctx::wq.bit_offset, uid, /*send=*/false, &rq); !s.ok())
     return s;
   auto rqn = qp_ids_.Allocate();
-  if (!rqn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::WQ_EXHAUSTED);
+  if (!rqn) return Refuse(Syndrome::WQ_EXHAUSTED);
   rq.uid = uid;
   rq.cqn = cqn;
   rq.state = prm::RQC_STATE_RST;
@@ -334,11 +331,11 @@ Outcome Firmware::CreateRq(Bytes in, Out out) {
 Outcome Firmware::DestroyRq(Bytes in, Out out) {
   using In = prm::destroy_rq_in;
   if (Outcome s = CheckShape<In, prm::destroy_rq_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = rqs_.find(prm::Get(in, In::rqn));
-  if (it == rqs_.end()) return BadRes(Syndrome::RQ_UNKNOWN);
-  if (it->second.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
-  if (it->second.tirs != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::RQ_BUSY);
+  if (it == rqs_.end()) return Refuse(Syndrome::RQ_UNKNOWN);
+  if (it->second.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.tirs != 0) return Refuse(Syndrome::RQ_BUSY);
   --cqs_.at(it->second.cqn).users;
   --pds_.at(it->second.pd).queues;
   qp_ids_.Free(it->first);
@@ -351,10 +348,10 @@ Outcome Firmware::QueryRq(Bytes in, Out out) {
   using O = prm::query_rq_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = rqs_.find(prm::Get(in, In::rqn));
-  if (it == rqs_.end()) return BadRes(Syndrome::RQ_UNKNOWN);
-  if (uid != 0 && it->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (it == rqs_.end()) return Refuse(Syndrome::RQ_UNKNOWN);
+  if (uid != 0 && it->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::rq_context.bit_offset / 8, it->second.rqc.data(),
               it->second.rqc.size());
   WriteQueuePages(out, prm::size_bytes<O>, it->second.pas);
@@ -365,17 +362,17 @@ Outcome Firmware::ModifyRq(Bytes in, Out out) {
   using In = prm::modify_rq_in;
   using Ctx = prm::rqc_bits<In::ctx.bit_offset>;
   if (Outcome s = CheckShape<In, prm::modify_rq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = rqs_.find(prm::Get(in, In::rqn));
-  if (it == rqs_.end()) return BadRes(Syndrome::RQ_UNKNOWN);
+  if (it == rqs_.end()) return Refuse(Syndrome::RQ_UNKNOWN);
   Rq& rq = it->second;
-  if (rq.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
+  if (rq.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   if (prm::Get(in, In::rq_state) != rq.state)
-    return Refuse(CommandStatus::BAD_RES_STATE_ERR, Syndrome::WQ_BAD_STATE);
-  if (prm::Get(in, In::modify_bitmask) != 0) return Bad(Syndrome::WQ_MODIFY_BITMASK);
+    return Refuse(Syndrome::WQ_BAD_STATE);
+  if (prm::Get(in, In::modify_bitmask) != 0) return Refuse(Syndrome::WQ_MODIFY_BITMASK);
   const uint32_t next = prm::Get(in, Ctx::state);
-  if (!WqTransitionOk(rq.state, next)) return Bad(Syndrome::WQ_TRANSITION);
+  if (!WqTransitionOk(rq.state, next)) return Refuse(Syndrome::WQ_TRANSITION);
   rq.state = static_cast<uint8_t>(next);
   prm::Bits(std::span<std::byte>(rq.rqc)).set(prm::rqc::state, next);
   return Outcome::Ok();
@@ -387,12 +384,12 @@ Outcome Firmware::CreateTir(Bytes in, Out out) {
   using In = prm::create_tir_in;
   using Ctx = prm::tirc_bits<In::ctx.bit_offset>;
   if (Outcome s = CheckShape<In, prm::create_tir_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
   const uint32_t disp = prm::Get(in, Ctx::disp_type);
-  if (disp == prm::TIRC_DISP_TYPE_INDIRECT) return Bad(Syndrome::TIR_INDIRECT);
-  if (disp != prm::TIRC_DISP_TYPE_DIRECT) return Bad(Syndrome::TIR_UNSUPPORTED);
+  if (disp == prm::TIRC_DISP_TYPE_INDIRECT) return Refuse(Syndrome::TIR_INDIRECT);
+  if (disp != prm::TIRC_DISP_TYPE_DIRECT) return Refuse(Syndrome::TIR_UNSUPPORTED);
   bool hash_key = false;
   for (std::size_t i = 0; i < 10; ++i) hash_key |= prm::Get(in, Ctx::rx_hash_toeplitz_key[i]) != 0;
   if (hash_key || prm::Get(in, Ctx::tls_en) || prm::Get(in, Ctx::lro_timeout_period_usecs) ||
@@ -401,17 +398,17 @@ Outcome Firmware::CreateTir(Bytes in, Out out) {
       prm::Get(in, Ctx::indirect_table) || prm::Get(in, Ctx::rx_hash_fn) ||
       prm::Get(in, Ctx::rx_hash_field_selector_outer) ||
       prm::Get(in, Ctx::rx_hash_field_selector_inner))
-    return Bad(Syndrome::TIR_UNSUPPORTED);
+    return Refuse(Syndrome::TIR_UNSUPPORTED);
   const uint32_t rqn = prm::Get(in, Ctx::inline_rqn);
   auto rq = rqs_.find(rqn);
-  if (rq == rqs_.end()) return BadRes(Syndrome::TIR_RQ_UNKNOWN);
-  if (rq->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (rq == rqs_.end()) return Refuse(Syndrome::TIR_RQ_UNKNOWN);
+  if (rq->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t td = prm::Get(in, Ctx::transport_domain);
   auto t = tds_.find(td);
-  if (t == tds_.end()) return BadRes(Syndrome::TIR_TD_UNKNOWN);
-  if (t->second != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (t == tds_.end()) return Refuse(Syndrome::TIR_TD_UNKNOWN);
+  if (t->second != uid) return Refuse(Syndrome::NOT_OWNER);
   auto tirn = tir_ids_.Allocate();
-  if (!tirn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::TIR_EXHAUSTED);
+  if (!tirn) return Refuse(Syndrome::TIR_EXHAUSTED);
   Tir tir{};
   tir.uid = uid;
   tir.td = td;
@@ -426,10 +423,10 @@ Outcome Firmware::CreateTir(Bytes in, Out out) {
 Outcome Firmware::DestroyTir(Bytes in, Out out) {
   using In = prm::destroy_tir_in;
   if (Outcome s = CheckShape<In, prm::destroy_tir_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = tirs_.find(prm::Get(in, In::tirn));
-  if (it == tirs_.end()) return BadRes(Syndrome::TIR_UNKNOWN);
-  if (it->second.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
+  if (it == tirs_.end()) return Refuse(Syndrome::TIR_UNKNOWN);
+  if (it->second.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   --rqs_.at(it->second.rqn).tirs;
   tir_ids_.Free(it->first);
   tirs_.erase(it);
@@ -441,10 +438,10 @@ Outcome Firmware::QueryTir(Bytes in, Out out) {
   using O = prm::query_tir_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = tirs_.find(prm::Get(in, In::tirn));
-  if (it == tirs_.end()) return BadRes(Syndrome::TIR_UNKNOWN);
-  if (uid != 0 && it->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (it == tirs_.end()) return Refuse(Syndrome::TIR_UNKNOWN);
+  if (uid != 0 && it->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::tir_context.bit_offset / 8, it->second.tirc.data(),
               it->second.tirc.size());
   return Outcome::Ok();

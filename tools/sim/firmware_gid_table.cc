@@ -9,7 +9,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -23,12 +22,12 @@ Outcome Firmware::QueryRoceAddress(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   if (prm::Get(in, In::vhca_port_num) > config_.num_ports)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
+    return Refuse(Syndrome::PORT_NUM);
   if (config_.port_type != DeviceConfig::PortType::kEthernet)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_ETH);
+    return Refuse(Syndrome::PORT_NOT_ETH);
   const uint32_t index = prm::Get(in, In::roce_address_index);
   const std::vector<GidEntry> table = GidTable(config_);
-  if (index >= table.size()) return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::ROCE_ADDRESS_INDEX);
+  if (index >= table.size()) return Refuse(Syndrome::ROCE_ADDRESS_INDEX);
   const GidEntry& e = table[index];
   if (IsZero(e.gid)) return Outcome::Ok();  // an empty entry: all zero
   prm::Bits o(out);
@@ -54,10 +53,10 @@ Outcome Firmware::QueryHcaVportGid(Bytes in, Out out) {
   if (Outcome s = CheckOwnIbVportQuery<In>(in, config_); !s.ok()) return s;
   const uint32_t index = prm::Get(in, In::gid_index);
   const std::vector<GidEntry> table = GidTable(config_);
-  if (index >= table.size()) return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::VPORT_GID_INDEX);
+  if (index >= table.size()) return Refuse(Syndrome::VPORT_GID_INDEX);
   // gid[] follows the header: one 16-byte GID for one index.
   constexpr std::size_t kGidByte = prm::size_bytes<O>;
-  if (out.size() < kGidByte + 16) return Refuse(CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
+  if (out.size() < kGidByte + 16) return Refuse(Syndrome::OUTPUT_TOO_SHORT);
   prm::Bits(out).set(O::gids_num, 1);
   for (std::size_t i = 0; i < 16; ++i) out[kGidByte + i] = static_cast<std::byte>(table[index].gid[i]);
   return Outcome::Ok();

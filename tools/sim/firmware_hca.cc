@@ -11,7 +11,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -26,7 +25,7 @@ Outcome Firmware::EnableHca(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::enable_hca_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   if (prm::Get(in, In::function_id) != 0 || prm::Get(in, In::embedded_cpu_function) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_FUNCTION);
+    return Refuse(Syndrome::BAD_FUNCTION);
   state_ = HcaState::kEnabled;
   return Outcome::Ok();
 }
@@ -36,7 +35,7 @@ Outcome Firmware::DisableHca(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::disable_hca_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   if (prm::Get(in, In::function_id) != 0 || prm::Get(in, In::embedded_cpu_function) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_FUNCTION);
+    return Refuse(Syndrome::BAD_FUNCTION);
   state_ = HcaState::kDisabled;
   current_issi_ = 0;
   return Outcome::Ok();
@@ -58,7 +57,7 @@ Outcome Firmware::SetIssi(Bytes in, Out out) {
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   const uint32_t issi = prm::Get(in, In::current_issi);
   if (issi >= 32 || !((kSupportedIssi >> issi) & 1))
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::ISSI_UNSUPPORTED);
+    return Refuse(Syndrome::ISSI_UNSUPPORTED);
   current_issi_ = static_cast<uint16_t>(issi);
   return Outcome::Ok();
 }
@@ -75,7 +74,7 @@ Outcome Firmware::QueryPages(Bytes in, Out out) {
   using In = prm::query_pages_in;
   if (Outcome s = CheckShape<In, prm::query_pages_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::function_id) != 0 || prm::Get(in, In::embedded_cpu_function) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_FUNCTION);
+    return Refuse(Syndrome::BAD_FUNCTION);
   const int64_t held = static_cast<int64_t>(pages_.size());
   int64_t n = 0;
   switch (prm::Get(in, In::op_mod)) {
@@ -100,32 +99,32 @@ Outcome Firmware::ManagePages(Bytes in, Out out) {
   using O = prm::manage_pages_out;
   if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::function_id) != 0 || prm::Get(in, In::embedded_cpu_function) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_FUNCTION);
+    return Refuse(Syndrome::BAD_FUNCTION);
   const uint64_t n = prm::Get(in, In::input_num_entries);
   switch (prm::Get(in, In::op_mod)) {
     case prm::PAGES_CANT_GIVE:
       return Outcome::Ok();
     case prm::PAGES_GIVE: {
       if (in.size() < prm::size_bytes<In> + 8 * n)
-        return Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+        return Refuse(Syndrome::INPUT_TOO_SHORT);
       if (pages_.size() + n > config_.max_pages_held)
-        return Refuse(CommandStatus::NO_RES_ERR, Syndrome::PAGES_LIMIT);
+        return Refuse(Syndrome::PAGES_LIMIT);
       std::set<uint64_t> fresh;
       for (uint64_t i = 0; i < n; ++i) {
         const uint64_t pa = prm::Get(in, In::pas[i]);
         if (pa % prm::ADAPTER_PAGE_SIZE != 0)
-          return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PAGE_UNALIGNED);
+          return Refuse(Syndrome::PAGE_UNALIGNED);
         if (pages_.contains(pa) || !fresh.insert(pa).second)
-          return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PAGE_DUPLICATE);
+          return Refuse(Syndrome::PAGE_DUPLICATE);
         if (!iommu_.IsMapped(pa, prm::ADAPTER_PAGE_SIZE))
-          return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PAGE_UNMAPPED);
+          return Refuse(Syndrome::PAGE_UNMAPPED);
       }
       pages_.merge(fresh);
       return Outcome::Ok();
     }
     case prm::PAGES_TAKE: {
       if (out.size() < prm::size_bytes<O> + 8 * n)
-        return Refuse(CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
+        return Refuse(Syndrome::OUTPUT_TOO_SHORT);
       // While initialized the firmware keeps what it needs; otherwise everything may go back.
       const uint64_t keep = state_ == HcaState::kInitialized
                                 ? uint64_t{config_.boot_pages} + config_.init_pages
@@ -152,11 +151,11 @@ Outcome Firmware::QueryHcaCap(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::other_function) != 0 || prm::Get(in, In::ec_vf_function) != 0 ||
       prm::Get(in, In::function_id_type) != 0 || prm::Get(in, In::function_id) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+    return Refuse(Syndrome::CAP_OTHER_FUNCTION);
   const uint32_t op_mod = prm::Get(in, In::op_mod);
   const uint16_t type = static_cast<uint16_t>(op_mod >> 1);
   if (!caps_.Supported(type))
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_TYPE_UNSUPPORTED);
+    return Refuse(Syndrome::CAP_TYPE_UNSUPPORTED);
   auto page = caps_.Page(type, (op_mod & 1) == prm::HCA_CAP_OPMOD_GET_CUR);
   std::copy(page.begin(), page.end(), prm::Bits(out).region(O::capability).begin());
   return Outcome::Ok();
@@ -167,7 +166,7 @@ Outcome Firmware::SetHcaCap(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::set_hca_cap_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::other_function) != 0 || prm::Get(in, In::ec_vf_function) != 0 ||
       prm::Get(in, In::function_id_type) != 0 || prm::Get(in, In::function_id) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+    return Refuse(Syndrome::CAP_OTHER_FUNCTION);
   const uint32_t op_mod = prm::Get(in, In::op_mod);
   if (op_mod & 1) return BadOpMod();
   return caps_.Set(static_cast<uint16_t>(op_mod >> 1),
@@ -183,16 +182,16 @@ Outcome Firmware::AccessReg(Bytes in, Out out) {
   const uint32_t op_mod = prm::Get(in, In::op_mod);
   if (op_mod != prm::ACCESS_REG_WRITE && op_mod != prm::ACCESS_REG_READ) return BadOpMod();
   if (prm::Get(in, In::register_id) != prm::REG_HOST_ENDIANNESS)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::REGISTER_UNSUPPORTED);
+    return Refuse(Syndrome::REGISTER_UNSUPPORTED);
   if (prm::Get(in, In::argument) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::REGISTER_ARGUMENT);
+    return Refuse(Syndrome::REGISTER_ARGUMENT);
   if (in.size() < prm::size_bytes<In> + kRegBytes)
-    return Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+    return Refuse(Syndrome::INPUT_TOO_SHORT);
   if (out.size() < prm::size_bytes<O> + kRegBytes)
-    return Refuse(CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
+    return Refuse(Syndrome::OUTPUT_TOO_SHORT);
   if (op_mod == prm::ACCESS_REG_WRITE) {
     if (!ReservedClear(in, Reg{}))
-      return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO);
+      return Refuse(Syndrome::RESERVED_NOT_ZERO);
     host_endianness_he_ = prm::Get(in, Reg::he);
   }
   // Both directions answer with the register's (new) contents.
@@ -207,9 +206,9 @@ Outcome Firmware::InitHca(Bytes in, Out out) {
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   if (prm::Get(in, In::sw_vhca_id) != 0 &&
       !caps_.General2(prm::cmd_hca_cap_2::sw_vhca_id_valid))
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::SW_VHCA_ID_UNSUPPORTED);
+    return Refuse(Syndrome::SW_VHCA_ID_UNSUPPORTED);
   if (pages_.size() < uint64_t{config_.boot_pages} + config_.init_pages)
-    return Refuse(CommandStatus::BAD_SYS_STATE_ERR, Syndrome::PAGES_MISSING);
+    return Refuse(Syndrome::PAGES_MISSING);
   for (std::size_t i = 0; i < sw_owner_id_.size(); ++i)
     sw_owner_id_[i] = prm::Get(in, In::sw_owner_id[i]);
   state_ = HcaState::kInitialized;
@@ -226,14 +225,14 @@ Outcome Firmware::TeardownHca(Bytes in, Out out) {
                                cqs_.empty() && qps_.empty() && srqs_.empty());
   switch (profile) {
     case prm::TEARDOWN_HCA_GRACEFUL_CLOSE:
-      if (objects_alive) return Refuse(CommandStatus::RES_BUSY, Syndrome::TEARDOWN_BUSY);
+      if (objects_alive) return Refuse(Syndrome::TEARDOWN_BUSY);
       break;
     case prm::TEARDOWN_HCA_FORCE_CLOSE:
       ReleaseAllObjects();
       prm::Bits(out).set(prm::teardown_hca_out::state, 0);  // force close succeeded
       break;
     default:  // fast teardown is not advertised
-      return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::TEARDOWN_PROFILE);
+      return Refuse(Syndrome::TEARDOWN_PROFILE);
   }
   state_ = HcaState::kEnabled;
   return Outcome::Ok();
@@ -278,7 +277,7 @@ Outcome Firmware::SetDriverVersion(Bytes in, Out out) {
   // The layout names its reserved words; firmware still wants them clear.
   if (prm::Get(in, In::reserved_0) != 0 || prm::Get(in, In::reserved_1) != 0 ||
       prm::Get(in, In::reserved_2) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO);
+    return Refuse(Syndrome::RESERVED_NOT_ZERO);
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   std::string v;
   for (std::size_t i = 0; i < In::driver_version.count; ++i) {
@@ -299,7 +298,7 @@ Outcome Firmware::QueryVportState(Bytes in, Out out) {
   const uint32_t op_mod = prm::Get(in, In::op_mod);
   if (op_mod != kVnicVport && op_mod != kUplink) return BadOpMod();
   if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+    return Refuse(Syndrome::CAP_OTHER_FUNCTION);
   const uint32_t state = link_up_ ? prm::MLX5_VPORT_STATE_UP : prm::MLX5_VPORT_STATE_DOWN;
   prm::Bits(out)
       .set(prm::query_vport_state_out::admin_state, prm::MLX5_VPORT_STATE_UP)

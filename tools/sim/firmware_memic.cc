@@ -13,7 +13,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -24,23 +23,23 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 Outcome Firmware::AllocMemic(Bytes in, Out out) {
   using In = prm::alloc_memic_in;
-  if (!config_.memic) return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::MEMIC_UNSUPPORTED);
+  if (!config_.memic) return Refuse(Syndrome::MEMIC_UNSUPPORTED);
   if (Outcome s = CheckShape<In, prm::alloc_memic_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD);
+    return Refuse(Syndrome::BAD_OP_MOD);
   const uint64_t size = prm::Get(in, In::memic_size);
   if (size == 0 || size % kMemicUnit != 0 || size > config_.max_memic_size)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::MEMIC_SIZE);
+    return Refuse(Syndrome::MEMIC_SIZE);
   const uint32_t log_align = prm::Get(in, In::log_memic_addr_alignment);
   if (log_align > config_.log_max_memic_addr_alignment || log_align > 40)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::MEMIC_ALIGNMENT);
+    return Refuse(Syndrome::MEMIC_ALIGNMENT);
   const uint64_t align = kMemicUnit << log_align;
   const uint64_t range_start = prm::Get(in, In::range_start_addr);
   const uint64_t range_size = prm::Get(in, In::range_size);
   const uint64_t window_end = layout_.memic_start + layout_.memic_size;
   if (range_start < layout_.memic_start || range_start >= window_end ||
       range_size > window_end - range_start || range_size < size)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::MEMIC_RANGE);
+    return Refuse(Syndrome::MEMIC_RANGE);
   const uint64_t range_end = range_start + range_size;
 
   // First fit: the lowest aligned start in the range clear of every live allocation.
@@ -50,7 +49,7 @@ Outcome Firmware::AllocMemic(Bytes in, Out out) {
     if (start >= cand + size) break;
     cand = AlignUp(start + a.size, align);
   }
-  if (cand + size > range_end) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::MEMIC_FULL);
+  if (cand + size > range_end) return Refuse(Syndrome::MEMIC_FULL);
   auto bytes = memic_window_.subspan(cand - layout_.memic_start, size);
   std::fill(bytes.begin(), bytes.end(), std::byte{0});
   memic_.emplace(cand, MemicAlloc{size});
@@ -60,27 +59,27 @@ Outcome Firmware::AllocMemic(Bytes in, Out out) {
 
 Outcome Firmware::DeallocMemic(Bytes in, Out out) {
   using In = prm::dealloc_memic_in;
-  if (!config_.memic) return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::MEMIC_UNSUPPORTED);
+  if (!config_.memic) return Refuse(Syndrome::MEMIC_UNSUPPORTED);
   if (Outcome s = CheckShape<In, prm::dealloc_memic_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD);
+    return Refuse(Syndrome::BAD_OP_MOD);
   auto it = memic_.find(prm::Get(in, In::memic_start_addr));
   if (it == memic_.end() || it->second.size != prm::Get(in, In::memic_size))
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::MEMIC_UNKNOWN);
-  if (it->second.mkeys != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::MEMIC_BUSY);
+    return Refuse(Syndrome::MEMIC_UNKNOWN);
+  if (it->second.mkeys != 0) return Refuse(Syndrome::MEMIC_BUSY);
   memic_.erase(it);
   return Outcome::Ok();
 }
 
 Outcome Firmware::ModifyMemic(Bytes in, Out out) {
   using In = prm::modify_memic_in;
-  if (!config_.memic) return Refuse(CommandStatus::BAD_OP_ERR, Syndrome::MEMIC_UNSUPPORTED);
+  if (!config_.memic) return Refuse(Syndrome::MEMIC_UNSUPPORTED);
   if (Outcome s = CheckShape<In, prm::modify_memic_out>(in, out); !s.ok()) return s;
   const uint32_t op_mod = prm::Get(in, In::op_mod);
   if (op_mod != prm::MODIFY_MEMIC_OP_MOD_ALLOC && op_mod != prm::MODIFY_MEMIC_OP_MOD_DEALLOC)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD);
+    return Refuse(Syndrome::BAD_OP_MOD);
   // memic_operations = 0: no operation type is valid.
-  return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::MEMIC_OPERATION_UNSUPPORTED);
+  return Refuse(Syndrome::MEMIC_OPERATION_UNSUPPORTED);
 }
 
 }  // namespace onchip::sim

@@ -20,7 +20,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -30,7 +29,6 @@ constexpr std::size_t kOctoword = 16;
 constexpr uint32_t kMinLogPageSize = 12;
 constexpr uint32_t kMaxLogPageSize = 39;
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
 
@@ -38,8 +36,8 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
   using In = prm::create_mkey_in;
   constexpr auto mkc = In::memory_key_mkey_entry;
   if (Outcome s = CheckShape<In, prm::create_mkey_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, mkc)) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, mkc)) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
   // Features this device does not have.
@@ -48,47 +46,47 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
       prm::Get(in, mkc.expected_sigerr_count) || prm::Get(in, mkc.bsf_octword_size) ||
       prm::Get(in, mkc.crossing_target_vhca_id) || prm::Get(in, mkc.ma_translation_mode) ||
       prm::Get(in, mkc.small_fence_on_rdma_read_response))
-    return Bad(Syndrome::MKEY_UNSUPPORTED);
+    return Refuse(Syndrome::MKEY_UNSUPPORTED);
 
   const uint32_t mode =
       (prm::Get(in, mkc.access_mode_4_2) << 2) | prm::Get(in, mkc.access_mode_1_0);
   if (mode != prm::MKC_ACCESS_MODE_PA && mode != prm::MKC_ACCESS_MODE_MTT &&
       mode != prm::MKC_ACCESS_MODE_KLMS && mode != prm::MKC_ACCESS_MODE_SW_ICM &&
       mode != prm::MKC_ACCESS_MODE_MEMIC)
-    return Bad(Syndrome::MKEY_ACCESS_MODE);
-  if (prm::Get(in, mkc.qpn) != prm::MLX5_MKEY_NO_QPN) return Bad(Syndrome::MKEY_QPN);
+    return Refuse(Syndrome::MKEY_ACCESS_MODE);
+  if (prm::Get(in, mkc.qpn) != prm::MLX5_MKEY_NO_QPN) return Refuse(Syndrome::MKEY_QPN);
   const bool free = prm::Get(in, mkc.free);
-  if (free && !prm::Get(in, mkc.umr_en)) return Bad(Syndrome::MKEY_FREE_WITHOUT_UMR);
+  if (free && !prm::Get(in, mkc.umr_en)) return Refuse(Syndrome::MKEY_FREE_WITHOUT_UMR);
 
   // TPH: only with mkey_pcie_tph; ph and the steering tag only when enabled.
   const uint32_t tph_en = prm::Get(in, mkc.pcie_tph_en);
   const uint32_t tph_ph = prm::Get(in, mkc.pcie_tph_ph);
   const uint32_t tph_st = prm::Get(in, mkc.pcie_tph_steering_tag_index);
-  if ((tph_en || tph_ph || tph_st) && !config_.mkey_pcie_tph) return Bad(Syndrome::MKEY_TPH);
-  if (!tph_en && (tph_ph || tph_st)) return Bad(Syndrome::MKEY_TPH);
-  if (tph_st >= config_.pcie_tph_steering_tags) return Bad(Syndrome::MKEY_TPH);
+  if ((tph_en || tph_ph || tph_st) && !config_.mkey_pcie_tph) return Refuse(Syndrome::MKEY_TPH);
+  if (!tph_en && (tph_ph || tph_st)) return Refuse(Syndrome::MKEY_TPH);
+  if (tph_st >= config_.pcie_tph_steering_tags) return Refuse(Syndrome::MKEY_TPH);
 
   // Length.
   const uint64_t start = prm::Get(in, mkc.start_addr);
   const uint64_t len = prm::Get(in, mkc.len);
   const bool length64 = prm::Get(in, mkc.length64);
   if (length64 && (mode != prm::MKC_ACCESS_MODE_PA || len != 0))
-    return Bad(Syndrome::MKEY_LENGTH);
+    return Refuse(Syndrome::MKEY_LENGTH);
   if (config_.log_max_mrw_sz < 64 && len > (uint64_t{1} << config_.log_max_mrw_sz))
-    return Bad(Syndrome::MKEY_LENGTH);
+    return Refuse(Syndrome::MKEY_LENGTH);
 
   // Translations: the list follows the 272-byte header.
   const uint64_t octo_size = prm::Get(in, mkc.translations_octword_size);
   const uint64_t octo_actual = prm::Get(in, In::translations_octword_actual_size);
   const bool translated = mode == prm::MKC_ACCESS_MODE_MTT || mode == prm::MKC_ACCESS_MODE_KLMS;
   if (!translated && (octo_size != 0 || octo_actual != 0))
-    return Bad(Syndrome::MKEY_TRANSLATIONS);
-  if (octo_actual > octo_size) return Bad(Syndrome::MKEY_TRANSLATIONS);
+    return Refuse(Syndrome::MKEY_TRANSLATIONS);
+  if (octo_actual > octo_size) return Refuse(Syndrome::MKEY_TRANSLATIONS);
   if (mode == prm::MKC_ACCESS_MODE_KLMS &&
       octo_size > (uint64_t{1} << config_.log_max_klm_list_size))
-    return Bad(Syndrome::MKEY_TRANSLATIONS);
+    return Refuse(Syndrome::MKEY_TRANSLATIONS);
   if (in.size() < prm::size_bytes<In> + octo_actual * kOctoword)
-    return Refuse(CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+    return Refuse(Syndrome::INPUT_TOO_SHORT);
   Bytes list = in.subspan(prm::size_bytes<In>, octo_actual * kOctoword);
 
   Mkey m{};
@@ -96,25 +94,25 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
   std::vector<uint32_t> klm_targets;
   switch (mode) {
     case prm::MKC_ACCESS_MODE_PA:
-      if (uid != 0) return Bad(Syndrome::MKEY_PA_NOT_PRIVILEGED);
+      if (uid != 0) return Refuse(Syndrome::MKEY_PA_NOT_PRIVILEGED);
       break;
     case prm::MKC_ACCESS_MODE_MTT: {
       const uint32_t log_ps = prm::Get(in, mkc.log_page_size);
       if (log_ps < kMinLogPageSize || log_ps > kMaxLogPageSize)
-        return Bad(Syndrome::MKEY_PAGE_SIZE);
+        return Refuse(Syndrome::MKEY_PAGE_SIZE);
       const uint64_t ps = uint64_t{1} << log_ps;
       // Entries needed to cover [start, start + len) (populated keys only; a free key's list
       // arrives later by UMR, but it must have room for it).
       const uint64_t first = start & ~(ps - 1);
       const uint64_t end = start + len;
-      if (end < start) return Bad(Syndrome::MKEY_LENGTH);
+      if (end < start) return Refuse(Syndrome::MKEY_LENGTH);
       const uint64_t npages = len == 0 ? 0 : (end - first + ps - 1) / ps;
-      if (octo_size * 2 < npages) return Bad(Syndrome::MKEY_TRANSLATIONS);
-      if (!free && octo_actual * 2 < npages) return Bad(Syndrome::MKEY_TRANSLATIONS);
+      if (octo_size * 2 < npages) return Refuse(Syndrome::MKEY_TRANSLATIONS);
+      if (!free && octo_actual * 2 < npages) return Refuse(Syndrome::MKEY_TRANSLATIONS);
       for (uint64_t i = 0; i < octo_actual * 2; ++i) {
         const uint64_t e = prm::Get(list, prm::Element<64>{i * 64, "mtt"});
         // Bits 1:0 are the entry's read/write permission bits.
-        if ((e & ~uint64_t{3}) % ps != 0) return Bad(Syndrome::MKEY_MTT_ENTRY);
+        if ((e & ~uint64_t{3}) % ps != 0) return Refuse(Syndrome::MKEY_MTT_ENTRY);
       }
       break;
     }
@@ -124,7 +122,7 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
                                    prm::mlx5_klm::key.name};
         const uint32_t target = prm::Get(list, key) >> 8;
         auto t = mkeys_.find(target);
-        if (t == mkeys_.end()) return Bad(Syndrome::MKEY_KLM_ENTRY);
+        if (t == mkeys_.end()) return Refuse(Syndrome::MKEY_KLM_ENTRY);
         klm_targets.push_back(target);
       }
       break;
@@ -132,11 +130,11 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
       auto it = memic_.upper_bound(start);
       // An empty range is a valid mkey (verbs allows zero-length MRs) as long as it starts
       // inside, or at the end of, an allocation.
-      if (it == memic_.begin()) return Bad(Syndrome::MKEY_MEMIC_RANGE);
+      if (it == memic_.begin()) return Refuse(Syndrome::MKEY_MEMIC_RANGE);
       --it;
       if (start - it->first > it->second.size || len > it->second.size - (start - it->first) ||
           (len != 0 && start - it->first == it->second.size))
-        return Bad(Syndrome::MKEY_MEMIC_RANGE);
+        return Refuse(Syndrome::MKEY_MEMIC_RANGE);
       m.memic_start = it->first;
       break;
     }
@@ -147,8 +145,8 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
                len <= size - (start - kv.second.start) &&
                (len == 0 || start - kv.second.start < size);
       });
-      if (hit == sw_icm_.end()) return Bad(Syndrome::MKEY_SW_ICM_RANGE);
-      if (hit->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+      if (hit == sw_icm_.end()) return Refuse(Syndrome::MKEY_SW_ICM_RANGE);
+      if (hit->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
       m.sw_icm_id = hit->first;
       break;
     }
@@ -157,11 +155,11 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
   // The PD: alive and owned by the same uid.
   const uint32_t pd = prm::Get(in, mkc.pd);
   auto pd_it = pds_.find(pd);
-  if (pd_it == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::MKEY_PD_UNKNOWN);
-  if (pd_it->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (pd_it == pds_.end()) return Refuse(Syndrome::MKEY_PD_UNKNOWN);
+  if (pd_it->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
 
   auto idx = mkey_ids_.Allocate();
-  if (!idx) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::MKEY_EXHAUSTED);
+  if (!idx) return Refuse(Syndrome::MKEY_EXHAUSTED);
 
   m.pd = pd;
   std::memcpy(m.mkc.data(), in.data() + mkc.bit_offset / 8, m.mkc.size());
@@ -192,12 +190,12 @@ void Firmware::ForgetMkey(uint32_t index) {
 Outcome Firmware::DestroyMkey(Bytes in, Out out) {
   using In = prm::destroy_mkey_in;
   if (Outcome s = CheckShape<In, prm::destroy_mkey_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = mkeys_.find(prm::Get(in, In::mkey_index));
-  if (it == mkeys_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::MKEY_UNKNOWN);
+  if (it == mkeys_.end()) return Refuse(Syndrome::MKEY_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (it->second.klm_refs != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::MKEY_BUSY);
+    return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.klm_refs != 0) return Refuse(Syndrome::MKEY_BUSY);
   ForgetMkey(it->first);
   return Outcome::Ok();
 }
@@ -206,10 +204,10 @@ Outcome Firmware::QueryMkey(Bytes in, Out out) {
   using In = prm::query_mkey_in;
   using O = prm::query_mkey_out;
   if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
-  if (prm::Get(in, In::pg_access) != 0) return Bad(Syndrome::MKEY_UNSUPPORTED);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::pg_access) != 0) return Refuse(Syndrome::MKEY_UNSUPPORTED);
   auto it = mkeys_.find(prm::Get(in, In::mkey_index));
-  if (it == mkeys_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::MKEY_UNKNOWN);
+  if (it == mkeys_.end()) return Refuse(Syndrome::MKEY_UNKNOWN);
   const Mkey& m = it->second;
   std::memcpy(out.data() + O::memory_key_mkey_entry.bit_offset / 8, m.mkc.data(), m.mkc.size());
   // The first two octowords of the translation list (bsf0_klm0_pas_mtt0_1, bsf1_klm1_pas_mtt2_3).

@@ -35,7 +35,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -48,7 +47,6 @@ constexpr uint32_t kRqStrideBase = 4;   // receive stride = 16 << log_rq_stride
 // qpc.ts_format: 0 free running, 1 the device default; 2 (real time) is not advertised.
 constexpr uint32_t kTsFormatDefault = 1;
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
 
@@ -58,21 +56,21 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::create_qp_out>(in, out); !s.ok()) return s;
   if (!ReservedClear(in, qpc) || !ReservedClear(in, qpc.primary_address_path) ||
       !ReservedClear(in, qpc.secondary_address_path))
-    return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+    return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
   const uint32_t st = prm::Get(in, qpc.st);
   if (st != prm::QP_ST_RC && st != prm::QP_ST_UC && st != prm::QP_ST_UD &&
       st != prm::QP_ST_XRC && st != prm::QP_ST_REG_UMR)
-    return Bad(Syndrome::QP_ST_UNSUPPORTED);
+    return Refuse(Syndrome::QP_ST_UNSUPPORTED);
   const bool xrc = st == prm::QP_ST_XRC;
   const bool xrc_tgt = xrc && prm::Get(in, qpc.no_sq) != 0;
   // A REG_UMR QP changes any mkey of the function: only the kernel (uid 0) may have one, and it
   // has no receive queue.
-  if (st == prm::QP_ST_REG_UMR && uid != 0) return Bad(Syndrome::QP_REG_UMR_USER);
+  if (st == prm::QP_ST_REG_UMR && uid != 0) return Refuse(Syndrome::QP_REG_UMR_USER);
   if (st == prm::QP_ST_REG_UMR && prm::Get(in, qpc.rq_type) != prm::ZERO_LEN_RQ)
-    return Bad(Syndrome::QP_RQ_TYPE);
+    return Refuse(Syndrome::QP_RQ_TYPE);
   // Capabilities this device does not advertise: the context extension, choosing the QP number,
   // UMEM buffers, ECE, offloads, core-direct, WQ signatures, the reserved lkey, counter sets,
   // ordering and isolation knobs, real-time CQE timestamps.
@@ -91,46 +89,46 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
       prm::Get(in, qpc.cgs) || prm::Get(in, qpc.cs_req) || prm::Get(in, qpc.cs_res) ||
       prm::Get(in, qpc.dc_access_key) || prm::Get(in, qpc.log_num_dci_stream_channels) ||
       prm::Get(in, qpc.log_num_dci_errored_streams))
-    return Bad(Syndrome::QP_UNSUPPORTED);
+    return Refuse(Syndrome::QP_UNSUPPORTED);
   // The state and the counters are the device's: a new QP is in reset and has done nothing.
   if (prm::Get(in, qpc.state) != prm::QP_STATE_RST || prm::Get(in, qpc.hw_sq_wqebb_counter) ||
       prm::Get(in, qpc.sw_sq_wqebb_counter) || prm::Get(in, qpc.hw_rq_counter) ||
       prm::Get(in, qpc.sw_rq_counter) || prm::Get(in, qpc.last_acked_psn) ||
       prm::Get(in, qpc.ssn) || prm::Get(in, qpc.rmsn) || prm::Get(in, qpc.cur_rnr_retry) ||
       prm::Get(in, qpc.cur_retry_count))
-    return Bad(Syndrome::QP_STATE);
+    return Refuse(Syndrome::QP_STATE);
 
   // The rings.
   const uint32_t rq_type = prm::Get(in, qpc.rq_type);
   if (rq_type != prm::NON_ZERO_RQ && rq_type != prm::SRQ_RQ && rq_type != prm::ZERO_LEN_RQ)
-    return Bad(Syndrome::QP_RQ_TYPE);
+    return Refuse(Syndrome::QP_RQ_TYPE);
   const bool no_sq = prm::Get(in, qpc.no_sq) != 0;
   if (!no_sq && prm::Get(in, qpc.log_sq_size) > config_.log_max_qp_sz)
-    return Bad(Syndrome::QP_SQ_SIZE);
+    return Refuse(Syndrome::QP_SQ_SIZE);
   if (rq_type == prm::NON_ZERO_RQ) {
-    if (prm::Get(in, qpc.log_rq_size) > config_.log_max_qp_sz) return Bad(Syndrome::QP_RQ_SIZE);
+    if (prm::Get(in, qpc.log_rq_size) > config_.log_max_qp_sz) return Refuse(Syndrome::QP_RQ_SIZE);
     if ((uint32_t{1} << (kRqStrideBase + prm::Get(in, qpc.log_rq_stride))) > config_.max_wqe_sz_rq)
-      return Bad(Syndrome::QP_RQ_STRIDE);
+      return Refuse(Syndrome::QP_RQ_STRIDE);
   }
   // XRC: the initiator receives nothing; the target's receives come from XRC SRQs.
-  if (xrc && !xrc_tgt && rq_type != prm::ZERO_LEN_RQ) return Bad(Syndrome::QP_RQ_TYPE);
-  if (xrc_tgt && rq_type == prm::NON_ZERO_RQ) return Bad(Syndrome::QP_RQ_TYPE);
-  if (no_sq && !xrc_tgt && rq_type != prm::NON_ZERO_RQ) return Bad(Syndrome::QP_RQ_TYPE);
-  if (prm::Get(in, qpc.log_msg_max) > config_.log_max_msg) return Bad(Syndrome::QP_MSG_SIZE);
+  if (xrc && !xrc_tgt && rq_type != prm::ZERO_LEN_RQ) return Refuse(Syndrome::QP_RQ_TYPE);
+  if (xrc_tgt && rq_type == prm::NON_ZERO_RQ) return Refuse(Syndrome::QP_RQ_TYPE);
+  if (no_sq && !xrc_tgt && rq_type != prm::NON_ZERO_RQ) return Refuse(Syndrome::QP_RQ_TYPE);
+  if (prm::Get(in, qpc.log_msg_max) > config_.log_max_msg) return Refuse(Syndrome::QP_MSG_SIZE);
   const uint32_t log_page_size = prm::Get(in, qpc.log_page_size);
-  if (log_page_size > kMaxQueueLogPageSize) return Bad(Syndrome::QP_PAGE_SIZE);
-  if (prm::Get(in, qpc.page_offset) != 0) return Bad(Syndrome::QP_PAGE_OFFSET);
+  if (log_page_size > kMaxQueueLogPageSize) return Refuse(Syndrome::QP_PAGE_SIZE);
+  if (prm::Get(in, qpc.page_offset) != 0) return Refuse(Syndrome::QP_PAGE_OFFSET);
 
   // The XRC domain: the target's must be live; the initiator's may be absent.
   std::map<uint32_t, Xrcd>::iterator xrcd = xrcds_.end();
   if (xrc_tgt || (xrc && prm::Get(in, qpc.xrcd) != 0)) {
     xrcd = xrcds_.find(prm::Get(in, qpc.xrcd));
-    if (xrcd == xrcds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_XRCD_UNKNOWN);
-    if (xrcd->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    if (xrcd == xrcds_.end()) return Refuse(Syndrome::QP_XRCD_UNKNOWN);
+    if (xrcd->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   }
   if (xrc_tgt) {
     auto qpn = qp_ids_.Allocate();
-    if (!qpn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::QP_EXHAUSTED);
+    if (!qpn) return Refuse(Syndrome::QP_EXHAUSTED);
     Qp qp{};
     qp.uid = uid;
     qp.st = static_cast<uint8_t>(st);
@@ -147,31 +145,31 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   // The objects it names, all the creator's.
   const uint32_t pdn = prm::Get(in, qpc.pd);
   auto pd = pds_.find(pdn);
-  if (pd == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_PD_UNKNOWN);
-  if (pd->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (pd == pds_.end()) return Refuse(Syndrome::QP_PD_UNKNOWN);
+  if (pd->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t cqn_snd = prm::Get(in, qpc.cqn_snd);
   const uint32_t cqn_rcv = prm::Get(in, qpc.cqn_rcv);
   auto snd = cqs_.find(cqn_snd);
   auto rcv = cqs_.find(cqn_rcv);
   if (snd == cqs_.end() || rcv == cqs_.end())
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_CQ_UNKNOWN);
+    return Refuse(Syndrome::QP_CQ_UNKNOWN);
   if (snd->second.uid != uid || rcv->second.uid != uid)
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    return Refuse(Syndrome::NOT_OWNER);
   const uint32_t uar_page = prm::Get(in, qpc.uar_page);
   auto uar = uars_.find(uar_page);
-  if (uar == uars_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_UAR_UNKNOWN);
-  if (uar->second != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (uar == uars_.end()) return Refuse(Syndrome::QP_UAR_UNKNOWN);
+  if (uar->second != uid) return Refuse(Syndrome::NOT_OWNER);
   std::map<uint32_t, Srq>::iterator srq = srqs_.end();
   if (rq_type == prm::SRQ_RQ) {
     srq = srqs_.find(prm::Get(in, qpc.srqn_rmpn_xrqn));
-    if (srq == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_SRQ_UNKNOWN);
-    if (srq->second.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-    if (srq->second.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_SRQ_TYPE);
+    if (srq == srqs_.end()) return Refuse(Syndrome::QP_SRQ_UNKNOWN);
+    if (srq->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
+    if (srq->second.xrcd) return Refuse(Syndrome::QP_SRQ_TYPE);
   }
 
   const uint64_t dbr = prm::Get(in, qpc.dbr_addr);
-  if (dbr % kDbrAlignment != 0) return Bad(Syndrome::QP_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Bad(Syndrome::QP_DBR_UNMAPPED);
+  if (dbr % kDbrAlignment != 0) return Refuse(Syndrome::QP_DBR_ALIGNMENT);
+  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Refuse(Syndrome::QP_DBR_UNMAPPED);
 
   Qp qp{};
   qp.uid = uid;
@@ -202,7 +200,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
     return s;
 
   auto qpn = qp_ids_.Allocate();
-  if (!qpn) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::QP_EXHAUSTED);
+  if (!qpn) return Refuse(Syndrome::QP_EXHAUSTED);
   std::memcpy(qp.qpc.data(), in.data() + qpc.bit_offset / 8, qp.qpc.size());
   ++pd->second.queues;
   ++snd->second.users;
@@ -230,11 +228,11 @@ void Firmware::ForgetQp(std::map<uint32_t, Qp>::iterator it) {
 Outcome Firmware::DestroyQp(Bytes in, Out out) {
   using In = prm::destroy_qp_in;
   if (Outcome s = CheckShape<In, prm::destroy_qp_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = qps_.find(prm::Get(in, In::qpn));
-  if (it == qps_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_UNKNOWN);
+  if (it == qps_.end()) return Refuse(Syndrome::QP_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    return Refuse(Syndrome::NOT_OWNER);
   ForgetQp(it);
   return Outcome::Ok();
 }
@@ -244,13 +242,13 @@ Outcome Firmware::QueryQp(Bytes in, Out out) {
   using O = prm::query_qp_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
-  if (prm::Get(in, In::qpc_ext)) return Bad(Syndrome::QP_UNSUPPORTED);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::qpc_ext)) return Refuse(Syndrome::QP_UNSUPPORTED);
   auto it = qps_.find(prm::Get(in, In::qpn));
-  if (it == qps_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_UNKNOWN);
+  if (it == qps_.end()) return Refuse(Syndrome::QP_UNKNOWN);
   const Qp& qp = it->second;
   // uid 0 is the function's own (privileged) context and may look at any QP.
-  if (uid != 0 && qp.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (uid != 0 && qp.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::qpc.bit_offset / 8, qp.qpc.data(), qp.qpc.size());
   // The hardware's ring counters are the data engine's progress, read here rather than written
   // into the context on every pass (a pass never runs while a command does).

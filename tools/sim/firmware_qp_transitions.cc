@@ -37,7 +37,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -63,7 +62,6 @@ constexpr auto kPath = qpc::primary_address_path;
 // P_Keys the device's table holds (cmd_hca_cap.pkey_table_size 0: 128 entries).
 constexpr uint32_t kPkeyTableSize = 128;
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 
 bool StartsFrom(T t, prm::QpState s) {
@@ -225,56 +223,56 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
   if (carries_context &&
       (!ReservedClear(in, InCtx{}) || !ReservedClear(in, InCtx::primary_address_path) ||
        !ReservedClear(in, InCtx::secondary_address_path)))
-    return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, H::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+    return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, H::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = qps_.find(prm::Get(in, H::qpn));
-  if (it == qps_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_UNKNOWN);
+  if (it == qps_.end()) return Refuse(Syndrome::QP_UNKNOWN);
   Qp& qp = it->second;
-  if (qp.uid != prm::Get(in, H::uid)) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (qp.uid != prm::Get(in, H::uid)) return Refuse(Syndrome::NOT_OWNER);
   if (!StartsFrom(t, qp.state))
-    return Refuse(CommandStatus::BAD_QP_STATE_ERR, Syndrome::QP_BAD_STATE);
+    return Refuse(Syndrome::QP_BAD_STATE);
 
   Staging s(in, qp.qpc);
   std::map<uint32_t, Cq>::iterator new_rcv = cqs_.end();
   if (carries_context) {
-    if (prm::Get(in, H::ece) != 0) return Bad(Syndrome::QP_UNSUPPORTED);
+    if (prm::Get(in, H::ece) != 0) return Refuse(Syndrome::QP_UNSUPPORTED);
     const uint32_t mask = prm::Get(in, H::opt_param_mask);
     if ((mask & ~prm::QpTransitionOptionalFields(prm::Get(in, H::opcode), qp.st)) != 0)
-      return Bad(Syndrome::QP_OPT_PARAM);
-    if (mask & prm::QP_OPTPAR_ALT_ADDR_PATH) return Bad(Syndrome::QP_UNSUPPORTED);
+      return Refuse(Syndrome::QP_OPT_PARAM);
+    if (mask & prm::QP_OPTPAR_ALT_ADDR_PATH) return Refuse(Syndrome::QP_UNSUPPORTED);
     TakeMandatory(t, qp.st, s);
     TakeOptional(mask, s);
 
-    if (s.counter_set && s.Get(qpc::counter_set_id) != 0) return Bad(Syndrome::QP_UNSUPPORTED);
+    if (s.counter_set && s.Get(qpc::counter_set_id) != 0) return Refuse(Syndrome::QP_UNSUPPORTED);
     if (s.pm_state && s.Get(qpc::pm_state) != prm::QP_PM_MIGRATED)
-      return Bad(Syndrome::QP_UNSUPPORTED);
-    if (s.pkey && s.Get(kPath.pkey_index) >= kPkeyTableSize) return Bad(Syndrome::QP_PKEY_INDEX);
+      return Refuse(Syndrome::QP_UNSUPPORTED);
+    if (s.pkey && s.Get(kPath.pkey_index) >= kPkeyTableSize) return Refuse(Syndrome::QP_PKEY_INDEX);
     if (s.port) {
       const uint64_t port = s.Get(kPath.vhca_port_num);
-      if (port < 1 || port > config_.num_ports) return Bad(Syndrome::QP_PORT);
+      if (port < 1 || port > config_.num_ports) return Refuse(Syndrome::QP_PORT);
     }
     if (s.lag && s.Get(qpc::lag_tx_port_affinity) > config_.num_ports)
-      return Bad(Syndrome::QP_PORT);
+      return Refuse(Syndrome::QP_PORT);
     if (s.mtu) {
       const uint64_t mtu = s.Get(qpc::mtu);
-      if (mtu < 1 || mtu > config_.max_mtu) return Bad(Syndrome::QP_MTU);
-      if (s.Get(qpc::log_msg_max) > config_.log_max_msg) return Bad(Syndrome::QP_MSG_SIZE);
+      if (mtu < 1 || mtu > config_.max_mtu) return Refuse(Syndrome::QP_MTU);
+      if (s.Get(qpc::log_msg_max) > config_.log_max_msg) return Refuse(Syndrome::QP_MSG_SIZE);
     }
     // The path's source GID: RoCE always sends a GRH (its grh bit is not looked at, as today);
     // an InfiniBand path with grh 0 goes by rlid and names no GID.
     const bool ib = config_.port_type == DeviceConfig::PortType::kInfiniBand;
     if (s.path && (!ib || s.Get(kPath.grh)) &&
         s.Get(kPath.src_addr_index) >= GidTableSize(config_))
-      return Bad(Syndrome::QP_GID_INDEX);
+      return Refuse(Syndrome::QP_GID_INDEX);
     if (s.rra && s.Get(qpc::log_rra_max) > config_.log_max_ra_res_qp)
-      return Bad(Syndrome::QP_RRA_MAX);
+      return Refuse(Syndrome::QP_RRA_MAX);
     if (s.sra && s.Get(qpc::log_sra_max) > config_.log_max_ra_req_qp)
-      return Bad(Syndrome::QP_SRA_MAX);
+      return Refuse(Syndrome::QP_SRA_MAX);
     if (mask & prm::QP_OPTPAR_CQN_RCV) {
       new_rcv = cqs_.find(static_cast<uint32_t>(s.Get(qpc::cqn_rcv)));
-      if (new_rcv == cqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::QP_CQ_UNKNOWN);
+      if (new_rcv == cqs_.end()) return Refuse(Syndrome::QP_CQ_UNKNOWN);
       if (new_rcv->second.uid != qp.uid)
-        return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+        return Refuse(Syndrome::NOT_OWNER);
     }
   }
 

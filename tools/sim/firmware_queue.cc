@@ -14,13 +14,12 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 
 Outcome Firmware::ReadQueuePages(std::span<const std::byte> in, std::size_t pas_offset,
                                  uint32_t log_queue_bytes, uint32_t log_page_bytes,
                                  const PasSyndromes& syndromes,
                                  std::vector<uint64_t>* pas) const {
-  if (log_queue_bytes >= 64) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.count);
+  if (log_queue_bytes >= 64) return Refuse(syndromes.count);
   return ReadBufferPages(in, pas_offset, uint64_t{1} << log_queue_bytes, log_page_bytes,
                          syndromes, pas);
 }
@@ -33,14 +32,14 @@ Outcome Firmware::ReadBufferPages(std::span<const std::byte> in, std::size_t pas
   const uint64_t needed = std::max<uint64_t>(1, (buffer_bytes + page - 1) >> log_page_bytes);
   const std::size_t given = (in.size() - pas_offset) / 8;
   if ((in.size() - pas_offset) % 8 != 0 || given != needed)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.count);
+    return Refuse(syndromes.count);
   std::vector<uint64_t> list(given);
   for (std::size_t i = 0; i < given; ++i) {
     const uint64_t e = prm::Get(in.subspan(pas_offset), prm::Element<64>{i * 64, "pas"});
-    if (e % page != 0) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.entry);
+    if (e % page != 0) return Refuse(syndromes.entry);
     // The bytes of the buffer this page holds: the whole page, or what is left of the buffer.
     const uint64_t used = std::min(page, buffer_bytes - i * page);
-    if (!iommu_.IsMapped(e, used)) return Refuse(CommandStatus::BAD_PARAM_ERR, syndromes.unmapped);
+    if (!iommu_.IsMapped(e, used)) return Refuse(syndromes.unmapped);
     list[i] = e;
   }
   *pas = std::move(list);

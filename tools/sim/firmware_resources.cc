@@ -8,7 +8,6 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
@@ -17,7 +16,7 @@ Outcome Firmware::AllocUar(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::alloc_uar_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto idx = uar_ids_.Allocate();
-  if (!idx) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::UAR_EXHAUSTED);
+  if (!idx) return Refuse(Syndrome::UAR_EXHAUSTED);
   uars_[*idx] = static_cast<uint16_t>(prm::Get(in, In::uid));
   prm::Bits(out).set(prm::alloc_uar_out::uar, *idx);
   return Outcome::Ok();
@@ -28,9 +27,9 @@ Outcome Firmware::DeallocUar(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::dealloc_uar_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto it = uars_.find(prm::Get(in, In::uar));
-  if (it == uars_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::UAR_UNKNOWN);
+  if (it == uars_.end()) return Refuse(Syndrome::UAR_UNKNOWN);
   if (it->second != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    return Refuse(Syndrome::NOT_OWNER);
   uar_ids_.Free(it->first);
   uars_.erase(it);
   return Outcome::Ok();
@@ -41,7 +40,7 @@ Outcome Firmware::AllocPd(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::alloc_pd_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto idx = pd_ids_.Allocate();
-  if (!idx) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::PD_EXHAUSTED);
+  if (!idx) return Refuse(Syndrome::PD_EXHAUSTED);
   pds_[*idx] = Pd{static_cast<uint16_t>(prm::Get(in, In::uid))};
   prm::Bits(out).set(prm::alloc_pd_out::pd, *idx);
   return Outcome::Ok();
@@ -52,11 +51,11 @@ Outcome Firmware::DeallocPd(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::dealloc_pd_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto it = pds_.find(prm::Get(in, In::pd));
-  if (it == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::PD_UNKNOWN);
+  if (it == pds_.end()) return Refuse(Syndrome::PD_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+    return Refuse(Syndrome::NOT_OWNER);
   if (it->second.mkeys != 0 || it->second.queues != 0)
-    return Refuse(CommandStatus::RES_BUSY, Syndrome::PD_BUSY);
+    return Refuse(Syndrome::PD_BUSY);
   pd_ids_.Free(it->first);
   pds_.erase(it);
   return Outcome::Ok();
@@ -67,7 +66,7 @@ Outcome Firmware::AllocTd(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::alloc_transport_domain_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto idx = td_ids_.Allocate();
-  if (!idx) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::TD_EXHAUSTED);
+  if (!idx) return Refuse(Syndrome::TD_EXHAUSTED);
   tds_[*idx] = static_cast<uint16_t>(prm::Get(in, In::uid));
   prm::Bits(out).set(prm::alloc_transport_domain_out::transport_domain, *idx);
   return Outcome::Ok();
@@ -78,10 +77,10 @@ Outcome Firmware::DeallocTd(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::dealloc_transport_domain_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto it = tds_.find(prm::Get(in, In::transport_domain));
-  if (it == tds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::TD_UNKNOWN);
+  if (it == tds_.end()) return Refuse(Syndrome::TD_UNKNOWN);
   if (it->second != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (TdUsers(it->first) != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::TD_BUSY);
+    return Refuse(Syndrome::NOT_OWNER);
+  if (TdUsers(it->first) != 0) return Refuse(Syndrome::TD_BUSY);
   td_ids_.Free(it->first);
   tds_.erase(it);
   return Outcome::Ok();
@@ -92,7 +91,7 @@ Outcome Firmware::AllocXrcd(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::alloc_xrcd_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto idx = xrcd_ids_.Allocate();
-  if (!idx) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::XRCD_EXHAUSTED);
+  if (!idx) return Refuse(Syndrome::XRCD_EXHAUSTED);
   xrcds_[*idx] = Xrcd{static_cast<uint16_t>(prm::Get(in, In::uid))};
   prm::Bits(out).set(prm::alloc_xrcd_out::xrcd, *idx);
   return Outcome::Ok();
@@ -103,10 +102,10 @@ Outcome Firmware::DeallocXrcd(Bytes in, Out out) {
   if (Outcome s = CheckShape<In, prm::dealloc_xrcd_out>(in, out); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   auto it = xrcds_.find(prm::Get(in, In::xrcd));
-  if (it == xrcds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::XRCD_UNKNOWN);
+  if (it == xrcds_.end()) return Refuse(Syndrome::XRCD_UNKNOWN);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (it->second.users != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::XRCD_BUSY);
+    return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.users != 0) return Refuse(Syndrome::XRCD_BUSY);
   xrcd_ids_.Free(it->first);
   xrcds_.erase(it);
   return Outcome::Ok();

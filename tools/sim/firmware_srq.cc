@@ -23,13 +23,11 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
 namespace {
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
 
@@ -38,13 +36,13 @@ Outcome Firmware::CreateSrq(Bytes in, Out out) {
   using Ctx = prm::srqc_bits<In::srq_context_entry.bit_offset>;
   static_assert(sizeof(Srq::srqc) == prm::size_bytes<prm::srqc>);
   if (Outcome s = CheckShape<In, prm::create_srq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
-  if (prm::Get(in, Ctx::xrcd) || prm::Get(in, Ctx::cqn)) return Bad(Syndrome::SRQ_XRC);
+  if (prm::Get(in, Ctx::xrcd) || prm::Get(in, Ctx::cqn)) return Refuse(Syndrome::SRQ_XRC);
   if (prm::Get(in, Ctx::wq_signature) || prm::Get(in, Ctx::cont_srq) || prm::Get(in, Ctx::rlky))
-    return Bad(Syndrome::SRQ_UNSUPPORTED);
+    return Refuse(Syndrome::SRQ_UNSUPPORTED);
   SrqRing ring;
   if (Outcome s = CheckSrqRing<Ctx>(in, static_cast<uint32_t>(prm::Get(in, Ctx::log_srq_size)),
                                     config_, kMaxQueueLogPageSize, &ring);
@@ -65,13 +63,13 @@ Outcome Firmware::CreateSrq(Bytes in, Out out) {
 Outcome Firmware::DestroySrq(Bytes in, Out out) {
   using In = prm::destroy_srq_in;
   if (Outcome s = CheckShape<In, prm::destroy_srq_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::srqn));
-  if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
-  if (it->second.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_TYPE);
+  if (it == srqs_.end()) return Refuse(Syndrome::SRQ_UNKNOWN);
+  if (it->second.xrcd) return Refuse(Syndrome::SRQ_TYPE);
   if (it->second.uid != prm::Get(in, In::uid))
-    return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
-  if (it->second.users != 0) return Refuse(CommandStatus::RES_BUSY, Syndrome::SRQ_BUSY);
+    return Refuse(Syndrome::NOT_OWNER);
+  if (it->second.users != 0) return Refuse(Syndrome::SRQ_BUSY);
   --pds_.at(it->second.pd).queues;
   srq_ids_.Free(it->first);
   srqs_.erase(it);
@@ -83,13 +81,13 @@ Outcome Firmware::QuerySrq(Bytes in, Out out) {
   using O = prm::query_srq_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::srqn));
-  if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
+  if (it == srqs_.end()) return Refuse(Syndrome::SRQ_UNKNOWN);
   const Srq& srq = it->second;
-  if (srq.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_TYPE);
+  if (srq.xrcd) return Refuse(Syndrome::SRQ_TYPE);
   // uid 0 is the function's own (privileged) context and may look at any SRQ.
-  if (uid != 0 && srq.uid != uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (uid != 0 && srq.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::srq_context_entry.bit_offset / 8, srq.srqc.data(), srq.srqc.size());
   WriteQueuePages(out, O::pas.bit_offset / 8, srq.pas);
   return Outcome::Ok();
@@ -99,14 +97,14 @@ Outcome Firmware::ArmRq(Bytes in, Out out) {
   using In = prm::arm_rq_in;
   if (Outcome s = CheckShape<In, prm::arm_rq_out>(in, out); !s.ok()) return s;
   // Only SRQs are receive queues this device has (no RQ objects).
-  if (prm::Get(in, In::op_mod) != prm::ARM_RQ_IN_OP_MOD_SRQ) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != prm::ARM_RQ_IN_OP_MOD_SRQ) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::srq_number));
-  if (it == srqs_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_UNKNOWN);
+  if (it == srqs_.end()) return Refuse(Syndrome::SRQ_UNKNOWN);
   Srq& srq = it->second;
-  if (srq.xrcd) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_TYPE);
-  if (srq.uid != prm::Get(in, In::uid)) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (srq.xrcd) return Refuse(Syndrome::SRQ_TYPE);
+  if (srq.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t lwm = prm::Get(in, In::lwm);
-  if (lwm >= srq.wqe_count) return Bad(Syndrome::SRQ_LWM);
+  if (lwm >= srq.wqe_count) return Refuse(Syndrome::SRQ_LWM);
   prm::Bits(std::span<std::byte>(srq.srqc)).set(prm::srqc::lwm, lwm);
   return Outcome::Ok();
 }

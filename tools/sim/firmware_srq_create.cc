@@ -10,14 +10,12 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 
 namespace {
 
 constexpr uint32_t kDbrAlignment = 4;  // xrc_srqc's db_record_addr_l is so by format
 constexpr uint32_t kDbrBytes = 4;      // the post counter
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
 
 }  // namespace
 
@@ -26,8 +24,8 @@ Outcome Firmware::CreateSrqFromContext(std::span<const std::byte> in, const SrqC
                                        const std::function<Outcome(Srq&)>& check_named,
                                        uint32_t* srqn) {
   auto pd = pds_.find(context.pdn);
-  if (pd == pds_.end()) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::SRQ_PD_UNKNOWN);
-  if (pd->second.uid != context.uid) return Refuse(CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER);
+  if (pd == pds_.end()) return Refuse(Syndrome::SRQ_PD_UNKNOWN);
+  if (pd->second.uid != context.uid) return Refuse(Syndrome::NOT_OWNER);
 
   Srq srq{};
   srq.uid = context.uid;
@@ -36,8 +34,8 @@ Outcome Firmware::CreateSrqFromContext(std::span<const std::byte> in, const SrqC
     if (Outcome s = check_named(srq); !s.ok()) return s;
   }
 
-  if (context.dbr_addr % kDbrAlignment != 0) return Bad(Syndrome::SRQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(context.dbr_addr, kDbrBytes)) return Bad(Syndrome::SRQ_DBR_UNMAPPED);
+  if (context.dbr_addr % kDbrAlignment != 0) return Refuse(Syndrome::SRQ_DBR_ALIGNMENT);
+  if (!iommu_.IsMapped(context.dbr_addr, kDbrBytes)) return Refuse(Syndrome::SRQ_DBR_UNMAPPED);
 
   srq.log_page_bytes = 12 + ring.log_page_size;
   srq.dbr_addr = context.dbr_addr;
@@ -55,7 +53,7 @@ Outcome Firmware::CreateSrqFromContext(std::span<const std::byte> in, const SrqC
     return s;
 
   auto n = srq_ids_.Allocate();
-  if (!n) return Refuse(CommandStatus::NO_RES_ERR, Syndrome::SRQ_EXHAUSTED);
+  if (!n) return Refuse(Syndrome::SRQ_EXHAUSTED);
   std::memcpy(srq.srqc.data(), context.srqc.data(), srq.srqc.size());
   ++pd->second.queues;
   srqs_.emplace(*n, std::move(srq));

@@ -21,14 +21,11 @@
 
 namespace onchip::sim {
 
-using prm::CommandStatus;
 using Bytes = std::span<const std::byte>;
 using Out = std::span<std::byte>;
 
 namespace {
 
-Outcome Bad(Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); }
-Outcome BadRes(Syndrome s) { return Refuse(CommandStatus::BAD_RES_ERR, s); }
 
 }  // namespace
 
@@ -37,8 +34,8 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
   using Ctx = prm::xrc_srqc_bits<In::xrc_srq_context_entry.bit_offset>;
   static_assert(sizeof(Srq::srqc) == prm::size_bytes<prm::xrc_srqc>);
   if (Outcome s = CheckShape<In, prm::create_xrc_srq_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, Ctx{})) return Bad(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (!ReservedClear(in, Ctx{})) return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
 
   // Not advertised: WQ signatures, the contiguous mode, the reserved lkey, cyclic receive WQEs,
@@ -46,7 +43,7 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
   if (prm::Get(in, Ctx::wq_signature) || prm::Get(in, Ctx::cont_srq) || prm::Get(in, Ctx::rlky) ||
       prm::Get(in, Ctx::basic_cyclic_rcv_wqe) || prm::Get(in, Ctx::dbr_umem_valid) ||
       prm::Get(in, In::xrc_srq_umem_valid))
-    return Bad(Syndrome::SRQ_UNSUPPORTED);
+    return Refuse(Syndrome::SRQ_UNSUPPORTED);
   SrqRing ring;
   if (Outcome s = CheckSrqRing<Ctx>(in, static_cast<uint32_t>(prm::Get(in, Ctx::log_xrc_srq_size)),
                                     config_, kMaxQueueLogPageSize, &ring);
@@ -63,11 +60,11 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
   // The objects it names besides its PD, all the creator's.
   const auto domain_and_cq = [&](Srq& srq) {
     auto xrcd = xrcds_.find(prm::Get(in, Ctx::xrcd));
-    if (xrcd == xrcds_.end()) return BadRes(Syndrome::SRQ_XRCD_UNKNOWN);
-    if (xrcd->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+    if (xrcd == xrcds_.end()) return Refuse(Syndrome::SRQ_XRCD_UNKNOWN);
+    if (xrcd->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
     auto cq = cqs_.find(prm::Get(in, Ctx::cqn));
-    if (cq == cqs_.end()) return BadRes(Syndrome::SRQ_CQ_UNKNOWN);
-    if (cq->second.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+    if (cq == cqs_.end()) return Refuse(Syndrome::SRQ_CQ_UNKNOWN);
+    if (cq->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
     srq.xrcd = xrcd->first;
     srq.cqn = cq->first;
     return Outcome::Ok();
@@ -88,12 +85,12 @@ Outcome Firmware::CreateXrcSrq(Bytes in, Out out) {
 Outcome Firmware::DestroyXrcSrq(Bytes in, Out out) {
   using In = prm::destroy_xrc_srq_in;
   if (Outcome s = CheckShape<In, prm::destroy_xrc_srq_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::xrc_srqn));
-  if (it == srqs_.end()) return BadRes(Syndrome::SRQ_UNKNOWN);
+  if (it == srqs_.end()) return Refuse(Syndrome::SRQ_UNKNOWN);
   Srq& srq = it->second;
-  if (!srq.xrcd) return BadRes(Syndrome::SRQ_TYPE);
-  if (srq.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
+  if (!srq.xrcd) return Refuse(Syndrome::SRQ_TYPE);
+  if (srq.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   // No QP holds an XRC SRQ: target QPs find it per request, and one gone is refused then.
   --pds_.at(srq.pd).queues;
   --cqs_.at(srq.cqn).users;
@@ -108,13 +105,13 @@ Outcome Firmware::QueryXrcSrq(Bytes in, Out out) {
   using O = prm::query_xrc_srq_out;
   uint16_t uid = 0;
   if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != 0) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::xrc_srqn));
-  if (it == srqs_.end()) return BadRes(Syndrome::SRQ_UNKNOWN);
+  if (it == srqs_.end()) return Refuse(Syndrome::SRQ_UNKNOWN);
   const Srq& srq = it->second;
-  if (!srq.xrcd) return BadRes(Syndrome::SRQ_TYPE);
+  if (!srq.xrcd) return Refuse(Syndrome::SRQ_TYPE);
   // uid 0 is the function's own (privileged) context and may look at any SRQ.
-  if (uid != 0 && srq.uid != uid) return BadRes(Syndrome::NOT_OWNER);
+  if (uid != 0 && srq.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::xrc_srq_context_entry.bit_offset / 8, srq.srqc.data(),
               srq.srqc.size());
   WriteQueuePages(out, O::pas.bit_offset / 8, srq.pas);
@@ -124,14 +121,14 @@ Outcome Firmware::QueryXrcSrq(Bytes in, Out out) {
 Outcome Firmware::ArmXrcSrq(Bytes in, Out out) {
   using In = prm::arm_xrc_srq_in;
   if (Outcome s = CheckShape<In, prm::arm_xrc_srq_out>(in, out); !s.ok()) return s;
-  if (prm::Get(in, In::op_mod) != prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ) return Bad(Syndrome::BAD_OP_MOD);
+  if (prm::Get(in, In::op_mod) != prm::ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = srqs_.find(prm::Get(in, In::xrc_srqn));
-  if (it == srqs_.end()) return BadRes(Syndrome::SRQ_UNKNOWN);
+  if (it == srqs_.end()) return Refuse(Syndrome::SRQ_UNKNOWN);
   Srq& srq = it->second;
-  if (!srq.xrcd) return BadRes(Syndrome::SRQ_TYPE);
-  if (srq.uid != prm::Get(in, In::uid)) return BadRes(Syndrome::NOT_OWNER);
+  if (!srq.xrcd) return Refuse(Syndrome::SRQ_TYPE);
+  if (srq.uid != prm::Get(in, In::uid)) return Refuse(Syndrome::NOT_OWNER);
   const uint32_t lwm = prm::Get(in, In::lwm);
-  if (lwm >= srq.wqe_count) return Bad(Syndrome::SRQ_LWM);
+  if (lwm >= srq.wqe_count) return Refuse(Syndrome::SRQ_LWM);
   prm::Bits(std::span<std::byte>(srq.srqc)).set(prm::xrc_srqc::lwm, lwm);
   return Outcome::Ok();
 }

@@ -23,12 +23,13 @@ struct Outcome {
   constexpr bool ok() const { return status == prm::CommandStatus::OK; }
 };
 
-constexpr Outcome Refuse(prm::CommandStatus status, Syndrome syndrome) {
-  return {status, static_cast<uint32_t>(syndrome)};
+// A refusal: the syndrome of the failed check, with the status its row gives.
+constexpr Outcome Refuse(Syndrome syndrome) {
+  return {SyndromeStatus(syndrome), static_cast<uint32_t>(syndrome)};
 }
 
 // An op_mod the command does not define.
-constexpr Outcome BadOpMod() { return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::BAD_OP_MOD); }
+constexpr Outcome BadOpMod() { return Refuse(Syndrome::BAD_OP_MOD); }
 
 // True if bits [bit_offset, bit_offset + width) of `bytes` are all zero (bytes covers them).
 bool BitsZero(std::span<const std::byte> bytes, std::size_t bit_offset, std::size_t width);
@@ -46,11 +47,11 @@ bool ReservedClear(std::span<const std::byte> in, L) {
 template <class In, class Out>
 Outcome CheckShape(std::span<const std::byte> in, std::span<std::byte> out) {
   if (in.size() < prm::size_bytes<In>)
-    return Refuse(prm::CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+    return Refuse(Syndrome::INPUT_TOO_SHORT);
   if (out.size() < prm::size_bytes<Out>)
-    return Refuse(prm::CommandStatus::BAD_OUTP_LEN_ERR, Syndrome::OUTPUT_TOO_SHORT);
+    return Refuse(Syndrome::OUTPUT_TOO_SHORT);
   if (!ReservedClear(in, In{}))
-    return Refuse(prm::CommandStatus::BAD_PARAM_ERR, Syndrome::RESERVED_NOT_ZERO);
+    return Refuse(Syndrome::RESERVED_NOT_ZERO);
   return Outcome::Ok();
 }
 
@@ -61,7 +62,7 @@ template <class In, class Out>
 Outcome CheckShapeWithHeaderUid(std::span<const std::byte> in, std::span<std::byte> out,
                                 uint16_t* uid) {
   if (in.size() < prm::size_bytes<In>)
-    return Refuse(prm::CommandStatus::BAD_INP_LEN_ERR, Syndrome::INPUT_TOO_SHORT);
+    return Refuse(Syndrome::INPUT_TOO_SHORT);
   std::array<std::byte, prm::size_bytes<In>> copy;
   std::memcpy(copy.data(), in.data(), copy.size());
   *uid = static_cast<uint16_t>(prm::Get(std::span<const std::byte>(copy), prm::mbox_in::uid));

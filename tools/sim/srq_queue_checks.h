@@ -29,17 +29,15 @@ struct SrqRing {
 template <class Ctx>
 Outcome CheckSrqRing(std::span<const std::byte> in, uint32_t log_size, const DeviceConfig& config,
                      uint32_t max_log_page_size, SrqRing* ring) {
-  using prm::CommandStatus;
-  const auto bad = [](Syndrome s) { return Refuse(CommandStatus::BAD_PARAM_ERR, s); };
   if (prm::Get(in, Ctx::state) != prm::SRQ_STATE_GOOD || prm::Get(in, Ctx::wqe_cnt) != 0)
-    return bad(Syndrome::SRQ_STATE);
-  if (log_size > config.log_max_srq_sz) return bad(Syndrome::SRQ_SIZE);
+    return Refuse(Syndrome::SRQ_STATE);
+  if (log_size > config.log_max_srq_sz) return Refuse(Syndrome::SRQ_SIZE);
   const uint32_t log_stride = 4 + static_cast<uint32_t>(prm::Get(in, Ctx::log_rq_stride));
-  if ((uint32_t{1} << log_stride) > config.max_wqe_sz_rq) return bad(Syndrome::SRQ_STRIDE);
-  if (prm::Get(in, Ctx::lwm) >= (uint32_t{1} << log_size)) return bad(Syndrome::SRQ_LWM);
+  if ((uint32_t{1} << log_stride) > config.max_wqe_sz_rq) return Refuse(Syndrome::SRQ_STRIDE);
+  if (prm::Get(in, Ctx::lwm) >= (uint32_t{1} << log_size)) return Refuse(Syndrome::SRQ_LWM);
   const auto log_page_size = static_cast<uint32_t>(prm::Get(in, Ctx::log_page_size));
-  if (log_page_size > max_log_page_size) return bad(Syndrome::SRQ_PAGE_SIZE);
-  if (prm::Get(in, Ctx::page_offset) != 0) return bad(Syndrome::SRQ_PAGE_OFFSET);
+  if (log_page_size > max_log_page_size) return Refuse(Syndrome::SRQ_PAGE_SIZE);
+  if (prm::Get(in, Ctx::page_offset) != 0) return Refuse(Syndrome::SRQ_PAGE_OFFSET);
   *ring = {.log_size = log_size, .log_stride = log_stride, .log_page_size = log_page_size};
   return Outcome::Ok();
 }

@@ -15,14 +15,13 @@ namespace onchip::sim {
 // OK, or the firmware's refusal. `In` is the command's input layout.
 template <class In>
 Outcome CheckOwnIbVportQuery(std::span<const std::byte> in, const DeviceConfig& config) {
-  using prm::CommandStatus;
   if (prm::Get(in, In::op_mod) != 0) return BadOpMod();
   if (prm::Get(in, In::other_vport) != 0 || prm::Get(in, In::vport_number) != 0)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::CAP_OTHER_FUNCTION);
+    return Refuse(Syndrome::CAP_OTHER_FUNCTION);
   if (prm::Get(in, In::port_num) > config.num_ports)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NUM);
+    return Refuse(Syndrome::PORT_NUM);
   if (config.port_type != DeviceConfig::PortType::kInfiniBand)
-    return Refuse(CommandStatus::BAD_PARAM_ERR, Syndrome::PORT_NOT_IB);
+    return Refuse(Syndrome::PORT_NOT_IB);
   return Outcome::Ok();
 }
 
