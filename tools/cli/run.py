@@ -18,7 +18,7 @@ the same devices, the same objects and the same GIDs (`ibv_rc_pingpong -d onchip
 second function). --in-process gives the program one software ConnectX of its own instead.
 Memory a program registers is reached by the daemon: pages of a memfd or hugetlbfs file the
 program keeps open are mapped by the daemon itself, anonymous (malloc'd) memory is read and
-written in the program with process_vm_readv/writev (same user; the registration fails with the
+written through the program's /proc/PID/mem (same user; the registration fails with the
 kernel's reason when ptrace access is refused).
 """
 import os

@@ -40,9 +40,23 @@ Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
   if (!ValidRange(iova, length) || remote_address == 0 || remote_address % kPage != 0 ||
       remote_address + length < remote_address || pid <= 0)
     return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
-  auto process = ProcessMemory::Open(pid, remote_address, length);
+  auto file = FileOf(pid, remote_address);
+  if (!file) return std::unexpected(file.error());
+  auto process = ProcessMemory::Open(std::move(*file), remote_address, length);
   if (!process) return std::unexpected(process.error());
   return Insert(iova, Mapping{length, nullptr, std::move(*process)});
+}
+
+Result<std::shared_ptr<const ProcessFile>> Iommu::FileOf(pid_t pid, uint64_t address) {
+  std::lock_guard lock(files_mutex_);
+  std::erase_if(process_files_, [](const auto& e) { return e.second.expired(); });
+  if (auto it = process_files_.find(pid); it != process_files_.end())
+    if (auto file = it->second.lock(); file->Reaches(address)) return file;
+  // None yet, or one whose address space is gone (the pid's process exited or called execve):
+  // a new file reaches the process the pid names now.
+  auto file = ProcessFile::Open(pid);
+  if (file) process_files_[pid] = *file;
+  return file;
 }
 
 Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -165,10 +166,16 @@ class Iommu {
   // The mapping and the offset in it that cover [iova, iova + len), or nullptr.
   const Mapping* FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const;
   Result<void> Insert(uint64_t iova, Mapping m);
+  // The /proc/PID/mem that pid's mappings share, opened anew when none is held or the held one
+  // no longer reaches `address` in pid.
+  Result<std::shared_ptr<const ProcessFile>> FileOf(pid_t pid, uint64_t address);
   static std::mutex& ProcessAtomicMutex();
 
   mutable std::shared_mutex mutex_;
   std::map<uint64_t, Mapping> mappings_;  // by iova
+  std::mutex files_mutex_;                // process_files_
+  // The file each process's mappings share, while some mapping holds it.
+  std::map<pid_t, std::weak_ptr<const ProcessFile>> process_files_;
   // Moves on with every Unmap, under the exclusive lock: a CachedTranslation made at another
   // generation may name memory that is gone. Read inside an Access (the shared lock), so relaxed.
   std::atomic<uint64_t> generation_{1};

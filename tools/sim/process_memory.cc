@@ -53,7 +53,7 @@ bool CheckMaps(const std::string& maps, uint64_t address, uint64_t end,
 
 }  // namespace
 
-Result<ProcessMemory> ProcessMemory::Open(pid_t pid, uint64_t address, uint64_t length) {
+Result<std::shared_ptr<const ProcessFile>> ProcessFile::Open(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/mem", static_cast<int>(pid));
   const int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -72,8 +72,21 @@ Result<ProcessMemory> ProcessMemory::Open(pid_t pid, uint64_t address, uint64_t 
         return Fail(errno, "sim iommu: map process memory: open /proc/PID/mem");
     }
   }
-  ProcessMemory memory(fd, address, length, {});
-  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
+  return std::shared_ptr<const ProcessFile>(new ProcessFile(pid, fd));
+}
+
+ProcessFile::~ProcessFile() { close(fd_); }
+
+bool ProcessFile::Reaches(uint64_t address) const {
+  std::byte b;
+  return pread(fd_, &b, 1, static_cast<off_t>(address)) == 1;
+}
+
+Result<ProcessMemory> ProcessMemory::Open(std::shared_ptr<const ProcessFile> file,
+                                          uint64_t address, uint64_t length) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(file->pid()));
+  ProcessMemory memory(std::move(file), address, length);
   std::string maps;
   if (!ReadWhole(path, maps)) return Fail(ESRCH, "sim iommu: map process memory: no such process");
   if (!CheckMaps(maps, address, address + length, memory.read_only_))
@@ -82,35 +95,16 @@ Result<ProcessMemory> ProcessMemory::Open(pid_t pid, uint64_t address, uint64_t 
   return memory;
 }
 
-ProcessMemory::ProcessMemory(int fd, uint64_t address, uint64_t length,
-                             std::vector<std::pair<uint64_t, uint64_t>> read_only)
-    : fd_(fd), address_(address), length_(length), read_only_(std::move(read_only)) {}
-
-ProcessMemory::ProcessMemory(ProcessMemory&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
-      address_(other.address_),
-      length_(other.length_),
-      read_only_(std::move(other.read_only_)) {}
-
-ProcessMemory& ProcessMemory::operator=(ProcessMemory&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    address_ = other.address_;
-    length_ = other.length_;
-    read_only_ = std::move(other.read_only_);
-  }
-  return *this;
-}
-
-ProcessMemory::~ProcessMemory() {
-  if (fd_ >= 0) close(fd_);
+Result<ProcessMemory> ProcessMemory::Open(pid_t pid, uint64_t address, uint64_t length) {
+  auto file = ProcessFile::Open(pid);
+  if (!file) return std::unexpected(file.error());
+  return Open(std::move(*file), address, length);
 }
 
 bool ProcessMemory::Read(uint64_t offset, std::span<std::byte> out) const {
   if (offset > length_ || out.size() > length_ - offset) return false;
   // A short count means the copy stopped at a fault; 0 once the address space is gone.
-  return pread(fd_, out.data(), out.size(), static_cast<off_t>(address_ + offset)) ==
+  return pread(file_->fd(), out.data(), out.size(), static_cast<off_t>(address_ + offset)) ==
          static_cast<ssize_t>(out.size());
 }
 
@@ -118,7 +112,7 @@ bool ProcessMemory::Write(uint64_t offset, std::span<const std::byte> in) const 
   if (offset > length_ || in.size() > length_ - offset) return false;
   for (const auto& [begin, end] : read_only_)
     if (offset < end && offset + in.size() > begin) return false;
-  return pwrite(fd_, in.data(), in.size(), static_cast<off_t>(address_ + offset)) ==
+  return pwrite(file_->fd(), in.data(), in.size(), static_cast<off_t>(address_ + offset)) ==
          static_cast<ssize_t>(in.size());
 }
 

@@ -1,11 +1,12 @@
 // A range of another process's memory that the software ConnectX reaches by copying: the
 // IOMMU's process memory (iommu.h, MapProcess).
 //
-// The device holds the process's /proc/PID/mem, opened once at map time: the file is bound to
-// that process's address space, not to its pid, so after the process exits every transfer
-// returns nothing (a failed access) even once the kernel gives the pid to a new process. A
-// transfer is one pread or pwrite (the kernel's access_remote_vm, the debugger's path) with no
-// check of the pid before it.
+// The device holds the process's /proc/PID/mem (ProcessFile), opened at map time and shared by
+// every range of that process: a client with thousands of MRs costs the device one descriptor,
+// not thousands. The file is bound to the address space the process had when it was opened, not
+// to its pid, so after the process exits (or execs) every transfer returns nothing (a failed
+// access) even once the kernel gives the pid to a new process. A transfer is one pread or pwrite
+// (the kernel's access_remote_vm, the debugger's path) with no check of the pid before it.
 //
 // What the kernel pins at registration, Open checks at map time (ib_umem_get in the kernel's
 // drivers/infiniband/core/umem.c pins every page or fails with EFAULT): every page of the range
@@ -23,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -31,18 +33,36 @@
 
 namespace onchip::sim {
 
+// One process's /proc/PID/mem, open for reading and writing; closed with the last holder.
+class ProcessFile {
+ public:
+  // EPERM (with the remedy in the message) when the kernel refuses ptrace access to `pid`,
+  // ESRCH when there is no such process.
+  static Result<std::shared_ptr<const ProcessFile>> Open(pid_t pid);
+  ~ProcessFile();
+  ProcessFile(const ProcessFile&) = delete;
+  ProcessFile& operator=(const ProcessFile&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int fd() const { return fd_; }
+  // Whether the byte at `address` reads through this file: false once the address space it was
+  // opened on is gone (the process exited or called execve), or where nothing is mapped.
+  bool Reaches(uint64_t address) const;
+
+ private:
+  ProcessFile(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+  pid_t pid_;
+  int fd_;  // owned
+};
+
 class ProcessMemory {
  public:
-  // [address, address + length) of process `pid`. EPERM (with the remedy in the message) when
-  // the kernel refuses ptrace access, ESRCH when there is no such process, EFAULT when a page of
-  // the range is not mapped or not readable there.
+  // [address, address + length) of the process `file` reaches, EFAULT when a page of the range
+  // is not mapped or not readable there (ESRCH when the process is gone).
+  static Result<ProcessMemory> Open(std::shared_ptr<const ProcessFile> file, uint64_t address,
+                                    uint64_t length);
+  // The same through a file of its own (ProcessFile::Open's errors).
   static Result<ProcessMemory> Open(pid_t pid, uint64_t address, uint64_t length);
-
-  ProcessMemory(ProcessMemory&& other) noexcept;
-  ProcessMemory& operator=(ProcessMemory&& other) noexcept;
-  ProcessMemory(const ProcessMemory&) = delete;
-  ProcessMemory& operator=(const ProcessMemory&) = delete;
-  ~ProcessMemory();
 
   // Copies at `offset` into the range; false when the range does not hold it, the process has
   // exited, or the copy stopped short (the caller turns that into the PRM's error).
@@ -51,10 +71,10 @@ class ProcessMemory {
   bool Write(uint64_t offset, std::span<const std::byte> in) const;
 
  private:
-  ProcessMemory(int fd, uint64_t address, uint64_t length,
-                std::vector<std::pair<uint64_t, uint64_t>> read_only);
+  ProcessMemory(std::shared_ptr<const ProcessFile> file, uint64_t address, uint64_t length)
+      : file_(std::move(file)), address_(address), length_(length) {}
 
-  int fd_;  // /proc/PID/mem, owned
+  std::shared_ptr<const ProcessFile> file_;
   uint64_t address_;
   uint64_t length_;
   std::vector<std::pair<uint64_t, uint64_t>> read_only_;  // [begin, end) offsets, ascending

@@ -1,5 +1,6 @@
 // The IOMMU: mapping rules, bounds, mappings changing under running commands, and process
 // memory (another process's anonymous memory reached by copying).
+#include <dirent.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
@@ -154,6 +155,33 @@ TEST(IommuProcessTest, OwnPidIsReachedByCopyingOnly) {
   EXPECT_FALSE(acc.Read(0x11fa0, r));  // past the mapping's end: nothing copied
   EXPECT_FALSE(acc.Write(0x11fa0, v));
   EXPECT_EQ(b.p[0x1fa0], std::byte{0});
+}
+
+// The number of descriptors this process has open.
+std::size_t OpenFds() {
+  std::size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A process's mappings share one /proc/PID/mem: a client with many MRs costs the device one
+// descriptor, not one per MR (which would end at RLIMIT_NOFILE), and the last unmap closes it.
+TEST(IommuProcessTest, EveryMappingOfAProcessSharesOneFile) {
+  constexpr std::size_t kPages = 512;
+  Iommu m;
+  Buffer b(kPages * 4096);
+  const std::size_t before = OpenFds();
+  for (std::size_t i = 0; i < kPages; ++i)
+    ASSERT_TRUE(m.MapProcess(0x100000 + i * 0x2000, 4096, getpid(), Addr(b.p + i * 4096)));
+  EXPECT_LE(OpenFds(), before + 1);
+  const auto v = PatternBytes(64, 9);
+  ASSERT_TRUE(m.Write(0x100000 + (kPages - 1) * 0x2000, v));
+  EXPECT_EQ(std::memcmp(b.p + (kPages - 1) * 4096, v.data(), v.size()), 0);
+  for (std::size_t i = 0; i < kPages; ++i) ASSERT_TRUE(m.Unmap(0x100000 + i * 0x2000, 4096));
+  EXPECT_EQ(OpenFds(), before);
 }
 
 // Every page is checked at map time, as the kernel pins every page of a registration: a hole
