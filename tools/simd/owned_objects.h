@@ -5,7 +5,8 @@
 // touching its queues and no new completion lands), then every object destroyed in the reverse
 // order of creation, children before the parents they were created on.
 //
-// It also answers which commands a client may issue at all (what user space may send through
+// What a kind's creation and destruction look like is uapi/prm/objects.h's table. It also
+// answers which commands a client may issue at all (what user space may send through
 // DEVX), which carry the client's uid in the header (the firmware checks ownership by it), and
 // whether a MEMIC range a DEALLOC_MEMIC names is the client's own (MEMIC carries no uid).
 #pragma once
@@ -17,13 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "uapi/prm/objects.h"
+
 namespace onchip::simd {
 
-enum class OwnedKind : uint8_t {
-  kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq, kTis, kSq, kRq, kTir, kXrcd, kXrcSrq
-};
-inline constexpr std::size_t kOwnedKinds = 16;
-const char* OwnedKindName(OwnedKind kind);
+using prm::ObjectKind;
 
 // A user-space command the daemon passes on (uapi/prm/commands.h's user column); false for what
 // only the function's owner issues (ENABLE/INIT/TEARDOWN/DISABLE_HCA, pages, SET_HCA_CAP,
@@ -46,21 +45,20 @@ class OwnedObjects {
   std::vector<std::vector<std::byte>> ReleaseCommands() const;
   void Clear() { objects_.clear(); }
 
-  std::array<uint32_t, kOwnedKinds> counts() const;
+  // Live objects per kind, in prm::kObjectKinds order.
+  std::array<uint32_t, prm::kObjectKindCount> counts() const;
   uint64_t memic_bytes() const;
   // Whether the client created object `id` of `kind` (a PD number, an mkey index, ...).
-  bool Owns(OwnedKind kind, uint32_t id) const;
+  bool Owns(ObjectKind kind, uint64_t id) const;
   std::size_t size() const { return objects_.size(); }
 
  private:
   struct Object {
-    OwnedKind kind;
-    uint32_t id = 0;        // the number the firmware gave (uar, pd, mkey index, eqn, ...)
-    uint16_t obj_type = 0;  // general objects
-    uint64_t addr = 0;      // MEMIC start
-    uint64_t size = 0;      // MEMIC bytes
+    ObjectKind kind;
+    uint64_t id = 0;       // the number the firmware gave (uar, pd, mkey index, ...; MEMIC: address)
+    uint64_t carried = 0;  // the creation's field the destruction repeats (MEMIC size, obj_type)
   };
-  void Forget(OwnedKind kind, uint64_t id_or_addr);
+  void Forget(ObjectKind kind, uint64_t id);
   std::vector<Object> objects_;  // creation order
 };
 

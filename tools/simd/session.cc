@@ -185,9 +185,9 @@ Result<void> Session::UpdateMkey(const Frame& frame) {
   }
   {
     std::lock_guard lock(mu_);
-    if (!owned_.Owns(OwnedKind::kMkey, req->mkey >> 8))
+    if (!owned_.Owns(ObjectKind::kMkey, req->mkey >> 8))
       return Refuse(MessageType::kUpdateMkey, EPERM, "the MR is not this client's");
-    if ((req->fields & kUpdateMkeyPd) && !owned_.Owns(OwnedKind::kPd, req->pdn))
+    if ((req->fields & kUpdateMkeyPd) && !owned_.Owns(ObjectKind::kPd, req->pdn))
       return Refuse(MessageType::kUpdateMkey, EPERM, "the PD is not this client's");
   }
   if ((req->fields & kUpdateMkeyAccess) && (req->access & ~kAccess) != 0)
@@ -323,9 +323,9 @@ std::string Session::DescribeJson() const {
                   ", \"function\": " + std::to_string(function_->index) + ", \"objects\": {";
   const auto counts = owned_.counts();
   bool first = true;
-  for (std::size_t k = 0; k < kOwnedKinds; ++k) {
+  for (std::size_t k = 0; k < prm::kObjectKindCount; ++k) {
     if (counts[k] == 0) continue;
-    s += std::string(first ? "" : ", ") + "\"" + OwnedKindName(static_cast<OwnedKind>(k)) +
+    s += std::string(first ? "" : ", ") + "\"" + std::string(prm::kObjectKinds[k].name) +
          "\": " + std::to_string(counts[k]);
     first = false;
   }
