@@ -1,10 +1,12 @@
 """A shell test that runs unmodified programs through a device daemon of its own."""
 
+load("//tools/build:defs.bzl", "onchip_sh_test")
+
 def daemon_test(name, src):
     """Runs `src` with the arguments LAUNCH_PY PLUGIN SIMD: the verbs environment's launcher,
     onchip's libibverbs plugin and the device daemon it starts (tier1; not under
     the sanitizers: a sanitized plugin does not load into the unmodified programs)."""
-    native.sh_test(
+    onchip_sh_test(
         name = name,
         size = "medium",
         srcs = [src],
@@ -19,5 +21,6 @@ def daemon_test(name, src):
             "//tools/verbs_env:launch",
             "//tools/verbs_env:launch.py",
         ],
-        tags = ["tier1", "nosanitize"],
+        tier = "tier1",
+        tags = ["nosanitize"],
     )

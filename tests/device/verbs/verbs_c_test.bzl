@@ -1,6 +1,7 @@
 """A C program written against <infiniband/verbs.h>, run under onchip as its provider."""
 
 load("@rdma_core//:defines.bzl", RDMA_CORE_DEFINES = "DEFINES")
+load("//tools/build:defs.bzl", "onchip_sh_test")
 
 _PLUGIN = "//tools/plugin:libonchip-rdmav34.so"
 
@@ -9,7 +10,7 @@ _PLUGIN = "//tools/plugin:libonchip-rdmav34.so"
 # Same warnings otherwise.
 _CFLAGS = "-std=gnu17 -O2 -g1 -Wall -Wextra -Wpedantic -Wshadow -Wimplicit-fallthrough -Werror -iquote . "
 
-def verbs_c_test(name, src, links_onchip = False, tags = ["tier1"]):
+def verbs_c_test(name, src, links_onchip = False, tier = "tier1", tags = []):
     """Builds `src` (plus checks.h) into a program and runs it through tools/verbs_env/launch.py.
 
     links_onchip: also link libonchip-rdmav34.so for the calls it exports under upstream names
@@ -28,7 +29,7 @@ def verbs_c_test(name, src, links_onchip = False, tags = ["tier1"]):
         cmd = "gcc " + _CFLAGS + " ".join(["-D" + d for d in RDMA_CORE_DEFINES]) +
               " $(location %s)" % src + link + " -o $@",
     )
-    native.sh_test(
+    onchip_sh_test(
         name = name,
         size = "small",
         srcs = ["run_under_onchip.sh"],
@@ -43,5 +44,6 @@ def verbs_c_test(name, src, links_onchip = False, tags = ["tier1"]):
             "//tools/verbs_env:launch",
             "//tools/verbs_env:launch.py",
         ],
+        tier = tier,
         tags = tags,
     )

@@ -7,21 +7,13 @@ import os
 import re
 import unittest
 
+from source_tree import root
+
 MAX_README_LINES = 250
 TOP = ("alloc", "bench", "docs", "driver", "log", "mmio", "tests", "tools", "uapi", ".ci")
 # A path: not glued to a word, a slash or a dot before it (so /usr/share/.../tests is not one).
 PATH = re.compile(r"(?<![\w/.\-~$])(?://)?((?:%s)/[\w.*+\-/]*(?::[\w.+\-]+)?)"
                   % "|".join(re.escape(t) for t in TOP))
-
-
-def root():
-    """The source tree: where the runfile //:README.md really lives."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    for base in (os.environ.get("TEST_SRCDIR", ""), here):
-        for candidate in (os.path.join(base, "onchip", "README.md"), os.path.join(base, "README.md")):
-            if os.path.exists(candidate):
-                return os.path.dirname(os.path.realpath(candidate))
-    raise RuntimeError("cannot find the repository's README.md in the runfiles")
 
 
 def markdown_files(top):
