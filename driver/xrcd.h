@@ -29,12 +29,12 @@
 #include <utility>
 
 #include "driver/device.h"
-#include "driver/verbs/abi34.h"
+#include "uapi/verbs/abi34.h"
 
 namespace onchip::driver {
 
 struct Xrcd {
-  verbs::abi::verbs_xrcd verbs;  // first: From() converts back; verbs.xrcd is the ibv_xrcd
+  ibverbs_abi::verbs_xrcd verbs;  // first: From() converts back; verbs.xrcd is the ibv_xrcd
   std::shared_ptr<Device> device;
   uint32_t xrcdn = 0;
   Life life;  // pinned by its XRC SRQs and XRC QPs

@@ -19,13 +19,13 @@
 #include "driver/rings/recv_queue.h"
 #include "driver/rings/send_queue.h"
 #include "driver/rings/srq_ring.h"
-#include "driver/verbs/abi34.h"
+#include "uapi/verbs/abi34.h"
 #include "uapi/result.h"
 
 namespace onchip::driver::rings {
 
 struct DataPathQp {
-  verbs::abi::verbs_qp verbs;  // first: ibv_qp* and ibv_qp_ex* cast back
+  ibverbs_abi::verbs_qp verbs;  // first: ibv_qp* and ibv_qp_ex* cast back
   SendQueue sq;
   RecvQueue rq;                // unused when the QP receives through an SRQ
   WorkQueues queues;           // {&sq, &rq or null, the SRQ's ring or null}: the qpn table's entry
@@ -36,7 +36,7 @@ struct DataPathQp {
 static_assert(offsetof(DataPathQp, verbs) == 0);
 
 struct DataPathSrq {
-  verbs::abi::verbs_srq verbs;  // first: ibv_srq* casts back
+  ibverbs_abi::verbs_srq verbs;  // first: ibv_srq* casts back
   SrqRing ring;
 
   static DataPathSrq* From(ibv_srq* srq) { return reinterpret_cast<DataPathSrq*>(srq); }
@@ -44,7 +44,7 @@ struct DataPathSrq {
 static_assert(offsetof(DataPathSrq, verbs) == 0);
 
 struct DataPathCq {
-  verbs::abi::verbs_cq verbs;  // first: ibv_cq* and ibv_cq_ex* cast back
+  ibverbs_abi::verbs_cq verbs;  // first: ibv_cq* and ibv_cq_ex* cast back
   CqRing ring;
 
   static DataPathCq* From(ibv_cq* cq) { return reinterpret_cast<DataPathCq*>(cq); }

@@ -22,7 +22,7 @@
 #include "driver/qp.h"
 #include "driver/srq.h"
 #include "driver/td.h"
-#include "driver/verbs/abi34.h"
+#include "uapi/verbs/abi34.h"
 #include "driver/xrcd.h"
 #include "log/log.h"
 

@@ -27,7 +27,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "driver/verbs/abi34.h"
+#include "uapi/verbs/abi34.h"
 #include "driver/verbs/provider.h"
 #include "driver/verbs/calls.h"
 #include "uapi/verbs/dmah.h"

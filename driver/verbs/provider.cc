@@ -37,7 +37,7 @@
 #include "driver/mr.h"
 #include "driver/port.h"
 #include "driver/rings/data_path.h"
-#include "driver/verbs/abi34.h"
+#include "uapi/verbs/abi34.h"
 #include "driver/verbs/attributes.h"
 #include "driver/verbs/provider.h"
 #include "driver/verbs/session.h"
@@ -48,11 +48,11 @@
 namespace onchip::driver::verbs {
 namespace {
 
-using abi::verbs_context_ops;
-using abi::verbs_device;
-using abi::verbs_device_ops;
-using abi::verbs_match_ent;
-using abi::verbs_sysfs_dev;
+using ibverbs_abi::verbs_context_ops;
+using ibverbs_abi::verbs_device;
+using ibverbs_abi::verbs_device_ops;
+using ibverbs_abi::verbs_match_ent;
+using ibverbs_abi::verbs_sysfs_dev;
 
 // The per-uverbs-device ABI version `tools/onchip run` publishes (class/infiniband_verbs/uverbsN/
 // abi_version); there is no kernel, so it only has to agree with the tree.
@@ -200,15 +200,15 @@ int QueryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
 }
 
 // ibv_dereg_mr hands over the verbs_mr; driver::Mr begins with that very layout.
-static_assert(offsetof(driver::Mr, ibv) == offsetof(abi::verbs_mr, mr));
-static_assert(offsetof(driver::Mr, mr_type) == offsetof(abi::verbs_mr, mr_type));
-static_assert(offsetof(driver::Mr, access) == offsetof(abi::verbs_mr, access));
+static_assert(offsetof(driver::Mr, ibv) == offsetof(ibverbs_abi::verbs_mr, mr));
+static_assert(offsetof(driver::Mr, mr_type) == offsetof(ibverbs_abi::verbs_mr, mr_type));
+static_assert(offsetof(driver::Mr, access) == offsetof(ibverbs_abi::verbs_mr, access));
 
-int DeregMr(abi::verbs_mr* vmr) { return driver::verbs::dereg_mr(&vmr->mr); }
+int DeregMr(ibverbs_abi::verbs_mr* vmr) { return driver::verbs::dereg_mr(&vmr->mr); }
 
 // libibverbs' ibv_rereg_mr has already refused a non-plain MR, unknown flags, an empty new range
 // and access bits without CHANGE_ACCESS; it sets mr->pd, addr and length itself on success.
-int ReregMr(abi::verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+int ReregMr(ibverbs_abi::verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
   return driver::verbs::rereg_mr(&vmr->mr, flags, pd, addr, length, access);
 }
 
@@ -312,7 +312,7 @@ ibv_context* ContextOf(ibv_pd* pd) { return pd->context; }
 ibv_context* ContextOf(ibv_dm* dm) { return dm->context; }
 ibv_context* ContextOf(ibv_mw* mw) { return mw->context; }
 ibv_context* ContextOf(ibv_td* td) { return td->context; }
-ibv_context* ContextOf(abi::verbs_mr* vmr) { return vmr->mr.context; }
+ibv_context* ContextOf(ibverbs_abi::verbs_mr* vmr) { return vmr->mr.context; }
 ibv_context* ContextOf(ibv_mr* mr) { return mr->context; }
 ibv_context* ContextOf(ibv_cq* cq) { return cq->context; }
 ibv_context* ContextOf(ibv_qp* qp) { return qp->context; }
@@ -322,7 +322,7 @@ ibv_context* ContextOf(ibv_xrcd* xrcd) { return xrcd->context; }
 
 // Whether this process made the object (for a context: always; it is served above).
 bool MadeHere(ibv_context*) { return true; }
-bool MadeHere(abi::verbs_mr* vmr) { return driver::verbs::OfThisProcess(&vmr->mr); }
+bool MadeHere(ibverbs_abi::verbs_mr* vmr) { return driver::verbs::OfThisProcess(&vmr->mr); }
 template <class Object>
 bool MadeHere(Object* object) {
   return driver::verbs::OfThisProcess(object);
@@ -534,7 +534,7 @@ verbs_device* AllocDevice(verbs_sysfs_dev* sysfs) {
   d->id.gid_table_len = CountGids(path);
   ReadSysfs(path + "/device/onchip_locator", &d->locator);
   // The driver accepts the optional access bits (relaxed ordering): let ibv_reg_mr pass them.
-  d->vdev.core_support = abi::kCoreSupportOptionalMrAccess;
+  d->vdev.core_support = ibverbs_abi::kCoreSupportOptionalMrAccess;
   return &d->vdev;
 }
 
@@ -542,7 +542,7 @@ void UninitDevice(verbs_device* vdev) { delete reinterpret_cast<OnchipDevice*>(v
 
 const verbs_match_ent kMatchTable[] = {
     {.driver_data = nullptr, .u = {.modalias = "onchip:*"}, .vendor = 0, .device = 0,
-     .kind = abi::kMatchModalias},
+     .kind = ibverbs_abi::kMatchModalias},
     {},
 };
 

@@ -7,9 +7,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
-#include "driver/verbs/abi34.h"
+#include "uapi/verbs/abi34.h"
 
-namespace onchip::driver::verbs::abi {
+namespace onchip::ibverbs_abi {
 namespace {
 
 TEST(Abi34Constants, SysfsSizesAreVerbsH) {
@@ -34,4 +34,4 @@ TEST(Abi34Constants, MatchKindsAndMrTypesAreDriverHs) {
 }
 
 }  // namespace
-}  // namespace onchip::driver::verbs::abi
+}  // namespace onchip::ibverbs_abi

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <ctime>
 
-namespace onchip::driver::verbs::abi {
+namespace onchip::ibverbs_abi {
 
 // ccan's list_node: the library threads its own lists through these.
 struct ListNode {
@@ -266,11 +266,11 @@ static_assert(offsetof(verbs_context_ops, reg_mr) == 0x220);
 static_assert(offsetof(verbs_context_ops, unimport_dm) == 0x248);
 static_assert(offsetof(verbs_context_ops, unimport_pd) == 0x258);
 
-}  // namespace onchip::driver::verbs::abi
+}  // namespace onchip::ibverbs_abi
 
 // The IBVERBS_PRIVATE_34 functions onchip's provider calls (exported by libibverbs.so.1).
 extern "C" {
-void verbs_register_driver_34(const onchip::driver::verbs::abi::verbs_device_ops* ops);
+void verbs_register_driver_34(const onchip::ibverbs_abi::verbs_device_ops* ops);
 // calloc(alloc_size), with the verbs_context at byte `(size_t)context_offset` of it initialised:
 // device, cmd_fd, async_fd = -1, default ops (EOPNOTSUPP), and an ioctl probe on cmd_fd. On
 // failure returns NULL and closes cmd_fd.
@@ -279,7 +279,7 @@ void* _verbs_init_and_alloc_context(ibv_device* device, int cmd_fd, size_t alloc
 // Frees the library's private part and closes cmd_fd and async_fd; the caller then free()s.
 void verbs_uninit_context(verbs_context* context);
 // Installs every non-null op of `ops`.
-void verbs_set_ops(verbs_context* vctx, const onchip::driver::verbs::abi::verbs_context_ops* ops);
+void verbs_set_ops(verbs_context* vctx, const onchip::ibverbs_abi::verbs_context_ops* ops);
 
 // Public since IBVERBS_1.1 but declared only in driver.h: keep [base, base + size) out of forked
 // children (madvise DONTFORK, reference-counted per page once ibv_fork_init ran; a no-op
