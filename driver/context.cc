@@ -2,8 +2,6 @@
 
 #include <cstdio>
 
-#include "driver/bus/sim/sim_bus.h"
-#include "driver/bus/vfio/vfio_bus.h"
 #include "driver/open.h"
 #include "log/log.h"
 
@@ -69,23 +67,13 @@ Result<void> MemoryRegion::Deregister() {
   return {};
 }
 
-Result<Context> Context::Open(vpci::Function& function, driver::DeviceOptions opts) {
-  ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(function));
-  return Open(std::move(bus), opts);
-}
-
-Result<Context> Context::OpenVfio(std::string_view pci_name, driver::DeviceOptions opts) {
-  ONCHIP_TRY(auto device, driver::Open(driver::Locator::Vfio(pci_name), opts));
-  return Context(std::move(device));
-}
-
-Result<Context> Context::OpenLocator(std::string_view locator, driver::DeviceOptions opts) {
+Result<Context> Context::Open(const driver::Locator& locator, driver::DeviceOptions opts) {
   ONCHIP_TRY(auto device, driver::Open(locator, opts));
   return Context(std::move(device));
 }
 
-Result<Context> Context::Open(std::unique_ptr<driver::bus::Bus> bus, driver::DeviceOptions opts) {
-  ONCHIP_TRY(auto device, driver::Device::Open(std::move(bus), opts));
+Result<Context> Context::Open(std::string_view locator, driver::DeviceOptions opts) {
+  ONCHIP_TRY(auto device, driver::Open(locator, opts));
   return Context(std::move(device));
 }
 

@@ -2,7 +2,7 @@
 // handles. Thin over the verbs-shaped objects (dm.h, pd.h, mr.h); verbs() on each handle gives
 // the rdma-core struct for code that speaks <infiniband/verbs.h>.
 //
-//   ONCHIP_TRY(auto ctx, onchip::Context::Open(function));    // the software ConnectX
+//   ONCHIP_TRY(auto ctx, onchip::Context::Open("sim"));    // or "simd:<socket>", "vfio:<PCI>"
 //   ONCHIP_TRY(auto dm, ctx.AllocDm(4096));
 //   ONCHIP_CHECK(dm.Write(0, bytes));
 //   ONCHIP_TRY(auto pd, ctx.AllocPd());
@@ -18,12 +18,11 @@
 #include <span>
 #include <string_view>
 
-#include "driver/bus/bus.h"
 #include "driver/device.h"
 #include "driver/dm.h"
 #include "driver/mr.h"
+#include "driver/open.h"
 #include "driver/pd.h"
-#include "uapi/vpci.h"
 
 namespace onchip {
 
@@ -83,13 +82,10 @@ class MemoryRegion {
 
 class Context {
  public:
-  // Over the software ConnectX (or any virtual PCI function); `function` outlives the Context.
-  static Result<Context> Open(vpci::Function& function, driver::DeviceOptions opts = {});
-  // Over a ConnectX bound to vfio-pci, e.g. "0000:3b:00.0".
-  static Result<Context> OpenVfio(std::string_view pci_name, driver::DeviceOptions opts = {});
-  // Over whatever the locator names: "sim", "simd:<socket>", "vfio:<PCI address>" (open.h).
-  static Result<Context> OpenLocator(std::string_view locator, driver::DeviceOptions opts = {});
-  static Result<Context> Open(std::unique_ptr<driver::bus::Bus> bus, driver::DeviceOptions opts = {});
+  // Over what the locator names (driver/open.h: "sim", "simd:<socket>", "vfio:<PCI address>",
+  // or Locator::Of(function) for a virtual PCI function that outlives the Context).
+  static Result<Context> Open(const driver::Locator& locator, driver::DeviceOptions opts = {});
+  static Result<Context> Open(std::string_view locator, driver::DeviceOptions opts = {});
 
   Context(Context&&) noexcept = default;
   Context& operator=(Context&& o) noexcept;

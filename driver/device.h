@@ -40,7 +40,9 @@
 namespace onchip::driver {
 
 class CompletionEq;
+class Device;
 class EventThread;
+struct Locator;
 class Uars;
 class SteeringTagTable;
 class UmrQueue;
@@ -49,6 +51,9 @@ struct DeviceOptions {
   std::chrono::milliseconds firmware_ready_timeout{120000};
   cmd::CmdqOptions cmdq;
 };
+
+// The one way to a Device (open.h).
+Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts);
 
 // What Close() did. `first_error` is the first command that failed (teardown goes on past it).
 struct TeardownReport {
@@ -65,16 +70,6 @@ struct TeardownReport {
 
 class Device : public std::enable_shared_from_this<Device> {
  public:
-  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
-  // A function someone else brought up and serves (a device daemon, as the kernel serves a
-  // function to user space): no ENABLE/INIT_HCA and no pages, commands through `commander`
-  // (which must outlive nothing but this device: the device owns it). Capabilities are queried;
-  // the device creates its own UAR and completion EQ under the commander's uid. Close() releases
-  // this device's objects and leaves the function up. `owner` (may be null) is what the owner
-  // does for this process beyond commands (cmd/owner_channel.h).
-  static Result<std::shared_ptr<Device>> Attach(std::unique_ptr<bus::Bus> bus,
-                                                std::unique_ptr<cmd::Commander> commander,
-                                                std::unique_ptr<cmd::OwnerChannel> owner = nullptr);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -168,6 +163,19 @@ class Device : public std::enable_shared_from_this<Device> {
   }
 
  private:
+  // driver::Open makes the bus the locator names and calls one of these.
+  friend Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts);
+  // Brings up the function on `bus`, which this process owns.
+  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
+  // A function someone else brought up and serves (a device daemon, as the kernel serves a
+  // function to user space): no ENABLE/INIT_HCA and no pages, commands through `commander`
+  // (which must outlive nothing but this device: the device owns it). Capabilities are queried;
+  // the device creates its own UAR and completion EQ under the commander's uid. Close() releases
+  // this device's objects and leaves the function up. `owner` (may be null) is what the owner
+  // does for this process beyond commands (cmd/owner_channel.h).
+  static Result<std::shared_ptr<Device>> Attach(std::unique_ptr<bus::Bus> bus,
+                                                std::unique_ptr<cmd::Commander> commander,
+                                                std::unique_ptr<cmd::OwnerChannel> owner = nullptr);
   explicit Device(std::unique_ptr<bus::Bus> bus);
   Result<void> BringUp(const DeviceOptions& opts);
   // What bring-up does after INIT_HCA, and all an attached device does: capabilities, MEMIC and

@@ -60,6 +60,7 @@ std::string Locator::str() const {
     case Scheme::kSim: return std::string(kSim);
     case Scheme::kSimDaemon: return std::string(kSimDaemon) + address;
     case Scheme::kVfio: return std::string(kVfio) + address;
+    case Scheme::kFunction: return "function";
   }
   return {};
 }
@@ -82,6 +83,9 @@ Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts)
   }
   if (locator.scheme == Locator::Scheme::kVfio) {
     ONCHIP_TRY(reached, bus::VfioBus::Open(locator.address));
+  } else if (locator.scheme == Locator::Scheme::kFunction) {
+    if (locator.function == nullptr) return Fail(EINVAL, "open: a function locator without a function");
+    ONCHIP_TRY(reached, bus::SimBus::Open(*locator.function));
   } else {
     ONCHIP_TRY(reached, SoftwareBus(locator));
   }

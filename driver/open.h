@@ -6,6 +6,8 @@
 //   "simd:<socket path>"   a software ConnectX served by a device daemon over a UNIX socket
 //                          (function 0; "simd:<socket path>#<n>" names function n)
 //   "vfio:<PCI address>"   a ConnectX bound to vfio-pci, e.g. "vfio:0000:3b:00.0"
+// and, with no text form, Locator::Of(function): a virtual PCI function the caller made and owns
+// (a test's or a tool's own software ConnectX), opened as the in-process "sim" is.
 // Only the bus under the driver differs between them: the software ones are a vpci::Function
 // (uapi/vpci.h) under the sim bus, the real one is the VFIO bus.
 //
@@ -17,6 +19,7 @@
 //
 //   ONCHIP_TRY(auto device, driver::Open("sim"));
 //   ONCHIP_TRY(auto device, driver::Open(driver::Locator::Vfio("0000:3b:00.0")));
+//   ONCHIP_TRY(auto device, driver::Open(driver::Locator::Of(*sim_device)));
 #pragma once
 
 #include <memory>
@@ -30,13 +33,15 @@
 namespace onchip::driver {
 
 struct Locator {
-  enum class Scheme : uint8_t { kSim, kSimDaemon, kVfio };
+  enum class Scheme : uint8_t { kSim, kSimDaemon, kVfio, kFunction };
   Scheme scheme = Scheme::kSim;
   std::string address;  // the socket path (simd) or PCI address (vfio); empty for sim
+  vpci::Function* function = nullptr;  // kFunction: the caller's, outliving the device
 
   static Locator Sim() { return {Scheme::kSim, {}}; }
   static Locator Vfio(std::string_view pci) { return {Scheme::kVfio, std::string(pci)}; }
-  // EINVAL (with the reason) for anything but the three forms above.
+  static Locator Of(vpci::Function& f) { return {Scheme::kFunction, {}, &f}; }
+  // EINVAL (with the reason) for anything but the three text forms above.
   static Result<Locator> Parse(std::string_view text);
   std::string str() const;
 };

@@ -51,7 +51,9 @@ struct Fixture {
   std::vector<std::byte> host = std::vector<std::byte>(kDmBytes, std::byte{0x5a});
 
   Fixture() {
-    Result<Context> c = VfioPciName() != nullptr ? Context::OpenVfio(VfioPciName()) : OpenSim();
+    Result<Context> c = VfioPciName() != nullptr
+                            ? Context::Open(driver::Locator::Vfio(VfioPciName()))
+                            : OpenSim();
     if (!c) Die("cannot open the device", c.error().describe());
     ctx = std::make_unique<Context>(std::move(*c));
     ibv_alloc_dm_attr attr{.length = kDmBytes, .log_align_req = 0, .comp_mask = 0};
@@ -65,7 +67,7 @@ struct Fixture {
     config.memic_bar_size = 1 << 20;  // room for the copy DM and the allocation benchmark
     config.max_memic_size = 1 << 20;
     ONCHIP_TRY(sim, sim::Device::Create(config));
-    return Context::Open(*sim);
+    return Context::Open(driver::Locator::Of(*sim));
   }
 
   // Frees the copy DM, then closes the device; false (said on stderr) when the close still found

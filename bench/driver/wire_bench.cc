@@ -262,7 +262,7 @@ struct Fixture {
     auto s = sim::Device::Create(config);
     if (!s) Die("cannot start the software ConnectX", s.error().describe());
     sim = std::move(*s);
-    auto c = Context::Open(*sim);
+    auto c = Context::Open(driver::Locator::Of(*sim));
     if (!c) Die("cannot open the device", c.error().describe());
     ctx = std::make_unique<Context>(std::move(*c));
     pd = v::alloc_pd(ctx->verbs());

@@ -84,7 +84,7 @@ class DriverTest : public SimDeviceTest {
     ctx_.reset();
     CreateDevice(config);
     if (!sim_) return;
-    auto c = Context::Open(*sim_);
+    auto c = Context::Open(driver::Locator::Of(*sim_));
     ASSERT_TRUE(c) << c.error().describe();
     ctx_ = std::make_unique<Context>(std::move(*c));
     verbs_ = ctx_->verbs();

@@ -18,7 +18,7 @@ namespace onchip::simd {
 struct ServedFunction {
   uint32_t index = 0;
   std::unique_ptr<sim::Device> device;
-  std::shared_ptr<driver::Device> driver;  // over a SimBus on `device`; closed before it goes
+  std::shared_ptr<driver::Device> driver;  // opened on `device` (Locator::Of); closed before it goes
 
   // Interrupt vectors for clients, as the kernel gives each devx user its own: vector 0 is the
   // daemon's driver's, each client takes the lowest free other one, and gives it back when it

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "driver/bus/sim/sim_bus.h"
+#include "driver/open.h"
 
 namespace onchip::simd {
 
@@ -82,8 +82,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     config.engine_sched = options.engine_sched;
     config.port_type = options.port_type;
     ONCHIP_TRY(f->device, sim::Device::Create(config, thread));
-    ONCHIP_TRY(auto bus, driver::bus::SimBus::Open(*f->device));
-    ONCHIP_TRY(f->driver, driver::Device::Open(std::move(bus)));
+    ONCHIP_TRY(f->driver, driver::Open(driver::Locator::Of(*f->device)));
     s->functions_.push_back(std::move(f));
   }
   if (pipe2(s->stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return Fail(errno, "simd: pipe");

@@ -29,7 +29,7 @@ using testing::MakeDevice;
 TEST(BringUp, OpensAndTearsDownLeavingNothing) {
   auto sim = MakeDevice();
   {
-    auto ctx = Context::Open(*sim);
+    auto ctx = Context::Open(driver::Locator::Of(*sim));
     ASSERT_TRUE(ctx) << ctx.error().describe();
     EXPECT_EQ(sim->firmware().state(), sim::HcaState::kInitialized);
     const auto c = sim->counters();
@@ -57,7 +57,7 @@ TEST(BringUp, OpensAndTearsDownLeavingNothing) {
 TEST(BringUp, OpensAgainAfterClose) {
   auto sim = MakeDevice();
   for (int i = 0; i < 3; ++i) {
-    auto ctx = Context::Open(*sim);
+    auto ctx = Context::Open(driver::Locator::Of(*sim));
     ASSERT_TRUE(ctx) << ctx.error().describe();
     ctx->Close();
   }
@@ -98,7 +98,7 @@ TEST(BringUp, WaitsForInitializingToClear) {
     }
   });
   const auto start = std::chrono::steady_clock::now();
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   const auto took = std::chrono::steady_clock::now() - start;
   stop.store(true);
   watcher.join();
@@ -116,7 +116,7 @@ TEST(BringUp, FirmwareThatNeverInitializesTimesOut) {
   auto sim = MakeDevice(config);
   driver::DeviceOptions opts;
   opts.firmware_ready_timeout = std::chrono::milliseconds(50);
-  auto ctx = Context::Open(*sim, opts);
+  auto ctx = Context::Open(driver::Locator::Of(*sim), opts);
   ASSERT_FALSE(ctx);
   EXPECT_EQ(ctx.error().errno_value(), ETIMEDOUT);
   EXPECT_EQ(sim->counters().commands, 0u);
@@ -124,7 +124,7 @@ TEST(BringUp, FirmwareThatNeverInitializesTimesOut) {
 
 TEST(Cmdq, FirmwareRefusalCarriesOpcodeStatusAndSyndrome) {
   auto sim = MakeDevice();
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(ctx) << ctx.error().describe();
   prm::Message<prm::dealloc_pd_in> in;
   in.set(prm::dealloc_pd_in::opcode, prm::DEALLOC_PD).set(prm::dealloc_pd_in::pd, 0xabcd);
@@ -141,7 +141,7 @@ TEST(Cmdq, FirmwareRefusalCarriesOpcodeStatusAndSyndrome) {
 
 TEST(Cmdq, RefusesMessageWithOutOfRangeField) {
   auto sim = MakeDevice();
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(ctx);
   const auto before = sim->counters().commands;
   prm::Message<prm::dealloc_pd_in> in;
@@ -154,7 +154,7 @@ TEST(Cmdq, RefusesMessageWithOutOfRangeField) {
 
 TEST(Cmdq, ManyThreadsIssueCommandsAtOnce) {
   auto sim = MakeDevice();
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(ctx);
   constexpr int kThreads = 8, kEach = 50;
   std::vector<std::thread> threads;
@@ -176,7 +176,7 @@ TEST(Cmdq, StalledCommandTimesOutAndTheQueueKeepsWorking) {
   auto sim = MakeDevice();
   driver::DeviceOptions opts;
   opts.cmdq.timeout = std::chrono::milliseconds(100);
-  auto ctx = Context::Open(*sim, opts);
+  auto ctx = Context::Open(driver::Locator::Of(*sim), opts);
   ASSERT_TRUE(ctx) << ctx.error().describe();
   sim->StallNext(prm::ALLOC_PD);
   auto pd = ctx->AllocPd();
@@ -195,7 +195,7 @@ TEST(Cmdq, LostPageSlotFailsPageCommandsInsteadOfHanging) {
   auto sim = MakeDevice();
   driver::DeviceOptions opts;
   opts.cmdq.timeout = std::chrono::milliseconds(100);
-  auto ctx = Context::Open(*sim, opts);
+  auto ctx = Context::Open(driver::Locator::Of(*sim), opts);
   ASSERT_TRUE(ctx) << ctx.error().describe();
   auto& c = ctx->device().commander();
   prm::Message<prm::manage_pages_in> take;

@@ -26,7 +26,7 @@ TEST_P(BringUpFault, FailsCleanlyAndLeavesTheDeviceEmpty) {
   auto sim = MakeDevice();
   sim->InjectFailure({.count = 1, .opcode = opcode, .status = CommandStatus::INT_ERR,
                       .syndrome = kSyndrome});
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_FALSE(ctx) << "bring-up survived a failed " << driver::cmd::OpcodeName(opcode);
   const Error& e = ctx.error();
   EXPECT_EQ(e.errno_value(), EIO) << e.describe();
@@ -39,7 +39,7 @@ TEST_P(BringUpFault, FailsCleanlyAndLeavesTheDeviceEmpty) {
   ExpectNothingHeld(*sim);
   EXPECT_EQ(sim->dma_mappings(), 0u);
   // And the device is fine afterwards.
-  auto again = Context::Open(*sim);
+  auto again = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(again) << again.error().describe();
 }
 
@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(EveryBringUpCommand, BringUpFault,
 TEST(BringUpFaultAccessReg, DeviceWithoutHostEndiannessRegisterIsFine) {
   auto sim = MakeDevice();
   sim->InjectFailure({.count = 1, .opcode = prm::ACCESS_REG, .status = CommandStatus::BAD_OP_ERR});
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(ctx) << ctx.error().describe();
 }
 
@@ -160,7 +160,7 @@ TEST_F(ObjectFaults, MkeyAndPdFailures) {
 
 TEST(TeardownFault, ReportsTheFirstErrorAndStillCleansUp) {
   auto sim = MakeDevice();
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(ctx);
   auto dm = ctx->AllocDm(4096);
   ASSERT_TRUE(dm);

@@ -203,7 +203,7 @@ TEST_F(MrReregTest, PdOfAnotherDeviceIsRefused) {
   ibv_mr* mr = Reg(0, 4096, IBV_ACCESS_LOCAL_WRITE);
   ASSERT_NE(mr, nullptr);
   auto other_sim = MakeDevice();
-  auto other_ctx = Context::Open(*other_sim);
+  auto other_ctx = Context::Open(driver::Locator::Of(*other_sim));
   ASSERT_TRUE(other_ctx) << other_ctx.error().describe();
   ibv_pd* foreign = v::alloc_pd(other_ctx->verbs());
   ASSERT_NE(foreign, nullptr);

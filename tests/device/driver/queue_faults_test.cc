@@ -513,7 +513,7 @@ TEST(QueueBringUpFault, CreateEqFailureLeavesTheDeviceEmpty) {
   auto sim = MakeDevice();
   sim->InjectFailure({.count = 1, .opcode = prm::CREATE_EQ, .status = CommandStatus::INT_ERR,
                       .syndrome = kSyndrome});
-  auto ctx = Context::Open(*sim);
+  auto ctx = Context::Open(driver::Locator::Of(*sim));
   ASSERT_FALSE(ctx) << "bring-up survived a failed CREATE_EQ";
   EXPECT_EQ(ctx.error().errno_value(), EIO) << ctx.error().describe();
   ASSERT_TRUE(ctx.error().from_firmware());
@@ -521,7 +521,7 @@ TEST(QueueBringUpFault, CreateEqFailureLeavesTheDeviceEmpty) {
   EXPECT_EQ(sim->firmware().state(), sim::HcaState::kDisabled);
   ExpectNothingHeld(*sim);
   EXPECT_EQ(sim->dma_mappings(), 0u);
-  auto again = Context::Open(*sim);
+  auto again = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(again) << again.error().describe();
 }
 
@@ -530,7 +530,7 @@ TEST(QueueBringUpFault, CreateEqFailureLeavesTheDeviceEmpty) {
 // afterwards (children first), none kept busy by a parent pin that a failed release forgot.
 TEST(QueueTeardownFault, FailedDestroysAtCloseStillFreeEverything) {
   auto sim = MakeDevice();
-  auto opened = Context::Open(*sim);
+  auto opened = Context::Open(driver::Locator::Of(*sim));
   ASSERT_TRUE(opened);
   auto ctx = std::make_unique<Context>(std::move(*opened));
   ibv_context* verbs = ctx->verbs();

@@ -13,7 +13,7 @@ namespace {
 std::optional<Context> OpenOrSkip() {
   const char* pci = std::getenv("ONCHIP_VFIO_PCI");
   if (pci == nullptr || *pci == '\0') return std::nullopt;
-  auto ctx = Context::OpenVfio(pci);
+  auto ctx = Context::Open(driver::Locator::Vfio(pci));
   EXPECT_TRUE(ctx) << ctx.error().describe();
   if (!ctx) return std::nullopt;
   return std::move(*ctx);
