@@ -25,7 +25,12 @@ for s in "$sock" "$ib_sock"; do
   [ -S "$s" ] || { echo "not ok - a daemon did not listen on $s"; cat "$work"/simd*.log; exit 1; }
 done
 
-failures=0 passes=0 port=$((20000 + $$ % 20000))
+failures=0 passes=0 port=
+# A TCP port no one holds now, from the kernel (a port derived from $$ is the same in every
+# sandbox of a PID namespace, so tests running side by side would collide).
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 
 # pair NAME PATTERN SERVER_ARGV... -- CLIENT_EXTRA...: the server, then the client (the server's
 # argv plus the extras and 127.0.0.1, or HOST), each within 60 s; both must exit 0 and print
@@ -37,7 +42,7 @@ pair() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do server+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   extra=("$@")
-  port=$((port + 1))
+  port=$(free_port)
   local slog="$work/$name.server" clog="$work/$name.client"
   # DEVICES=both: every function listed (onchip_0, onchip_1), SERVER_DEVICE / CLIENT_DEVICE
   # picked with -d; otherwise both sides on function 0 alone.

@@ -25,13 +25,18 @@ trap cleanup EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || { echo "not ok - the daemon did not listen on $sock"; cat "$work/simd.log"; exit 1; }
 
-failures=0 passes=0 port=$((20000 + $$ % 20000))
+failures=0 passes=0 port=
+# A TCP port no one holds now, from the kernel (a port derived from $$ is the same in every
+# sandbox of a PID namespace, so tests running side by side would collide).
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 
 # pair TLS TEST SERVER_DEVICE CLIENT_DEVICE
 pair() {
   local tls="$1" test="$2" sdev="$3" cdev="$4"
   local name="ucx_perftest -t $test, UCX_TLS=$tls, $sdev <- $cdev"
-  port=$((port + 1))
+  port=$(free_port)
   local slog="$work/$test.$sdev.$cdev.$tls.server" clog="$work/$test.$sdev.$cdev.$tls.client"
   # UCX_LOG_LEVEL=info: each side names the transport and device of its endpoint ("ep_cfg").
   local env=(UCX_TLS="$tls" UCX_LOG_LEVEL=info)
