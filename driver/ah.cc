@@ -64,8 +64,7 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr) {
     std::memcpy(av.rgid, attr.grh.dgid.raw, sizeof(av.rgid));
   }
   pins.Keep();
-  device.registry().Publish(op, ObjectKind::kAh, ah, ah->life,
-                            [](void* p) { return ReleaseAh(*static_cast<Ah*>(p), Release::kClose); });
+  device.registry().Publish<ObjectKind::kAh>(op, ah, ah->life);
   return ah;
 }
 
@@ -76,8 +75,11 @@ Result<void> ReleaseAh(Ah& ah, Release) {
 
 Result<void> DestroyAh(Ah* ah) {
   if (ah == nullptr) return Fail(EINVAL, "destroy_ah: null");
-  return Destroy(ah->device->registry(), ObjectKind::kAh, ah, ah->life, "destroy_ah: in use",
-                 ReleaseAh);
+  return Destroy<ObjectKind::kAh>(ah->device->registry(), ah, ah->life, "destroy_ah: in use");
+}
+
+Result<void> KindTraits<ObjectKind::kAh>::ReleaseOnDevice(Ah& object, Release why) {
+  return ReleaseAh(object, why);
 }
 
 }  // namespace onchip::driver

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "driver/pd.h"
+#include "driver/registry.h"
 #include "driver/rings/data_path_ah.h"
 
 namespace onchip::driver {
@@ -42,5 +43,12 @@ Result<Ah*> CreateAh(Pd* pd, const ibv_ah_attr& attr);
 Result<void> DestroyAh(Ah* ah);
 // Unpins the PD: how Close() releases an AH (there is no device object).
 Result<void> ReleaseAh(Ah& ah, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kAh> {
+  using Object = Ah;
+  static Result<void> ReleaseOnDevice(Ah& object, Release why);  // ah.cc
+};
 
 }  // namespace onchip::driver

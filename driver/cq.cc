@@ -123,9 +123,7 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   cq->dp.verbs.cq.context = device->verbs();
   cq->dp.verbs.cq.cqe = static_cast<int>(entries - 1);
   cq->dp.verbs.cq.handle = cq->cqn;
-  device->registry().Publish(op, ObjectKind::kCq, cq, cq->life, [](void* p) {
-    return ReleaseCqOnDevice(*static_cast<Cq*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kCq>(op, cq, cq->life);
   return cq;
 }
 
@@ -221,8 +219,12 @@ Result<void> ReleaseCqOnDevice(Cq& cq, Release) {
 
 Result<void> DestroyCq(Cq* cq) {
   if (cq == nullptr) return Fail(EINVAL, "destroy_cq: null");
-  return Destroy(cq->device->registry(), ObjectKind::kCq, cq, cq->life,
-                 "destroy_cq: a QP or SRQ still uses it", ReleaseCqOnDevice);
+  return Destroy<ObjectKind::kCq>(cq->device->registry(), cq, cq->life,
+                                  "destroy_cq: a QP or SRQ still uses it");
+}
+
+Result<void> KindTraits<ObjectKind::kCq>::ReleaseOnDevice(Cq& object, Release why) {
+  return ReleaseCqOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

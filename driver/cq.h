@@ -34,6 +34,7 @@
 
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
+#include "driver/registry.h"
 #include "driver/rings/data_path.h"
 #include "driver/uar.h"
 
@@ -86,5 +87,12 @@ Result<void> ModifyCq(Cq* cq, const ibv_modify_cq_attr& attr);
 Result<void> DestroyCq(Cq* cq);
 // DESTROY_CQ without freeing the handle: how Close() releases a CQ.
 Result<void> ReleaseCqOnDevice(Cq& cq, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kCq> {
+  using Object = Cq;
+  static Result<void> ReleaseOnDevice(Cq& object, Release why);  // cq.cc
+};
 
 }  // namespace onchip::driver

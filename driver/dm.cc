@@ -101,9 +101,7 @@ Result<Dm*> AllocDm(const std::shared_ptr<Device>& device, const ibv_alloc_dm_at
     dm->ibv.memcpy_from_dm = RefuseFromDm;
   }
   dm->ibv.handle = device->NextDmHandle();
-  device->registry().Publish(op, ObjectKind::kDm, dm.get(), dm->life, [](void* p) {
-    return ReleaseDmOnDevice(*static_cast<Dm*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kDm>(op, dm.get(), dm->life);
   return dm.release();
 }
 
@@ -116,8 +114,8 @@ Result<void> ReleaseDmOnDevice(Dm& dm, Release) {
 Result<void> FreeDm(Dm* dm) {
   if (dm == nullptr) return Fail(EINVAL, "free_dm: null");
   if (dm->imported_from != nullptr) return UnimportDm(dm);  // this context's face only
-  return Destroy(dm->device->registry(), ObjectKind::kDm, dm, dm->life,
-                 "free_dm: memory regions still use it", ReleaseDmOnDevice);
+  return Destroy<ObjectKind::kDm>(dm->device->registry(), dm, dm->life,
+                                  "free_dm: memory regions still use it");
 }
 
 void QueryDv(const Dm& dm, mlx5dv_dm* out) {
@@ -129,6 +127,10 @@ void QueryDv(const Dm& dm, mlx5dv_dm* out) {
     out->remote_va = dm.remote_va;
     out->comp_mask |= MLX5DV_DM_MASK_REMOTE_VA;
   }
+}
+
+Result<void> KindTraits<ObjectKind::kDm>::ReleaseOnDevice(Dm& object, Release why) {
+  return ReleaseDmOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

@@ -22,6 +22,7 @@
 
 #include "driver/device.h"
 #include "driver/memic.h"
+#include "driver/registry.h"
 #include "driver/sw_icm.h"
 #include "mmio/wc_copy.h"
 
@@ -73,5 +74,12 @@ void QueryDv(const Dm& dm, mlx5dv_dm* out);
 // The verbs entry points stored in ibv_dm (return 0 or an errno, as rdma-core).
 int MemcpyToDm(ibv_dm* dm, uint64_t dm_offset, const void* host_addr, size_t length);
 int MemcpyFromDm(void* host_addr, ibv_dm* dm, uint64_t dm_offset, size_t length);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kDm> {
+  using Object = Dm;
+  static Result<void> ReleaseOnDevice(Dm& object, Release why);  // dm.cc
+};
 
 }  // namespace onchip::driver

@@ -73,9 +73,7 @@ Result<Dmah*> AllocDmah(const std::shared_ptr<Device>& device, const ibv_dmah_in
     dmah->mem_type = attr.tph_mem_type;
     ONCHIP_TRY(dmah->st_index, tags.Acquire(attr.cpu_id, attr.tph_mem_type));
   }
-  device->registry().Publish(op, ObjectKind::kDmah, dmah.get(), dmah->life, [](void* p) {
-    return ReleaseDmahOnDevice(*static_cast<Dmah*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kDmah>(op, dmah.get(), dmah->life);
   return dmah.release();
 }
 
@@ -89,8 +87,12 @@ Result<void> ReleaseDmahOnDevice(Dmah& dmah, Release) {
 
 Result<void> DeallocDmah(Dmah* dmah) {
   if (dmah == nullptr) return Fail(EINVAL, "dealloc_dmah: null");
-  return Destroy(dmah->device->registry(), ObjectKind::kDmah, dmah, dmah->life,
-                 "dealloc_dmah: memory regions still use it", ReleaseDmahOnDevice);
+  return Destroy<ObjectKind::kDmah>(dmah->device->registry(), dmah, dmah->life,
+                                    "dealloc_dmah: memory regions still use it");
+}
+
+Result<void> KindTraits<ObjectKind::kDmah>::ReleaseOnDevice(Dmah& object, Release why) {
+  return ReleaseDmahOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

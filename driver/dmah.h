@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "driver/device.h"
+#include "driver/registry.h"
 #include "uapi/verbs/dmah.h"
 
 namespace onchip::driver {
@@ -41,5 +42,12 @@ Result<Dmah*> AllocDmah(const std::shared_ptr<Device>& device, const ibv_dmah_in
 Result<void> DeallocDmah(Dmah* dmah);
 // Releases the steering-tag entry only; for Device::Close with the registry lock held.
 Result<void> ReleaseDmahOnDevice(Dmah& dmah, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kDmah> {
+  using Object = Dmah;
+  static Result<void> ReleaseOnDevice(Dmah& object, Release why);  // dmah.cc
+};
 
 }  // namespace onchip::driver

@@ -7,13 +7,13 @@
 namespace onchip::driver {
 namespace {
 
-// The published object of `kind` with `handle` that a context of `into`'s file created.
-template <class T>
-T* FindOfFile(Registry& registry, ObjectKind kind, const ibv_context* into, uint32_t handle) {
-  return static_cast<T*>(registry.FindIf(kind, [&](void* object) {
-    const auto* o = static_cast<const T*>(object);
+// The published object of kind K with `handle` that a context of `into`'s file created.
+template <ObjectKind K>
+typename KindTraits<K>::Object* FindOfFile(Registry& registry, const ibv_context* into,
+                                           uint32_t handle) {
+  return registry.FindIf<K>([&](const auto* o) {
     return o->ibv.handle == handle && Device::SameFile(o->ibv.context, into);
-  }));
+  });
 }
 
 // A face's release: its original (and, for an MR, the PD it was imported into) is free again.
@@ -38,7 +38,7 @@ Result<void> ReleaseDmFace(Dm& face, Release) {
 Result<Pd*> ImportPd(const std::shared_ptr<Device>& device, ibv_context* into, uint32_t pd_handle) {
   if (!device || into == nullptr) return Fail(EINVAL, "import_pd: no device");
   ONCHIP_TRY(auto op, device->registry().Begin("import_pd: device closed"));
-  Pd* original = FindOfFile<Pd>(device->registry(), ObjectKind::kPd, into, pd_handle);
+  Pd* original = FindOfFile<ObjectKind::kPd>(device->registry(), into, pd_handle);
   if (original == nullptr) return Fail(ENOENT, "import_pd: no PD with that handle in this file");
   ParentPins pins;
   if (!pins.Take(original->life)) return Fail(EBUSY, "import_pd: the PD is being freed");
@@ -50,9 +50,7 @@ Result<Pd*> ImportPd(const std::shared_ptr<Device>& device, ibv_context* into, u
   face->protection_domain = original;
   face->imported = true;
   pins.Keep();
-  device->registry().Publish(op, ObjectKind::kImportedPd, face, face->life, [](void* p) {
-    return ReleasePdFace(*static_cast<Pd*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kImportedPd>(op, face, face->life);
   return face;
 }
 
@@ -64,7 +62,7 @@ Result<Mr*> ImportMr(Pd* pd, uint32_t mr_handle) {
   Device& device = *pd->device;
   ONCHIP_TRY(auto op, device.registry().Begin("import_mr: device closed"));
   Mr* original =
-      FindOfFile<Mr>(device.registry(), ObjectKind::kMr, into, mr_handle);
+      FindOfFile<ObjectKind::kMr>(device.registry(), into, mr_handle);
   if (original == nullptr) return Fail(ENOENT, "import_mr: no MR with that handle in this file");
   ParentPins pins;
   if (!pins.Take(original->life) || !pins.Take(pd->life))
@@ -84,16 +82,14 @@ Result<Mr*> ImportMr(Pd* pd, uint32_t mr_handle) {
   face->mkey_index = original->mkey_index;
   face->imported_from = original;
   pins.Keep();
-  device.registry().Publish(op, ObjectKind::kImportedMr, face, face->life, [](void* p) {
-    return ReleaseMrFace(*static_cast<Mr*>(p), Release::kClose);
-  });
+  device.registry().Publish<ObjectKind::kImportedMr>(op, face, face->life);
   return face;
 }
 
 Result<Dm*> ImportDm(const std::shared_ptr<Device>& device, ibv_context* into, uint32_t dm_handle) {
   if (!device || into == nullptr) return Fail(EINVAL, "import_dm: no device");
   ONCHIP_TRY(auto op, device->registry().Begin("import_dm: device closed"));
-  Dm* original = FindOfFile<Dm>(device->registry(), ObjectKind::kDm, into, dm_handle);
+  Dm* original = FindOfFile<ObjectKind::kDm>(device->registry(), into, dm_handle);
   if (original == nullptr) return Fail(ENOENT, "import_dm: no DM with that handle in this file");
   ParentPins pins;
   if (!pins.Take(original->life)) return Fail(EBUSY, "import_dm: the DM is being freed");
@@ -107,30 +103,40 @@ Result<Dm*> ImportDm(const std::shared_ptr<Device>& device, ibv_context* into, u
   face->remote_va = original->remote_va;
   face->imported_from = original;
   pins.Keep();
-  device->registry().Publish(op, ObjectKind::kImportedDm, face, face->life, [](void* p) {
-    return ReleaseDmFace(*static_cast<Dm*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kImportedDm>(op, face, face->life);
   return face;
 }
 
 Result<void> UnimportPd(Pd* pd) {
   if (pd == nullptr || !pd->imported) return Fail(EINVAL, "unimport_pd: not an imported PD");
-  return Destroy(pd->device->registry(), ObjectKind::kImportedPd, pd, pd->life,
-                 "unimport_pd: objects still use this imported PD", ReleasePdFace);
+  return Destroy<ObjectKind::kImportedPd>(pd->device->registry(), pd, pd->life,
+                                          "unimport_pd: objects still use this imported PD");
 }
 
 Result<void> UnimportMr(Mr* mr) {
   if (mr == nullptr || mr->imported_from == nullptr)
     return Fail(EINVAL, "unimport_mr: not an imported MR");
-  return Destroy(mr->device->registry(), ObjectKind::kImportedMr, mr, mr->life,
-                 "unimport_mr: still in use", ReleaseMrFace);
+  return Destroy<ObjectKind::kImportedMr>(mr->device->registry(), mr, mr->life,
+                                          "unimport_mr: still in use");
 }
 
 Result<void> UnimportDm(Dm* dm) {
   if (dm == nullptr || dm->imported_from == nullptr)
     return Fail(EINVAL, "unimport_dm: not an imported DM");
-  return Destroy(dm->device->registry(), ObjectKind::kImportedDm, dm, dm->life,
-                 "unimport_dm: memory regions still use it", ReleaseDmFace);
+  return Destroy<ObjectKind::kImportedDm>(dm->device->registry(), dm, dm->life,
+                                          "unimport_dm: memory regions still use it");
+}
+
+Result<void> KindTraits<ObjectKind::kImportedPd>::ReleaseOnDevice(Pd& object, Release why) {
+  return ReleasePdFace(object, why);
+}
+
+Result<void> KindTraits<ObjectKind::kImportedMr>::ReleaseOnDevice(Mr& object, Release why) {
+  return ReleaseMrFace(object, why);
+}
+
+Result<void> KindTraits<ObjectKind::kImportedDm>::ReleaseOnDevice(Dm& object, Release why) {
+  return ReleaseDmFace(object, why);
 }
 
 }  // namespace onchip::driver

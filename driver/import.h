@@ -22,6 +22,7 @@
 #include "driver/dm.h"
 #include "driver/mr.h"
 #include "driver/pd.h"
+#include "driver/registry.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
@@ -42,5 +43,24 @@ Result<Dm*> ImportDm(const std::shared_ptr<Device>& device, ibv_context* into, u
 Result<void> UnimportPd(Pd* pd);
 Result<void> UnimportMr(Mr* mr);
 Result<void> UnimportDm(Dm* dm);
+
+// The registry's view of the imported faces (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kImportedPd> {
+  using Object = Pd;
+  static Result<void> ReleaseOnDevice(Pd& object, Release why);  // import.cc
+};
+
+template <>
+struct KindTraits<ObjectKind::kImportedMr> {
+  using Object = Mr;
+  static Result<void> ReleaseOnDevice(Mr& object, Release why);  // import.cc
+};
+
+template <>
+struct KindTraits<ObjectKind::kImportedDm> {
+  using Object = Dm;
+  static Result<void> ReleaseOnDevice(Dm& object, Release why);  // import.cc
+};
 
 }  // namespace onchip::driver

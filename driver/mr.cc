@@ -162,9 +162,7 @@ void MovePd(Mr& mr, Pd* new_pd, ParentPins& pins) {
 }
 
 void Publish(Device& device, const Registry::Operation& op, Mr* mr) {
-  device.registry().Publish(op, ObjectKind::kMr, mr, mr->life, [](void* p) {
-    return ReleaseMrOnDevice(*static_cast<Mr*>(p), Release::kClose);
-  });
+  device.registry().Publish<ObjectKind::kMr>(op, mr, mr->life);
 }
 
 }  // namespace
@@ -341,8 +339,11 @@ Result<void> ReleaseMrOnDevice(Mr& mr, Release why) {
 Result<void> DeregMr(Mr* mr) {
   if (mr == nullptr) return Fail(EINVAL, "dereg_mr: null");
   if (mr->imported_from != nullptr) return UnimportMr(mr);  // this context's face only
-  return Destroy(mr->device->registry(), ObjectKind::kMr, mr, mr->life,
-                 "dereg_mr: still in use", ReleaseMrOnDevice);
+  return Destroy<ObjectKind::kMr>(mr->device->registry(), mr, mr->life, "dereg_mr: still in use");
+}
+
+Result<void> KindTraits<ObjectKind::kMr>::ReleaseOnDevice(Mr& object, Release why) {
+  return ReleaseMrOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

@@ -43,6 +43,7 @@
 #include "driver/bus/bus.h"
 #include "driver/dm.h"
 #include "driver/pd.h"
+#include "driver/registry.h"
 
 namespace onchip::driver {
 
@@ -81,5 +82,12 @@ Result<void> DeregMr(Mr* mr);
 // DESTROY_MKEY, then its parents are unpinned and its pages unmapped; the handle stays. How
 // Close() releases an MR.
 Result<void> ReleaseMrOnDevice(Mr& mr, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kMr> {
+  using Object = Mr;
+  static Result<void> ReleaseOnDevice(Mr& object, Release why);  // mr.cc
+};
 
 }  // namespace onchip::driver

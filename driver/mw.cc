@@ -51,9 +51,7 @@ Result<Mw*> AllocMw(Pd* pd, int type) {
   mw->ibv.handle = mw->mkey_index;
   mw->ibv.type = static_cast<ibv_mw_type>(type);
   pins.Keep();
-  device.registry().Publish(op, ObjectKind::kMw, mw, mw->life, [](void* p) {
-    return ReleaseMwOnDevice(*static_cast<Mw*>(p), Release::kClose);
-  });
+  device.registry().Publish<ObjectKind::kMw>(op, mw, mw->life);
   return mw;
 }
 
@@ -66,8 +64,11 @@ Result<void> ReleaseMwOnDevice(Mw& mw, Release why) {
 
 Result<void> DeallocMw(Mw* mw) {
   if (mw == nullptr) return Fail(EINVAL, "dealloc_mw: null");
-  return Destroy(mw->device->registry(), ObjectKind::kMw, mw, mw->life, "dealloc_mw: in use",
-                 ReleaseMwOnDevice);
+  return Destroy<ObjectKind::kMw>(mw->device->registry(), mw, mw->life, "dealloc_mw: in use");
+}
+
+Result<void> KindTraits<ObjectKind::kMw>::ReleaseOnDevice(Mw& object, Release why) {
+  return ReleaseMwOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "driver/pd.h"
+#include "driver/registry.h"
 
 namespace onchip::driver {
 
@@ -38,5 +39,12 @@ Result<Mw*> AllocMw(Pd* pd, int type);
 Result<void> DeallocMw(Mw* mw);
 // DESTROY_MKEY, then the PD is unpinned; the handle stays. How Close() releases a window.
 Result<void> ReleaseMwOnDevice(Mw& mw, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kMw> {
+  using Object = Mw;
+  static Result<void> ReleaseOnDevice(Mw& object, Release why);  // mw.cc
+};
 
 }  // namespace onchip::driver

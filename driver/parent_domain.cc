@@ -39,9 +39,7 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
   }
   if (attr.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) pad->pd_context = attr.pd_context;
   pins.Keep();
-  device->registry().Publish(op, ObjectKind::kParentDomain, pad, pad->pd.life, [](void* p) {
-    return ReleaseParentDomain(*static_cast<ParentDomain*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kParentDomain>(op, pad, pad->pd.life);
   return &pad->pd;
 }
 
@@ -52,14 +50,18 @@ Result<void> ReleaseParentDomain(ParentDomain& pad, Release) {
 }
 
 Result<void> DeallocParentDomain(ParentDomain* pad) {
-  return Destroy(pad->pd.device->registry(), ObjectKind::kParentDomain, pad, pad->pd.life,
-                 "dealloc_pd: queues still use this parent domain", ReleaseParentDomain);
+  return Destroy<ObjectKind::kParentDomain>(pad->pd.device->registry(), pad, pad->pd.life,
+                                            "dealloc_pd: queues still use this parent domain");
 }
 
 Result<Bfreg*> SendBfregFor(Pd* pd) {
   if (pd == nullptr) return Fail(EINVAL, "send bfreg: null PD");
   if (ParentDomain* pad = ParentDomain::From(pd); pad && pad->td) return pad->td->bf;
   return pd->device->uars().Shared();
+}
+
+Result<void> KindTraits<ObjectKind::kParentDomain>::ReleaseOnDevice(ParentDomain& object, Release why) {
+  return ReleaseParentDomain(object, why);
 }
 
 }  // namespace onchip::driver

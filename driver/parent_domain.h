@@ -12,6 +12,7 @@
 #include <infiniband/verbs.h>
 
 #include "driver/pd.h"
+#include "driver/registry.h"
 #include "driver/td.h"
 
 namespace onchip::driver {
@@ -45,5 +46,12 @@ Result<void> ReleaseParentDomain(ParentDomain& pad, Release why);
 // dedicated BlueFlame register) when `pd` is a parent domain with a TD, else the device's shared
 // register (need_lock set).
 Result<Bfreg*> SendBfregFor(Pd* pd);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kParentDomain> {
+  using Object = ParentDomain;
+  static Result<void> ReleaseOnDevice(ParentDomain& object, Release why);  // parent_domain.cc
+};
 
 }  // namespace onchip::driver

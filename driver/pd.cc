@@ -20,9 +20,7 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device) {
   pd->pdn = out.get(prm::alloc_pd_out::pd);
   pd->ibv.context = device->verbs();
   pd->ibv.handle = pd->pdn;
-  device->registry().Publish(op, ObjectKind::kPd, pd, pd->life, [](void* p) {
-    return ReleasePdOnDevice(*static_cast<Pd*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kPd>(op, pd, pd->life);
   return pd;
 }
 
@@ -38,8 +36,12 @@ Result<void> DeallocPd(Pd* pd) {
   if (pd == nullptr) return Fail(EINVAL, "dealloc_pd: null");
   if (ParentDomain* pad = ParentDomain::From(pd)) return DeallocParentDomain(pad);
   if (pd->imported) return UnimportPd(pd);  // this context's face only
-  return Destroy(pd->device->registry(), ObjectKind::kPd, pd, pd->life,
-                 "dealloc_pd: MRs, windows or parent domains still use it", ReleasePdOnDevice);
+  return Destroy<ObjectKind::kPd>(pd->device->registry(), pd, pd->life,
+                                  "dealloc_pd: MRs, windows or parent domains still use it");
+}
+
+Result<void> KindTraits<ObjectKind::kPd>::ReleaseOnDevice(Pd& object, Release why) {
+  return ReleasePdOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

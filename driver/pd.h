@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "driver/device.h"
+#include "driver/registry.h"
 
 namespace onchip::driver {
 
@@ -44,5 +45,12 @@ Result<Pd*> AllocPd(const std::shared_ptr<Device>& device);
 Result<void> DeallocPd(Pd* pd);
 // DEALLOC_PD only, the handle stays; how Close() releases a PD.
 Result<void> ReleasePdOnDevice(Pd& pd, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kPd> {
+  using Object = Pd;
+  static Result<void> ReleaseOnDevice(Pd& object, Release why);  // pd.cc
+};
 
 }  // namespace onchip::driver

@@ -535,9 +535,7 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
     return std::unexpected(ready.error());
   }
   pins.Keep();
-  device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
-    return ReleaseQpOnDevice(*static_cast<Qp*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kQp>(op, qp, qp->life);
   return qp;
 }
 
@@ -583,9 +581,7 @@ Result<Qp*> CreateXrcRecvQp(QpAttributes& attr) {
     return std::unexpected(ready.error());
   }
   pins.Keep();
-  device->registry().Publish(op, ObjectKind::kQp, qp, qp->life, [](void* p) {
-    return ReleaseQpOnDevice(*static_cast<Qp*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kQp>(op, qp, qp->life);
   return qp;
 }
 
@@ -801,8 +797,11 @@ Result<void> ReleaseQpOnDevice(Qp& qp, Release why) {
 
 Result<void> DestroyQp(Qp* qp) {
   if (qp == nullptr) return Fail(EINVAL, "destroy_qp: null");
-  return Destroy(qp->device->registry(), ObjectKind::kQp, qp, qp->life, "destroy_qp: in use",
-                 ReleaseQpOnDevice);
+  return Destroy<ObjectKind::kQp>(qp->device->registry(), qp, qp->life, "destroy_qp: in use");
+}
+
+Result<void> KindTraits<ObjectKind::kQp>::ReleaseOnDevice(Qp& object, Release why) {
+  return ReleaseQpOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

@@ -48,6 +48,7 @@
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
 #include "driver/raw_qp.h"
+#include "driver/registry.h"
 #include "driver/rings/data_path.h"
 #include "driver/srq.h"
 #include "driver/uar.h"
@@ -130,5 +131,12 @@ Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask);
 Result<void> QueryQp(Qp* qp, int mask, ibv_qp_attr* attr, ibv_qp_init_attr* init);
 Result<void> DestroyQp(Qp* qp);
 Result<void> ReleaseQpOnDevice(Qp& qp, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kQp> {
+  using Object = Qp;
+  static Result<void> ReleaseOnDevice(Qp& object, Release why);  // qp.cc
+};
 
 }  // namespace onchip::driver

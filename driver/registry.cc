@@ -42,14 +42,13 @@ void Registry::End() {
   if ((before & kClosing) && (before & kInFlightMask) == 1) gate_.notify_all();
 }
 
-void Registry::Publish(const Operation&, ObjectKind kind, void* object, Life& life,
-                       ReleaseFn release) {
+void Registry::PublishErased(ObjectKind kind, void* object, Life& life, ReleaseFn release) {
   Table& t = tables_[static_cast<std::size_t>(kind)];
   std::lock_guard lock(t.mu);
   t.objects.emplace(object, Entry{&life, release});
 }
 
-void Registry::Withdraw(const Operation&, ObjectKind kind, void* object) {
+void Registry::WithdrawErased(ObjectKind kind, void* object) {
   Table& t = tables_[static_cast<std::size_t>(kind)];
   std::lock_guard lock(t.mu);
   t.objects.erase(object);

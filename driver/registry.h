@@ -135,6 +135,17 @@ class ParentPins {
 // otherwise a parent stays pinned and its handle can never be freed.
 enum class Release : uint8_t { kDestroy, kClose };
 
+// What the registry knows of one kind: the C++ object a handle of it is, and how it is released
+// on the device (its destroy command(s) and the unpinning of its parents, without freeing the
+// handle). The kind's own file specializes it once; Publish, Withdraw, FindIf and Destroy take
+// the kind and read the rest from here:
+//   template <> struct KindTraits<ObjectKind::kPd> {
+//     using Object = Pd;
+//     static Result<void> ReleaseOnDevice(Pd& pd, Release why);
+//   };
+template <ObjectKind K>
+struct KindTraits;
+
 // What Close() released, per kind, and the first command that failed (teardown goes on past it).
 struct ReleaseCounts {
   std::array<uint32_t, kObjectKinds> released{};
@@ -160,10 +171,6 @@ class Registry {
     Registry* registry_;
   };
 
-  // How a published object is released on the device at Close(): its destroy command(s) and the
-  // unpinning of its parents, without freeing the handle.
-  using ReleaseFn = Result<void> (*)(void* object);
-
   Registry() = default;
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
@@ -171,11 +178,20 @@ class Registry {
   // EIO once Close() has begun. `what` names the caller in the error ("alloc_pd: ...").
   Result<Operation> Begin(const char* what);
 
-  // Under an Operation: the object is live and Close() will release it (with `release`) unless
-  // it is withdrawn first. `life` is the object's Life, marked released by Close().
-  void Publish(const Operation& op, ObjectKind kind, void* object, Life& life, ReleaseFn release);
+  // Under an Operation: the object is live and Close() will release it (KindTraits<K>) unless it
+  // is withdrawn first. `life` is the object's Life, marked released by Close().
+  template <ObjectKind K>
+  void Publish(const Operation&, typename KindTraits<K>::Object* object, Life& life) {
+    PublishErased(K, object, life, [](void* p) {
+      return KindTraits<K>::ReleaseOnDevice(*static_cast<typename KindTraits<K>::Object*>(p),
+                                            Release::kClose);
+    });
+  }
   // Under an Operation: a destroy succeeded; Close() no longer sees the object.
-  void Withdraw(const Operation& op, ObjectKind kind, void* object);
+  template <ObjectKind K>
+  void Withdraw(const Operation&, typename KindTraits<K>::Object* object) {
+    WithdrawErased(K, object);
+  }
 
   // Refuses new operations, waits for the ones in flight, then releases every published object,
   // kind by kind in ObjectKind order. Once only: later calls return nullopt.
@@ -194,18 +210,24 @@ class Registry {
   // Live objects of a kind (tests, reports).
   std::size_t count(ObjectKind kind) const;
 
-  // The first published object of `kind` that `match` accepts, or null (ibv_import_* finds an
+  // The first published object of kind K that `match` accepts, or null (ibv_import_* finds an
   // object by its handle this way). `match` runs under the kind's table lock: it only reads.
-  template <class Match>
-  void* FindIf(ObjectKind kind, Match&& match) const {
-    const Table& t = tables_[static_cast<std::size_t>(kind)];
+  template <ObjectKind K, class Match>
+  typename KindTraits<K>::Object* FindIf(Match&& match) const {
+    using T = typename KindTraits<K>::Object;
+    const Table& t = tables_[static_cast<std::size_t>(K)];
     std::lock_guard lock(t.mu);
     for (const auto& [object, entry] : t.objects)
-      if (match(object)) return object;
+      if (match(static_cast<const T*>(object))) return static_cast<T*>(object);
     return nullptr;
   }
 
  private:
+  // The tables hold every kind alike; the typed calls above are the only way in.
+  using ReleaseFn = Result<void> (*)(void* object);
+  void PublishErased(ObjectKind kind, void* object, Life& life, ReleaseFn release);
+  void WithdrawErased(ObjectKind kind, void* object);
+
   struct Entry {
     Life* life;
     ReleaseFn release;
@@ -226,14 +248,14 @@ class Registry {
   const std::atomic<bool>* gone_ = nullptr;
 };
 
-// The destroy every kind shares: a ticket, the claim, `release` on the device (its commands and
-// the unpinning of its parents), withdrawal, then the handle is freed. EBUSY (`busy`) while
-// children pin the object; a failed release leaves it published and usable, unless the function
-// is gone (then it is released as at Close and freed); a handle Close() already released is
-// freed without a command.
-template <class T>
-Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life, const char* busy,
-                     Result<void> (*release)(T&, Release)) {
+// The destroy every kind shares: a ticket, the claim, the release on the device (KindTraits<K>:
+// its commands and the unpinning of its parents), withdrawal, then the handle is freed. EBUSY
+// (`busy`) while children pin the object; a failed release leaves it published and usable,
+// unless the function is gone (then it is released as at Close and freed); a handle Close()
+// already released is freed without a command.
+template <ObjectKind K>
+Result<void> Destroy(Registry& registry, typename KindTraits<K>::Object* object, Life& life,
+                     const char* busy) {
   auto op = registry.Begin("destroy: device closed");
   if (!op) {
     // Close() has begun and releases every published object; the handle is freed after it.
@@ -251,16 +273,16 @@ Result<void> Destroy(Registry& registry, ObjectKind kind, T* object, Life& life,
     case Life::Claim::kClaimed:
       break;
   }
-  if (auto released = release(*object, Release::kDestroy); !released) {
+  if (auto released = KindTraits<K>::ReleaseOnDevice(*object, Release::kDestroy); !released) {
     if (!registry.function_gone()) {
       life.Unclaim();
       return released;
     }
     // Nothing can destroy it on a function that is gone: undo the host side and free it.
-    (void)release(*object, Release::kClose);
+    (void)KindTraits<K>::ReleaseOnDevice(*object, Release::kClose);
   }
   life.MarkReleased();
-  registry.Withdraw(*op, kind, object);
+  registry.Withdraw<K>(*op, object);
   delete object;
   return {};
 }

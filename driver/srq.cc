@@ -210,9 +210,7 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   attr.max_wr = srq->max_wr;
   attr.max_sge = srq->max_gs;
   pins.Keep();
-  device->registry().Publish(op, ObjectKind::kSrq, srq, srq->life, [](void* p) {
-    return ReleaseSrqOnDevice(*static_cast<Srq*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kSrq>(op, srq, srq->life);
   return srq;
 }
 
@@ -267,8 +265,12 @@ Result<void> ReleaseSrqOnDevice(Srq& srq, Release why) {
 
 Result<void> DestroySrq(Srq* srq) {
   if (srq == nullptr) return Fail(EINVAL, "destroy_srq: null");
-  return Destroy(srq->device->registry(), ObjectKind::kSrq, srq, srq->life,
-                 "destroy_srq: a QP still receives from it", ReleaseSrqOnDevice);
+  return Destroy<ObjectKind::kSrq>(srq->device->registry(), srq, srq->life,
+                                   "destroy_srq: a QP still receives from it");
+}
+
+Result<void> KindTraits<ObjectKind::kSrq>::ReleaseOnDevice(Srq& object, Release why) {
+  return ReleaseSrqOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

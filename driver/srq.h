@@ -32,6 +32,7 @@
 #include "driver/cq.h"
 #include "driver/pd.h"
 #include "driver/queue_buffer.h"
+#include "driver/registry.h"
 #include "driver/rings/data_path.h"
 #include "driver/xrcd.h"
 
@@ -70,5 +71,12 @@ Result<void> ModifySrq(Srq* srq, const ibv_srq_attr& attr, int mask);
 Result<ibv_srq_attr> QuerySrq(Srq* srq);
 Result<void> DestroySrq(Srq* srq);
 Result<void> ReleaseSrqOnDevice(Srq& srq, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kSrq> {
+  using Object = Srq;
+  static Result<void> ReleaseOnDevice(Srq& object, Release why);  // srq.cc
+};
 
 }  // namespace onchip::driver

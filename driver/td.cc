@@ -17,9 +17,7 @@ Result<Td*> AllocTd(const std::shared_ptr<Device>& device, const ibv_td_init_att
   }
   td->device = device;
   td->ibv.context = device->verbs();
-  device->registry().Publish(op, ObjectKind::kTd, td.get(), td->life, [](void* p) {
-    return ReleaseTdOnDevice(*static_cast<Td*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kTd>(op, td.get(), td->life);
   return td.release();
 }
 
@@ -27,8 +25,12 @@ Result<void> ReleaseTdOnDevice(Td& td, Release) { return td.device->uars().FreeD
 
 Result<void> DeallocTd(Td* td) {
   if (td == nullptr) return Fail(EINVAL, "dealloc_td: null");
-  return Destroy(td->device->registry(), ObjectKind::kTd, td, td->life,
-                 "dealloc_td: a parent domain still uses it", ReleaseTdOnDevice);
+  return Destroy<ObjectKind::kTd>(td->device->registry(), td, td->life,
+                                  "dealloc_td: a parent domain still uses it");
+}
+
+Result<void> KindTraits<ObjectKind::kTd>::ReleaseOnDevice(Td& object, Release why) {
+  return ReleaseTdOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

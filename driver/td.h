@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "driver/device.h"
+#include "driver/registry.h"
 #include "driver/uar.h"
 
 namespace onchip::driver {
@@ -30,5 +31,12 @@ Result<Td*> AllocTd(const std::shared_ptr<Device>& device, const ibv_td_init_att
 Result<void> DeallocTd(Td* td);
 // DEALLOC_UAR of a dedicated UAR, the handle stays; how Close() releases a TD.
 Result<void> ReleaseTdOnDevice(Td& td, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kTd> {
+  using Object = Td;
+  static Result<void> ReleaseOnDevice(Td& object, Release why);  // td.cc
+};
 
 }  // namespace onchip::driver

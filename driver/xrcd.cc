@@ -68,9 +68,7 @@ Result<Xrcd*> OpenXrcd(const std::shared_ptr<Device>& device, int fd, int oflags
   xrcd->verbs.comp_mask = 0;
   xrcd->verbs.handle = xrcdn;
   if (inode) shared.by_inode[{device.get(), inode->first, inode->second}] = xrcd;
-  device->registry().Publish(op, ObjectKind::kXrcd, xrcd, xrcd->life, [](void* p) {
-    return ReleaseXrcdOnDevice(*static_cast<Xrcd*>(p), Release::kClose);
-  });
+  device->registry().Publish<ObjectKind::kXrcd>(op, xrcd, xrcd->life);
   return xrcd;
 }
 
@@ -92,11 +90,15 @@ Result<void> CloseXrcd(Xrcd* xrcd) {
   }
   const std::optional<std::pair<dev_t, ino_t>> inode = xrcd->inode;
   const Device* device = xrcd->device.get();
-  ONCHIP_CHECK(Destroy(xrcd->device->registry(), ObjectKind::kXrcd, xrcd, xrcd->life,
-                       "close_xrcd: XRC SRQs or QPs still use the domain", ReleaseXrcdOnDevice));
+  ONCHIP_CHECK(Destroy<ObjectKind::kXrcd>(xrcd->device->registry(), xrcd, xrcd->life,
+                                          "close_xrcd: XRC SRQs or QPs still use the domain"));
   // Gone: the next open of the file makes a new domain.
   if (inode) shared.by_inode.erase({device, inode->first, inode->second});
   return {};
+}
+
+Result<void> KindTraits<ObjectKind::kXrcd>::ReleaseOnDevice(Xrcd& object, Release why) {
+  return ReleaseXrcdOnDevice(object, why);
 }
 
 }  // namespace onchip::driver

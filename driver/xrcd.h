@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "driver/device.h"
+#include "driver/registry.h"
 #include "uapi/verbs/abi34.h"
 
 namespace onchip::driver {
@@ -51,5 +52,12 @@ Result<Xrcd*> OpenXrcd(const std::shared_ptr<Device>& device, int fd, int oflags
 Result<void> CloseXrcd(Xrcd* xrcd);
 // DEALLOC_XRCD only; how Close() releases a domain.
 Result<void> ReleaseXrcdOnDevice(Xrcd& xrcd, Release why);
+
+// The registry's view of the kind (registry.h KindTraits).
+template <>
+struct KindTraits<ObjectKind::kXrcd> {
+  using Object = Xrcd;
+  static Result<void> ReleaseOnDevice(Xrcd& object, Release why);  // xrcd.cc
+};
 
 }  // namespace onchip::driver
