@@ -394,7 +394,11 @@ Result<uint32_t> CreateQpOnDevice(Device& device, Pd* pd, const QpAttributes& at
 
 }  // namespace
 
-Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
+namespace {
+
+// What create_qp refuses before anything is allocated (rdma-core's mlx5_create_qp and mlx5_ib's
+// create_qp refuse the same), with an XRC send QP's receive side folded onto its send CQ.
+Result<void> CheckQpAttributes(const Pd* pd, QpAttributes& attr) {
   if (pd == nullptr) return Fail(EINVAL, "create_qp: null PD");
   switch (attr.type) {
     case IBV_QPT_RC:
@@ -432,6 +436,130 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   if (attr.send_cq->device != device || attr.recv_cq->device != device ||
       (attr.srq && attr.srq->device != device))
     return Fail(EINVAL, "create_qp: a CQ or the SRQ belongs to another device");
+  return {};
+}
+
+// One page-aligned, zeroed queue buffer of `bytes` (at least a page) from the PD's allocator.
+Result<QueueBuffer> AllocateRing(Pd* pd, uint32_t bytes, const char* what) {
+  const std::size_t pages =
+      bytes == 0 ? 1 : (bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
+  ONCHIP_TRY(QueueBuffer buffer, QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE,
+                                                       prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
+  if (buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0) return Fail(EINVAL, what);
+  if (buffer.custom()) std::memset(buffer.data(), 0, buffer.size());
+  return buffer;
+}
+
+// The memory a QP's rings and doorbell record live in.
+struct QpMemory {
+  QueueBuffer buffer;     // the RQ, then the SQ (a raw QP: the RQ only, from page 0)
+  QueueBuffer sq_buffer;  // a raw QP's SQ, from page 0 of its own buffer
+  QueueBuffer doorbell;
+  std::size_t pages() const { return buffer.size() / prm::ADAPTER_PAGE_SIZE; }
+};
+
+Result<QpMemory> AllocateQpMemory(Pd* pd, const Geometry& g, bool raw) {
+  QpMemory m;
+  ONCHIP_TRY(m.buffer, AllocateRing(pd, raw ? g.rq_bytes : g.rq_bytes + g.sq_bytes,
+                                    "create_qp: the allocator's QP buffer is not page aligned"));
+  ONCHIP_TRY(m.doorbell, QueueBuffer::Allocate(pd, sizeof(prm::QpDoorbellRecord),
+                                               sizeof(prm::QpDoorbellRecord), MLX5DV_RES_TYPE_DBR));
+  if (m.doorbell.iova() % sizeof(prm::QpDoorbellRecord) != 0)
+    return Fail(EINVAL, "create_qp: the allocator's doorbell record is not 8-byte aligned");
+  std::memset(m.doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
+  if (raw && g.sq_bytes) {
+    ONCHIP_TRY(m.sq_buffer, AllocateRing(pd, g.sq_bytes,
+                                         "create_qp: the allocator's SQ buffer is not page aligned"));
+  }
+  return m;
+}
+
+// What the device made for the QP: CREATE_QP's QP, or a raw QP's RQ, SQ, TIR and TIS.
+struct QpOnDevice {
+  uint32_t qpn = 0;
+  RawQpObjects raw;
+};
+
+Result<QpOnDevice> CreateQpObjects(Device& device, Pd* pd, const QpAttributes& attr,
+                                   const Geometry& g, const Bfreg& bf, const QpMemory& m) {
+  QpOnDevice made;
+  if (attr.type != IBV_QPT_RAW_PACKET) {
+    ONCHIP_TRY(made.qpn, CreateQpOnDevice(device, pd, attr, g, bf, m.doorbell, m.buffer, m.pages()));
+    return made;
+  }
+  ONCHIP_TRY(made.raw,
+             CreateRawQpObjects(device, {.pdn = pd->protection().pdn,
+                                         .uar_index = bf.uar_index,
+                                         .dbr_iova = m.doorbell.iova(),
+                                         .send_cqn = attr.send_cq->cqn,
+                                         .recv_cqn = attr.recv_cq->cqn,
+                                         .sq_wqebb_count = g.sq.wqe_cnt,
+                                         .sq_iova = g.sq.wqe_cnt ? m.sq_buffer.iova() : 0,
+                                         .rq_wqe_count = g.rq.wqe_cnt,
+                                         .rq_log_stride = g.rq.wqe_shift,
+                                         .rq_iova = m.buffer.iova(),
+                                         .block_self_mcast_loopback =
+                                             (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0}));
+  made.qpn = made.raw.qpn();
+  return made;
+}
+
+// The host half over what the device made, its rings not started yet; `attr.cap` becomes what
+// the QP holds, reported back as libmlx5 does (what fits, not what was asked).
+std::unique_ptr<Qp> AssembleQp(Pd* pd, QpAttributes& attr, const Geometry& g, Bfreg* bf,
+                               const QpOnDevice& made, QpMemory m) {
+  const bool raw = attr.type == IBV_QPT_RAW_PACKET;
+  auto qp = std::make_unique<Qp>();
+  qp->device = pd->device;
+  qp->pd = pd;
+  qp->send_cq = attr.send_cq;
+  qp->recv_cq = attr.recv_cq;
+  qp->srq = attr.srq;
+  qp->type = attr.type;
+  qp->qpn = made.qpn;
+  qp->raw = made.raw;
+  qp->bf = bf;
+  qp->sq = g.sq;
+  qp->rq = g.rq;
+  auto* base = static_cast<std::byte*>(m.buffer.data());
+  if (qp->rq.wqe_cnt) qp->rq.start = base;
+  if (qp->sq.wqe_cnt) qp->sq.start = raw ? static_cast<std::byte*>(m.sq_buffer.data()) : base + g.rq_bytes;
+  qp->buffer = std::move(m.buffer);
+  qp->sq_buffer = std::move(m.sq_buffer);
+  qp->doorbell = std::move(m.doorbell);
+  qp->sq_sig_all = attr.sq_sig_all;
+  qp->send_ops_flags = attr.send_ops_flags;
+  attr.cap.max_send_wr = g.sq.max_post;
+  attr.cap.max_inline_data = g.sq.max_inline;
+  attr.cap.max_recv_wr = g.rq.max_post;
+  attr.cap.max_recv_sge = g.rq.max_gs;
+  if (attr.srq) attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
+  qp->init_cap = attr.cap;
+  qp->atomics = (attr.type == IBV_QPT_RC || attr.type == IBV_QPT_XRC_SEND) &&
+                (!attr.ex || (attr.send_ops_flags & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                                     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)));
+  InitVerbsQp(*qp, attr);
+  return qp;
+}
+
+// The rings, closed until the transitions open them (receives at INIT, sends at RTS), the
+// ibv_wr_* ops of an extended QP, and the QP's numbers in the device's table.
+Result<void> StartQp(Qp& qp, const QpAttributes& attr) {
+  Result<void> ready = InitRings(qp);
+  GatePosting(qp, IBV_QPS_RESET);
+  if (ready && attr.ex) {
+    ready = rings::InstallWrOps(&qp.dp.verbs.qp_ex, attr.send_ops_flags, Transport(attr.type));
+    qp.dp.verbs.comp_mask |= kVerbsQpEx;
+  }
+  if (ready) ready = InsertNumbers(qp);
+  return ready;
+}
+
+}  // namespace
+
+Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
+  ONCHIP_CHECK(CheckQpAttributes(pd, attr));
+  const std::shared_ptr<Device>& device = pd->device;
   ONCHIP_TRY(Geometry g, Size(*device, attr));
   if (g.sq_bytes == 0 && g.rq_bytes == 0 && attr.srq == nullptr)
     return Fail(EINVAL, "create_qp: neither a send nor a receive queue");
@@ -443,100 +571,19 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   if (!pins.Take(attr.recv_cq->life)) return Fail(EBUSY, "create_qp: its receive CQ is being destroyed");
   if (attr.srq && !pins.Take(attr.srq->life)) return Fail(EBUSY, "create_qp: its SRQ is being destroyed");
 
-  // A raw QP's rings are two objects (RQ and SQ), each from page 0 of its own buffer.
-  const uint32_t bytes = raw ? g.rq_bytes : g.rq_bytes + g.sq_bytes;
-  const std::size_t pages = bytes == 0 ? 1 : (bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
-  ONCHIP_TRY(QueueBuffer buffer, QueueBuffer::Allocate(pd, pages * prm::ADAPTER_PAGE_SIZE,
-                                                       prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
-  if (buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0)
-    return Fail(EINVAL, "create_qp: the allocator's QP buffer is not page aligned");
-  ONCHIP_TRY(QueueBuffer doorbell, QueueBuffer::Allocate(pd, sizeof(prm::QpDoorbellRecord),
-                                                         sizeof(prm::QpDoorbellRecord),
-                                                         MLX5DV_RES_TYPE_DBR));
-  if (doorbell.iova() % sizeof(prm::QpDoorbellRecord) != 0)
-    return Fail(EINVAL, "create_qp: the allocator's doorbell record is not 8-byte aligned");
-  std::memset(doorbell.data(), 0, sizeof(prm::QpDoorbellRecord));
-  if (buffer.custom()) std::memset(buffer.data(), 0, buffer.size());
-  QueueBuffer sq_buffer;
-  if (raw && g.sq_bytes) {
-    const std::size_t sq_pages = (g.sq_bytes + prm::ADAPTER_PAGE_SIZE - 1) / prm::ADAPTER_PAGE_SIZE;
-    ONCHIP_TRY(sq_buffer, QueueBuffer::Allocate(pd, sq_pages * prm::ADAPTER_PAGE_SIZE,
-                                                prm::ADAPTER_PAGE_SIZE, MLX5DV_RES_TYPE_QP));
-    if (sq_buffer.iova() % prm::ADAPTER_PAGE_SIZE != 0)
-      return Fail(EINVAL, "create_qp: the allocator's SQ buffer is not page aligned");
-    if (sq_buffer.custom()) std::memset(sq_buffer.data(), 0, sq_buffer.size());
-  }
+  const bool raw = attr.type == IBV_QPT_RAW_PACKET;
+  ONCHIP_TRY(QpMemory memory, AllocateQpMemory(pd, g, raw));
   ONCHIP_TRY(Bfreg* bf, SendBfregFor(pd));
-
-  RawQpObjects raw_objects;
-  uint32_t qpn = 0;
-  if (raw) {
-    ONCHIP_TRY(raw_objects,
-               CreateRawQpObjects(*device, {.pdn = pd->protection().pdn,
-                                            .uar_index = bf->uar_index,
-                                            .dbr_iova = doorbell.iova(),
-                                            .send_cqn = attr.send_cq->cqn,
-                                            .recv_cqn = attr.recv_cq->cqn,
-                                            .sq_wqebb_count = g.sq.wqe_cnt,
-                                            .sq_iova = g.sq.wqe_cnt ? sq_buffer.iova() : 0,
-                                            .rq_wqe_count = g.rq.wqe_cnt,
-                                            .rq_log_stride = g.rq.wqe_shift,
-                                            .rq_iova = buffer.iova(),
-                                            .block_self_mcast_loopback =
-                                                (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0}));
-    qpn = raw_objects.qpn();
-  } else {
-    ONCHIP_TRY(qpn, CreateQpOnDevice(*device, pd, attr, g, *bf, doorbell, buffer, pages));
-  }
-
-  auto* qp = new Qp{};
-  qp->device = device;
-  qp->pd = pd;
-  qp->send_cq = attr.send_cq;
-  qp->recv_cq = attr.recv_cq;
-  qp->srq = attr.srq;
-  qp->type = attr.type;
-  qp->qpn = qpn;
-  qp->raw = raw_objects;
-  qp->bf = bf;
-  qp->sq = g.sq;
-  qp->rq = g.rq;
-  auto* base = static_cast<std::byte*>(buffer.data());
-  if (qp->rq.wqe_cnt) qp->rq.start = base;
-  if (qp->sq.wqe_cnt) qp->sq.start = raw ? static_cast<std::byte*>(sq_buffer.data()) : base + g.rq_bytes;
-  qp->buffer = std::move(buffer);
-  qp->sq_buffer = std::move(sq_buffer);
-  qp->doorbell = std::move(doorbell);
-  qp->sq_sig_all = attr.sq_sig_all;
-  qp->send_ops_flags = attr.send_ops_flags;
-  // Reported back as libmlx5 does: what fits, not what was asked.
-  attr.cap.max_send_wr = g.sq.max_post;
-  attr.cap.max_inline_data = g.sq.max_inline;
-  attr.cap.max_recv_wr = g.rq.max_post;
-  attr.cap.max_recv_sge = g.rq.max_gs;
-  if (attr.srq) attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
-  qp->init_cap = attr.cap;
-  qp->atomics = (attr.type == IBV_QPT_RC || attr.type == IBV_QPT_XRC_SEND) &&
-                (!attr.ex || (attr.send_ops_flags & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                                     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)));
-  InitVerbsQp(*qp, attr);
-  Result<void> ready = InitRings(*qp);
-  // Closed until the transitions open them: receives at INIT, sends at RTS.
-  GatePosting(*qp, IBV_QPS_RESET);
-  if (ready && attr.ex) {
-    ready = rings::InstallWrOps(&qp->dp.verbs.qp_ex, attr.send_ops_flags, Transport(attr.type));
-    qp->dp.verbs.comp_mask |= kVerbsQpEx;
-  }
-  if (ready) ready = InsertNumbers(*qp);
-  if (!ready) {
+  ONCHIP_TRY(const QpOnDevice made, CreateQpObjects(*device, pd, attr, g, *bf, memory));
+  std::unique_ptr<Qp> qp = AssembleQp(pd, attr, g, bf, made, std::move(memory));
+  if (Result<void> ready = StartQp(*qp, attr); !ready) {
     if (raw) (void)DestroyRawQpObjects(*device, qp->raw);
     else (void)DestroyOnDevice(*device, qp->qpn);
-    delete qp;  // its buffers go back; the pins drop with `pins`
-    return std::unexpected(ready.error());
+    return std::unexpected(ready.error());  // its buffers go back; the pins drop with `pins`
   }
   pins.Keep();
-  device->registry().Publish<ObjectKind::kQp>(op, qp, qp->life);
-  return qp;
+  device->registry().Publish<ObjectKind::kQp>(op, qp.get(), qp->life);
+  return qp.release();
 }
 
 Result<Qp*> CreateXrcRecvQp(QpAttributes& attr) {
