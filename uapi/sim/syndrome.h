@@ -269,28 +269,36 @@ enum class Syndrome : uint32_t {
 #undef ONCHIP_SIM_SYNDROME_VALUE
 };
 
-// "MKEY_UNKNOWN", or "UNKNOWN" for a value no row has (a hardware or an injected syndrome).
+// The table as values: one row per syndrome, in the list's order.
+struct SyndromeRow {
+  Syndrome syndrome;
+  const char* name;
+  prm::CommandStatus status;
+};
+inline constexpr SyndromeRow kSyndromes[] = {
+#define ONCHIP_SIM_SYNDROME_ROW(name, value, status) \
+  {Syndrome::name, #name, prm::CommandStatus::status},
+    ONCHIP_SIM_SYNDROMES(ONCHIP_SIM_SYNDROME_ROW)
+#undef ONCHIP_SIM_SYNDROME_ROW
+};
+
+// The row of `s`, or nullptr (a hardware or an injected syndrome).
+constexpr const SyndromeRow* FindSyndrome(uint32_t s) {
+  for (const SyndromeRow& r : kSyndromes)
+    if (static_cast<uint32_t>(r.syndrome) == s) return &r;
+  return nullptr;
+}
+
+// "MKEY_UNKNOWN", or "UNKNOWN" for a value no row has.
 constexpr const char* SyndromeName(uint32_t s) {
-  switch (static_cast<Syndrome>(s)) {
-#define ONCHIP_SIM_SYNDROME_NAME(name, value, status) \
-  case Syndrome::name:                               \
-    return #name;
-    ONCHIP_SIM_SYNDROMES(ONCHIP_SIM_SYNDROME_NAME)
-#undef ONCHIP_SIM_SYNDROME_NAME
-  }
-  return "UNKNOWN";
+  const SyndromeRow* r = FindSyndrome(s);
+  return r != nullptr ? r->name : "UNKNOWN";
 }
 
 // The PRM command status firmware answers together with `s`.
 constexpr prm::CommandStatus SyndromeStatus(Syndrome s) {
-  switch (s) {
-#define ONCHIP_SIM_SYNDROME_STATUS(name, value, status) \
-  case Syndrome::name:                                 \
-    return prm::CommandStatus::status;
-    ONCHIP_SIM_SYNDROMES(ONCHIP_SIM_SYNDROME_STATUS)
-#undef ONCHIP_SIM_SYNDROME_STATUS
-  }
-  return prm::CommandStatus::INT_ERR;
+  const SyndromeRow* r = FindSyndrome(static_cast<uint32_t>(s));
+  return r != nullptr ? r->status : prm::CommandStatus::INT_ERR;
 }
 
 }  // namespace onchip::sim

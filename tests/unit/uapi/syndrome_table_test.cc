@@ -18,21 +18,16 @@ struct Row {
   prm::CommandStatus status;
 };
 
-constexpr Row kRows[] = {
-#define ROW(name, value, status) {#name, value, prm::CommandStatus::status},
-    ONCHIP_SIM_SYNDROMES(ROW)
-#undef ROW
-};
-
 TEST(SyndromeTable, RowsAreDistinctAndRefusalsCarryAPrmStatus) {
   std::set<std::string_view> names;
   std::set<uint32_t> values;
-  for (const Row& r : kRows) {
+  for (const SyndromeRow& row : kSyndromes) {
+    const Row r{row.name, static_cast<uint32_t>(row.syndrome), row.status};
     SCOPED_TRACE(r.name);
     EXPECT_TRUE(names.insert(r.name).second) << "name listed twice";
     EXPECT_TRUE(values.insert(r.value).second) << "value listed twice";
     EXPECT_EQ(SyndromeName(r.value), r.name);
-    EXPECT_EQ(SyndromeStatus(static_cast<Syndrome>(r.value)), r.status);
+    EXPECT_EQ(SyndromeStatus(row.syndrome), r.status);
     if (r.value == 0) {
       EXPECT_EQ(r.status, prm::CommandStatus::OK);
       continue;
