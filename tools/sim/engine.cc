@@ -147,7 +147,7 @@ bool Engine::ReceiveNow(Packet& p) {
   // What a pass does before it handles packets is left to a pass: the lists after a command, a
   // port event; and a port that is down, or an HCA without queues, receives nothing.
   if (fw_.state_ != HcaState::kInitialized || !fw_.link_up_ || fw_.port_change_ != 0 ||
-      fw_.counters_.commands != commands_seen_)
+      fw_.generation_ != generation_seen_)
     return false;
   const Iommu::Access access(iommu_, std::try_to_lock);
   if (!access.held()) return false;
@@ -181,12 +181,12 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     // Nothing is watched either (the lists are built again once the HCA is initialized).
     if (uar_watch_.size() != 0) {
       uar_watch_.Clear();
-      commands_seen_ = ~uint64_t{0};
+      generation_seen_ = ~uint64_t{0};
     }
     return result;
   }
   // Most passes follow no command: the lists stand, and the call is not made.
-  if (fw_.counters_.commands != commands_seen_) RefreshQueues();
+  if (fw_.generation_ != generation_seen_) RefreshQueues();
   // The send doorbells are noted before any doorbell record is read (uar_watch.h): a doorbell
   // rung from here on differs from what was noted and makes the next look run another pass.
   uar_watch_.NoteSend();
@@ -288,7 +288,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
 }
 
 void Engine::RefreshQueues() {
-  commands_seen_ = fw_.counters_.commands;
+  generation_seen_ = fw_.generation_;
   live_qps_.clear();
   for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp, DecodeRequesterContext(qp)});
   live_cqs_.clear();

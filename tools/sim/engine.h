@@ -384,8 +384,9 @@ class Engine final : private Receiver {
   // as flat lists (walking a std::map costs more than looking at an idle queue), and the doorbell
   // registers of the distinct UAR pages the CQs and the EQs name. Only a firmware command
   // creates, destroys or changes a queue, and a map's entries stay where they are until erased,
-  // so the lists are computed again only when the firmware's command count moved since
-  // (commands_seen_): at the start of every pass (RefreshQueues), before anything uses them.
+  // so the lists are computed again only when the firmware's generation (bumped by every command
+  // that succeeded and is not a query) moved since (generation_seen_): at the start of every
+  // pass (RefreshQueues), before anything uses them.
   struct LiveQp {
     uint32_t qpn;
     Qp* qp;
@@ -419,8 +420,8 @@ class Engine final : private Receiver {
   // MLX5_BFREGS_PER_UAR).
   const std::vector<uint64_t> send_doorbell_offsets_;
   std::vector<uint32_t> send_pages_;  // RefreshQueues' scratch: the pages already watched
-  uint64_t commands_seen_ = ~uint64_t{0};
-  // Builds the lists again; the pass calls it when commands_seen_ is behind the command count.
+  uint64_t generation_seen_ = ~uint64_t{0};
+  // Builds the lists again; the pass calls it when generation_seen_ is behind the firmware's.
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), and responses a

@@ -67,6 +67,7 @@ Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> ou
   }
   ++counters_.commands;
   ++counters_.by_opcode[opcode];
+  if (r.ok() && !prm::ReadsOnly(opcode)) ++generation_;
   if (!r.ok()) {
     ++counters_.commands_failed;
     std::fill(out.begin(), out.end(), std::byte{0});

@@ -435,7 +435,10 @@ class Firmware {
   IndexPool tir_ids_;
   std::map<uint32_t, Tir> tirs_;  // by tirn
 
-  Counters counters_;
+  Counters counters_;  // statistics only
+  // Bumped by every command that succeeded and is not a query: the contexts above may have
+  // changed, and the engine rebuilds what it derived from them (Engine::RefreshQueues).
+  uint64_t generation_ = 0;
   std::vector<InjectedFailure> injected_;
 };
 

@@ -139,4 +139,7 @@ constexpr std::string_view CommandName(uint16_t opcode) {
   return c != nullptr ? c->name : std::string_view("UNKNOWN_OPCODE");
 }
 
+// Whether `opcode` only reads: a QUERY_* command (by its PRM name) changes no context.
+constexpr bool ReadsOnly(uint16_t opcode) { return CommandName(opcode).starts_with("QUERY_"); }
+
 }  // namespace onchip::prm
