@@ -312,6 +312,9 @@ class Firmware {
 
   // Queue pairs (firmware_qp.cc) and their state transitions (firmware_qp_transitions.cc).
   Outcome CreateQp(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome CheckNewQpContext(std::span<const std::byte> in, uint16_t uid) const;
+  Outcome CreateXrcTargetQp(std::span<const std::byte> in, std::span<std::byte> out, uint16_t uid,
+                            Xrcd& xrcd, uint32_t xrcdn);
   Outcome DestroyQp(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryQp(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome Rst2InitQp(std::span<const std::byte> in, std::span<std::byte> out);

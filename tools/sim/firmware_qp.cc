@@ -50,16 +50,11 @@ constexpr uint32_t kTsFormatDefault = 1;
 
 }  // namespace
 
-Outcome Firmware::CreateQp(Bytes in, Out out) {
+// What a new QP's context may ask for, from the input alone: a transport and rings this device
+// has, no capability it does not advertise, and a context in reset that has done nothing.
+Outcome Firmware::CheckNewQpContext(Bytes in, uint16_t uid) const {
   using In = prm::create_qp_in;
   constexpr auto qpc = In::qpc;
-  if (Outcome s = CheckShape<In, prm::create_qp_out>(in, out); !s.ok()) return s;
-  if (!ReservedClear(in, qpc) || !ReservedClear(in, qpc.primary_address_path) ||
-      !ReservedClear(in, qpc.secondary_address_path))
-    return Refuse(Syndrome::RESERVED_NOT_ZERO);
-  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
-  const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
-
   const uint32_t st = prm::Get(in, qpc.st);
   if (st != prm::QP_ST_RC && st != prm::QP_ST_UC && st != prm::QP_ST_UD &&
       st != prm::QP_ST_XRC && st != prm::QP_ST_REG_UMR)
@@ -118,6 +113,44 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   const uint32_t log_page_size = prm::Get(in, qpc.log_page_size);
   if (log_page_size > kMaxQueueLogPageSize) return Refuse(Syndrome::QP_PAGE_SIZE);
   if (prm::Get(in, qpc.page_offset) != 0) return Refuse(Syndrome::QP_PAGE_OFFSET);
+  return Outcome::Ok();
+}
+
+// An XRC target QP: a context over its XRC domain, with no rings, CQs or PD of its own.
+Outcome Firmware::CreateXrcTargetQp(Bytes in, Out out, uint16_t uid, Xrcd& xrcd, uint32_t xrcdn) {
+  constexpr auto qpc = prm::create_qp_in::qpc;
+  auto qpn = qp_ids_.Allocate();
+  if (!qpn) return Refuse(Syndrome::QP_EXHAUSTED);
+  Qp qp{};
+  qp.uid = uid;
+  qp.st = prm::QP_ST_XRC;
+  qp.state = prm::QP_STATE_RST;
+  qp.xrcd = xrcdn;
+  qp.xrc_tgt = true;
+  std::memcpy(qp.qpc.data(), in.data() + qpc.bit_offset / 8, qp.qpc.size());
+  ++xrcd.users;
+  qps_.emplace(*qpn, std::move(qp));
+  prm::Bits(out).set(prm::create_qp_out::qpn, *qpn);
+  return Outcome::Ok();
+}
+
+Outcome Firmware::CreateQp(Bytes in, Out out) {
+  using In = prm::create_qp_in;
+  constexpr auto qpc = In::qpc;
+  if (Outcome s = CheckShape<In, prm::create_qp_out>(in, out); !s.ok()) return s;
+  if (!ReservedClear(in, qpc) || !ReservedClear(in, qpc.primary_address_path) ||
+      !ReservedClear(in, qpc.secondary_address_path))
+    return Refuse(Syndrome::RESERVED_NOT_ZERO);
+  if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
+  const uint16_t uid = static_cast<uint16_t>(prm::Get(in, In::uid));
+
+  if (Outcome s = CheckNewQpContext(in, uid); !s.ok()) return s;
+  const uint32_t st = prm::Get(in, qpc.st);
+  const bool xrc = st == prm::QP_ST_XRC;
+  const bool xrc_tgt = xrc && prm::Get(in, qpc.no_sq) != 0;
+  const uint32_t rq_type = prm::Get(in, qpc.rq_type);
+  const bool no_sq = prm::Get(in, qpc.no_sq) != 0;
+  const uint32_t log_page_size = prm::Get(in, qpc.log_page_size);
 
   // The XRC domain: the target's must be live; the initiator's may be absent.
   std::map<uint32_t, Xrcd>::iterator xrcd = xrcds_.end();
@@ -126,21 +159,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
     if (xrcd == xrcds_.end()) return Refuse(Syndrome::QP_XRCD_UNKNOWN);
     if (xrcd->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   }
-  if (xrc_tgt) {
-    auto qpn = qp_ids_.Allocate();
-    if (!qpn) return Refuse(Syndrome::QP_EXHAUSTED);
-    Qp qp{};
-    qp.uid = uid;
-    qp.st = static_cast<uint8_t>(st);
-    qp.state = prm::QP_STATE_RST;
-    qp.xrcd = xrcd->first;
-    qp.xrc_tgt = true;
-    std::memcpy(qp.qpc.data(), in.data() + qpc.bit_offset / 8, qp.qpc.size());
-    ++xrcd->second.users;
-    qps_.emplace(*qpn, std::move(qp));
-    prm::Bits(out).set(prm::create_qp_out::qpn, *qpn);
-    return Outcome::Ok();
-  }
+  if (xrc_tgt) return CreateXrcTargetQp(in, out, uid, xrcd->second, xrcd->first);
 
   // The objects it names, all the creator's.
   const uint32_t pdn = prm::Get(in, qpc.pd);
