@@ -272,6 +272,8 @@ class Firmware {
 
   // Mkeys (firmware_mkey.cc).
   Outcome CreateMkey(std::span<const std::byte> in, std::span<std::byte> out);
+  Outcome CheckMkeyTarget(std::span<const std::byte> in, std::span<const std::byte> list,
+                          uint32_t mode, Mkey* m) const;
   Outcome DestroyMkey(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryMkey(std::span<const std::byte> in, std::span<std::byte> out);
   void ForgetMkey(uint32_t index);

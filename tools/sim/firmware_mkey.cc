@@ -32,6 +32,81 @@ constexpr uint32_t kMaxLogPageSize = 39;
 
 }  // namespace
 
+// What the key reaches, by access mode: a PA key only for the kernel, an MTT list whose entries
+// are page aligned and cover the range, KLM entries naming live keys, one MEMIC allocation or
+// SW ICM object holding the range. Notes the MEMIC, SW ICM or KLM targets in `m`.
+Outcome Firmware::CheckMkeyTarget(Bytes in, Bytes list, uint32_t mode, Mkey* m) const {
+  using In = prm::create_mkey_in;
+  constexpr auto mkc = In::memory_key_mkey_entry;
+  const uint16_t uid = m->uid;
+  const uint64_t start = prm::Get(in, mkc.start_addr);
+  const uint64_t len = prm::Get(in, mkc.len);
+  const bool free = prm::Get(in, mkc.free);
+  const uint64_t octo_size = prm::Get(in, mkc.translations_octword_size);
+  const uint64_t octo_actual = prm::Get(in, In::translations_octword_actual_size);
+  switch (mode) {
+    case prm::MKC_ACCESS_MODE_PA:
+      if (uid != 0) return Refuse(Syndrome::MKEY_PA_NOT_PRIVILEGED);
+      break;
+    case prm::MKC_ACCESS_MODE_MTT: {
+      const uint32_t log_ps = prm::Get(in, mkc.log_page_size);
+      if (log_ps < kMinLogPageSize || log_ps > kMaxLogPageSize)
+        return Refuse(Syndrome::MKEY_PAGE_SIZE);
+      const uint64_t ps = uint64_t{1} << log_ps;
+      // Entries needed to cover [start, start + len) (populated keys only; a free key's list
+      // arrives later by UMR, but it must have room for it).
+      const uint64_t first = start & ~(ps - 1);
+      const uint64_t end = start + len;
+      if (end < start) return Refuse(Syndrome::MKEY_LENGTH);
+      const uint64_t npages = len == 0 ? 0 : (end - first + ps - 1) / ps;
+      if (octo_size * 2 < npages) return Refuse(Syndrome::MKEY_TRANSLATIONS);
+      if (!free && octo_actual * 2 < npages) return Refuse(Syndrome::MKEY_TRANSLATIONS);
+      for (uint64_t i = 0; i < octo_actual * 2; ++i) {
+        const uint64_t e = prm::Get(list, prm::Element<64>{i * 64, "mtt"});
+        // Bits 1:0 are the entry's read/write permission bits.
+        if ((e & ~uint64_t{3}) % ps != 0) return Refuse(Syndrome::MKEY_MTT_ENTRY);
+      }
+      break;
+    }
+    case prm::MKC_ACCESS_MODE_KLMS:
+      for (uint64_t i = 0; i < octo_actual; ++i) {
+        const prm::Element<32> key{i * prm::mlx5_klm::size_bits + prm::mlx5_klm::key.bit_offset,
+                                   prm::mlx5_klm::key.name};
+        const uint32_t target = prm::Get(list, key) >> 8;
+        auto t = mkeys_.find(target);
+        if (t == mkeys_.end()) return Refuse(Syndrome::MKEY_KLM_ENTRY);
+        m->klm_targets.push_back(target);
+      }
+      break;
+    case prm::MKC_ACCESS_MODE_MEMIC: {
+      auto it = memic_.upper_bound(start);
+      // An empty range is a valid mkey (verbs allows zero-length MRs) as long as it starts
+      // inside, or at the end of, an allocation.
+      if (it == memic_.begin()) return Refuse(Syndrome::MKEY_MEMIC_RANGE);
+      --it;
+      if (start - it->first > it->second.size || len > it->second.size - (start - it->first) ||
+          (len != 0 && start - it->first == it->second.size))
+        return Refuse(Syndrome::MKEY_MEMIC_RANGE);
+      m->memic_start = it->first;
+      break;
+    }
+    case prm::MKC_ACCESS_MODE_SW_ICM: {
+      auto hit = std::find_if(sw_icm_.begin(), sw_icm_.end(), [&](const auto& kv) {
+        const uint64_t size = uint64_t{1} << kv.second.log_size;
+        return start >= kv.second.start && start - kv.second.start <= size &&
+               len <= size - (start - kv.second.start) &&
+               (len == 0 || start - kv.second.start < size);
+      });
+      if (hit == sw_icm_.end()) return Refuse(Syndrome::MKEY_SW_ICM_RANGE);
+      if (hit->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
+      m->sw_icm_id = hit->first;
+      break;
+    }
+  }
+
+  return Outcome::Ok();
+}
+
 Outcome Firmware::CreateMkey(Bytes in, Out out) {
   using In = prm::create_mkey_in;
   constexpr auto mkc = In::memory_key_mkey_entry;
@@ -67,7 +142,6 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
   if (tph_st >= config_.pcie_tph_steering_tags) return Refuse(Syndrome::MKEY_TPH);
 
   // Length.
-  const uint64_t start = prm::Get(in, mkc.start_addr);
   const uint64_t len = prm::Get(in, mkc.len);
   const bool length64 = prm::Get(in, mkc.length64);
   if (length64 && (mode != prm::MKC_ACCESS_MODE_PA || len != 0))
@@ -91,66 +165,7 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
 
   Mkey m{};
   m.uid = uid;
-  std::vector<uint32_t> klm_targets;
-  switch (mode) {
-    case prm::MKC_ACCESS_MODE_PA:
-      if (uid != 0) return Refuse(Syndrome::MKEY_PA_NOT_PRIVILEGED);
-      break;
-    case prm::MKC_ACCESS_MODE_MTT: {
-      const uint32_t log_ps = prm::Get(in, mkc.log_page_size);
-      if (log_ps < kMinLogPageSize || log_ps > kMaxLogPageSize)
-        return Refuse(Syndrome::MKEY_PAGE_SIZE);
-      const uint64_t ps = uint64_t{1} << log_ps;
-      // Entries needed to cover [start, start + len) (populated keys only; a free key's list
-      // arrives later by UMR, but it must have room for it).
-      const uint64_t first = start & ~(ps - 1);
-      const uint64_t end = start + len;
-      if (end < start) return Refuse(Syndrome::MKEY_LENGTH);
-      const uint64_t npages = len == 0 ? 0 : (end - first + ps - 1) / ps;
-      if (octo_size * 2 < npages) return Refuse(Syndrome::MKEY_TRANSLATIONS);
-      if (!free && octo_actual * 2 < npages) return Refuse(Syndrome::MKEY_TRANSLATIONS);
-      for (uint64_t i = 0; i < octo_actual * 2; ++i) {
-        const uint64_t e = prm::Get(list, prm::Element<64>{i * 64, "mtt"});
-        // Bits 1:0 are the entry's read/write permission bits.
-        if ((e & ~uint64_t{3}) % ps != 0) return Refuse(Syndrome::MKEY_MTT_ENTRY);
-      }
-      break;
-    }
-    case prm::MKC_ACCESS_MODE_KLMS:
-      for (uint64_t i = 0; i < octo_actual; ++i) {
-        const prm::Element<32> key{i * prm::mlx5_klm::size_bits + prm::mlx5_klm::key.bit_offset,
-                                   prm::mlx5_klm::key.name};
-        const uint32_t target = prm::Get(list, key) >> 8;
-        auto t = mkeys_.find(target);
-        if (t == mkeys_.end()) return Refuse(Syndrome::MKEY_KLM_ENTRY);
-        klm_targets.push_back(target);
-      }
-      break;
-    case prm::MKC_ACCESS_MODE_MEMIC: {
-      auto it = memic_.upper_bound(start);
-      // An empty range is a valid mkey (verbs allows zero-length MRs) as long as it starts
-      // inside, or at the end of, an allocation.
-      if (it == memic_.begin()) return Refuse(Syndrome::MKEY_MEMIC_RANGE);
-      --it;
-      if (start - it->first > it->second.size || len > it->second.size - (start - it->first) ||
-          (len != 0 && start - it->first == it->second.size))
-        return Refuse(Syndrome::MKEY_MEMIC_RANGE);
-      m.memic_start = it->first;
-      break;
-    }
-    case prm::MKC_ACCESS_MODE_SW_ICM: {
-      auto hit = std::find_if(sw_icm_.begin(), sw_icm_.end(), [&](const auto& kv) {
-        const uint64_t size = uint64_t{1} << kv.second.log_size;
-        return start >= kv.second.start && start - kv.second.start <= size &&
-               len <= size - (start - kv.second.start) &&
-               (len == 0 || start - kv.second.start < size);
-      });
-      if (hit == sw_icm_.end()) return Refuse(Syndrome::MKEY_SW_ICM_RANGE);
-      if (hit->second.uid != uid) return Refuse(Syndrome::NOT_OWNER);
-      m.sw_icm_id = hit->first;
-      break;
-    }
-  }
+  if (Outcome t = CheckMkeyTarget(in, list, mode, &m); !t.ok()) return t;
 
   // The PD: alive and owned by the same uid.
   const uint32_t pd = prm::Get(in, mkc.pd);
@@ -164,7 +179,6 @@ Outcome Firmware::CreateMkey(Bytes in, Out out) {
   m.pd = pd;
   std::memcpy(m.mkc.data(), in.data() + mkc.bit_offset / 8, m.mkc.size());
   m.translations.assign(list.begin(), list.end());
-  m.klm_targets = std::move(klm_targets);
   // A window: binds and invalidations arrive by UMR (firmware_umr.cc).
   m.window = mode == prm::MKC_ACCESS_MODE_KLMS && free && prm::Get(in, mkc.umr_en);
   ++pd_it->second.mkeys;
