@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "tools/sim/cpu_room.h"
 #include "tools/sim/device.h"
 
 namespace onchip::sim {
@@ -101,7 +100,7 @@ void DeviceThread::Attach(Device& device) {
     devices_.push_back(&device);
     device.engine_.SetServer(this);
     ++generation_;
-    RecomputePeriods();
+    RecomputePolicy();
   }
   waiting_.fetch_sub(1);
   Nudge();
@@ -117,7 +116,7 @@ void DeviceThread::Detach(Device& device) {
     std::erase(devices_, &device);
     device.engine_.SetServer(nullptr);
     ++generation_;
-    RecomputePeriods();
+    RecomputePolicy();
   }
   waiting_.fetch_sub(1);
   // A thread asleep in futex_waitv may still wait on the departing device's sleep word, in the
@@ -126,25 +125,11 @@ void DeviceThread::Detach(Device& device) {
   Nudge();
 }
 
-void DeviceThread::RecomputePeriods() {
-  idle_period_ = {};
-  idle_poll_period_ = {};
-  spin_ = DeviceConfig::Spin::kNever;
-  bool realtime = false;
-  bool first = true;
-  // kAlways over kWhenCpuSpare over kNever.
-  auto eager = [](DeviceConfig::Spin s) {
-    return s == DeviceConfig::Spin::kAlways ? 2 : s == DeviceConfig::Spin::kWhenCpuSpare ? 1 : 0;
-  };
-  for (const Device* d : devices_) {
-    const DeviceConfig& c = d->config();
-    if (eager(c.engine_spin) > eager(spin_)) spin_ = c.engine_spin;
-    realtime |= c.engine_sched == DeviceConfig::Sched::kRealtimeWhenPermitted;
-    idle_period_ = std::max(idle_period_, c.engine_idle_period);
-    idle_poll_period_ = first ? c.idle_poll_period : std::min(idle_poll_period_, c.idle_poll_period);
-    first = false;
-  }
-  realtime_ = realtime && spin_ != DeviceConfig::Spin::kAlways;
+void DeviceThread::RecomputePolicy() {
+  std::vector<const DeviceConfig*> configs;
+  configs.reserve(devices_.size());
+  for (const Device* d : devices_) configs.push_back(&d->config());
+  policy_.Recompute(configs);
 }
 
 bool DeviceThread::TrySleepAll() {
@@ -163,7 +148,7 @@ void DeviceThread::Wait(std::chrono::steady_clock::time_point until) {
   {
     std::lock_guard lock(mu_);
     if (devices_.empty()) until = std::chrono::steady_clock::time_point::max();
-    else until = std::min(until, std::chrono::steady_clock::now() + idle_poll_period_);
+    else until = std::min(until, std::chrono::steady_clock::now() + policy_.idle_poll_period());
     waiters.clear();
     // The control word's value now: a Nudge after this (an Attach or Detach that changes the
     // set read here) makes the wait return at once.
@@ -209,10 +194,8 @@ void DeviceThread::Run() {
   tid_.store(gettid());
   AskForShortSlice();
   bool realtime_tried = false;  // an ask refused once is not asked again
-  CpuRoom room;
   bool awake = false;
   auto now = std::chrono::steady_clock::now();
-  auto last_work = now;
   // The soonest engine retry due among the devices (max: none).
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (!stop_.load()) {
@@ -231,10 +214,11 @@ void DeviceThread::Run() {
     // Under mu_ no device attaches or leaves: one device's pass may hand another a packet at
     // once (wire.h).
     const Port::Serving serving(this);
-    // The policy the attached devices want (RecomputePeriods), applied by the thread itself.
-    if (realtime_ != realtime_applied_ && !(realtime_ && realtime_tried)) {
-      realtime_applied_ = ApplySched(realtime_);
-      realtime_tried |= realtime_;
+    // The scheduling the attached devices want (ThreadPolicy), applied by the thread itself.
+    const bool realtime = policy_.realtime();
+    if (realtime != realtime_applied_ && !(realtime && realtime_tried)) {
+      realtime_applied_ = ApplySched(realtime);
+      realtime_tried |= realtime;
     }
     // Only this thread writes the count: a load and a store, no locked increment.
     wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -258,20 +242,16 @@ void DeviceThread::Run() {
       deadline = std::min(deadline, d->deadline());
     }
     if (progressed) {
-      last_work = now;
+      policy_.Worked(now);
       awake = true;
       continue;
     }
-    // The idle period first: an idle wakeup (the idle poll period's) reads no CPU count.
-    const bool spin = now - last_work < idle_period_ &&
-                      (spin_ == DeviceConfig::Spin::kAlways ||
-                       (spin_ == DeviceConfig::Spin::kWhenCpuSpare && room.Spare(now)));
-    if (spin) {
+    if (policy_.Spin(now)) {
       awake = true;
       continue;
     }
     awake = !TrySleepAll();
-    if (awake) last_work = now;
+    if (awake) policy_.Worked(now);
   }
 }
 

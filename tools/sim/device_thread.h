@@ -4,7 +4,7 @@
 //
 // Each wakeup services every attached device in turn (Device::Service): its command queue, a
 // data-engine pass, its internal timer and health counter, and the end of its init delay. The
-// awake/sleep policy is the thread's, not a device's:
+// awake/sleep policy is the thread's, not a device's (ThreadPolicy, thread_policy.h):
 //   - after a pass that found work it runs the next pass at once; after a pass that found none
 //     it keeps watching every device's doorbells without being kicked (spinning: each look is
 //     lock-free, Device::NeedsService, and only a look that finds something runs the device's
@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "tools/sim/config.h"
+#include "tools/sim/thread_policy.h"
 #include "uapi/result.h"
 
 namespace onchip::sim {
@@ -85,23 +86,20 @@ class DeviceThread {
   // Sleeps until a device's sleep word is swapped, a Nudge, or `until` (max: no deadline but
   // the idle poll period). The words were set by TrySleepAll.
   void Wait(std::chrono::steady_clock::time_point until);
-  // The policy periods from the attached devices' configs (under mu_).
-  void RecomputePeriods();
+  // The policy from the attached devices' configs (under mu_).
+  void RecomputePolicy();
   // Every device's sleep word set, one more look at each; false (and the words cleared) when
   // some device found work.
   bool TrySleepAll();
 
   // A private futex: Attach, Detach and the destructor bump it and wake the thread with it.
   std::atomic<uint32_t> control_{0};
-  mutable std::mutex mu_;  // devices_ and the periods; held by the thread while it services
+  mutable std::mutex mu_;  // devices_ and the policy; held by the thread while it services
   std::vector<Device*> devices_;
   uint64_t generation_ = 0;  // bumped when devices_ changes, so the thread rebuilds its wait set
-  DeviceConfig::Spin spin_ = DeviceConfig::Spin::kNever;
-  bool realtime_ = false;          // wanted: some device's engine_sched, and spin_ not kAlways
+  ThreadPolicy policy_;            // spin or sleep, and the periods (under mu_)
   bool realtime_applied_ = false;  // what the thread set itself to (the thread's own)
   std::atomic<pid_t> tid_{0};      // the thread's id, once it runs
-  std::chrono::microseconds idle_period_{0};
-  std::chrono::milliseconds idle_poll_period_{0};
   // Attach and Detach calls waiting for mu_. A busy thread drops mu_ for only a moment between
   // wakeups and std::mutex is not fair, so it stands aside while this is non-zero: a device
   // can go while another one carries traffic.
