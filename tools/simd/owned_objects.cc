@@ -47,12 +47,12 @@ void OwnedObjects::Note(std::span<const std::byte> in, std::span<const std::byte
   if (in.size() < 16 || out.size() < 16) return;
   const uint16_t opcode = OpcodeOf(in);
   if (const prm::ObjectKindRow* row = prm::CreatedBy(opcode)) {
-    if (!prm::Holds(out, row->created)) return;
-    if (row->carried_in.present() && !prm::Holds(in, row->carried_in)) return;
-    objects_.push_back(Object{row->kind, prm::GetAt(out, row->created),
-                              row->carried_in.present() ? prm::GetAt(in, row->carried_in) : 0});
+    const std::optional<uint64_t> id = prm::GetAt(out, row->created);
+    const std::optional<uint64_t> carried =
+        row->carried_in.present() ? prm::GetAt(in, row->carried_in) : uint64_t{0};
+    if (id && carried) objects_.push_back(Object{row->kind, *id, *carried});
   } else if (const prm::ObjectKindRow* gone = prm::DestroyedBy(opcode)) {
-    if (prm::Holds(in, gone->destroyed)) Forget(gone->kind, prm::GetAt(in, gone->destroyed));
+    if (const std::optional<uint64_t> id = prm::GetAt(in, gone->destroyed)) Forget(gone->kind, *id);
   }
 }
 
@@ -70,8 +70,8 @@ std::vector<std::vector<std::byte>> OwnedObjects::ReleaseCommands() const {
     const prm::ObjectKindRow& row = prm::RowOf(it->kind);
     std::vector<std::byte> in(row.destroy_bytes);
     prm::Bits(in).set(prm::mbox_in::opcode, row.destroy);
-    prm::SetAt(in, row.destroyed, it->id);
-    if (row.carried_out.present()) prm::SetAt(in, row.carried_out, it->carried);
+    (void)prm::SetAt(in, row.destroyed, it->id);  // the row's input size holds both fields
+    if (row.carried_out.present()) (void)prm::SetAt(in, row.carried_out, it->carried);
     cmds.push_back(std::move(in));
   }
   return cmds;

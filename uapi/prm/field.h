@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -216,6 +217,32 @@ class Bits {
   std::span<std::byte> bytes_;
   std::string_view refused_;
 };
+
+// Where a scalar field sits, as a value (a table row cannot hold the Field types themselves):
+// SpotOf(prm::alloc_pd_out::pd). Read and written with GetAt and SetAt, which refuse a field the
+// bytes do not hold.
+struct FieldSpot {
+  uint16_t bit_offset = 0;
+  uint8_t bit_width = 0;  // 0: no such field
+  constexpr bool present() const { return bit_width != 0; }
+};
+
+template <class F>
+constexpr FieldSpot SpotOf(F) {
+  return {static_cast<uint16_t>(F::bit_offset), static_cast<uint8_t>(F::bit_width)};
+}
+
+// The field at `spot`, or nullopt when `bytes` end before it.
+inline std::optional<uint64_t> GetAt(std::span<const std::byte> bytes, FieldSpot spot) {
+  if (detail::EndByte(spot.bit_offset, spot.bit_width) > bytes.size()) return std::nullopt;
+  return detail::GetBits(bytes.data(), spot.bit_offset, spot.bit_width);
+}
+// Stores `value` at `spot`; false (nothing stored) when `bytes` end before it.
+inline bool SetAt(std::span<std::byte> bytes, FieldSpot spot, uint64_t value) {
+  if (detail::EndByte(spot.bit_offset, spot.bit_width) > bytes.size()) return false;
+  detail::SetBits(bytes.data(), spot.bit_offset, spot.bit_width, value);
+  return true;
+}
 
 // Reads a field from const bytes: prm::Get(out, prm::alloc_pd_out::pd).
 template <class F>

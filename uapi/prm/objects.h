@@ -27,30 +27,6 @@
 
 namespace onchip::prm {
 
-// Where a field sits, as a value: a table row cannot hold the Field types themselves.
-struct FieldSpot {
-  uint16_t bit_offset = 0;
-  uint8_t bit_width = 0;  // 0: no such field
-  constexpr bool present() const { return bit_width != 0; }
-};
-
-template <class F>
-constexpr FieldSpot SpotOf(F) {
-  return {static_cast<uint16_t>(F::bit_offset), static_cast<uint8_t>(F::bit_width)};
-}
-
-// The field at `spot` in `bytes` (which hold it).
-inline uint64_t GetAt(std::span<const std::byte> bytes, FieldSpot spot) {
-  return detail::GetBits(bytes.data(), spot.bit_offset, spot.bit_width);
-}
-inline void SetAt(std::span<std::byte> bytes, FieldSpot spot, uint64_t value) {
-  detail::SetBits(bytes.data(), spot.bit_offset, spot.bit_width, value);
-}
-// Whether `bytes` hold the field at `spot`.
-inline bool Holds(std::span<const std::byte> bytes, FieldSpot spot) {
-  return detail::EndByte(spot.bit_offset, spot.bit_width) <= bytes.size();
-}
-
 enum class ObjectKind : uint8_t {
   kUar, kPd, kTd, kMkey, kMemic, kSwIcm, kEq, kCq, kQp, kSrq, kTis, kSq, kRq, kTir, kXrcd, kXrcSrq
 };

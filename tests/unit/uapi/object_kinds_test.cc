@@ -28,7 +28,9 @@ TEST(ObjectKinds, EveryRowNamesUserCommandsAndFieldsInsideThem) {
     EXPECT_TRUE(r.created.present());
     EXPECT_TRUE(r.destroyed.present());
     EXPECT_GE(r.destroy_bytes, 16u);
-    EXPECT_LE((r.destroyed.bit_offset + r.destroyed.bit_width + 7) / 8, r.destroy_bytes);
+    std::vector<std::byte> destroy(r.destroy_bytes);
+    EXPECT_TRUE(prm::SetAt(destroy, r.destroyed, 1)) << "the id field lies past the input";
+    EXPECT_FALSE(prm::GetAt(std::span<const std::byte>(destroy).first(4), r.destroyed));
     EXPECT_EQ(r.carried_in.present(), r.carried_out.present());
     EXPECT_EQ(prm::CreatedBy(r.create), &r);
     EXPECT_EQ(prm::DestroyedBy(r.destroy), &r);
