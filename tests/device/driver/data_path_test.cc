@@ -27,7 +27,7 @@
 #include "driver/rings/data_path.h"
 #include "mmio/device_word.h"
 #include "tests/device/loopback_fixture.h"
-#include "tests/device/rc_connect.h"
+#include "tools/testing/rc_connect.h"
 #include "tests/device/ud_ready.h"
 #include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"

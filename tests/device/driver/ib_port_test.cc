@@ -12,7 +12,7 @@
 #include "driver/port.h"
 #include "driver/verbs/attributes.h"
 #include "tests/device/loopback_fixture.h"
-#include "tests/device/rc_connect.h"
+#include "tools/testing/rc_connect.h"
 #include "tests/device/ud_ready.h"
 #include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"

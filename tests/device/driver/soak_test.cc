@@ -28,7 +28,7 @@
 
 #include "driver/rings/data_path.h"
 #include "tests/device/fixture.h"
-#include "tests/device/rc_connect.h"
+#include "tools/testing/rc_connect.h"
 #include "tools/sim/wire.h"
 
 #ifndef ONCHIP_SOAK_OPS

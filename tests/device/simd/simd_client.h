@@ -26,7 +26,7 @@
 #include "driver/open.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/calls.h"
-#include "tests/device/rc_connect.h"
+#include "tools/testing/rc_connect.h"
 #include "tests/device/wait.h"
 #include "tools/sim/wire.h"
 #include "tools/simd/server.h"

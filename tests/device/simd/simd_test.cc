@@ -34,7 +34,7 @@
 #include "driver/pd.h"
 #include "driver/rings/data_path.h"
 #include "driver/verbs/calls.h"
-#include "tests/device/rc_connect.h"
+#include "tools/testing/rc_connect.h"
 #include "tests/device/simd/simd_client.h"
 #include "tests/device/wait.h"
 #include "tools/sim/wire.h"
