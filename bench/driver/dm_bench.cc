@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/baselines/vendor_mmio.h"
+#include "bench/row.h"
 #include "driver/context.h"
 #include "driver/copy_kernels.h"
 #include "driver/verbs/calls.h"
@@ -261,21 +262,39 @@ void AllocFreeDmDriverOnly(benchmark::State& state) {
   }
 }
 
-// Names follow the report's convention (tools/cli/report.py): <operation>.<implementation>/<bytes>
-// with implementation onchip, vendor (the vendor provider's algorithm) or host (host memory).
-BENCHMARK(ToDm)->Name("memcpy_to_dm.onchip")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(ToDmVendor)->Name("memcpy_to_dm.vendor")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(HostCopy)->Name("memcpy_to_dm.host")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(ToDmMemcpy)->Name("memcpy_to_dm.glibc_memcpy_into_dm")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(FromDm)->Name("memcpy_from_dm.onchip")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(FromDmVendor)->Name("memcpy_from_dm.vendor")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(HostCopy)->Name("memcpy_from_dm.host")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(FromDmMemcpy)->Name("memcpy_from_dm.glibc_memcpy_from_dm")->Arg(64)->Arg(4096)->Arg(kDmBytes);
-BENCHMARK(AllocFreeDm)->Name("alloc_free_dm.onchip")->Arg(64)->UseRealTime();
-BENCHMARK(HostAllocFree)->Name("alloc_free_dm.host")->Arg(64)->UseRealTime();
-BENCHMARK(AllocFreeDmDriverOnly)->Name("alloc_free_dm.driver_logic_only/64");
-BENCHMARK(RegDmMr)->Name("reg_dereg_dm_mr.onchip")->Arg(64)->Arg(kDmBytes)->UseRealTime();
-BENCHMARK(RegHostMr)->Name("reg_dereg_dm_mr.host")->Arg(64)->Arg(kDmBytes)->UseRealTime();
+// Each row carries its fields (bench/row.h): the copies' impl onchip (the driver's kernel),
+// vendor (the vendor's algorithm) or memcpy, and where the bytes are (dm or host).
+void RegisterAll() {
+  using bench::Fields;
+  auto copies = [](benchmark::internal::Benchmark* b) { b->Arg(64)->Arg(4096)->Arg(kDmBytes); };
+  for (const char* op : {"memcpy_to_dm", "memcpy_from_dm"}) {
+    const bool to = op[7] == 't';
+    const std::string n = op;
+    copies(bench::Register(n + ".onchip", Fields(op, "onchip").Place("dm"),
+                           to ? ToDm : FromDm));
+    copies(bench::Register(n + ".vendor", Fields(op, "vendor").Place("dm"),
+                           to ? ToDmVendor : FromDmVendor));
+    copies(bench::Register(n + ".host", Fields(op, "memcpy").Place("host"), HostCopy));
+    copies(bench::Register(n + (to ? ".glibc_memcpy_into_dm" : ".glibc_memcpy_from_dm"),
+                           Fields(op, "memcpy").Place("dm"),
+                           to ? ToDmMemcpy : FromDmMemcpy));
+  }
+  bench::Register("alloc_free_dm.onchip", Fields("alloc_free_dm", "onchip").Place("dm"),
+                  AllocFreeDm)
+      ->Arg(64)->UseRealTime();
+  bench::Register("alloc_free_dm.host",
+                  Fields("alloc_free_dm", "aligned_alloc").Place("host"), HostAllocFree)
+      ->Arg(64)->UseRealTime();
+  bench::Register("alloc_free_dm.driver_logic_only/64",
+                  Fields("alloc_free_dm", "driver_logic_only").Place("dm").Bytes(64),
+                  AllocFreeDmDriverOnly);
+  bench::Register("reg_dereg_dm_mr.onchip", Fields("reg_dereg_dm_mr", "onchip").Place("dm"),
+                  RegDmMr)
+      ->Arg(64)->Arg(kDmBytes)->UseRealTime();
+  bench::Register("reg_dereg_dm_mr.host", Fields("reg_dereg_dm_mr", "onchip").Place("host"),
+                  RegHostMr)
+      ->Arg(64)->Arg(kDmBytes)->UseRealTime();
+}
 
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
@@ -297,6 +316,7 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  onchip::RegisterAll();
   benchmark::AddCustomContext("onchip.device",
                               onchip::VfioPciName() != nullptr
                                   ? "ConnectX " + std::string(onchip::VfioPciName()) + " over VFIO"

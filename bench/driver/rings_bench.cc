@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/row.h"
 #include "driver/bfreg.h"
 #include "driver/bus/bus.h"
 #include "driver/rings/data_path.h"
@@ -390,20 +391,33 @@ void BoundPoll(benchmark::State& state) {
   }
 }
 
+// Each row carries its fields (bench/row.h): a call (impl onchip) names its floor and its bound,
+// the rows it is set against; the floors and bounds are rows of their own.
 void RegisterAll() {
-  benchmark::RegisterBenchmark("PostSend/blueflame", [](benchmark::State& s) { PostSendLoop(s, true); });
-  benchmark::RegisterBenchmark("PostSend/doorbell", [](benchmark::State& s) { PostSendLoop(s, false); });
-  benchmark::RegisterBenchmark("WrSend/blueflame", WrSendLoop);
-  benchmark::RegisterBenchmark("PostRecv", PostRecvLoop);
-  benchmark::RegisterBenchmark("PollCq/one", PollCqLoop);
-  benchmark::RegisterBenchmark("Floor/wqe_bf", [](benchmark::State& s) { FloorWqe(s, true); });
-  benchmark::RegisterBenchmark("Floor/wqe_db", [](benchmark::State& s) { FloorWqe(s, false); });
-  benchmark::RegisterBenchmark("Floor/rwqe", FloorRecvWqe);
-  benchmark::RegisterBenchmark("Floor/cqe", FloorCqe);
-  benchmark::RegisterBenchmark("Bound/post_send_bf", [](benchmark::State& s) { BoundSend(s, true); });
-  benchmark::RegisterBenchmark("Bound/post_send_db", [](benchmark::State& s) { BoundSend(s, false); });
-  benchmark::RegisterBenchmark("Bound/post_recv", BoundRecv);
-  benchmark::RegisterBenchmark("Bound/poll_cq", BoundPoll);
+  using bench::Fields;
+  auto call = [](const char* name, const char* floor, const char* bound, auto fn) {
+    bench::Register(name, Fields(name, "onchip").Bytes(Fields::kNone)
+                              .With("floor", floor).With("bound", bound),
+                    fn);
+  };
+  auto base = [](const char* name, const char* impl, auto fn) {
+    bench::Register(name, Fields(name, impl).Bytes(Fields::kNone), fn);
+  };
+  call("PostSend/blueflame", "Floor/wqe_bf", "Bound/post_send_bf",
+       [](benchmark::State& s) { PostSendLoop(s, true); });
+  call("PostSend/doorbell", "Floor/wqe_db", "Bound/post_send_db",
+       [](benchmark::State& s) { PostSendLoop(s, false); });
+  call("WrSend/blueflame", "Floor/wqe_bf", "Bound/post_send_bf", WrSendLoop);
+  call("PostRecv", "Floor/rwqe", "Bound/post_recv", PostRecvLoop);
+  call("PollCq/one", "Floor/cqe", "Bound/poll_cq", PollCqLoop);
+  base("Floor/wqe_bf", "floor", [](benchmark::State& s) { FloorWqe(s, true); });
+  base("Floor/wqe_db", "floor", [](benchmark::State& s) { FloorWqe(s, false); });
+  base("Floor/rwqe", "floor", FloorRecvWqe);
+  base("Floor/cqe", "floor", FloorCqe);
+  base("Bound/post_send_bf", "bound", [](benchmark::State& s) { BoundSend(s, true); });
+  base("Bound/post_send_db", "bound", [](benchmark::State& s) { BoundSend(s, false); });
+  base("Bound/post_recv", "bound", BoundRecv);
+  base("Bound/poll_cq", "bound", BoundPoll);
 }
 
 // Keeps nanoseconds per iteration per run name, the median when there are repetitions.

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/row.h"
+
 namespace onchip {
 namespace {
 
@@ -139,13 +141,17 @@ void Register() {
        "UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=onchip_0:1",
        "ucx_perftest -t tag_lat -s 8 -n " + n, ParseUcx},
   };
-  for (const Tool& t : tools)
-    benchmark::RegisterBenchmark((std::string(t.row) + "/8").c_str(),
-                                 [&t](benchmark::State& s) { RunPair(s, t); })
+  // Each row carries its fields (bench/row.h): the tool is the operation, a peer's own.
+  for (const Tool& t : tools) {
+    const std::string row = t.row;
+    bench::Register(row + "/8",
+                    bench::Fields(row.substr(0, row.find('.')), "peer").Procs(2).Bytes(8),
+                    [&t](benchmark::State& s) { RunPair(s, t); })
         ->Iterations(1)
         ->Repetitions(3)  // each repetition is a whole run of the pair: seconds, not microseconds
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
+  }
 }
 
 }  // namespace

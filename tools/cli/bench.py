@@ -15,6 +15,7 @@ processes, their own numbers) need a device daemon: bench starts one of its own 
 
 --out DIR (default out/bench) receives one JSON per suite (named after the suite) and report.txt,
 report.json, report.csv, report.svg; bench overwrites those names and touches nothing else in DIR.
+Each is written to NAME.partial and renamed, so an interrupted run leaves no truncated file.
 --compare OLD.json sets an earlier run's report.json beside this one: each row's new time over its
 old time (< 1: faster now). Copy the old report.json aside first: bench overwrites its own.
 
@@ -22,8 +23,8 @@ Hugepages: as root, bench makes sure the free 2 MiB hugepages the mode needs are
 1 GiB hugepage-versus-4k read of the default and --full modes needs about 600, --quick 64) and
 gives back what it added when it ends, also on failure or Ctrl-C; --keep-hugepages keeps them.
 
-Exit status: 0 every suite ran (performance goals a suite missed are listed, not failed: speed
-is measured here, never asserted, and on a shared or virtual machine a miss is often noise);
+Exit status: 0 every suite ran (performance goals missed are listed, not failed: the report
+judges them, speed is measured here, never asserted, and on a shared machine a miss is often noise);
 1 a build or a suite failed; 2 bad options; 130 interrupted.
 """
 import json
@@ -154,22 +155,17 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 class SuiteProgress:
     """Shows a suite's progress (a count of finished measurements), its own log lines and its
-    closing summary, instead of every measurement: those are in the JSON and the report. Notes
-    each performance goal the summary says was missed: a verdict line starting with "goal" and
-    ending in "MISSED" (the table rows of variants not in use are information, not verdicts). The
-    wire goal is the report's to judge (report.unmet_wire_goals), not a suite's."""
+    closing summary, instead of every measurement: those are in the JSON and the report. It
+    judges nothing: every performance goal is the report's (report.goals), from the JSON."""
 
     def __init__(self):
         self.results = 0
         self.in_summary = False
-        self.missed = []
 
     def __call__(self, line):
         line = ANSI.sub("", line)
         if line.startswith("=="):
             self.in_summary = True
-        if re.match(r"^goal.*:\s*MISSED\s*$", line):
-            self.missed.append(line.strip())
         if self.in_summary:
             return "    " + line
         if line.startswith("onchip") or "error" in line.lower():
@@ -289,31 +285,47 @@ def private_daemon():
         return None
 
 
+def run_suite(binary, json_path, mode, env):
+    """Runs one suite into `json_path`: the suite writes a temporary file beside it, renamed to
+    `json_path` only once the suite exited 0 and left benchmark JSON there, so an interrupted or
+    failed suite leaves no truncated JSON under --out. Returns (exit code, problem or None)."""
+    partial = json_path + ".partial"
+    try:
+        code = progress.run_streaming([binary, "--benchmark_out=" + partial,
+                                       "--benchmark_out_format=json", "--benchmark_color=false",
+                                       *MODES[mode]], SuiteProgress(), env=env)
+        if code != 0:
+            return code, None
+        problem = load_suite_json(partial)
+        if problem:
+            return code, problem.replace(partial, json_path)
+        os.replace(partial, json_path)
+        return 0, None
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
 def run_suites(args, choice, suites, env, mode, warning):
     paths, failed, missed = [], [], []
     for i, (label, binary) in enumerate(suites, 1):
         json_path = os.path.join(args.out, suite_json_name(label))
         progress.step("[%d/%d] %s (%s mode)" % (i, len(suites), label, mode))
-        watch = SuiteProgress()
-        code = progress.run_streaming([binary, "--benchmark_out=" + json_path,
-                                       "--benchmark_out_format=json", "--benchmark_color=false",
-                                       *MODES[mode]], watch, env=env)
+        code, problem = run_suite(binary, json_path, mode, env)
         if code != 0:
             failed.append("%s (exit %d)" % (label, code))
             continue
-        problem = load_suite_json(json_path)
         if problem:
             progress.fail("%s %s" % (binary if args.suite else label, problem))
             failed.append("%s (%s)" % (label, problem.split(" (")[0]))
             continue
         paths.append(json_path)
-        missed += ["%s: %s" % (label, m) for m in watch.missed]
     if paths:
         context, _, _ = report.load(paths)
         header = header_lines(context, choice, mode, warning)
         text, chart, unmet = report.write(paths, args.out, header,
                                           getattr(args, "compare_with", None))
-        missed += ["report: %s" % m for m in unmet]
+        missed += unmet
         print()
         progress.step("report")
         print(text)

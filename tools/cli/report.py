@@ -1,222 +1,242 @@
 """The device-memory-versus-host-memory report, built from Google Benchmark JSON.
 
-Benchmarks that take part are named `<operation>.<implementation>/<bytes>`, for example
-`memcpy_to_dm.onchip/4096`, `memcpy_to_dm.vendor/4096` and `memcpy_to_dm.host/4096`:
-  onchip  what onchip does (its copy kernel, its allocator, ...; over the wire: device memory)
+A row takes part by its fields (bench/row.h writes them as its label, "key=value" words): op,
+impl, place (dm or host), side (remote or local, wire rows), procs, bytes, measure (latency or
+bandwidth), pair (a variant timed beside that baseline by turns) and any extra word (floor= and
+bound= of a hot path, tier=, variant=). The report never reads a row's name. By impl:
+  onchip  what onchip does (its copy kernel, its allocator, the driver over the wire)
   vendor  the vendor provider's documented algorithm, written in bench/baselines as a baseline
-  host    the same operation on host memory
   floor   the same exchange done by bare shared memory (over the wire: nothing can beat it)
-  onchip_2proc, host_2proc, floor_2proc: the wire rows between two processes
-  paired, paired_2proc: an operation into DM and its floor timed by turns (x_floor, the median
-          of the rounds' ratios), which judges the wire goal in place of dividing two rows
-Each is run with repetitions, which bench.py interleaves at random across a suite's rows, so a row
-and the baseline it is divided by sample the same stretch of a shared machine's noise; latency is
-the time of one operation (one iteration), reported as
-the median and the 99th percentile (nearest rank) over repetitions, or, where a row measured each
-operation itself (the p50_ns and p99_ns counters), the median of those; throughput is the median
-of bytes per second. The data path's hot-path rows (rings_bench: `PostSend/blueflame` against
-`Floor/wqe_bf`, ...) form their own section. A row that failed is reported with its error, never
-with a number. Other benchmarks are listed as they are.
+  bound   the least any provider's call can be (the hot paths)
+  paired  over the wire: the 8-byte WRITE into DM and its floor timed by turns (x_floor, the
+          median of the rounds' ratios), which judges the wire goal in place of dividing two rows
+  peer    a peer's own tool (perftest, ucx_perftest) between two processes
+The copy table takes the operations that have an onchip row on dm: its columns are onchip (impl
+onchip, place dm), vendor (impl vendor) and host (place host). Each is run with repetitions,
+which bench.py interleaves at random across a suite's rows; latency is the time of one operation
+(one iteration), reported as the median and the 99th percentile (nearest rank) over repetitions,
+or, where a row measured each operation itself (the p50_ns and p99_ns counters), the median of
+those; throughput is the median of bytes per second. A row that failed is reported with its
+error, never with a number. Rows without fields are listed as they are.
 
-Sections: the copy and allocation table (report.txt's first table), over the wire (one process,
-then two), the driver's own cost, errors. report.json holds all of it, report.csv one line per
-row and implementation, report.svg the chart; compare() sets a report.json beside a new run.
+Every performance goal is judged here (goals()), never by a suite: the wire goal, the copy
+kernels' and the allocator's. Sections: the copy and allocation table, over the wire (one
+process, then two), peers, the driver's own cost, goals, errors. report.json holds all of it,
+report.csv one line per row and implementation, report.svg the chart (report_chart.py);
+compare() sets a report.json beside a new run.
 """
 import collections
-import html
+import datetime
 import json
 import math
 import os
-import re
 
-IMPLS = ("onchip", "vendor", "host")
-WIRE_IMPLS = ("onchip", "host", "floor")
-TWO_PROC = "_2proc"
-NAME = re.compile(r"^(?P<op>[A-Za-z0-9_]+)\.(?P<impl>[A-Za-z0-9_]+)/(?P<size>\d+)")
-# The wire suite's operations (bench/driver/wire_bench.cc).
-WIRE_OPS = ("rdma_write", "rdma_read", "send_recv", "atomic_fetch_add", "atomic_cmp_swap",
-            "rdma_write_local_dm", "rdma_read_local_dm", "send_recv_local_dm",
-            "atomic_fetch_add_local_dm", "atomic_cmp_swap_local_dm", "rdma_write_bw",
-            "rdma_read_bw", "send_recv_bw", "atomic_fetch_add_bw", "atomic_cmp_swap_bw")
-# The data path's hot paths, the bare stores each is measured against, and the least any
-# provider's call can be (its bound: the floor plus being called, reading the request and keeping
-# its wr_id, with no check), all from bench/driver/rings_bench.cc.
-HOT_PATHS = (("PostSend/blueflame", "Floor/wqe_bf", "Bound/post_send_bf"),
-             ("PostSend/doorbell", "Floor/wqe_db", "Bound/post_send_db"),
-             ("WrSend/blueflame", "Floor/wqe_bf", "Bound/post_send_bf"),
-             ("PostRecv", "Floor/rwqe", "Bound/post_recv"),
-             ("PollCq/one", "Floor/cqe", "Bound/poll_cq"))
-# The hot paths' "x floor" and "x bound" are information: the goal of each within 2x of its
-# floor is retired, and nothing judges them.
+import report_chart
+from report_format import (IMPLS, TWO_PROC, WIRE_IMPLS, human_ns, human_rate, human_size,
+                           key_rows)
+
 WIRE_GOAL = 3.0   # 8-byte RDMA WRITE into DM within 3x of the floor
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+# A floor sample more than this many times the fastest of its row's samples is an outlier (a
+# preemption, a vCPU moved): nothing makes the bare exchange slower but the machine.
+FLOOR_OUTLIER = 3.0
+# The copy kernels' and the allocator's goals: (op, bytes or None for the worst over every size,
+# against which column, at least), judged on the paired ratio (the two timed by turns) where
+# the suite measured one, as wc_copy_bench's pairs were made for.
+COPY_GOALS = (("wc_copy_to_device", 4096, "vendor", 8.0),
+              ("wc_copy_to_device", 262144, "host", 0.90),
+              ("wc_copy_to_device", None, "vendor", 1.0),
+              ("blueflame_copy", 64, "vendor", 1.0),
+              ("wc_copy_from_device", 4096, "vendor", 4.0),
+              ("wc_copy_from_device", None, "vendor", 1.0))
+ALLOC_GOAL = ("alloc_free", "onchip", "mmap_populate", 5.0)  # at every size
 
 
-MMIO = re.compile(r"^(?P<dir>ToDevice|FromDevice)/(?P<variant>[A-Za-z0-9_]+)/(?P<size>\d+)")
-BF = re.compile(r"^BlueFlame64/(?P<variant>[A-Za-z0-9_]+)")
-# wc_copy_bench's pairs: a variant and its baseline timed alternately; each repetition's ns and
-# base_ns are the two sides' times per copy, measured side by side (steadier than dividing two
-# rows' medians).
-PAIR = re.compile(r"^Pair/(?P<group>ToDevice|FromDevice|BlueFlame64)/(?P<variant>[A-Za-z0-9_]+)"
-                  r"~(?P<base>[A-Za-z0-9_]+)/(?P<size>\d+)")
-PAIR_OP = {"ToDevice": "wc_copy_to_device", "FromDevice": "wc_copy_from_device",
-           "BlueFlame64": "blueflame_copy"}
-# wire_bench's pairs: an operation into DM and the floor timed by turns, in rounds; x_floor is the
-# median of the rounds' ratios, each taken under one placement of the vCPUs.
-# peers_bench: a peer's own tool between two processes, its numbers as it printed them.
-PEER = re.compile(r"^(?P<tool>[A-Za-z0-9_]+)\.peer/(?P<size>\d+)")
-WIRE_PAIR = re.compile(r"^(?P<op>[A-Za-z0-9_]+)\.paired(?P<two>_2proc)?/(?P<size>\d+)")
+def fields(label):
+    """A row's fields from its label (bench/row.h), with procs and bytes as numbers; None for a
+    row that has none (its label is absent or not key=value words naming op and impl)."""
+    out = {}
+    for word in (label or "").split():
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            return None
+        out[key] = value
+    if "op" not in out or "impl" not in out:
+        return None
+    try:
+        out["procs"] = int(out.get("procs", 1))
+        out["bytes"] = int(out["bytes"]) if "bytes" in out else None
+    except ValueError:
+        return None
+    out.setdefault("measure", "latency")
+    return out
 
 
-def active_variants(context):
-    """The copy kernels mmio chose, from its report: 'to-device avx512 [...]; from-device ...'."""
-    text = context.get("onchip_wc_copy") or context.get("onchip.copy_variant") or ""
-    found = dict(re.findall(r"(to-device|from-device) ([A-Za-z0-9_]+)", text))
-    return found.get("to-device"), found.get("from-device")
+def is_wire(f):
+    return "side" in f or (f["impl"] in ("floor", "paired") and f["bytes"] is not None)
 
 
-def classify(name, context):
-    """(operation, implementation, bytes) for a report row, or None."""
-    m = NAME.match(name)
-    if m and m.group("impl") in IMPLS:
-        return m.group("op"), m.group("impl"), int(m.group("size"))
-    to_dev, from_dev = active_variants(context)
-    m = MMIO.match(name)
-    if m:
-        active = to_dev if m.group("dir") == "ToDevice" else from_dev
-        impl = {active: "onchip", "vendor_dm_4B": "vendor", "memcpy": "host"}.get(m.group("variant"))
-        op = "wc_copy_to_device" if m.group("dir") == "ToDevice" else "wc_copy_from_device"
-        return (op, impl, int(m.group("size"))) if impl else None
-    m = BF.match(name)
-    if m:
-        impl = {to_dev: "onchip", "vendor_bf_8x8B": "vendor"}.get(m.group("variant"))
-        return ("blueflame_copy", impl, 64) if impl else None
+def is_hot(f):
+    return f["bytes"] is None and ("floor" in f or f["impl"] in ("floor", "bound"))
+
+
+def wire_key(f):
+    """(op, impl, bytes) of a wire row as its table keys it: the op with _local_dm when the row
+    moves the local buffer and _bw for bandwidth; impl the column (onchip = DM), with _2proc."""
+    op = f["op"] + ("_local_dm" if f.get("side") == "local" else "") + (
+        "_bw" if f["measure"] == "bandwidth" else "")
+    impl = f["impl"] if f["impl"] in ("floor", "paired") else (
+        "onchip" if f.get("place") == "dm" else "host")
+    return op, impl + (TWO_PROC if f["procs"] == 2 else ""), f["bytes"]
+
+
+def copy_column(f):
+    """The copy table's column of a row of an operation it shows, or None."""
+    if f["impl"] == "onchip" and f.get("place") == "dm":
+        return "onchip"
+    if f["impl"] == "vendor":
+        return "vendor"
+    if f.get("place") == "host":
+        return "host"
     return None
 
 
-def pair_sample(text):
-    """'ns/base_ns', a pair in another process (the means over its repetitions), as a tuple."""
-    ns, sep, base_ns = text.partition("/")
-    if not sep:
-        raise ValueError(text)
-    return float(ns), float(base_ns)
+PAIR_COLUMN = {"vendor": "vendor", "memcpy": "host"}
 
 
-def pair_where(name, context):
-    """(op, size) of a pair row that sets the active variant beside the vendor's copy, or None;
-    False for any other pair row (not the report's to show)."""
-    m = PAIR.match(name)
-    if not m:
+def pair_key(f):
+    """(op, bytes, column) of a copy pair of the variant in use against a baseline the table has
+    a column for, or None."""
+    column = PAIR_COLUMN.get(f.get("pair"))
+    if f["impl"] != "onchip" or column is None:
         return None
-    to_dev, from_dev = active_variants(context)
-    active = from_dev if m.group("group") == "FromDevice" else to_dev
-    vendor = "vendor_bf_8x8B" if m.group("group") == "BlueFlame64" else "vendor_dm_4B"
-    if m.group("variant") != active or m.group("base") != vendor:
-        return False
-    return PAIR_OP[m.group("group")], int(m.group("size"))
+    return f["op"], f["bytes"], column
 
 
-def wire_where(name):
-    """(op, impl, bytes) of a wire-suite row, or None."""
-    m = NAME.match(name)
-    if not m or m.group("op") not in WIRE_OPS:
-        return None
-    impl = m.group("impl")
-    base = impl[:-len(TWO_PROC)] if impl.endswith(TWO_PROC) else impl
-    return (m.group("op"), impl, int(m.group("size"))) if base in WIRE_IMPLS else None
+def elsewhere_samples(text):
+    """{pair_key: [(ns, base_ns), ...]} from wc_copy_bench's onchip_pairs_elsewhere context (a JSON
+    object keyed by each pair's label); entries that are not two numbers judge nothing."""
+    try:
+        got = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    out = collections.defaultdict(list)
+    for label, samples in (got.items() if isinstance(got, dict) else ()):
+        f = fields(label)
+        key = pair_key(f) if f else None
+        if key is None or not isinstance(samples, list):
+            continue
+        for x in samples:
+            if (isinstance(x, list) and len(x) == 2
+                    and all(isinstance(v, (int, float)) and v > 0 for v in x)):
+                out[key].append((float(x[0]), float(x[1])))
+    return out
 
 
-def hot_name(name):
-    """The hot-path or floor row a benchmark name is (rings_bench), or None."""
-    base = name.split("/real_time")[0]
-    names = {n for pair in HOT_PATHS for n in pair}
-    return base if base in names else None
+def sample_of(b, f):
+    """(ns per operation, bytes per second, p99 ns or None, engine ns or None) of a run."""
+    unit = UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
+    # A hot path is one single-threaded call on a sink: its CPU time, which a preemption does not
+    # inflate, as rings_bench's own summary divides it.
+    hot = f is not None and is_hot(f)
+    ns = (b["cpu_time"] if hot and "cpu_time" in b else b.get("real_time", 0.0)) * unit
+    p99_ns = None
+    # A row that timed each operation itself (p50_ns/p99_ns counters, always in ns).
+    if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
+        ns = float(b["p50_ns"])
+        p99_ns = float(b.get("p99_ns") or ns)
+    # The device thread's CPU time per operation (wire rows of one process).
+    engine = b.get("engine_cpu_ns")
+    engine_ns = float(engine) if isinstance(engine, (int, float)) and engine > 0 else None
+    return ns, b.get("bytes_per_second", 0.0), p99_ns, engine_ns
 
 
 def collect(paths):
-    """Everything the report shows, from the suites' JSON files: a dict with
-    context, copy (rows[(op, size)][impl] = samples), wire (the same for the wire rows),
-    hot (name -> samples), errors ([(name, message)]) and other (name -> samples).
-    A sample is (ns per operation, bytes per second, p99 ns or None). paired[(op, size)] holds
-    (ns, base_ns) of each repetition of the pair that judges the row against the vendor;
-    elsewhere[(op, size)] the same, each the mean over the repetitions of one of the other
-    processes wc_copy_bench ran it in;
-    wire_paired[(op, size, two_proc)] the x_floor of each repetition of a wire pair."""
+    """Everything the report shows, from the suites' JSON files: a dict with context,
+    copy (rows[(op, size)][impl] = samples), wire (the same for the wire rows, impl with
+    _2proc), hot (op -> samples) and hot_paths ([(path, floor, bound)] in the suites' order),
+    peers ((tool, size) -> samples), fielded ([(fields, sample)], every row with fields), errors
+    ([(name, message, fields or None)]) and other (name -> samples, rows without fields or in no
+    section). A sample is (ns per operation, bytes per second, p99 ns or None, engine ns or None).
+    paired[(op, size, column)] holds (ns, base_ns) of each repetition of the pair of the variant
+    in use against that column's baseline; elsewhere[...] the same, each the mean over the
+    repetitions of one of the other processes wc_copy_bench ran it in; wire_paired[(op, size,
+    two_proc)] the x_floor of each repetition of a wire pair; wire_order the wire operations in
+    the order the suite ran them."""
     got = {"context": {}, "errors": [], "paired": collections.defaultdict(list),
            "wire_paired": collections.defaultdict(list),
            "elsewhere": collections.defaultdict(list),
            "copy": collections.defaultdict(lambda: collections.defaultdict(list)),
            "wire": collections.defaultdict(lambda: collections.defaultdict(list)),
-           "hot": collections.defaultdict(list), "other": collections.defaultdict(list),
+           "hot": collections.defaultdict(list), "hot_paths": [], "wire_order": [],
+           "other": collections.defaultdict(list), "fielded": [],
            "peers": collections.defaultdict(list)}
+    plain = []  # (name, fields, sample): rows whose section depends on the others
     for path in paths:
         with open(path) as f:
             data = json.load(f)
         for k, v in data.get("context", {}).items():
             got["context"].setdefault(k, v)
-        for item in filter(None, data.get("context", {}).get("onchip_pairs_elsewhere", "").split(";")):
-            name, _, values = item.partition("=")
-            pair = pair_where(name, data.get("context", {}))
-            if pair:
-                try:
-                    got["elsewhere"][pair] += [pair_sample(x) for x in values.split(",") if x]
-                except ValueError:
-                    pass  # not two numbers: that entry judges nothing
+        for key, samples in elsewhere_samples(
+                data.get("context", {}).get("onchip_pairs_elsewhere")).items():
+            got["elsewhere"][key] += samples
         seen_errors = set()
         for b in data.get("benchmarks", []):
             name = b.get("run_name", b["name"])
+            f = fields(b.get("label"))
             if b.get("error_occurred"):
                 if name not in seen_errors:
                     seen_errors.add(name)
-                    got["errors"].append((name, b.get("error_message", "failed")))
+                    got["errors"].append((name, b.get("error_message", "failed"), f))
                 continue
             if b.get("run_type") == "aggregate":
                 continue
-            pair = pair_where(name, data.get("context", {}))
-            if pair is not None:
-                if pair and all(isinstance(b.get(k), (int, float)) for k in ("ns", "base_ns")):
-                    got["paired"][pair].append((float(b["ns"]), float(b["base_ns"])))
+            if f is None:
+                got["other"][name].append(sample_of(b, None))
                 continue
-            peer = PEER.match(name)
-            if peer:
-                if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
-                    p999 = b.get("p999_ns")
-                    got["peers"][(peer.group("tool"), int(peer.group("size")))].append(
-                        (float(b["p50_ns"]), float(p999) if isinstance(p999, (int, float)) else None,
-                         float(b.get("mean_ns") or 0)))
-                continue
-            wire_pair = WIRE_PAIR.match(name)
-            if wire_pair and wire_pair.group("op") in WIRE_OPS:
-                if isinstance(b.get("x_floor"), (int, float)) and b["x_floor"] > 0:
-                    got["wire_paired"][(wire_pair.group("op"), int(wire_pair.group("size")),
-                                        bool(wire_pair.group("two")))].append(float(b["x_floor"]))
-                continue
-            unit = UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
-            hot = hot_name(name)
-            # A hot path is one single-threaded call on a sink: its CPU time, which a preemption
-            # does not inflate, as rings_bench's own summary divides it (real time would make the
-            # two verdicts of one run disagree).
-            ns = (b["cpu_time"] if hot and "cpu_time" in b else b["real_time"]) * unit
-            p99_ns = None
-            # A row that timed each operation itself (p50_ns/p99_ns counters, always in ns).
-            if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
-                ns = float(b["p50_ns"])
-                p99_ns = float(b.get("p99_ns") or ns)
-            # The device thread's CPU time per operation (wire rows of one process).
-            engine = b.get("engine_cpu_ns")
-            engine_ns = float(engine) if isinstance(engine, (int, float)) and engine > 0 else None
-            sample = (ns, b.get("bytes_per_second", 0.0), p99_ns, engine_ns)
-            wire = wire_where(name)
-            where = None if wire or hot else classify(name, data.get("context", {}))
-            if wire:
-                got["wire"][(wire[0], wire[2])][wire[1]].append(sample)
-            elif hot:
-                got["hot"][hot].append(sample)
-            elif where:
-                got["copy"][(where[0], where[2])][where[1]].append(sample)
-            else:
-                got["other"][name].append(sample)
+            collect_row(got, plain, name, f, b)
+    dm_ops = {f["op"] for _, f, _ in plain if copy_column(f) == "onchip"}
+    for name, f, sample in plain:
+        column = copy_column(f) if f["op"] in dm_ops else None
+        if column:
+            got["copy"][(f["op"], f["bytes"])][column].append(sample)
+        else:
+            got["other"][name].append(sample)
     return got
+
+
+def collect_row(got, plain, name, f, b):
+    """Files one successful run with fields `f` into its section of `got` (collect)."""
+    if "pair" in f:
+        key = pair_key(f)
+        if key and all(isinstance(b.get(k), (int, float)) for k in ("ns", "base_ns")):
+            got["paired"][key].append((float(b["ns"]), float(b["base_ns"])))
+        return
+    if f["impl"] == "peer":
+        if isinstance(b.get("p50_ns"), (int, float)) and b["p50_ns"] > 0:
+            p999 = b.get("p999_ns")
+            got["peers"][(f["op"], f["bytes"])].append(
+                (float(b["p50_ns"]), float(p999) if isinstance(p999, (int, float)) else None,
+                 float(b.get("mean_ns") or 0)))
+        return
+    sample = sample_of(b, f)
+    got["fielded"].append((f, sample))
+    if is_wire(f):
+        op, impl, size = wire_key(f)
+        if op not in got["wire_order"]:
+            got["wire_order"].append(op)
+        if impl.startswith("paired"):
+            if isinstance(b.get("x_floor"), (int, float)) and b["x_floor"] > 0:
+                got["wire_paired"][(op, size, f["procs"] == 2)].append(float(b["x_floor"]))
+        else:
+            got["wire"][(op, size)][impl].append(sample)
+    elif is_hot(f):
+        got["hot"][f["op"]].append(sample)
+        path = (f["op"], f.get("floor"), f.get("bound"))
+        if "floor" in f and path not in got["hot_paths"]:
+            got["hot_paths"].append(path)
+    else:
+        plain.append((name, f, sample))
 
 
 def load(paths):
@@ -251,27 +271,6 @@ def stats(samples):
     return out
 
 
-def human_size(n):
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div and n % div == 0:
-            return "%d %s" % (n // div, unit)
-    return "%d B" % n
-
-
-def human_rate(bps):
-    if not bps:
-        return "-"
-    return "%.2f GB/s" % (bps / 1e9) if bps >= 1e8 else "%.1f MB/s" % (bps / 1e6)
-
-
-def human_ns(ns):
-    if ns != ns:
-        return "-"
-    if ns >= 1e6:
-        return "%.1f ms" % (ns / 1e6)
-    return "%.0f ns" % ns if ns < 1e4 else "%.1f us" % (ns / 1e3)
-
-
 def mean_ratio(samples):
     """The baseline's mean time over the variant's, from (ns, base_ns) samples of equal weight;
     None without."""
@@ -286,51 +285,79 @@ def process_sample(repetitions):
     return sum(r[0] for r in repetitions) / n, sum(r[1] for r in repetitions) / n
 
 
+def paired_ratio(key, paired, elsewhere):
+    """The pair's ratio of `key` (op, size, column): the baseline's mean time per copy over
+    onchip's, over every repetition of every process (this one's repetitions, each other
+    process's mean), as wc_copy_bench's own summary takes it; None when no pair ran."""
+    pair = (paired or {}).get(key)
+    if not pair:
+        return None
+    return mean_ratio([process_sample(pair)] + list((elsewhere or {}).get(key, [])))
+
+
 def build(rows, paired=None, elsewhere=None):
-    """The copy table. x vendor comes from the row's pair when the suite measured one (the two
-    timed side by side): the vendor's mean time per copy over onchip's, over every repetition of
-    every process (this one's repetitions, each other process's mean), as the suite's own summary
-    takes it. Else from the two rows' medians."""
+    """The copy table. One method for every row's x vendor and x host: the two rows' medians, each
+    side timed alone (random interleaving), as a program that uses one of them pays it. Where the
+    suite also timed onchip beside the baseline by turns (wc_copy_bench's pairs), that ratio is
+    its own column, vs_vendor_paired / vs_host_paired: a side run by turns with another can be
+    slowed by it (a MOVDIR64B evicts the lines the vendor's loop then stores to), so the two
+    methods are shown apart and never mixed in one column."""
     table = []
     for (op, size) in sorted(rows, key=lambda k: (k[0], k[1])):
         impls = {impl: stats(samples) for impl, samples in rows[(op, size)].items()}
-        entry = {"op": op, "size": size, "impls": impls, "vs_vendor_paired": False}
+        entry = {"op": op, "size": size, "impls": impls}
         on = impls.get("onchip")
         for base in ("vendor", "host"):
             b = impls.get(base)
             entry["vs_" + base] = (b["median_ns"] / on["median_ns"]) if on and b and on["median_ns"] else None
-        pair = (paired or {}).get((op, size))
-        others = list((elsewhere or {}).get((op, size), []))
-        x = mean_ratio([process_sample(pair)] + others) if pair else None
-        if x is not None:
-            entry["vs_vendor"] = x
-            entry["vs_vendor_paired"] = True
+            entry["vs_%s_paired" % base] = paired_ratio((op, size, base), paired, elsewhere)
         table.append(entry)
     return table
 
 
-def build_wire(wire, errors, two_proc, paired=None):
-    """One wire section's rows: per (op, size) the stats of onchip (remote DM, or local DM for the
-    *_local_dm operations), host and floor, how many times the floor each takes, DM against host,
-    and the error of each implementation that failed. Where the suite timed the DM operation and
-    the floor by turns (paired[(op, size, two_proc)]), DM's times-the-floor is that pair's median
-    over repetitions (x_floor_paired)."""
-    suffix = TWO_PROC if two_proc else ""
+def floor_stats(samples):
+    """The floor's stats without its outliers (a sample over FLOOR_OUTLIER times the fastest),
+    and how many were rejected."""
+    if not samples:
+        return None, 0
+    fastest = min(s[0] for s in samples)
+    kept = [s for s in samples if s[0] <= FLOOR_OUTLIER * fastest]
+    return stats(kept), len(samples) - len(kept)
+
+
+def wire_failures(errors, two_proc):
+    """{(op, size): {impl: message}} of one wire section's failed rows."""
     failed = collections.defaultdict(dict)
-    for name, message in errors:
-        w = wire_where(name)
-        if w and w[1].endswith(TWO_PROC) == two_proc:
-            failed[(w[0], w[2])][w[1][:-len(TWO_PROC)] if two_proc else w[1]] = message
+    for _, message, f in errors:
+        if f and is_wire(f) and (f["procs"] == 2) == two_proc:
+            op, impl, size = wire_key(f)
+            failed[(op, size)][impl[:-len(TWO_PROC)] if two_proc else impl] = message
+    return failed
+
+
+def build_wire(wire, errors, two_proc, paired=None, order=()):
+    """One wire section's rows, operations in `order`: per (op, size) the stats of onchip (remote
+    DM, or local DM for the *_local_dm operations), host and floor (its outliers rejected,
+    floor_rejected says how many), how many times the floor each takes, DM against host, and the
+    error of each implementation that failed. Where the suite timed the DM operation and the
+    floor by turns (paired[(op, size, two_proc)]), DM's times-the-floor is that pair's median over
+    repetitions (x_floor_paired)."""
+    suffix = TWO_PROC if two_proc else ""
+    failed = wire_failures(errors, two_proc)
     keys = set(failed) | {(op, size) for op, size, two in (paired or {}) if two == two_proc}
     for key, impls in wire.items():
         if any(impl + suffix in impls for impl in WIRE_IMPLS):
             keys.add(key)
+    order = list(order) + sorted({op for op, _ in keys} - set(order))
     table = []
-    for op, size in sorted(keys, key=lambda k: (WIRE_OPS.index(k[0]), k[1])):
-        impls = {impl: stats(wire[(op, size)][impl + suffix]) for impl in WIRE_IMPLS
-                 if wire.get((op, size), {}).get(impl + suffix)}
-        entry = {"op": op, "size": size, "impls": impls, "errors": failed.get((op, size), {})}
-        fl = impls.get("floor")
+    for op, size in sorted(keys, key=lambda k: (order.index(k[0]), k[1])):
+        got = wire.get((op, size), {})
+        impls = {impl: stats(got[impl + suffix]) for impl in ("onchip", "host") if got.get(impl + suffix)}
+        fl, rejected = floor_stats(got.get("floor" + suffix))
+        if fl:
+            impls["floor"] = fl
+        entry = {"op": op, "size": size, "impls": impls, "errors": failed.get((op, size), {}),
+                 "floor_rejected": rejected}
         for impl in ("onchip", "host"):
             x = impls.get(impl)
             entry["x_floor_" + impl] = (x["median_ns"] / fl["median_ns"]
@@ -344,14 +371,19 @@ def build_wire(wire, errors, two_proc, paired=None):
     return table
 
 
-def build_hot(hot, errors):
-    """The driver's own cost: each hot path's time beside its floor's and its bound's, and the
-    ratios to the floor (an older run without bound rows leaves the bound out)."""
-    failed = {hot_name(name): message for name, message in errors if hot_name(name)}
+def build_hot(hot, errors, paths=()):
+    """The driver's own cost: each hot path (path, floor, bound) in `paths` and of a failed row,
+    its time beside its floor's and its bound's, and the ratios to the floor (a run without bound
+    rows leaves the bound out)."""
+    failed = {}
+    paths = list(paths)
+    for _, message, f in errors:
+        if f and is_hot(f):
+            failed[f["op"]] = message
+            if "floor" in f and (f["op"], f["floor"], f.get("bound")) not in paths:
+                paths.append((f["op"], f["floor"], f.get("bound")))
     rows = []
-    for path, floor, bound in HOT_PATHS:
-        if path not in hot and path not in failed:
-            continue
+    for path, floor, bound in paths:
         p, f, b = (stats(hot[n]) if n in hot else None for n in (path, floor, bound))
         over = lambda x: x["median_ns"] / f["median_ns"] if x and f and f["median_ns"] else None
         rows.append({"path": path, "floor": floor, "bound": bound,
@@ -361,16 +393,6 @@ def build_hot(hot, errors):
                      "x_floor": over(p), "bound_x_floor": over(b),
                      "error": failed.get(path) or failed.get(floor)})
     return rows
-
-
-# The sizes shown on screen and in the chart for operations measured at many sizes; report.txt
-# and report.json keep every size.
-KEY_SIZES = {8, 64, 4096, 262144, 2097152}
-
-
-def key_rows(table):
-    sizes = collections.Counter(e["op"] for e in table)
-    return [e for e in table if sizes[e["op"]] <= 4 or e["size"] in KEY_SIZES]
 
 
 def ratio_text(r):
@@ -384,10 +406,11 @@ def render_text(header, table, other, with_other=True):
     for k, v in header:
         out.append("%-14s %s" % (k + ":", v))
     out.append("")
-    cols = "%-20s %8s | %9s %9s %10s | %9s %9s | %9s | %8s %8s"
+    cols = "%-20s %8s | %9s %9s %10s | %9s %9s | %9s | %8s %8s | %8s %8s"
     out.append(cols % ("operation", "size", "onchip", "p99", "onchip/s", "vendor", "p99",
-                       "host", "x vendor", "x host"))
-    out.append("-" * 122)
+                       "host", "x vendor", "x host", "paired", "paired"))
+    out.append(cols % (("",) * 10 + ("x vendor", "x host")))
+    out.append("-" * 142)
     for e in table:
         on, ve, ho = (e["impls"].get(i) for i in IMPLS)
         out.append(cols % (
@@ -396,13 +419,15 @@ def render_text(header, table, other, with_other=True):
             human_rate(on["bytes_per_s"]) if on else "-",
             human_ns(ve["median_ns"]) if ve else "-", human_ns(ve["p99_ns"]) if ve else "-",
             human_ns(ho["median_ns"]) if ho else "-",
-            ratio_text(e["vs_vendor"]), ratio_text(e["vs_host"])))
+            ratio_text(e["vs_vendor"]), ratio_text(e["vs_host"]),
+            ratio_text(e.get("vs_vendor_paired")), ratio_text(e.get("vs_host_paired"))))
     out.append("")
     out.append("Latency is per operation: median and p99 over repetitions. x vendor / x host: how many")
-    out.append("times faster onchip is than the vendor algorithm / than host memory (> 1 is faster);")
-    out.append("for the mmio kernels x vendor is timed side by side with the vendor's copy (wc_copy_bench's")
-    out.append("pairs), not divided from two rows measured at different moments: the vendor's mean time")
-    out.append("per copy over onchip's, over every repetition in every process the suite ran them in.")
+    out.append("times faster onchip is than the vendor algorithm / than host memory (> 1 is faster), one")
+    out.append("method for every row: the two rows' medians, each side timed alone. paired x vendor / x")
+    out.append("host: the same, with the two timed by turns (wc_copy_bench's pairs; the vendor's mean time")
+    out.append("per copy over onchip's, over every repetition in every process the suite ran them in): a")
+    out.append("side timed beside another may be slowed by it, so the two methods may disagree.")
     out.append("wc_copy_* and blueflame_copy are the mmio kernels alone (onchip = the variant in use);")
     out.append("memcpy_*_dm, alloc_free_dm and reg_dereg_dm_mr go through the driver and the device.")
     if other and with_other:
@@ -414,7 +439,11 @@ def render_text(header, table, other, with_other=True):
 
 
 def times_text(r):
-    return "%.1fx" % r if r else "-"
+    """A times-the-floor: below 1 the floor itself was slowed (nothing on the software ConnectX
+    is faster than it), which the text says rather than print "0.0x"."""
+    if not r:
+        return "-"
+    return "%.1fx" % r if r >= 1 else "<1x!"
 
 
 def engine_text(x):
@@ -422,7 +451,9 @@ def engine_text(x):
     return human_ns(x["engine_cpu_ns"]) if x and x.get("engine_cpu_ns") else "-"
 
 
-def render_wire(title, table):
+def render_wire(title, table, software=False):
+    """One wire section's lines; `software`: the device is the software ConnectX, whose DM gain
+    the text says measures the model."""
     out = [title]
     cols = "%-25s %8s | %9s %9s | %9s %9s | %9s | %9s %9s | %7s | %9s"
     out.append(cols % ("operation", "size", "DM p50", "p99", "host p50", "p99", "floor",
@@ -454,6 +485,19 @@ def render_wire(title, table):
     for e in table:
         for impl, message in sorted(e["errors"].items()):
             out.append("  %s %s %s failed: %s" % (e["op"], impl, human_size(e["size"]), message))
+    if software and any(e["dm_vs_host"] for e in table):
+        out.append("DM gain, on the software ConnectX: its device memory is host memory behind the "
+                   "device model, so the gain measures")
+        out.append("the model (its MEMIC path against its host path), not a NIC; on hardware it is "
+                   "the NIC's to show.")
+    rejected = sum(e.get("floor_rejected", 0) for e in table)
+    if rejected:
+        out.append("floor: %d sample%s left out as outliers (over %.0fx the row's fastest: the "
+                   "machine, not the exchange)" % (rejected, "" if rejected == 1 else "s",
+                                                   FLOOR_OUTLIER))
+    if any(0 < (e.get("x_floor_" + i) or 0) < 1 for e in table for i in ("onchip", "host")):
+        out.append("<1x!: the floor ran slower than the operation, which nothing on the software "
+                   "ConnectX is: the CPUs were busy, that ratio judges nothing")
     goal = wire_goal(table)
     if goal:
         paired = any(e.get("x_floor_paired") for e in table if e["op"] == "rdma_write" and e["size"] == 8)
@@ -473,17 +517,6 @@ def wire_goal(table):
     return r, wire_verdict(r)
 
 
-def unmet_wire_goals(wire1, wire2):
-    """One line per wire table whose goal was missed or could not be judged."""
-    out = []
-    for where, table in (("one process", wire1), ("two processes", wire2)):
-        goal = wire_goal(table)
-        if goal and goal[1] != "met":
-            out.append("8-byte RDMA WRITE into DM within %.0fx of the floor, %s: %.1fx (%s)"
-                       % (WIRE_GOAL, where, goal[0], goal[1]))
-    return out
-
-
 def wire_verdict(ratio):
     """The goal's verdict. No operation on the software ConnectX can beat the floor (the engine is
     such a thread), so a ratio below 1 says the floor itself was slowed, by CPUs busy with other
@@ -492,6 +525,75 @@ def wire_verdict(ratio):
         return "not judged: the floor ran slower than the operation, the CPUs were busy"
     return "met" if ratio <= WIRE_GOAL else "missed"
 
+
+
+def copy_goals(table):
+    """The copy kernels' goals (COPY_GOALS) over the copy table: (text, ratio, verdict) of each
+    one measured. A goal is judged on the paired ratio where the suite timed one, else on the
+    rows' medians, and says which; one over every size takes the worst size."""
+    out = []
+    for op, size, column, least in COPY_GOALS:
+        candidates = []
+        for e in table:
+            if e["op"] != op or (size is not None and e["size"] != size):
+                continue
+            paired = e.get("vs_%s_paired" % column)
+            r = paired or e.get("vs_" + column)
+            if r:
+                candidates.append((r, e["size"], "paired" if paired else "rows"))
+        if not candidates:
+            continue
+        r, at, method = min(candidates)
+        where = human_size(at) if size is not None else "every size (worst: %s)" % human_size(at)
+        out.append(("%s %s: onchip >= %gx %s (%s)" % (op, where, least, column, method), r,
+                    "met" if r >= least else "missed"))
+    return out
+
+
+def alloc_goal(fielded):
+    """The allocator's goal (ALLOC_GOAL) from the rows' medians at every size it ran: (text,
+    worst ratio, verdict), or None when not measured."""
+    op, impl, base, least = ALLOC_GOAL
+    by = collections.defaultdict(lambda: collections.defaultdict(list))
+    for f, sample in fielded:
+        if f["op"] == op and f["impl"] in (impl, base) and f["bytes"] is not None:
+            by[f["bytes"]][f["impl"]].append(sample[0])
+    ratios = [(median(x[base]) / median(x[impl]), n) for n, x in by.items()
+              if x.get(impl) and x.get(base) and median(x[impl]) > 0]
+    if not ratios:
+        return None
+    r, at = min(ratios)
+    return ("%s: onchip >= %gx %s at every size (worst: %s)" % (op, least, base, human_size(at)),
+            r, "met" if r >= least else "missed")
+
+
+def goals(table, wire1, wire2, fielded):
+    """Every performance goal, judged here and only here: [(text, ratio, verdict)]."""
+    out = []
+    for where, wire in (("one process", wire1), ("two processes", wire2)):
+        goal = wire_goal(wire)
+        if goal:
+            out.append(("8-byte RDMA WRITE into DM within %.0fx of the floor, %s" % (WIRE_GOAL, where),
+                        goal[0], goal[1]))
+    out += copy_goals(table)
+    alloc = alloc_goal(fielded)
+    if alloc:
+        out.append(alloc)
+    return out
+
+
+def unmet_goals(judged):
+    """One line per goal missed or not judged, for bench to list."""
+    return ["%s: %s (%s)" % (text, ("%.1fx" % r) if r >= 1 else ratio_text(r), verdict)
+            for text, r, verdict in judged if verdict != "met"]
+
+
+def render_goals(judged):
+    out = ["Performance goals (judged here from the rows above; a miss on a shared machine is "
+           "often noise):"]
+    for text, r, verdict in judged:
+        out.append("  %-72s %8s  %s" % (text, ratio_text(r), verdict))
+    return out
 
 
 def render_hot(rows, copy_table):
@@ -522,11 +624,8 @@ def build_peers(peers, errors, wire2):
     """The peers' rows: per (tool, size) the medians over repetitions of the tool's typical,
     99.9% (None where the tool prints none) and mean, times the two-process floor's one way (half
     its round trip of the same size, as the tools print half theirs), and the row's error."""
-    failed = {}
-    for name, message in errors:
-        m = PEER.match(name)
-        if m:
-            failed[(m.group("tool"), int(m.group("size")))] = message
+    failed = {(f["op"], f["bytes"]): message for _, message, f in errors
+              if f and f["impl"] == "peer"}
     floors = {e["size"]: e["impls"]["floor"]["median_ns"] / 2 for e in wire2
               if e["op"] == "rdma_write" and "floor" in e["impls"]}
     table = []
@@ -560,17 +659,24 @@ def render_peers(table):
     return out
 
 
-def render_sections(got, copy_table, wire1, wire2, hot, peers=()):
+def software_device(context, header=()):
+    """Whether the run's device is the software ConnectX (the suites' context, or the header)."""
+    device = context.get("onchip.device") or dict(header).get("device") or ""
+    return "software" in device
+
+
+def render_sections(got, copy_table, wire1, wire2, hot, peers=(), judged=(), software=False):
     """The sections after the copy table: over the wire (one process, two processes), the
-    driver's own cost, and the errors no section showed."""
+    driver's own cost, the goals, and the errors no section showed."""
     out = []
     if wire1:
         out.append("")
         out += render_wire("Over the wire, one process (two RC QPs of one device; latency per "
-                           "operation, p50 and p99):", wire1)
+                           "operation, p50 and p99):", wire1, software)
     if wire2:
         out.append("")
-        out += render_wire("Over the wire, two processes (each a client of one device daemon):", wire2)
+        out += render_wire("Over the wire, two processes (each a client of one device daemon):",
+                           wire2, software)
         cpus = got["context"].get("num_cpus")
         out.append("Between two processes each client's poller spins; the daemon's engine (one "
                    "thread for all its functions) spins only")
@@ -586,8 +692,11 @@ def render_sections(got, copy_table, wire1, wire2, hot, peers=()):
     if hot:
         out.append("")
         out += render_hot(hot, copy_table)
-    rest = [(n, m) for n, m in got["errors"]
-            if (wire_where(n) or hot_name(n) or PEER.match(n)) is None]
+    if judged:
+        out.append("")
+        out += render_goals(judged)
+    rest = [(n, m) for n, m, f in got["errors"]
+            if not f or not (is_wire(f) or is_hot(f) or f["impl"] == "peer")]
     if rest:
         out.append("")
         out.append("Failed rows:")
@@ -598,7 +707,10 @@ def render_sections(got, copy_table, wire1, wire2, hot, peers=()):
                    "takes (lower is better;")
         out.append("nothing on the software ConnectX can go below 1x). DM gain: host time over DM "
                    "time (> 1: faster when")
-        out.append("the buffer is device memory: the remote one, or the local one for *_local_dm).")
+        out.append("the buffer is device memory: the remote one, or the local one for *_local_dm)%s"
+                   % ("; on the software ConnectX it" if software else "."))
+        if software:
+            out.append("measures the device model, not a NIC.")
         out.append("DM engine: the software ConnectX's CPU time per operation (its device thread, "
                    "idle passes between")
         out.append("operations included): what the device model itself costs, measured in CPU "
@@ -672,238 +784,63 @@ def compare(old, new):
     return out
 
 
-COLORS = {"onchip": "#1b7837", "vendor": "#b2182b", "host": "#2166ac", "floor": "#777777",
-          "bound": "#d9a400",
-          "onchip_2proc": "#7fbf7b", "host_2proc": "#92c5de", "floor_2proc": "#bbbbbb"}
-WIRE_LABEL = {"onchip": "DM", "host": "host", "floor": "floor"}
+def chart_stamp(header, context):
+    """What the chart says it is of: the device, the mode and the date of the run (the suites'
+    own date when they wrote one)."""
+    h = dict(header)
+    date = context.get("date") or datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC")
+    return "device: %s; mode: %s; %s" % (h.get("device") or context.get("onchip.device", "?"),
+                                         h.get("mode", "?"), date)
 
 
-class Svg:
-    """A page of chart panels stacked top to bottom; each panel draws at (left, top)."""
-
-    def __init__(self, width):
-        self.width = width
-        self.height = 0
-        self.parts = []
-
-    def add(self, s):
-        self.parts.append(s)
-
-    def text(self, x, y, s, anchor="start", size=None, extra=""):
-        self.add('<text x="%.1f" y="%.1f"%s%s%s>%s</text>'
-                 % (x, y, ' text-anchor="%s"' % anchor if anchor != "start" else "",
-                    ' font-size="%d"' % size if size else "", extra, html.escape(s)))
-
-    def done(self):
-        head = ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-                'font-family="sans-serif" font-size="11">' % (self.width, self.height + 10))
-        return "\n".join([head, '<rect width="100%" height="100%" fill="white"/>']
-                         + self.parts + ["</svg>"])
-
-
-def log_axis(lo, hi, length):
-    """A function mapping a value to its offset along a log axis of `length` pixels."""
-    a, b = math.log10(lo), math.log10(hi)
-    if b - a < 0.5:
-        a, b = a - 0.25, b + 0.25
-    return lambda v: (math.log10(v) - a) / (b - a) * length, (a, b)
-
-
-def tick_text(v):
-    """A gridline's label: below 1 ns human_ns would round 0.5 or 0.2 to "0 ns"."""
-    return "%g ns" % v if v < 1 else human_ns(v)
-
-
-def ticks(a, b):
-    """Gridline values between 10**a and 10**b: the decades, and 2x and 5x of each when the axis
-    spans less than two decades."""
-    steps = (1, 2, 5) if b - a < 2 else (1,)
-    return [m * 10 ** d for d in range(math.floor(a), math.ceil(b) + 1) for m in steps
-            if a <= math.log10(m * 10 ** d) <= b]
-
-
-def draw_bars(svg, top, title, groups, impls, colors, labels, legend_x):
-    """Grouped bars with a log latency axis: groups = [(label, {impl: (ns, tooltip)})]."""
-    bar, gap, left, height = 12, 18, 70, 260
-    vals = [ns for _, g in groups for ns, _ in g.values() if ns and ns > 0]
-    if not vals:
-        return top
-    y_of, (a, b) = log_axis(min(vals) / 1.5, max(vals) * 1.5, height)
-    y = lambda v: top + 44 + height - y_of(v)
-    svg.text(left, top + 18, title, size=14)
-    svg.text(left, top + 32, "median time per operation, log scale: lower is better", size=10)
-    for v in ticks(a, b):
-        yy = y(v)
-        svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, legend_x - 10, yy, yy))
-        svg.text(left - 4, yy + 4, tick_text(v), anchor="end")
-    x = left + gap / 2
-    base = top + 44 + height
-    for label, g in groups:
-        for i, impl in enumerate(impls):
-            ns, tip = g.get(impl, (None, None))
-            if ns and ns > 0:
-                svg.add('<rect x="%.1f" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s</title></rect>'
-                        % (x + i * bar, y(ns), bar - 1, base - y(ns), colors[impl], html.escape(tip)))
-        cx = x + len(impls) * bar / 2
-        svg.text(cx, base + 14, label, extra=' transform="rotate(40 %.1f %d)"' % (cx, base + 14))
-        x += len(impls) * bar + gap
-    for i, impl in enumerate(impls):
-        svg.add('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (legend_x, top + 44 + i * 18, colors[impl]))
-        svg.text(legend_x + 18, top + 54 + i * 18, labels.get(impl, impl))
-    # Below the bars, room for the longest label, drawn at 40 degrees (about 6.5 px a character,
-    # 0.64 of it downwards).
-    return base + max(110, 30 + int(4.2 * max(len(label) for label, _ in groups)))
-
-
-def draw_lines(svg, left, top, title, series, width=360, height=200):
-    """A log-log panel of latency against size: series = [(label, color, dashed, [(bytes, ns)])]."""
-    pts = [(n, ns) for _, _, _, line in series for n, ns in line if ns and ns > 0]
-    if not pts:
-        return
-    x_of, _ = log_axis(min(n for n, _ in pts), max(n for n, _ in pts), width)
-    y_of, (a, b) = log_axis(min(ns for _, ns in pts) / 1.3, max(ns for _, ns in pts) * 1.3, height)
-    x = lambda n: left + x_of(n)
-    y = lambda v: top + 24 + height - y_of(v)
-    svg.text(left, top + 14, title, size=13)
-    svg.add('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#bbb"/>'
-            % (left, top + 24, width, height))
-    for v in ticks(a, b):
-        yy = y(v)
-        svg.add('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, left + width, yy, yy))
-        svg.text(left - 4, yy + 4, tick_text(v), anchor="end")
-    last = None
-    for n in sorted({n for n, _ in pts}):  # as many size labels as fit side by side
-        if last is None or x(n) - last >= 44:
-            svg.text(x(n), top + 24 + height + 14, human_size(n), anchor="middle", size=10)
-            last = x(n)
-    for i, (label, color, dashed, line) in enumerate(series):
-        line = sorted((n, ns) for n, ns in line if ns and ns > 0)
-        if not line:
-            continue
-        path = " ".join("%s%.1f,%.1f" % ("M" if j == 0 else "L", x(n), y(ns)) for j, (n, ns) in enumerate(line))
-        svg.add('<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>'
-                % (path, color, ' stroke-dasharray="5,3"' if dashed else ""))
-        for n, ns in line:
-            svg.add('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s %s %s: %s</title></circle>'
-                    % (x(n), y(ns), color, html.escape(title), label, human_size(n), human_ns(ns)))
-        lx, ly = left + width + 10, top + 34 + i * 16
-        svg.add('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'
-                % (lx, lx + 18, ly - 4, ly - 4, color, ' stroke-dasharray="5,3"' if dashed else ""))
-        svg.text(lx + 22, ly, label, size=10)
-
-
-def render_svg(title, table, wire1=(), wire2=(), hot=()):
-    """The chart: the copy table's key rows as bars (onchip, vendor, host); the copy kernels' latency against
-    size; over the wire, latency against size per operation with DM, host and the floor as lines
-    (two-process lines dashed), single-size operations as bars; the hot paths as bars beside their
-    floors."""
-    svg = Svg(1000)
-    top = 10
-    groups = [("%s %s" % (e["op"], human_size(e["size"])),
-               {impl: (s["median_ns"], "%s %s %s: %s" % (e["op"], impl, human_size(e["size"]),
-                                                        human_ns(s["median_ns"])))
-                for impl, s in e["impls"].items()}) for e in key_rows(table) if e["impls"]]
-    if groups:
-        svg.width = max(svg.width, 70 + len(groups) * (len(IMPLS) * 12 + 18) + 160)
-        top = draw_bars(svg, top, title, groups, IMPLS, COLORS, {}, svg.width - 140)
-    panels = []
-    # The copy kernels at every size, to and from device memory.
-    by_op = collections.defaultdict(dict)
-    for e in table:
-        by_op[e["op"]][e["size"]] = e["impls"]
-    for op in ("wc_copy_to_device", "wc_copy_from_device"):
-        sizes = by_op.get(op, {})
-        if len(sizes) > 1:
-            panels.append((op + ": onchip kernel, vendor 4-byte loop, memcpy",
-                           [(impl, COLORS[impl], False,
-                             [(n, imp[impl]["median_ns"]) for n, imp in sizes.items() if impl in imp])
-                            for impl in IMPLS]))
-    singles = []
-    wire_ops = [op for op in WIRE_OPS if not op.endswith("_bw")]
-    for op in wire_ops:
-        rows1 = {e["size"]: e["impls"] for e in wire1 if e["op"] == op}
-        rows2 = {e["size"]: e["impls"] for e in wire2 if e["op"] == op}
-        if len(rows1) + len(rows2) == 0:
-            continue
-        if len(set(rows1) | set(rows2)) == 1:
-            singles.append((op, rows1, rows2))
-            continue
-        series = []
-        for rows, suffix, dashed in ((rows1, "", False), (rows2, " 2proc", True)):
-            for impl in WIRE_IMPLS:
-                line = [(n, imp[impl]["median_ns"]) for n, imp in rows.items() if impl in imp]
-                if line:
-                    series.append((WIRE_LABEL[impl] + suffix, COLORS[impl], dashed, line))
-        panels.append((op + " latency (p50)", series))
-    for i, (ptitle, series) in enumerate(panels):
-        col, row = i % 2, i // 2
-        draw_lines(svg, 70 + col * 490, top + row * 260, ptitle, series)
-    if panels:
-        top += ((len(panels) + 1) // 2) * 260 + 20
-    if singles:
-        impls = [impl + sfx for sfx in ("", TWO_PROC) for impl in WIRE_IMPLS]
-        labels = {impl + sfx: WIRE_LABEL[impl] + (" 2proc" if sfx else "")
-                  for sfx in ("", TWO_PROC) for impl in WIRE_IMPLS}
-        groups = []
-        for op, rows1, rows2 in singles:
-            n = next(iter(set(rows1) | set(rows2)))
-            g = {}
-            for rows, sfx in ((rows1, ""), (rows2, TWO_PROC)):
-                for impl, s in rows.get(n, {}).items():
-                    g[impl + sfx] = (s["median_ns"], "%s %s %s: %s" % (op, labels[impl + sfx],
-                                                                       human_size(n), human_ns(s["median_ns"])))
-            groups.append(("%s %s" % (op, human_size(n)), g))
-        top = draw_bars(svg, top, "Over the wire at one size: DM, host, floor (2proc: two processes)",
-                        groups, impls, COLORS, labels, 70 + len(groups) * (len(impls) * 12 + 18) + 30)
-    if hot:
-        groups = [(r["path"], {k: (v, "%s %s: %s" % (r["path"], lab, human_ns(v)))
-                               for k, v, lab in (("onchip", r["ns"], "driver"),
-                                                 ("bound", r.get("bound_ns"), r.get("bound")),
-                                                 ("floor", r["floor_ns"], r["floor"])) if v})
-                  for r in hot if not r["error"]]
-        if groups:
-            top = draw_bars(svg, top, "The driver's own cost against the least any call can be and the "
-                            "bare stores", groups,
-                            ("onchip", "bound", "floor"), COLORS,
-                            {"onchip": "driver", "bound": "bound", "floor": "floor"},
-                            70 + len(groups) * 54 + 30)
-    if top <= 10:
-        return None
-    svg.height = top
-    return svg.done()
+def write_file(path, text):
+    """Writes `text` to `path` through a temporary file renamed over it: an interrupted write
+    leaves the old file or none, never a truncated one."""
+    tmp = path + ".partial"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def write(paths, out_dir, header, compare_with=None):
     """Writes report.txt, report.json, report.csv and report.svg into out_dir; returns the text to
     print (the key rows and every section), the chart's path (None when nothing to draw) and the
-    wire goals missed or not judged (unmet_wire_goals)."""
+    performance goals missed or not judged (unmet_goals)."""
     got = collect(paths)
     context = got["context"]
     other = [(name, median([x[0] for x in v]), median([x[1] for x in v]))
              for name, v in sorted(got["other"].items())]
     table = build(got["copy"], got["paired"], got["elsewhere"])
-    wire1 = build_wire(got["wire"], got["errors"], two_proc=False, paired=got["wire_paired"])
-    wire2 = build_wire(got["wire"], got["errors"], two_proc=True, paired=got["wire_paired"])
-    hot = build_hot(got["hot"], got["errors"])
+    wire1 = build_wire(got["wire"], got["errors"], two_proc=False, paired=got["wire_paired"],
+                       order=got["wire_order"])
+    wire2 = build_wire(got["wire"], got["errors"], two_proc=True, paired=got["wire_paired"],
+                       order=got["wire_order"])
+    hot = build_hot(got["hot"], got["errors"], got["hot_paths"])
     peers = build_peers(got["peers"], got["errors"], wire2)
-    sections = render_sections(got, table, wire1, wire2, hot, peers)
-    with open(os.path.join(out_dir, "report.txt"), "w") as f:
-        f.write("\n".join([render_text(header, table, other)] + sections) + "\n")
+    judged = goals(table, wire1, wire2, got["fielded"])
+    software = software_device(context, header)
+    sections = render_sections(got, table, wire1, wire2, hot, peers, judged, software)
+    write_file(os.path.join(out_dir, "report.txt"),
+               "\n".join([render_text(header, table, other)] + sections) + "\n")
     text = "\n".join([render_text(header, key_rows(table), other, with_other=False)] + sections)
     new = {"header": dict(header), "rows": table, "wire": wire1, "wire_2proc": wire2, "hot": hot,
-           "peers": peers,
-           "errors": [{"name": n, "message": m} for n, m in got["errors"]], "context": context}
-    with open(os.path.join(out_dir, "report.json"), "w") as f:
-        json.dump(new, f, indent=1)
-    with open(os.path.join(out_dir, "report.csv"), "w") as f:
-        f.write("\n".join(csv_lines(table, wire1, wire2, hot, got["errors"])) + "\n")
+           "peers": peers, "goals": [{"goal": g, "ratio": r, "verdict": v} for g, r, v in judged],
+           "errors": [{"name": n, "message": m} for n, m, _ in got["errors"]], "context": context}
+    write_file(os.path.join(out_dir, "report.json"), json.dumps(new, indent=1))
+    write_file(os.path.join(out_dir, "report.csv"),
+               "\n".join(csv_lines(table, wire1, wire2, hot, got["errors"])) + "\n")
     if compare_with is not None:
         text += "\n\n" + "\n".join(compare(compare_with, new))
-    svg = render_svg("onchip: device memory vs host memory, onchip vs the vendor algorithm",
-                     table, wire1, wire2, hot)
+    svg = report_chart.render_svg("onchip: device memory vs host memory, onchip vs the vendor "
+                                  "algorithm", chart_stamp(header, context), table, wire1, wire2,
+                                  hot, got["wire_order"])
     chart = None
     if svg:
         chart = os.path.join(out_dir, "report.svg")
-        with open(chart, "w") as f:
-            f.write(svg)
-    return text, chart, unmet_wire_goals(wire1, wire2)
+        write_file(chart, svg)
+    return text, chart, unmet_goals(judged)

@@ -133,14 +133,15 @@ class BenchReportTest(unittest.TestCase):
         body = self.text.split("\n\n", 1)[1]
         lines = body.splitlines()
         self.assertRegex(lines[0], r"^operation\s+size \|\s+onchip\s+p99\s+onchip/s \|\s+vendor\s+"
-                                   r"p99 \|\s+host \| x vendor\s+x host$")
-        self.assertTrue(set(lines[1]) == {"-"}, lines[1])
+                                   r"p99 \|\s+host \| x vendor\s+x host \|\s+paired\s+paired$")
+        self.assertRegex(lines[1], r"\| x vendor\s+x host$")
+        self.assertTrue(set(lines[2]) == {"-"}, lines[2])
         rows = []
-        for line in lines[2:]:
+        for line in lines[3:]:
             if not line.strip():
                 break
             cells = [c.strip() for c in line.split("|")]
-            self.assertEqual(len(cells), 5, line)
+            self.assertEqual(len(cells), 6, line)
             op, size = cells[0].split(None, 1)
             rows.append((op, size.strip(), cells))
         return rows
@@ -173,7 +174,7 @@ class BenchReportTest(unittest.TestCase):
         ops = set()
         for row in self.json["rows"]:
             self.assertEqual(set(row), {"op", "size", "impls", "vs_vendor", "vs_host",
-                                        "vs_vendor_paired"}, row)
+                                        "vs_vendor_paired", "vs_host_paired"}, row)
             self.assertIsInstance(row["size"], int)
             self.assertTrue(set(row["impls"]) <= {"onchip", "vendor", "host"}, row)
             for impl, s in row["impls"].items():
@@ -186,10 +187,15 @@ class BenchReportTest(unittest.TestCase):
             ops.add(row["op"])
         for op in OPERATIONS:
             self.assertIn(op, ops)
-        # The mmio kernels' x vendor is their pair's (timed side by side), the driver rows' not.
+        # Every row's x vendor is one method (the rows' medians); the mmio kernels' pairs (timed
+        # side by side) have a column of their own, the driver rows none.
         for row in self.json["rows"]:
             paired = row["op"] in ("wc_copy_to_device", "wc_copy_from_device", "blueflame_copy")
-            self.assertEqual(row["vs_vendor_paired"], paired and "vendor" in row["impls"], row)
+            if "onchip" in row["impls"] and "vendor" in row["impls"]:
+                self.assertAlmostEqual(row["vs_vendor"], row["impls"]["vendor"]["median_ns"]
+                                       / row["impls"]["onchip"]["median_ns"], msg=row)
+            self.assertEqual(row["vs_vendor_paired"] is not None,
+                             paired and "vendor" in row["impls"], row)
         to_dm = {r["size"]: r for r in self.json["rows"] if r["op"] == "memcpy_to_dm"}
         self.assertEqual(sorted(to_dm), [64, 4096, 262144])
         self.assertEqual(set(to_dm[4096]["impls"]), {"onchip", "vendor", "host"})

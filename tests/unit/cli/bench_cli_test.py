@@ -16,25 +16,38 @@ import unittest_main
 
 MAIN = os.path.join(os.path.dirname(os.path.abspath(bench.__file__)), "main.py")
 
-# A stand-in suite: writes one iteration result to --benchmark_out, optionally prints a missed
-# performance goal, or sleeps (to be interrupted), leaving a pid file to show it was stopped.
+# A stand-in suite: writes one iteration result to --benchmark_out; "missed" writes rows whose
+# fields miss the allocator's goal (and prints a verdict of its own, which bench must ignore:
+# goals are the report's); "sleep" sleeps (to be interrupted) with half its JSON written,
+# leaving a pid file to show it was stopped; "partial" writes half its JSON and fails.
 SUITE = """#!%(python)s
 import json, os, sys, time
 out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--benchmark_out=")][0]
 mode = %(mode)r
+def run(name, ns, label=None):
+    r = {"name": name, "run_name": name, "run_type": "iteration", "real_time": ns,
+         "cpu_time": ns, "time_unit": "ns"}
+    if label:
+        r["label"] = label
+    return r
+rows = [run("standin/64", 12.5)]
+if mode == "missed":
+    print("goals of the active variants (to-device avx2): MISSED")  # not bench's to read
+    rows = [run("a/64", 100.0, "op=alloc_free impl=onchip place=host bytes=64"),
+            run("b/64", 200.0, "op=alloc_free impl=mmap_populate place=host bytes=64")]
+text = json.dumps({"context": {}, "benchmarks": rows})
+if mode in ("sleep", "partial"):
+    with open(out, "w") as f:
+        f.write(text[:len(text) // 2])
+if mode == "partial":
+    sys.exit(1)
 if mode == "sleep":
     with open(os.environ["PIDFILE"], "w") as f:
         f.write(str(os.getpid()))
     print("onchip stand-in: sleeping", flush=True)
     time.sleep(600)
-if mode == "missed":
-    print("goal  >= 8   >= 1")  # a table header, not a verdict
-    print("movq8   4.1   0.6  MISSED")  # a variant not in use: information, not a verdict
-    print("goals of the active variants (to-device avx2): MISSED")
 with open(out, "w") as f:
-    json.dump({"context": {}, "benchmarks": [{"name": "standin/64", "run_name": "standin/64",
-               "run_type": "iteration", "real_time": 12.5, "cpu_time": 12.5,
-               "time_unit": "ns"}]}, f)
+    f.write(text)
 """
 
 
@@ -138,14 +151,21 @@ class BenchCommandLineTest(unittest.TestCase):
         self.assertRegex(proc.stdout, r"only in the earlier run: .*PostRecv onchip")
 
     def test_a_missed_performance_goal_is_named_not_reported_ok(self):
-        # Speed is measured, never asserted: the run succeeds, and the miss is named.
+        # Speed is measured, never asserted: the run succeeds, and the miss the report judged is
+        # named; what the suite printed judges nothing.
         proc = self.bench("--out", self.out, "--suite", self.suite("standin", "missed"))
         self.assertEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("1 performance goal missed or not judged", proc.stdout)
         self.assertNotIn("Traceback", proc.stdout)
-        self.assertIn("standin: goals of the active variants (to-device avx2): MISSED", proc.stdout)
-        self.assertNotIn("standin: movq8", proc.stdout)
+        self.assertIn("alloc_free: onchip >= 5x mmap_populate at every size (worst: 64 B): 2.0x "
+                      "(missed)", proc.stdout)
+        self.assertNotIn("standin: goals of the active variants", proc.stdout)
         self.assertNotIn("bench ok", proc.stdout)
+
+    def test_a_suite_that_fails_half_way_leaves_no_json_in_out(self):
+        proc = self.bench("--out", self.out, "--suite", self.suite("standin", "partial"))
+        self.assertCleanFailure(proc, 1, "bench FAILED")
+        self.assertEqual(os.listdir(self.out), [])
 
     def test_ctrl_c_stops_the_suite_and_exits_130_without_a_traceback(self):
         pidfile = os.path.join(self.tmp.name, "pid")
@@ -165,6 +185,7 @@ class BenchCommandLineTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 130, output)
         self.assertNotIn("Traceback", output)
         self.assertIn("interrupted", output)
+        self.assertEqual(os.listdir(self.out), [])  # no truncated JSON of the stopped suite
         deadline = time.monotonic() + 30
         while os.path.exists("/proc/%d" % child) and not _zombie(child):
             self.assertLess(time.monotonic(), deadline, "the suite outlived tools/onchip")
