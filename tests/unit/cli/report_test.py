@@ -502,6 +502,26 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(f.read(), "old")
         self.assertEqual(sorted(os.listdir(self.tmp.name)).count("report.txt.partial"), 0)
 
+    def test_sections_keep_the_suites_order_whatever_order_the_rows_ran_in(self):
+        # Random interleaving shuffles the runs; family_index is the order they were registered.
+        rows = [dict(b, family_index=i) for i, b in enumerate(WIRE)]
+        hot_rows = [dict(b, family_index=i) for i, b in enumerate(HOT)]
+        for path, data in ((self.paths[0], rows), (self.paths[1], hot_rows)):
+            with open(path, "w") as f:
+                json.dump({"benchmarks": list(reversed(data))}, f)
+        _, _, got = self.write()
+        self.assertEqual([e["op"] for e in got["wire"] if e["size"] == 8],
+                         ["rdma_write", "rdma_read", "atomic_fetch_add", "send_recv_bw"])
+        self.assertEqual([r["path"] for r in got["hot"]], ["PostSend/blueflame", "PostRecv",
+                                                          "PollCq/one"])
+
+    def test_a_floor_that_changed_placement_is_not_an_outlier(self):
+        # 3.5x between two placements of the vCPUs is the machine's state, which the floor shows.
+        got, rejected = report.floor_stats([(100.0, 0, None, None), (350.0, 0, None, None),
+                                            (110.0, 0, None, None), (360.0, 0, None, None)])
+        self.assertEqual(rejected, 0)
+        self.assertEqual(report.floor_stats([(100.0, 0, None, None), (72000.0, 0, None, None)])[1], 1)
+
 
 if __name__ == "__main__":
     unittest_main.main()
