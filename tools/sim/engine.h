@@ -3,7 +3,7 @@
 //
 // One pass (Pass) does, under the firmware's mutex:
 //   - the wire: request packets that reached this device's port (or that it sent itself, which
-//     skip the port's lock) are executed by the responder (engine_responder.cc), responses
+//     skip the port's lock) are executed by the responder (responder.h), responses
 //     complete the requester's WQE (engine_requester.cc);
 //   - every QP's send queue: the doorbell record's send counter says how far the driver posted;
 //     WQEs up to it are fetched through the IOMMU from the QP's pages and executed in order;
@@ -225,7 +225,9 @@ class Engine final : private Receiver {
   void CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
                     uint32_t byte_cnt);
 
-  // ---- responder (engine_responder.cc) ----
+  // ---- responder (responder.h, responder.cc) ----
+  // One request through the IBTA responder's stages (a Responder per request).
+  class Responder;
   void HandleRequest(Packet& p);
   bool FlushRecv(uint32_t qpn, Qp& qp);
 
