@@ -52,6 +52,7 @@
 #include "uapi/prm/cqe_syndrome.h"
 #include "uapi/prm/doorbell_record.h"
 #include "uapi/prm/qp.h"
+#include "uapi/prm/send_wqe.h"
 
 namespace onchip::sim {
 
@@ -205,9 +206,27 @@ class Engine final : private Receiver {
   // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
   // the WQE is to be sent again.
   std::optional<bool> AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
-  // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter.
+  // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter: the steps below.
   bool ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx, uint64_t now,
                       uint64_t* deadline);
+  // Records the WQE's opcode, size and CQ_UPDATE in the QP's progress and checks its ctrl
+  // segment (transport, qpn, WQE index): the syndrome it fails with, or 0.
+  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, Qp& qp, std::span<const std::byte> wqe);
+  // NOP, UMR and LOCAL_INVAL run on the device: true (the WQE completed) when it was one.
+  bool ExecuteLocalWqe(uint32_t qpn, Qp& qp, std::span<const std::byte> wqe);
+  // The request's header from the WQE's segments (XRC, the UD AV or the QP's path, remote
+  // address, atomic): the offset of its data segments, or nothing when one is cut short.
+  std::optional<std::size_t> BuildRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
+                                          std::span<const std::byte> wqe, Packet& p) const;
+  // A UD WQE's address vector: destination, Q_Key, source GID and header fields.
+  void AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet& p) const;
+  // The data segments: the payload gathered through lkeys, or (READ, atomics) the keys checked
+  // where the response will land. The syndrome, or 0; records the message's length.
+  prm::CqeSyndrome GatherRequest(uint32_t qpn, Qp& qp, std::span<const std::byte> wqe,
+                                 std::size_t offset, Packet& p);
+  // Puts the request on the wire: UC and UD complete, RC waits for its response.
+  void SendRequest(uint32_t qpn, Qp& qp, const RequesterContext& ctx, Packet&& p, uint64_t now,
+                   uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
@@ -220,6 +239,8 @@ class Engine final : private Receiver {
   void Transmit(Packet&& p);
   bool FlushSend(uint32_t qpn, Qp& qp);
   void HandleResponse(Packet& p);
+  // A read or atomic response: its data lands where the WQE's scatter list says.
+  void LandResponse(uint32_t qpn, Qp& qp, const Packet& p);
   // Completes the WQE at sq_wqe_counter: a CQE when signaled (or always for an error), then on
   // to the next WQE. A non-zero syndrome moves the QP to the error state.
   void CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,

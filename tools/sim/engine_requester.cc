@@ -194,41 +194,56 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
   return std::nullopt;
 }
 
+// The steps, in order: CheckSendWqe, ExecuteLocalWqe (NOP, UMR, LOCAL_INVAL), BuildRequest,
+// GatherRequest, SendRequest; a failing one completes the WQE with its syndrome.
 // Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
 // stack, which the many SendSteps that find nothing posted should not set up.
 [[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx,
                                               uint64_t now, uint64_t* deadline) {
-  QpProgress& pr = qp.progress;
-  const Bytes qpc(qp.qpc);
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
   };
-  const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+  const FetchedWqe fetched = FetchSendWqe(read, qp, qp.progress.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
+  auto fail = [&](prm::CqeSyndrome s) {
+    CompleteSend(qpn, qp, s, 0, 0);
+    return true;
+  };
+  if (const prm::CqeSyndrome s = CheckSendWqe(qpn, qp, wqe); s != 0) return fail(s);
+  if (ExecuteLocalWqe(qpn, qp, wqe)) return true;
+  // The message: its segments by opcode, then the gather or scatter list.
+  Packet p;
+  const std::optional<std::size_t> list_offset = BuildRequest(qpn, qp, ctx, wqe, p);
+  if (!list_offset) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  if (const prm::CqeSyndrome s = GatherRequest(qpn, qp, wqe, *list_offset, p); s != 0)
+    return fail(s);
+  SendRequest(qpn, qp, ctx, std::move(p), now, deadline);
+  return true;
+}
+
+prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, Qp& qp, Bytes wqe) {
+  QpProgress& pr = qp.progress;
   pr.wqe_bbs = 1;
   pr.wqe_opcode = 0;
   pr.wqe_signaled = false;
   pr.wqe_bytes = 0;
-  if (wqe.empty()) {
-    // Nothing readable, or ds 0: the device cannot tell what was meant.
-    CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
-    return true;
-  }
+  // Nothing readable, or ds 0: the device cannot tell what was meant.
+  if (wqe.empty()) return prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
   const uint32_t opmod_idx_opcode = ctrl.opmod_idx_opcode.host();
   const uint8_t opcode = prm::OpcodeOf(opmod_idx_opcode);
   pr.wqe_opcode = opcode;
   pr.wqe_bbs = static_cast<uint8_t>((wqe.size() + prm::MLX5_SEND_WQE_BB - 1) / prm::MLX5_SEND_WQE_BB);
   pr.wqe_signaled = (ctrl.fm_ce_se & prm::MLX5_WQE_CTRL_CQ_UPDATE) != 0;
-  auto fail = [&](prm::CqeSyndrome s) {
-    CompleteSend(qpn, qp, s, 0, 0);
-    return true;
-  };
   if (!OpcodeAllowed(qp.st, opcode) || prm::QpnOf(ctrl.qpn_ds.host()) != qpn ||
       prm::WqeIndexOf(opmod_idx_opcode) != (pr.sq_wqe_counter & prm::kWqCounterMask))
-    return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    return prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+  return {};
+}
 
-  switch (opcode) {
+bool Engine::ExecuteLocalWqe(uint32_t qpn, Qp& qp, Bytes wqe) {
+  const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
+  switch (qp.progress.wqe_opcode) {
     case prm::MLX5_OPCODE_NOP:
       CompleteSend(qpn, qp, {}, 0, 0);
       return true;
@@ -240,15 +255,20 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
     }
     case prm::MLX5_OPCODE_LOCAL_INVAL:
       if (!RemoteInvalidate(ctrl.imm.host(), qp.pd, qpn))
-        return fail(prm::MLX5_CQE_SYNDROME_MW_BIND_ERR);
-      CompleteSend(qpn, qp, {}, 0, 0);
+        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_MW_BIND_ERR, 0, 0);
+      else
+        CompleteSend(qpn, qp, {}, 0, 0);
       return true;
     default:
-      break;
+      return false;
   }
+}
 
-  // The message: its segments by opcode, then the gather or scatter list.
-  Packet p;
+std::optional<std::size_t> Engine::BuildRequest(uint32_t qpn, const Qp& qp,
+                                                const RequesterContext& ctx, Bytes wqe,
+                                                Packet& p) const {
+  const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
+  const uint8_t opcode = qp.progress.wqe_opcode;
   p.kind = PacketKind::kRequest;
   p.transport = qp.st;
   p.src_qpn = qpn;
@@ -258,33 +278,15 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
   std::size_t offset = sizeof ctrl;
   if (qp.st == prm::QP_ST_XRC) {
     // The XRC segment: which XRC SRQ of the target's domain the message is for.
-    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_xrc_seg))
-      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_xrc_seg)) return std::nullopt;
     const auto xrc = Load<prm::pod::mlx5_wqe_xrc_seg>(wqe, offset);
     offset += sizeof xrc;
     p.xrc_srqn = xrc.xrc_srqn.host() & 0xffffff;
   }
   if (qp.st == prm::QP_ST_UD) {
-    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_av))
-      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
-    const auto av = Load<prm::pod::mlx5_wqe_av>(wqe, offset);
-    offset += sizeof av;
-    const uint32_t qkey = av.key.qkey.qkey.host();
-    // A Q_Key with bit 31 set means the QP's own (IBTA).
-    p.qkey = (qkey & 0x80000000u) ? static_cast<uint32_t>(prm::Get(qpc, prm::qpc::q_key)) : qkey;
-    p.dst_qpn = av.dqp_dct.host() & 0xffffff;
-    std::memcpy(p.dgid.data(), av.rgid, p.dgid.size());
-    const uint32_t gid_fl = av.grh_gid_fl.host();
-    // InfiniBand: the AV's GRH bit (30) says whether a GRH goes out; without it the rlid is
-    // the address. RoCE always sends one (libmlx5 leaves the bit clear there).
-    p.grh = !InfiniBand() || (gid_fl & (1u << 30)) != 0;
-    p.dlid = av.rlid.host();
-    p.sl = InfiniBand() ? av.stat_rate_sl & 0xf : 0;  // RoCE: [3:1] is the Ethernet priority
-    p.sgid = SourceGid((gid_fl >> 20) & 0xff);
-    p.l3 = SourceL3((gid_fl >> 20) & 0xff);
-    p.flow_label = gid_fl & 0xfffff;
-    p.tclass = av.tclass;
-    p.hop_limit = av.hop_limit;
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_av)) return std::nullopt;
+    AddressFromAv(qp, Load<prm::pod::mlx5_wqe_av>(wqe, offset), p);
+    offset += sizeof(prm::pod::mlx5_wqe_av);
   } else {
     // The connected QP's primary path, decoded from its context (RequesterContext).
     p.dst_qpn = ctx.remote_qpn;
@@ -297,42 +299,66 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
     p.grh = ctx.grh;
     p.dlid = ctx.rlid;
     p.sl = ctx.sl;
-    p.psn = (ctx.next_send_psn + pr.send_msn) & 0xffffff;
+    p.psn = (ctx.next_send_psn + qp.progress.send_msn) & 0xffffff;
   }
+  const bool atomic = opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
   const bool remote_op = opcode == prm::MLX5_OPCODE_RDMA_WRITE ||
                          opcode == prm::MLX5_OPCODE_RDMA_WRITE_IMM ||
-                         opcode == prm::MLX5_OPCODE_RDMA_READ ||
-                         opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
+                         opcode == prm::MLX5_OPCODE_RDMA_READ || atomic;
   if (remote_op) {
-    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_raddr_seg))
-      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_raddr_seg)) return std::nullopt;
     const auto raddr = Load<prm::pod::mlx5_wqe_raddr_seg>(wqe, offset);
     offset += sizeof raddr;
     p.raddr = raddr.raddr.host();
     p.rkey = raddr.rkey.host();
   }
-  const bool atomic = opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
   if (atomic) {
-    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_atomic_seg))
-      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    if (wqe.size() < offset + sizeof(prm::pod::mlx5_wqe_atomic_seg)) return std::nullopt;
     const auto a = Load<prm::pod::mlx5_wqe_atomic_seg>(wqe, offset);
     offset += sizeof a;
     p.swap_add = a.swap_add.host();
     p.compare = a.compare.host();
   }
+  return offset;
+}
+
+void Engine::AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet& p) const {
+  const uint32_t qkey = av.key.qkey.qkey.host();
+  // A Q_Key with bit 31 set means the QP's own (IBTA).
+  p.qkey = (qkey & 0x80000000u) ? static_cast<uint32_t>(prm::Get(Bytes(qp.qpc), prm::qpc::q_key))
+                                : qkey;
+  p.dst_qpn = av.dqp_dct.host() & 0xffffff;
+  std::memcpy(p.dgid.data(), av.rgid, p.dgid.size());
+  const uint32_t gid_fl = av.grh_gid_fl.host();
+  // InfiniBand: the AV's GRH bit (30) says whether a GRH goes out; without it the rlid is the
+  // address. RoCE always sends one (libmlx5 leaves the bit clear there).
+  p.grh = !InfiniBand() || (gid_fl & (1u << 30)) != 0;
+  p.dlid = av.rlid.host();
+  p.sl = InfiniBand() ? av.stat_rate_sl & 0xf : 0;  // RoCE: [3:1] is the Ethernet priority
+  p.sgid = SourceGid((gid_fl >> 20) & 0xff);
+  p.l3 = SourceL3((gid_fl >> 20) & 0xff);
+  p.flow_label = gid_fl & 0xfffff;
+  p.tclass = av.tclass;
+  p.hop_limit = av.hop_limit;
+}
+
+prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, Qp& qp, Bytes wqe, std::size_t offset,
+                                       Packet& p) {
+  QpProgress& pr = qp.progress;
   GatherList list;
-  if (!ParseList(wqe, offset, &list)) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+  if (!ParseList(wqe, offset, &list)) return prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   uint64_t total = 0;
   for (const ListEntry& e : list) total += e.length;
-  if (total > kMaxMessageBytes) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
-
-  if (opcode == prm::MLX5_OPCODE_RDMA_READ || atomic) {
+  if (total > kMaxMessageBytes) return prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+  const bool atomic =
+      p.opcode == prm::MLX5_OPCODE_ATOMIC_CS || p.opcode == prm::MLX5_OPCODE_ATOMIC_FA;
+  if (p.opcode == prm::MLX5_OPCODE_RDMA_READ || atomic) {
     // The list is where the response lands: local write on every entry, no inline data.
     for (const ListEntry& e : list)
       if (e.is_inline || !Admit(e.lkey, e.addr, e.length, kLocalWrite, qp.pd, qpn))
-        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+        return prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
     if (atomic && (list.size() != 1 || list[0].length != 8))
-      return fail(prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+      return prm::MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
     p.read_length = static_cast<uint32_t>(total);
   } else {
     // The payload grows one entry at a time, each only after its key and its memory proved
@@ -345,16 +371,21 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
       }
       const auto key = Admit(e.lkey, e.addr, e.length, kLocalRead, qp.pd, qpn);
       if (!key || !AppendFromKey(*key, e.addr, e.length, p.payload, &pr.gather_page))
-        return fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+        return prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
     }
   }
   pr.wqe_bytes = static_cast<uint32_t>(total);
+  return {};
+}
 
+void Engine::SendRequest(uint32_t qpn, Qp& qp, const RequesterContext& ctx, Packet&& p,
+                         uint64_t now, uint64_t* deadline) {
+  QpProgress& pr = qp.progress;
   Transmit(std::move(p));
   ++pr.requests_sent;
   if (!Reliable(qp.st)) {
-    CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(total));
-    return true;
+    CompleteSend(qpn, qp, {}, 0, pr.wqe_bytes);
+    return;
   }
   if (!pr.retries_loaded) {
     pr.rnr_left = ctx.rnr_retry;
@@ -365,7 +396,6 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
   pr.rnr_wait = false;
   pr.resend_at_ns = ctx.ack_timeout_ns ? now + ctx.ack_timeout_ns : 0;
   if (pr.resend_at_ns && (*deadline == 0 || pr.resend_at_ns < *deadline)) *deadline = pr.resend_at_ns;
-  return true;
 }
 
 Engine::RequesterContext Engine::DecodeRequesterContext(const Qp& qp) const {
@@ -472,44 +502,49 @@ void Engine::HandleResponse(Packet& p) {
       }
       return;
     case PacketKind::kReadResponse:
-    case PacketKind::kAtomicResponse: {
-      auto read = [&](uint64_t offset, std::span<std::byte> out) {
-        return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
-      };
-      const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
-      const Bytes wqe = fetched.bytes();
-      std::size_t offset = sizeof(prm::pod::mlx5_wqe_ctrl_seg) + sizeof(prm::pod::mlx5_wqe_raddr_seg);
-      if (qp.st == prm::QP_ST_XRC) offset += sizeof(prm::pod::mlx5_wqe_xrc_seg);
-      if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
-      GatherList list;
-      if (wqe.size() < offset || !ParseList(wqe, offset, &list)) {
-        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
-        return;
-      }
-      // The value before, in the byte order the responder's memory holds it.
-      const uint64_t value = p.atomic_big_endian ? prm::Be64::FromHost(p.atomic_original).raw()
-                                                 : p.atomic_original;
-      std::vector<std::byte> original(8);
-      std::memcpy(original.data(), &value, 8);
-      const Bytes data = p.kind == PacketKind::kAtomicResponse ? Bytes(original) : Bytes(p.payload);
-      std::size_t done = 0;
-      for (const ListEntry& e : list) {
-        const std::size_t n = std::min<std::size_t>(e.length, data.size() - done);
-        // The key was checked when the request left; it may have changed since.
-        const auto key = e.is_inline ? std::nullopt : Admit(e.lkey, e.addr, n, kLocalWrite, qp.pd, qpn);
-        if (!key || !CopyToKey(*key, e.addr, data.subspan(done, n))) {
-          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
-          return;
-        }
-        done += n;
-      }
-      ++pr.send_msn;
-      CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(data.size()));
+    case PacketKind::kAtomicResponse:
+      LandResponse(qpn, qp, p);
       return;
-    }
     case PacketKind::kRequest:
       return;
   }
+}
+
+// A read or atomic response: its data lands where the WQE's scatter list says.
+void Engine::LandResponse(uint32_t qpn, Qp& qp, const Packet& p) {
+  QpProgress& pr = qp.progress;
+  auto read = [&](uint64_t offset, std::span<std::byte> out) {
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+  };
+  const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
+  const Bytes wqe = fetched.bytes();
+  std::size_t offset = sizeof(prm::pod::mlx5_wqe_ctrl_seg) + sizeof(prm::pod::mlx5_wqe_raddr_seg);
+  if (qp.st == prm::QP_ST_XRC) offset += sizeof(prm::pod::mlx5_wqe_xrc_seg);
+  if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
+  GatherList list;
+  if (wqe.size() < offset || !ParseList(wqe, offset, &list)) {
+    CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
+    return;
+  }
+  // The value before, in the byte order the responder's memory holds it.
+  const uint64_t value = p.atomic_big_endian ? prm::Be64::FromHost(p.atomic_original).raw()
+                                             : p.atomic_original;
+  std::vector<std::byte> original(8);
+  std::memcpy(original.data(), &value, 8);
+  const Bytes data = p.kind == PacketKind::kAtomicResponse ? Bytes(original) : Bytes(p.payload);
+  std::size_t done = 0;
+  for (const ListEntry& e : list) {
+    const std::size_t n = std::min<std::size_t>(e.length, data.size() - done);
+    // The key was checked when the request left; it may have changed since.
+    const auto key = e.is_inline ? std::nullopt : Admit(e.lkey, e.addr, n, kLocalWrite, qp.pd, qpn);
+    if (!key || !CopyToKey(*key, e.addr, data.subspan(done, n))) {
+      CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
+      return;
+    }
+    done += n;
+  }
+  ++pr.send_msn;
+  CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(data.size()));
 }
 
 void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
