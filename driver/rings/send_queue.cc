@@ -13,6 +13,7 @@
 #include "driver/rings/umr_wqe.h"
 #include "driver/rings/wqe_budget.h"
 #include "driver/rings/wqe_segment.h"
+#include "log/missing.h"
 #include "mmio/barriers.h"
 #include "mmio/device_word.h"
 #include "mmio/wc_copy.h"
@@ -167,6 +168,7 @@ ONCHIP_HOT int SendQueue::CheckOpcode(uint8_t opcode) const {
       if (opcode == prm::MLX5_OPCODE_UMR && !umr_) return EINVAL;
       return 0;
     case QpTransport::kRaw:
+      log::Missing("ibv_post_send", "raw packet send (no Ethernet send queue in the engine)");
       return EOPNOTSUPP;
   }
   return EINVAL;

@@ -44,6 +44,8 @@
 #include "driver/verbs/calls.h"
 #include "uapi/prm/init_seg_access.h"
 #include "log/log.h"
+#include "log/missing.h"
+#include "log/version.h"
 
 namespace onchip::driver::verbs {
 namespace {
@@ -215,6 +217,9 @@ int ReregMr(ibverbs_abi::verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_
 // libibverbs' ibv_reg_mr(_iova2) then fills mr->context, pd, addr and length itself (the same
 // values the driver set).
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
+  // driver/mr.cc refuses it with EOPNOTSUPP; the user hears why.
+  if (access & IBV_ACCESS_ON_DEMAND)
+    log::Missing("ibv_reg_mr", "on-demand paging (IBV_ACCESS_ON_DEMAND)");
   return driver::verbs::reg_mr(pd, addr, length, hca_va, static_cast<unsigned>(access));
 }
 
@@ -373,6 +378,15 @@ void FreeContext(ibv_context* context) {
   std::free(c);
 }
 
+// No flow steering in the software ConnectX's engine (libmlx5's mlx5_create_flow builds the
+// steering rule through DEVX/the kernel): EOPNOTSUPP, as libibverbs' own answer without the op,
+// with the line that names it.
+ibv_flow* CreateFlow(ibv_qp*, ibv_flow_attr*) {
+  log::Missing("ibv_create_flow", "flow steering");
+  errno = EOPNOTSUPP;
+  return nullptr;
+}
+
 const verbs_context_ops kContextOps = [] {
   verbs_context_ops ops{};
   // The calls.h entry points have exactly these signatures: the driver's objects are the
@@ -388,6 +402,7 @@ const verbs_context_ops kContextOps = [] {
   ops.create_ah = ThisProcess<driver::verbs::create_ah>::Call;
   ops.create_cq = ThisProcess<driver::verbs::create_cq>::Call;
   ops.create_cq_ex = ThisProcess<driver::verbs::create_cq_ex>::Call;
+  ops.create_flow = CreateFlow;
   ops.create_qp = ThisProcess<driver::verbs::create_qp>::Call;
   ops.create_qp_ex = ThisProcess<driver::verbs::create_qp_ex>::Call;
   ops.create_srq = ThisProcess<driver::verbs::create_srq>::Call;
@@ -561,6 +576,8 @@ const verbs_device_ops kDeviceOps = {
 
 __attribute__((constructor)) void RegisterProvider() {
   verbs_register_driver_34(&kDeviceOps);
+  log::Say(log::Level::kDebug, "onchip: provider libonchip-rdmav34.so %s registered",
+           log::Version());
   pthread_atfork(HoldForFork, ReleaseAfterFork, ReleaseAfterFork);
 }
 

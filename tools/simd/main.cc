@@ -2,6 +2,7 @@
 // UNIX socket until SIGTERM or SIGINT.
 //
 //   onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] [--link-layer eth|ib]
+//   onchip-simd --version     the commit it was built from (log/version.h)
 //
 // --link-layer ib: every function's port runs InfiniBand (LIDs from the daemon's subnet manager,
 // addresses without a GRH allowed) instead of Ethernet (RoCE, the default).
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "log/version.h"
 #include "tools/simd/server.h"
 
 namespace {
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
   options.socket_path = onchip::simd::DefaultSocketPath();
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
+    if (a == "--version") {
+      std::printf("onchip-simd %s\n", onchip::log::Version());
+      return 0;
+    }
     if (a == "--socket" && i + 1 < argc) {
       options.socket_path = argv[++i];
     } else if (a == "--functions" && i + 1 < argc) {

@@ -45,7 +45,12 @@ Result<int> Listen(const std::string& path) {
   const bool answered = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(probe);
   if (answered) return Fail(EADDRINUSE, "simd: a daemon already serves this socket");
-  unlink(path.c_str());  // a stale socket of a daemon that died
+  // A stale socket of a daemon that died is replaced; any other file at the path is left alone.
+  struct stat st{};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Fail(EEXIST, "simd: the path exists and is not a socket");
+    unlink(path.c_str());
+  }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Fail(errno, "simd: socket");
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
