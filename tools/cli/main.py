@@ -6,6 +6,11 @@
                         run a verbs program (ibv_devinfo, pyverbs, your own) on onchip
   tools/onchip sim start|status|stop
                         the device daemon: one software ConnectX shared by many processes
+  tools/onchip install [--prefix P]
+                        install the provider, onchip.pc, the daemon and man pages under P
+  tools/onchip env      the shell variables for verbs programs run without tools/onchip run
+  tools/onchip --version
+                        the commit this tree is
   tools/onchip help [SUBCOMMAND]
                         this text, or a subcommand's options
 
@@ -22,11 +27,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench  # noqa: E402
 import devices  # noqa: E402
+import install  # noqa: E402
 import progress  # noqa: E402
 import run  # noqa: E402
 import setup  # noqa: E402
+import shell_env  # noqa: E402
 import simd  # noqa: E402
 import testing  # noqa: E402
+import version  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -44,9 +52,11 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser():
-    p = Parser(prog="tools/onchip", usage="tools/onchip {test,bench,run,sim,help} ...",
+    p = Parser(prog="tools/onchip",
+               usage="tools/onchip {test,bench,run,sim,install,env,help} ...",
                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                add_help=False)
+    p.add_argument("--version", action="store_true", help=argparse.SUPPRESS)
     # The subcommands are listed once, in the description; argparse's own list is suppressed.
     sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser,
                            prog="tools/onchip", help=argparse.SUPPRESS)
@@ -98,8 +108,18 @@ def parser():
     s.add_argument("--link-layer", choices=["eth", "ib"], default="eth",
                    help="start: the ports' link layer, Ethernet (RoCE, the default) or "
                         "InfiniBand (LIDs; peers addressed without a GRH)")
+    i = sub.add_parser("install", description=install.__doc__, formatter_class=raw)
+    i.add_argument("--prefix", default=install.DEFAULT_PREFIX, metavar="P",
+                   help="where to install (default %s)" % install.DEFAULT_PREFIX)
+    e = sub.add_parser("env", description=shell_env.__doc__, formatter_class=raw)
+    e.add_argument("--prefix", default=install.DEFAULT_PREFIX, metavar="P",
+                   help="where tools/onchip install put the provider (default %s)"
+                        % install.DEFAULT_PREFIX)
+    e.add_argument("--socket", default="", metavar="PATH",
+                   help="the device daemon's socket (default: tools/onchip sim's)")
     h = sub.add_parser("help")
-    h.add_argument("topic", nargs="?", choices=["test", "bench", "run", "sim", "help"])
+    h.add_argument("topic", nargs="?",
+                   choices=["test", "bench", "run", "sim", "install", "env", "help"])
     return p
 
 
@@ -108,6 +128,14 @@ def _terminate(signum, _frame):
 
 
 def dispatch(p, args, hugepages):
+    if getattr(args, "version", False):
+        print("onchip %s" % version.commit())
+        return 0
+    if args.command == "install":
+        return install.run(args, version.commit())
+    if args.command == "env":
+        path = os.path.abspath(args.socket) if args.socket else simd.default_socket()
+        return shell_env.run(args, path)
     if args.command == "run":
         return run.run(args)  # in the caller's directory; needs only the plugin, no test set-up
     if args.command == "sim":
@@ -170,6 +198,19 @@ def main(argv):
         print(file=sys.stderr)
         progress.fail("interrupted; stopped what was running")
         return 130
+    except (simd.SocketError, install.InstallError, shell_env.EnvError) as e:
+        progress.fail("%s: %s" % (args.command, e))
+        return 1
+    except OSError as e:  # misuse the checks above did not foresee: one line, no traceback
+        progress.fail("%s: %s%s" % (args.command, e.strerror or e,
+                                    " (%s)" % e.filename if e.filename else ""))
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug still ends in one line; the traceback on demand
+        if os.environ.get("ONCHIP_TRACEBACK"):
+            raise
+        progress.fail("%s: internal error: %s: %s (ONCHIP_TRACEBACK=1 shows where)"
+                      % (args.command, type(e).__name__, e))
+        return 1
     finally:
         # A second Ctrl-C must not cut the give-back short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -53,10 +53,14 @@ def run(args):
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise SystemExit("onchip run: no command (tools/onchip run -- CMD ARGS)")
+    in_process = getattr(args, "in_process", False)
+    if not in_process:
+        path = os.path.abspath(args.socket) if getattr(args, "socket", "") else simd.default_socket()
+        if simd.status(path) is None:
+            simd.check_socket(path)  # before the build: a run that cannot start says so at once
     plugin = build_plugin()
     functions = [sysfs_tree.Function("sim")]
-    if not getattr(args, "in_process", False):
-        path = os.path.abspath(args.socket) if getattr(args, "socket", "") else simd.default_socket()
+    if not in_process:
         st = simd.start(path)
         functions = [sysfs_tree.Function.from_status("simd:%s#%d" % (path, f["index"]), f)
                      for f in st["functions"]]

@@ -6,15 +6,21 @@
 Prepares what libibverbs reads (sysfs_tree.py under a temporary SYSFS_PATH, the
 /dev/infiniband/uverbsN node from uverbs_node.py, RDMAV_DRIVERS naming the plugin), runs CMD
 with them, and removes everything it made, also when CMD fails or the run is interrupted. The
-exit status is CMD's (128 + N when a signal N ended it).
+exit status is CMD's (128 + N when a signal N ended it). CMD dies with the launcher
+(PR_SET_PDEATHSIG), and what a launcher killed by SIGKILL left behind (its temporary directory,
+its /dev/infiniband nodes) is swept by the next run.
 """
 import argparse
+import ctypes
+import fcntl
+import glob
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,6 +29,46 @@ import sysfs_tree  # noqa: E402
 import uverbs_node  # noqa: E402
 
 SUFFIX = "-rdmav34.so"
+SCRATCH_PREFIX = "onchip-run-"  # + the launcher's pid + "-" + mkdtemp's letters
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """In a child before exec: SIGKILL when the launcher goes (prctl(2) PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def hold(path):
+    """Locks the directory `path` for as long as this process lives (flock(2) on a descriptor
+    kept open and not inherited); sweep_scratch leaves a locked directory alone."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def sweep_scratch(tmp=None, min_age=60):
+    """Removes this user's temporary directories of launchers that are gone: no lock held on
+    them (a pid would not do: a sandbox's launcher lives in another pid namespace) and older
+    than `min_age` seconds (one just made is locked a moment later)."""
+    swept = []
+    for path in glob.glob(os.path.join(tmp or tempfile.gettempdir(), SCRATCH_PREFIX + "*-*")):
+        try:
+            st = os.lstat(path)
+            if st.st_uid != os.geteuid() or time.time() - st.st_mtime < min_age:
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its launcher still runs
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+        swept.append(path)
+    return swept
 
 
 def sanitizer_runtimes(plugin):
@@ -71,7 +117,11 @@ def run(plugin, cmd, dev_node="auto", locator="sim", functions=None):
     functions = functions or [sysfs_tree.Function(locator)]
     signal.signal(signal.SIGTERM, _raise_on_term)
     signal.signal(signal.SIGHUP, _raise_on_term)
-    scratch = tempfile.mkdtemp(prefix="onchip-run-")
+    sweep_scratch()
+    if os.geteuid() == 0:
+        uverbs_node.sweep()
+    scratch = tempfile.mkdtemp(prefix="%s%d-" % (SCRATCH_PREFIX, os.getpid()))
+    lock = hold(scratch)
     nodes = []
     try:
         namespace = dev_node == "namespace"
@@ -100,7 +150,7 @@ def run(plugin, cmd, dev_node="auto", locator="sim", functions=None):
                 sys.executable, os.path.abspath(__file__), "--inside-namespace", dev,
                 "--nodes", str(len(functions)), "--"] + cmd
         try:
-            return _status(subprocess.run(cmd, env=env).returncode)
+            return _status(subprocess.run(cmd, env=env, preexec_fn=die_with_parent).returncode)
         except FileNotFoundError as e:
             print("onchip run: %s: %s" % (e.filename, e.strerror), file=sys.stderr)
             return 127
@@ -108,9 +158,11 @@ def run(plugin, cmd, dev_node="auto", locator="sim", functions=None):
         for node in nodes:
             node.remove()
         shutil.rmtree(scratch, ignore_errors=True)
+        os.close(lock)
 
 
 def inside_namespace(dev, cmd, count=1):
+    die_with_parent()  # again: entering the user namespace may have cleared it
     try:
         uverbs_node.replace_dev(dev, count)
     except OSError as e:

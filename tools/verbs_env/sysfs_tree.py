@@ -130,12 +130,29 @@ def build(root, uverbs="uverbs0", cdev=(1, 3), locator="sim"):
     return build_devices(root, [(uverbs, cdev, Function(locator))])
 
 
+def listing_order(class_dir):
+    """The uverbsN entries of `class_dir` in the order ibv_get_device_list returns their devices:
+    the directory's own order (rdma-core libibverbs/init.c: find_sysfs_devs puts each readdir entry
+    at the head of its list with list_add, and try_all_drivers puts each matched device at the
+    head of the device list again, which restores readdir's order)."""
+    return [n for n in os.listdir(class_dir) if n.startswith("uverbs")]
+
+
 def build_devices(root, devices):
     """Writes the tree under `root` for `devices`, a list of (uverbs name, cdev, Function):
-    onchip_0, onchip_1, ... in that order."""
+    onchip_0 is the first function, onchip_1 the second, ... and ibv_get_device_list lists them in
+    that order whatever uverbs numbers they got: the entries are made first, then named in the
+    order the directory lists them (which depends on the file system and the names, not on what
+    the entries hold)."""
     v = "class/infiniband_verbs"
     _write(root, v + "/abi_version", str(UVERBS_ABI))
-    for index, (uverbs, cdev, function) in enumerate(devices):
+    cdevs = {}
+    for uverbs, cdev, _ in devices:
+        os.makedirs(os.path.join(root, v, uverbs))
+        cdevs[uverbs] = cdev
+    functions = [f for _, _, f in devices]
+    for index, uverbs in enumerate(listing_order(os.path.join(root, v))):
+        cdev, function = cdevs[uverbs], functions[index]
         ibdev = "onchip_%d" % index
         _write(root, "%s/%s/ibdev" % (v, uverbs), ibdev)
         _write(root, "%s/%s/dev" % (v, uverbs), "%d:%d" % cdev)

@@ -18,14 +18,68 @@ import stat
 CDEV = (1, 3)  # /dev/null
 DEV_DIR = "/dev/infiniband"
 MAX_NODES = 64
+REGISTRY = "/run/onchip-uverbs"  # one file per node made, named as the node, holding its pid
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_onchip_node(path):
+    """Whether `path` is a node this module makes (a char device numbered as /dev/null)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(*CDEV)
+
+
+def sweep(registry=REGISTRY, dev_dir=DEV_DIR):
+    """Removes the recorded nodes whose pid no longer runs; returns their names."""
+    swept = []
+    try:
+        records = os.listdir(registry)
+    except OSError:
+        return swept
+    for name in records:
+        if name.startswith("."):
+            continue
+        record = os.path.join(registry, name)
+        try:
+            with open(record) as f:
+                pid = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid and alive(pid):
+            continue
+        node = os.path.join(dev_dir, name)
+        if is_onchip_node(node):
+            try:
+                os.unlink(node)
+                swept.append(name)
+            except OSError:
+                pass
+        try:
+            os.unlink(record)
+        except OSError:
+            pass
+    return swept
 
 
 class HostNode:
     """A node made with mknod on the host /dev; remove() undoes exactly what create() did."""
 
-    def __init__(self):
+    def __init__(self, owner=None, registry=REGISTRY):
         self.path = None
         self.made_dir = False
+        self.owner = owner or os.getpid()  # the pid the node lives for
+        self.registry = registry
 
     def create(self):
         """Returns the uverbs name ("uverbs3"), or raises OSError when the host /dev is out of reach."""
@@ -47,17 +101,29 @@ class HostNode:
                 except FileNotFoundError:
                     break
                 self.path = path
+                self._record("uverbs%d" % n)
                 return "uverbs%d" % n
             else:
                 raise OSError(errno.ENOSPC, "no free /dev/infiniband/uverbsN below %d" % MAX_NODES)
         raise OSError(errno.ENOENT, "%s keeps disappearing" % DEV_DIR)
 
+    def _record(self, name):
+        try:
+            os.makedirs(self.registry, mode=0o755, exist_ok=True)
+            tmp = os.path.join(self.registry, ".%s.%d" % (name, os.getpid()))
+            with open(tmp, "w") as f:
+                f.write("%d\n" % self.owner)
+            os.rename(tmp, os.path.join(self.registry, name))  # a sweep never reads half a pid
+        except OSError:
+            pass  # unrecorded: still removed by remove(), only not swept after a SIGKILL
+
     def remove(self):
         if self.path:
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            for path in (self.path, os.path.join(self.registry, os.path.basename(self.path))):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
             self.path = None
         if self.made_dir:
             try:
