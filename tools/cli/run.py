@@ -1,7 +1,8 @@
 """tools/onchip run -- CMD ARGS: run an unmodified verbs program on the software ConnectX.
 
 Builds onchip's libibverbs provider with Bazel (its progress on stderr, so CMD's output stays
-clean; the first build takes a few minutes), then runs CMD with what libibverbs needs to find
+clean; the first build takes a few minutes; skipped when nothing in the tree changed since the
+last build, tools/cli/fingerprint.py), then runs CMD with what libibverbs needs to find
 the device: a temporary sysfs tree (SYSFS_PATH) that lists one device per function (onchip_0,
 onchip_1, ...), /dev/infiniband/uverbsN for each (mknod as root, else a private user and mount
 namespace), and
@@ -26,6 +27,7 @@ import subprocess
 import sys
 
 import bazel
+import fingerprint
 import progress
 import simd
 
@@ -38,7 +40,15 @@ import sysfs_tree  # noqa: E402
 
 
 def build_plugin():
-    """Builds the plugin, showing Bazel's progress on stderr; returns its absolute path."""
+    """Builds the plugin, showing Bazel's progress on stderr; returns its absolute path. Skips
+    Bazel when nothing in the tree changed since the plugin's last build (fingerprint.py)."""
+    tree = fingerprint.of_tree(ROOT)
+    last = os.path.join(os.path.realpath(os.path.join(ROOT, "bazel-bin")), "tools", "plugin",
+                        "libonchip-rdmav34.so")
+    if fingerprint.up_to_date(last, tree):
+        progress.step("the onchip provider is up to date (nothing changed since its build)",
+                      file=sys.stderr)
+        return last
     progress.step("building the onchip provider (%s)" % PLUGIN_TARGET, file=sys.stderr)
     if bazel.run(["build", PLUGIN_TARGET], cwd=ROOT, file=sys.stderr, terse=True) != 0:
         raise SystemExit("onchip run: building %s failed (Bazel's errors are above)" % PLUGIN_TARGET)
@@ -46,7 +56,9 @@ def build_plugin():
         bin_dir = bazel.info("bazel-bin", cwd=ROOT)
     except subprocess.CalledProcessError as e:
         raise SystemExit("onchip run: bazel info bazel-bin failed: %s" % (e.stderr or "").strip())
-    return os.path.join(bin_dir, "tools", "plugin", "libonchip-rdmav34.so")
+    plugin = os.path.join(bin_dir, "tools", "plugin", "libonchip-rdmav34.so")
+    fingerprint.record(plugin, tree)
+    return plugin
 
 
 def run(args):
