@@ -131,11 +131,14 @@ Outcome Firmware::QueryCq(Bytes in, Out out) {
   using In = prm::query_cq_in;
   using O = prm::query_cq_out;
   using Ctx = prm::cqc_bits<O::cq_context.bit_offset>;
-  if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
+  uint16_t uid = 0;
+  if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = cqs_.find(prm::Get(in, In::cqn));
   if (it == cqs_.end()) return Refuse(Syndrome::CQ_UNKNOWN);
   Cq& cq = it->second;
+  // uid 0 is the function's own (privileged) context and may look at any CQ.
+  if (uid != 0 && cq.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   // The engine reads the consumer index when a completion finds the ring full; the query
   // reports the doorbell record's current value.
   if (auto ci = Iommu::Access(iommu_).LoadAcquire32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))

@@ -104,6 +104,8 @@ Outcome Firmware::QueryEq(Bytes in, Out out) {
   auto it = eqs_.find(prm::Get(in, In::eq_number));
   if (it == eqs_.end()) return Refuse(Syndrome::EQ_UNKNOWN);
   const Eq& eq = it->second;
+  // uid 0 is the function's own (privileged) context and may look at any EQ.
+  if (uid != 0 && eq.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::eq_context_entry.bit_offset / 8, eq.eqc.data(), eq.eqc.size());
   using Ctx = prm::eqc_bits<O::eq_context_entry.bit_offset>;
   prm::Bits(out)

@@ -217,12 +217,15 @@ Outcome Firmware::DestroyMkey(Bytes in, Out out) {
 Outcome Firmware::QueryMkey(Bytes in, Out out) {
   using In = prm::query_mkey_in;
   using O = prm::query_mkey_out;
-  if (Outcome s = CheckShape<In, O>(in, out); !s.ok()) return s;
+  uint16_t uid = 0;
+  if (Outcome s = CheckShapeWithHeaderUid<In, O>(in, out, &uid); !s.ok()) return s;
   if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   if (prm::Get(in, In::pg_access) != 0) return Refuse(Syndrome::MKEY_UNSUPPORTED);
   auto it = mkeys_.find(prm::Get(in, In::mkey_index));
   if (it == mkeys_.end()) return Refuse(Syndrome::MKEY_UNKNOWN);
   const Mkey& m = it->second;
+  // uid 0 is the function's own (privileged) context and may look at any mkey.
+  if (uid != 0 && m.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   std::memcpy(out.data() + O::memory_key_mkey_entry.bit_offset / 8, m.mkc.data(), m.mkc.size());
   // The first two octowords of the translation list (bsf0_klm0_pas_mtt0_1, bsf1_klm1_pas_mtt2_3).
   const std::size_t n = std::min<std::size_t>(m.translations.size(), 2 * kOctoword);
