@@ -26,7 +26,7 @@ int CommandQueue::Poll(std::chrono::steady_clock::time_point now) {
   // Slots the driver handed over even if their doorbell write was overwritten (see the header).
   const bool scan = rung != 0 || now - last_scan_ >= kOwnershipScanPeriod;
   if (!scan && !release_.load(std::memory_order_acquire)) return 0;  // the busy engine's pass
-  const uint64_t cmdq = bar_.CmdqAddress();
+  const uint64_t cmdq = LatchedCmdqAddress();
   bool release = false;
   uint32_t parked = 0;
   {
@@ -66,6 +66,11 @@ int CommandQueue::Poll(std::chrono::steady_clock::time_point now) {
     if (RunSlot(cmdq, slot, was_parked && release)) ++done;
   }
   return done;
+}
+
+uint64_t CommandQueue::LatchedCmdqAddress() {
+  if (firmware_.state() == HcaState::kDisabled) latched_cmdq_ = bar_.CmdqAddress();
+  return latched_cmdq_;
 }
 
 bool CommandQueue::RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked) {

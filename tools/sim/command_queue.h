@@ -12,6 +12,12 @@
 // ring is never lost to zero, so that look is a safety net, and the busy engine's passes do not
 // pay for reading every slot each time.
 //
+// The queue's address is latched: Poll() reads cmdq_phy_addr from the init segment only while the
+// function is disabled (before ENABLE_HCA succeeds, and again after DISABLE_HCA), as the driver
+// writes it before its first command (Linux drivers/net/ethernet/mellanox/mlx5/core/cmd.c,
+// mlx5_cmd_init). Once the function is enabled, a later write to BAR0 moves nothing: whoever
+// can write the init segment cannot point the firmware at commands of its own.
+//
 // A stall (fault injection) parks a command un-completed, as a hung firmware command would, so a
 // driver's timeout path can be exercised; ReleaseStall() lets parked commands run.
 #pragma once
@@ -52,6 +58,8 @@ class CommandQueue {
   QueueCounters counters() const;
 
  private:
+  // cmdq_phy_addr as latched (see the header comment); Poll's thread only.
+  uint64_t LatchedCmdqAddress();
   // Runs the entry of `slot`; false if it was parked or unreachable.
   bool RunSlot(uint64_t cmdq, uint32_t slot, bool release_parked);
 
@@ -63,6 +71,7 @@ class CommandQueue {
   const uint32_t slots_;
   const uint32_t stride_;
   std::chrono::steady_clock::time_point last_scan_{};  // Poll's thread only
+  uint64_t latched_cmdq_ = 0;                          // Poll's thread only
 
   mutable std::mutex mutex_;  // guards the stall state and counters
   bool stall_armed_ = false;

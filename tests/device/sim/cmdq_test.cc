@@ -158,25 +158,44 @@ TEST_F(CmdqTest, DoorbellWithoutKickIsNoticedAtTheIdlePeriod) {
   EXPECT_TRUE(r->ok());
 }
 
-TEST_F(CmdqTest, UnreachableQueueIsLeftAloneAndLaterServed) {
+// Stores `v` big-endian at byte `off` of BAR0, as a driver (or an attacker) writes a register.
+void StoreBar(std::byte* bar, uint64_t off, uint32_t v) {
+  std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(bar + off)).store(std::byteswap(v));
+}
+constexpr uint64_t kCmdqHigh = prm::initial_seg::cmdq_phy_addr_63_32.bit_offset / 8;
+constexpr uint64_t kCmdqLow = prm::initial_seg::cmdq_phy_addr_31_12.bit_offset / 8;
+
+// Before ENABLE_HCA the device follows cmdq_phy_addr: a queue the driver has not mapped yet is
+// left alone, and served once the address names mapped memory.
+class DisabledCmdqTest : public SimTest {};
+
+TEST_F(DisabledCmdqTest, UnreachableQueueIsLeftAloneAndLaterServed) {
   std::byte* bar = w_->bar();
-  auto store = [&](uint64_t off, uint32_t v) {
-    std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(bar + off)).store(std::byteswap(v));
-  };
-  const uint64_t hi = prm::initial_seg::cmdq_phy_addr_63_32.bit_offset / 8;
-  const uint64_t lo = prm::initial_seg::cmdq_phy_addr_31_12.bit_offset / 8;
-  store(hi, 0x99);  // nothing mapped there
+  StoreBar(bar, kCmdqHigh, 0x99);  // nothing mapped there
   const uint64_t completed_before = sim_->queue_counters().completed;
-  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16, 0));
+  ASSERT_TRUE(w_->Post(prm::CommandIn<prm::enable_hca_in>(prm::ENABLE_HCA).bytes(), 16, 0));
   w_->Ring(1);
   // The device looked at the rung slot and found nothing mapped: it says so and leaves it.
   ASSERT_TRUE(onchip::testing::WaitUntil([&] { return sim_->queue_counters().unreachable > 0; }));
   EXPECT_TRUE(w_->Owned(0));
   EXPECT_EQ(sim_->queue_counters().completed, completed_before);
-  store(hi, static_cast<uint32_t>(CommandWriter::kArenaIova >> 32));
-  store(lo, static_cast<uint32_t>(CommandWriter::kArenaIova));
+  StoreBar(bar, kCmdqHigh, static_cast<uint32_t>(CommandWriter::kArenaIova >> 32));
+  StoreBar(bar, kCmdqLow, static_cast<uint32_t>(CommandWriter::kArenaIova));
   w_->Ring(1);
   EXPECT_TRUE(w_->Wait(0, std::chrono::milliseconds(5000)).value().ok());
+}
+
+// Once the function is enabled the address is latched: whoever can write BAR0 cannot point the
+// firmware at a queue of its own (or at nothing, stalling every command).
+TEST_F(CmdqTest, AddressWrittenAfterEnableMovesNothing) {
+  std::byte* bar = w_->bar();
+  StoreBar(bar, kCmdqHigh, 0x99);
+  StoreBar(bar, kCmdqLow, 0);
+  const uint64_t unreachable_before = sim_->queue_counters().unreachable;
+  auto r = w_->Run(prm::CommandIn<prm::nop_in>(prm::NOP).bytes(), 16);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->ok());
+  EXPECT_EQ(sim_->queue_counters().unreachable, unreachable_before);
 }
 
 TEST_F(CmdqTest, ZeroLengthOutputIsDeliveredWithNothingToSay) {
