@@ -15,7 +15,9 @@ constexpr unsigned kMfdHuge2MB = 21u << 26;
 Result<Region> AcquireMemfdRegion(size_t bytes, PageKind kind) {
   if (bytes == 0 || bytes % kHugePageBytes != 0) return Fail(EINVAL, "memfd region: size");
   const bool huge = kind == PageKind::kHuge2M;
-  unsigned flags = MFD_CLOEXEC | (huge ? MFD_HUGETLB | kMfdHuge2MB : 0u);
+  // MFD_ALLOW_SEALING: a device daemon seals the file against shrinking before it maps it
+  // (tools/simd/client_file.h); without it the daemon reaches the memory the slow way.
+  unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | kMfdHuge2MB : 0u);
   int fd = memfd_create(huge ? "onchip-dma-2m" : "onchip-dma-4k", flags);
   if (fd < 0) return Fail(errno, huge ? "memfd_create(MFD_HUGETLB)" : "memfd_create");
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {

@@ -80,6 +80,12 @@ Result<void> Device::MapProcessDma(uint64_t iova, uint64_t length, pid_t pid,
   return iommu_.MapProcess(iova, length, pid, remote_address);
 }
 
+Result<void> Device::MapProcessDma(uint64_t iova, uint64_t length,
+                                   std::shared_ptr<const ProcessFile> file,
+                                   uint64_t remote_address) {
+  return iommu_.MapProcess(iova, length, std::move(file), remote_address);
+}
+
 Result<void> Device::UnmapDma(uint64_t iova, uint64_t length) {
   return iommu_.Unmap(iova, length);
 }

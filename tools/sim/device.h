@@ -58,6 +58,9 @@ class Device final : public vpci::Function {
   // Maps anonymous memory of process `pid` at `remote_address` (Iommu::MapProcess: EPERM when
   // the kernel refuses this process ptrace access to it); UnmapDma removes it like any mapping.
   Result<void> MapProcessDma(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
+  // The same in the address space a client's own handles reach (Iommu::MapProcess).
+  Result<void> MapProcessDma(uint64_t iova, uint64_t length,
+                             std::shared_ptr<const ProcessFile> file, uint64_t remote_address);
   // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
   std::optional<vpci::TphCapability> tph() const override;
   // Wakes the device thread if it sleeps (vpci::WakeEngine on the BAR0 sleep word, which a

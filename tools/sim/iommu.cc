@@ -11,6 +11,11 @@ constexpr uint64_t kPage = 4096;
 bool ValidRange(uint64_t iova, uint64_t length) {
   return length != 0 && iova % kPage == 0 && length % kPage == 0 && iova + length >= iova;
 }
+// The same, and the process's range is page aligned, not at 0 and not wrapping either.
+bool ValidProcessRange(uint64_t iova, uint64_t length, uint64_t remote_address) {
+  return ValidRange(iova, length) && remote_address != 0 && remote_address % kPage == 0 &&
+         remote_address + length >= remote_address;
+}
 }  // namespace
 
 Iommu::~Iommu() = default;
@@ -37,12 +42,19 @@ Result<void> Iommu::Map(const vpci::DmaRegion& r) {
 
 Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
                                uint64_t remote_address) {
-  if (!ValidRange(iova, length) || remote_address == 0 || remote_address % kPage != 0 ||
-      remote_address + length < remote_address || pid <= 0)
+  if (pid <= 0) return Fail(EINVAL, "sim iommu: map process memory: no pid");
+  if (!ValidProcessRange(iova, length, remote_address))
     return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
   auto file = FileOf(pid, remote_address);
   if (!file) return std::unexpected(file.error());
-  auto process = ProcessMemory::Open(std::move(*file), remote_address, length);
+  return MapProcess(iova, length, std::move(*file), remote_address);
+}
+
+Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length,
+                               std::shared_ptr<const ProcessFile> file, uint64_t remote_address) {
+  if (file == nullptr || !ValidProcessRange(iova, length, remote_address))
+    return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
+  auto process = ProcessMemory::Open(std::move(file), remote_address, length);
   if (!process) return std::unexpected(process.error());
   return Insert(iova, Mapping{length, nullptr, std::move(*process)});
 }

@@ -60,6 +60,10 @@ class Iommu {
   // non-zero). EPERM when the kernel refuses ptrace access to pid, ESRCH when no such process,
   // EFAULT when a page of the range is not mapped or not readable there (ProcessMemory::Open).
   Result<void> MapProcess(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
+  // The same in the address space `file` reaches (a client's own handles, ProcessFile::Adopt):
+  // no pid is looked up and no privilege of this process is used.
+  Result<void> MapProcess(uint64_t iova, uint64_t length, std::shared_ptr<const ProcessFile> file,
+                          uint64_t remote_address);
   // ENOENT: no mapping starts at iova with exactly that length.
   Result<void> Unmap(uint64_t iova, uint64_t length);
 

@@ -12,14 +12,13 @@
 namespace onchip::sim {
 namespace {
 
-// The whole of a small /proc file (maps grows with the process; read until the end).
-bool ReadWhole(const char* path, std::string& out) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+// The whole of a small /proc file from its start (maps grows with the process; read until the
+// end).
+bool ReadWhole(int fd, std::string& out) {
+  if (lseek(fd, 0, SEEK_SET) != 0) return false;
   char buf[8192];
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  close(fd);
   return n == 0;
 }
 
@@ -72,10 +71,34 @@ Result<std::shared_ptr<const ProcessFile>> ProcessFile::Open(pid_t pid) {
         return Fail(errno, "sim iommu: map process memory: open /proc/PID/mem");
     }
   }
-  return std::shared_ptr<const ProcessFile>(new ProcessFile(pid, fd));
+  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
+  const int maps_fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (maps_fd < 0) {
+    const int e = errno == ENOENT ? ESRCH : errno;
+    close(fd);
+    return Fail(e, "sim iommu: map process memory: open /proc/PID/maps");
+  }
+  return std::shared_ptr<const ProcessFile>(new ProcessFile(pid, fd, maps_fd));
 }
 
-ProcessFile::~ProcessFile() { close(fd_); }
+Result<std::shared_ptr<const ProcessFile>> ProcessFile::Adopt(int mem_fd, int maps_fd, pid_t pid) {
+  if (mem_fd < 0 || maps_fd < 0) {
+    if (mem_fd >= 0) close(mem_fd);
+    if (maps_fd >= 0) close(maps_fd);
+    return Fail(EBADF, "sim iommu: a process's address space: no mem or maps file");
+  }
+  return std::shared_ptr<const ProcessFile>(new ProcessFile(pid, mem_fd, maps_fd));
+}
+
+ProcessFile::~ProcessFile() {
+  close(fd_);
+  close(maps_fd_);
+}
+
+bool ProcessFile::ReadMaps(std::string& out) const {
+  std::lock_guard lock(maps_mutex_);
+  return ReadWhole(maps_fd_, out);
+}
 
 bool ProcessFile::Reaches(uint64_t address) const {
   std::byte b;
@@ -84,11 +107,10 @@ bool ProcessFile::Reaches(uint64_t address) const {
 
 Result<ProcessMemory> ProcessMemory::Open(std::shared_ptr<const ProcessFile> file,
                                           uint64_t address, uint64_t length) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(file->pid()));
-  ProcessMemory memory(std::move(file), address, length);
   std::string maps;
-  if (!ReadWhole(path, maps)) return Fail(ESRCH, "sim iommu: map process memory: no such process");
+  if (!file->ReadMaps(maps) || maps.empty())
+    return Fail(ESRCH, "sim iommu: map process memory: the process is gone");
+  ProcessMemory memory(std::move(file), address, length);
   if (!CheckMaps(maps, address, address + length, memory.read_only_))
     return Fail(EFAULT, "sim iommu: map process memory: a page of the range is not mapped, or "
                         "not readable, in the client");

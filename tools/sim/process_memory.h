@@ -25,6 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <span>
 #include <utility>
 #include <vector>
@@ -33,12 +35,20 @@
 
 namespace onchip::sim {
 
-// One process's /proc/PID/mem, open for reading and writing; closed with the last holder.
+// One process's address space: its /proc/PID/mem, open for reading and writing, and its
+// /proc/PID/maps, both bound to the address space they were opened on (the kernel's
+// proc_mem_open takes the mm at open); closed with the last holder.
 class ProcessFile {
  public:
-  // EPERM (with the remedy in the message) when the kernel refuses ptrace access to `pid`,
-  // ESRCH when there is no such process.
+  // Opens both by pid. EPERM (with the remedy in the message) when the kernel refuses ptrace
+  // access to `pid`, ESRCH when there is no such process.
   static Result<std::shared_ptr<const ProcessFile>> Open(pid_t pid);
+  // A process's own /proc/self/mem and /proc/self/maps, as it opened them and passed them over a
+  // socket (the device daemon's hello): the device reaches exactly the address space the
+  // process had when it opened them, with the access the process itself has, whatever the
+  // device's own privileges and whatever the pid comes to name later. Takes both fds; `pid` is
+  // for messages only. EBADF when an fd is negative.
+  static Result<std::shared_ptr<const ProcessFile>> Adopt(int mem_fd, int maps_fd, pid_t pid);
   ~ProcessFile();
   ProcessFile(const ProcessFile&) = delete;
   ProcessFile& operator=(const ProcessFile&) = delete;
@@ -48,11 +58,15 @@ class ProcessFile {
   // Whether the byte at `address` reads through this file: false once the address space it was
   // opened on is gone (the process exited or called execve), or where nothing is mapped.
   bool Reaches(uint64_t address) const;
+  // The address space's mappings now, as /proc/PID/maps lists them; false once it is gone.
+  bool ReadMaps(std::string& out) const;
 
  private:
-  ProcessFile(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+  ProcessFile(pid_t pid, int fd, int maps_fd) : pid_(pid), fd_(fd), maps_fd_(maps_fd) {}
   pid_t pid_;
-  int fd_;  // owned
+  int fd_;       // owned: /proc/PID/mem
+  int maps_fd_;  // owned: /proc/PID/maps, read from its start by ReadMaps under maps_mutex_
+  mutable std::mutex maps_mutex_;
 };
 
 class ProcessMemory {

@@ -13,9 +13,14 @@
 // while a CPU is spare). --engine-sched: realtime (the default) runs the engine's thread
 // SCHED_FIFO where the daemon may, normal keeps it a normal thread (DeviceConfig::engine_sched).
 //
+// --group NAME: processes of that primary group may connect too (the socket is 0660; by
+// default only the daemon's own user and root may). --max-clients N: connections served at once
+// (default 256). --hello-timeout-ms MS: how long a connection may take to say hello (5000).
+//
 // Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
 // for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it
 // in the background.
+#include <grp.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -39,7 +44,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] "
                "[--link-layer eth|ib] [--engine-spin auto|always|never] "
-               "[--engine-sched realtime|normal]\n");
+               "[--engine-sched realtime|normal] [--group NAME] [--max-clients N] "
+               "[--hello-timeout-ms MS]\n");
   return 2;
 }
 
@@ -86,6 +92,25 @@ int main(int argc, char** argv) {
         options.engine_sched = Sched::kNormal;
       else
         return Usage();
+    } else if (a == "--group" && i + 1 < argc) {
+      const char* name = argv[++i];
+      const group* g = getgrnam(name);
+      if (g == nullptr) {
+        std::fprintf(stderr, "onchip simd: no group named %s\n", name);
+        return 2;
+      }
+      options.group = g->gr_gid;
+    } else if (a == "--max-clients" && i + 1 < argc) {
+      const std::string_view n = argv[++i];
+      if (std::from_chars(n.data(), n.data() + n.size(), options.max_clients).ec != std::errc() ||
+          options.max_clients == 0)
+        return Usage();
+    } else if (a == "--hello-timeout-ms" && i + 1 < argc) {
+      const std::string_view n = argv[++i];
+      uint32_t ms = 0;
+      if (std::from_chars(n.data(), n.data() + n.size(), ms).ec != std::errc() || ms == 0)
+        return Usage();
+      options.hello_timeout = std::chrono::milliseconds(ms);
     } else if (a == "--link-layer" && i + 1 < argc) {
       const std::string_view l = argv[++i];
       if (l == "ib")

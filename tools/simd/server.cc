@@ -27,6 +27,8 @@ sim::DeviceConfig FunctionConfig(uint32_t index) { return sim::NthDevice({}, ind
 namespace {
 
 constexpr std::chrono::milliseconds kIdlePollPeriod{20};
+// How long the accept loop waits when the process is out of descriptors.
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
 Result<int> Listen(const std::string& path) {
   sockaddr_un addr{};
@@ -53,10 +55,13 @@ Result<int> Listen(const std::string& path) {
   }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Fail(errno, "simd: socket");
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0) {
+  // connect() needs write permission on the socket file: 0660 lets the daemon's user and group
+  // in and nobody else, whatever the umask made of it (credentials are checked again at accept).
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      chmod(path.c_str(), 0660) != 0 || listen(fd, 64) != 0) {
     const int e = errno;
     close(fd);
-    return Fail(e, "simd: bind or listen on the socket");
+    return Fail(e, "simd: bind, chmod or listen on the socket");
   }
   return fd;
 }
@@ -145,16 +150,59 @@ void Server::Run() {
     Reap(false);
     if ((p[0].revents & POLLIN) == 0) continue;
     const int sock = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (sock < 0) continue;
-    std::vector<ServedFunction*> functions;
-    for (auto& f : functions_) functions.push_back(f.get());
-    std::lock_guard lock(mu_);
-    Client& c = clients_.emplace_back();
-    c.session = std::make_unique<Session>(sock, next_id_++, std::move(functions),
-                                          [this] { return StatusJson(); });
-    c.thread = std::thread([s = c.session.get()] { s->Run(); });
+    if (sock >= 0) {
+      Admit(sock);
+    } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      // Out of descriptors or memory: the pending connection stays queued, and accepting again
+      // at once would spin. Wait for clients to leave (or for Stop).
+      std::fprintf(stderr, "onchip simd: accept: %s; retrying in %lld ms\n", std::strerror(errno),
+                   static_cast<long long>(kAcceptBackoff.count()));
+      pollfd stop = {stop_pipe_[0], POLLIN, 0};
+      if (poll(&stop, 1, static_cast<int>(kAcceptBackoff.count())) > 0) break;
+    }
   }
   Reap(true);
+}
+
+void Server::Admit(int sock) {
+  std::optional<Session::Refusal> refusal;
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    refusal = Session::Refusal{EACCES, "the daemon cannot see who you are (SO_PEERCRED)"};
+  } else if (cred.uid != geteuid() && cred.uid != 0 &&
+             !(options_.group && cred.gid == *options_.group)) {
+    // As the kernel lets a process open /dev/infiniband/uverbsN by the node's owner and group:
+    // the daemon's own user, root, or the configured group.
+    std::fprintf(stderr, "onchip simd: refused pid %d (uid %u): not the daemon's user or group\n",
+                 static_cast<int>(cred.pid), static_cast<unsigned>(cred.uid));
+    refusal = Session::Refusal{EACCES,
+                               "this daemon serves its own user and group only (onchip-simd --group)"};
+  }
+  std::vector<ServedFunction*> functions;
+  for (auto& f : functions_) functions.push_back(f.get());
+  std::lock_guard lock(mu_);
+  // A refused connection still gets a session: it reads the client's first frame (within the
+  // hello timeout) and answers it with the reason, so the client sees why, not a broken pipe.
+  // Past twice the cap a connection is closed unanswered: a flood costs no thread.
+  if (clients_.size() >= 2 * uint64_t{options_.max_clients}) {
+    close(sock);
+    return;
+  }
+  if (!refusal && served_clients() >= options_.max_clients)
+    refusal = Session::Refusal{EUSERS,
+                               "the daemon serves as many clients as it may (onchip-simd --max-clients)"};
+  Client& c = clients_.emplace_back();
+  c.session = std::make_unique<Session>(sock, next_id_++, std::move(functions),
+                                        [this] { return StatusJson(); }, options_.hello_timeout,
+                                        refusal);
+  c.thread = std::thread([s = c.session.get()] { s->Run(); });
+}
+
+std::size_t Server::served_clients() const {
+  std::size_t n = 0;
+  for (const Client& c : clients_) n += c.session->refused() ? 0 : 1;
+  return n;
 }
 
 std::string Server::StatusJson() const {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <list>
+#include <sys/types.h>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,13 @@ struct ServerOptions {
   // Every function's port 1 link layer: Ethernet (RoCE, the default) or InfiniBand, each IB
   // port with a LID of its own from the fabric's subnet manager.
   sim::DeviceConfig::PortType port_type = sim::DeviceConfig::PortType::kEthernet;
+  // Who may connect besides the daemon's own user and root: processes whose primary group is
+  // this one (SO_PEERCRED names no supplementary groups). The socket is made 0660.
+  std::optional<gid_t> group = std::nullopt;
+  // Connections served at once; one more is refused with EUSERS.
+  uint32_t max_clients = 256;
+  // How long a connection may take to send its first frame (hello or status).
+  std::chrono::milliseconds hello_timeout{5000};
 };
 
 // $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock.
@@ -61,6 +69,11 @@ class Server {
  private:
   Server() = default;
   void Reap(bool all);
+  // Serves a connection just accepted, or refuses it (credentials, the connection cap) with a
+  // frame that says why.
+  void Admit(int sock);
+  // Sessions that are not refusals (mu_ held).
+  std::size_t served_clients() const;
 
   ServerOptions options_;
   int listen_fd_ = -1;

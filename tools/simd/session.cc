@@ -2,7 +2,9 @@
 
 #include <infiniband/verbs.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +12,7 @@
 #include <cstring>
 
 #include "driver/cmd/owner_channel.h"
+#include "tools/simd/client_file.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/field.h"
@@ -17,8 +20,14 @@
 namespace onchip::simd {
 
 Session::Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
-                 std::function<std::string()> status)
-    : sock_(sock), id_(id), functions_(std::move(functions)), status_(std::move(status)) {
+                 std::function<std::string()> status, std::chrono::milliseconds hello_timeout,
+                 std::optional<Refusal> refusal)
+    : sock_(sock),
+      id_(id),
+      functions_(std::move(functions)),
+      status_(std::move(status)),
+      hello_timeout_(hello_timeout),
+      refusal_(refusal) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
@@ -43,17 +52,56 @@ Result<void> Session::Refuse(MessageType type, int errno_value, const char* why)
                std::as_bytes(std::span<const char>(why, std::strlen(why))));
 }
 
+namespace {
+
+// A receive timeout on the socket (0: none).
+void SetReceiveTimeout(int sock, std::chrono::milliseconds t) {
+  timeval tv{.tv_sec = static_cast<time_t>(t.count() / 1000),
+             .tv_usec = static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+  (void)setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+// What the client may have mapped for the device at once, as the kernel's ib_umem_get
+// (drivers/infiniband/core/umem.c) charges pinned pages: its RLIMIT_MEMLOCK, unlimited with
+// CAP_IPC_LOCK. When the client's limit cannot be read, the daemon's own applies.
+uint64_t MemlockLimit(pid_t pid) {
+  if (std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "re")) {
+    char line[256];
+    unsigned long long caps = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr)
+      found = std::sscanf(line, "CapEff: %llx", &caps) == 1;
+    std::fclose(f);
+    constexpr int kCapIpcLock = 14;  // linux/capability.h
+    if (found && ((caps >> kCapIpcLock) & 1)) return UINT64_MAX;
+  }
+  rlimit r{};
+  if (prlimit(pid, RLIMIT_MEMLOCK, nullptr, &r) != 0 && getrlimit(RLIMIT_MEMLOCK, &r) != 0) return 0;
+  return r.rlim_cur == RLIM_INFINITY ? UINT64_MAX : r.rlim_cur;
+}
+
+}  // namespace
+
 void Session::Run() {
-  for (;;) {
+  SetReceiveTimeout(sock_, hello_timeout_);
+  for (bool first = true;; first = false) {
     auto frame = RecvFrame(sock_);
     if (!frame) {
-      // EOF is a client leaving; anything else is a client that broke the protocol: tell it (it
-      // may still read) and treat it as gone.
-      if (frame.error().errno_value() != EIO)
+      // EOF is a client leaving; anything else is a client that broke the protocol (or sent
+      // nothing in time): tell it (it may still read) and treat it as gone.
+      const int e = frame.error().errno_value();
+      if (e == EAGAIN || e == EWOULDBLOCK)
+        (void)Refuse(MessageType::kHello, ETIMEDOUT, "no hello in time");
+      else if (e != EIO)
         (void)Refuse(MessageType::kHello, EPROTO, frame.error().what());
       break;
     }
+    if (first && refusal_) {
+      (void)Refuse(frame->type(), refusal_->errno_value, refusal_->why);
+      break;
+    }
     if (auto served = Serve(*frame); !served) break;
+    if (first) SetReceiveTimeout(sock_, std::chrono::milliseconds(0));
   }
   Release();
   // The client sees the connection end now, with everything it owned already released; the fd
@@ -90,7 +138,7 @@ Result<void> Session::Hello(const Frame& frame) {
     return Fail(EPROTO, "simd: hello twice");
   }
   auto req = ReadStruct<HelloRequest>(frame.payload);
-  if (!req || !frame.fds.empty()) {
+  if (!req || (frame.fds.size() != 0 && frame.fds.size() != 2)) {
     (void)Refuse(MessageType::kHello, EPROTO, "malformed hello");
     return Fail(EPROTO, "simd: malformed hello");
   }
@@ -98,6 +146,14 @@ Result<void> Session::Hello(const Frame& frame) {
     (void)Refuse(MessageType::kHello, ENODEV, "the daemon serves no such function");
     return Fail(ENODEV, "simd: no such function");
   }
+  if (frame.fds.size() == 2) {
+    Frame& handles = const_cast<Frame&>(frame);
+    const int mem = handles.TakeFd(0), maps = handles.TakeFd(1);
+    auto file = sim::ProcessFile::Adopt(mem, maps, pid_);
+    if (!file) return Refuse(MessageType::kHello, file.error().errno_value(), file.error().what());
+    memory_ = std::move(*file);
+  }
+  memlock_limit_ = MemlockLimit(pid_);
   ServedFunction& f = *functions_[req->function];
   HelloReply reply;
   reply.bar0_size = f.device->bar0().size;
@@ -212,28 +268,35 @@ Result<void> Session::MapDma(Frame& frame) {
       req->length > end - req->iova)
     return Refuse(MessageType::kMapDma, EINVAL,
                   "DMA map outside the client's IOVA window or not whole 4 KiB pages");
+  {
+    std::lock_guard lock(mu_);
+    uint64_t mapped = 0;
+    for (const auto& [iova, m] : mappings_) mapped += m.length;
+    if (req->length > memlock_limit_ || mapped > memlock_limit_ - req->length)
+      return Refuse(MessageType::kMapDma, ENOMEM,
+                    "the client's RLIMIT_MEMLOCK does not cover this much mapped memory "
+                    "(ulimit -l, or CAP_IPC_LOCK)");
+  }
   if (req->has_fd == 0) {
     // Memory without an fd (malloc'd, stack, anonymous mmap): the device reaches it in the
-    // client process itself (process_vm_readv/writev on the pid the socket's peer credentials
-    // name), as the kernel's IOMMU reaches pinned pages.
-    if (pid_ <= 0)
-      return Refuse(MessageType::kMapDma, ESRCH, "the client's pid is unknown (no SO_PEERCRED)");
-    if (auto mapped = function_->device->MapProcessDma(req->iova, req->length, pid_, req->host);
-        !mapped) {
-      const std::string why = std::string("the device cannot reach the client's memory: ") +
-                              mapped.error().describe() +
-                              (mapped.error().errno_value() == EPERM
-                                   ? " (process_vm_writev needs the same user and ptrace access: "
-                                     "see kernel.yama.ptrace_scope)"
-                                   : "");
-      return Reply(MessageType::kMapDma, static_cast<uint32_t>(mapped.error().errno_value()),
-                   std::as_bytes(std::span<const char>(why.data(), why.size())));
-    }
+    // client's address space through the handles the client gave at hello (its own
+    // /proc/self/mem and maps), as the kernel's IOMMU reaches pinned pages; never by pid.
+    if (memory_ == nullptr)
+      return Refuse(MessageType::kMapDma, EPERM,
+                    "the client gave no address-space handles at hello: only fd-backed memory maps");
+    if (auto mapped = function_->device->MapProcessDma(req->iova, req->length, memory_, req->host);
+        !mapped)
+      return Refuse(MessageType::kMapDma, mapped.error().errno_value(),
+                    mapped.error().describe().c_str());
     std::lock_guard lock(mu_);
     mappings_[req->iova] = Mapping{req->length, nullptr};
     return Reply(MessageType::kMapDma, 0);
   }
   const int fd = frame.TakeFd(0);
+  if (auto pinned = PinClientFile(fd, req->fd_offset, req->length); !pinned) {
+    close(fd);
+    return Refuse(MessageType::kMapDma, pinned.error().errno_value(), pinned.error().what());
+  }
   void* host = mmap(nullptr, req->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                     static_cast<off_t>(req->fd_offset));
   const int mmap_errno = errno;

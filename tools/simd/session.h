@@ -1,11 +1,12 @@
 // One client connection of the device daemon: the kernel's side of an open uverbs file.
 //
-// The first frame is kHello (which function; the daemon answers with BAR0, the
-// interrupt eventfds, the client's IOVA window and uid) or kStatus (the daemon's state as JSON,
-// then the connection closes). Afterwards: firmware commands (refused with EPERM unless user
-// space may issue them; the uid stamped; creations and destructions noted), DMA map and unmap
-// (fd-backed memory the daemon maps itself; memory without an fd reached in the client process
-// with process_vm_readv/writev; only inside the client's IOVA window). When the
+// The first frame is kHello (which function, and the client's own /proc/self/mem and
+// /proc/self/maps; the daemon answers with BAR0, the interrupt eventfds, the client's IOVA window
+// and uid) or kStatus (the daemon's state as JSON, then the connection closes). Afterwards:
+// firmware commands (refused with EPERM unless user space may issue them; the uid stamped;
+// creations and destructions noted), DMA map and unmap (fd-backed memory the daemon maps itself
+// once the file is sealed against shrinking, client_file.h; memory without an fd reached through
+// the address-space handles of the hello; only inside the client's IOVA window). When the
 // connection ends for any reason (exit, crash, SIGKILL, a malformed frame) the session releases
 // everything the client owned: QPs to ERR, objects in reverse creation order, DMA unmapped.
 #pragma once
@@ -13,9 +14,11 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,6 +27,7 @@
 #include "driver/bus/simd/frame_io.h"
 #include "tools/simd/owned_objects.h"
 #include "tools/simd/served_function.h"
+#include "tools/sim/process_memory.h"
 
 namespace onchip::simd {
 
@@ -33,9 +37,16 @@ class Session {
   static constexpr uint64_t kIovaWindowBits = 36;
   static uint64_t IovaBase(uint32_t id) { return (uint64_t{id} + 1) << kIovaWindowBits; }
 
-  // `status` renders the daemon's state for a kStatus request.
+  // Why a connection is not served: its first frame is answered with this, and it ends.
+  struct Refusal {
+    int errno_value;
+    const char* why;  // static text
+  };
+  // `status` renders the daemon's state for a kStatus request. The first frame must arrive
+  // within `hello_timeout`.
   Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
-          std::function<std::string()> status);
+          std::function<std::string()> status, std::chrono::milliseconds hello_timeout,
+          std::optional<Refusal> refusal = std::nullopt);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -45,6 +56,7 @@ class Session {
   // Ends the connection from another thread (daemon shutdown); Run returns soon after.
   void Shutdown();
   bool finished() const { return finished_.load(); }
+  bool refused() const { return refusal_.has_value(); }
 
   // This client as a JSON object (pid, uid, function, objects by kind, DMA mappings, MEMIC bytes);
   // empty before its hello.
@@ -71,13 +83,19 @@ class Session {
   const uint32_t id_;
   const std::vector<ServedFunction*> functions_;
   const std::function<std::string()> status_;
+  const std::chrono::milliseconds hello_timeout_;
+  const std::optional<Refusal> refusal_;
   pid_t pid_ = 0;
   uid_t user_ = 0;
   uint16_t uid_ = 0;  // the firmware owner tag
+  uint64_t memlock_limit_ = 0;  // bytes the client may have mapped at once (set at hello)
   ServedFunction* function_ = nullptr;
   std::optional<uint16_t> vector_;  // its interrupt vector (ServedFunction::TakeVector)
   mutable std::mutex mu_;  // owned_ and mappings_ (Run writes, DescribeJson reads)
   OwnedObjects owned_;
+  // The client's address space as its hello handed it over (its /proc/self/mem and maps), for
+  // memory without an fd; null when it gave none.
+  std::shared_ptr<const sim::ProcessFile> memory_;
   std::map<uint64_t, Mapping> mappings_;  // by IOVA
   std::atomic<bool> finished_{false};
 };

@@ -1,6 +1,7 @@
 #include "driver/bus/simd/simd_client.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -164,11 +165,18 @@ class SimdFunction final : public vpci::Function {
         req.fd_offset = backing->offset;
       }
     }
-    req.has_fd = fd >= 0 ? 1 : 0;
-    const int fds[1] = {fd};
-    ONCHIP_TRY(Frame reply,
-               conn_->Call(MessageType::kMapDma, {onchip::simd::AsBytes(req)},
-                           fd >= 0 ? std::span<const int>(fds) : std::span<const int>()));
+    if (fd >= 0) {
+      req.has_fd = 1;
+      const int fds[1] = {fd};
+      ONCHIP_TRY(Frame reply, conn_->Call(MessageType::kMapDma, {onchip::simd::AsBytes(req)},
+                                          std::span<const int>(fds)));
+      // EPERM: the daemon cannot seal the file against shrinking (tools/simd/client_file.h), so
+      // it would not be safe to map; the same memory is reachable as process memory.
+      if (reply.header.status != EPERM) return CheckReply(reply, "map DMA through the device daemon");
+      req.has_fd = 0;
+      req.fd_offset = 0;
+    }
+    ONCHIP_TRY(Frame reply, conn_->Call(MessageType::kMapDma, {onchip::simd::AsBytes(req)}));
     return CheckReply(reply, "map DMA through the device daemon");
   }
 
@@ -261,7 +269,17 @@ Result<Attachment> Attach(std::string_view address) {
   }
   ONCHIP_TRY(std::shared_ptr<Connection> conn, Connection::Dial(path));
   HelloRequest hello{.function = function, .pid = static_cast<uint32_t>(getpid())};
-  ONCHIP_TRY(Frame reply, conn->Call(MessageType::kHello, {onchip::simd::AsBytes(hello)}));
+  // This process's address space, as handles bound to it: the daemon reaches memory without an
+  // fd through them (tools/simd/session.h), never by pid with its own privileges. The kernel
+  // binds /proc/self/mem and maps to the address space at open (fs/proc/base.c, proc_mem_open).
+  const int space[2] = {open("/proc/self/mem", O_RDWR | O_CLOEXEC),
+                        open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
+  const bool have_space = space[0] >= 0 && space[1] >= 0;
+  auto reply_or = conn->Call(MessageType::kHello, {onchip::simd::AsBytes(hello)},
+                             have_space ? std::span<const int>(space) : std::span<const int>());
+  for (int fd : space)
+    if (fd >= 0) close(fd);
+  ONCHIP_TRY(Frame reply, std::move(reply_or));
   ONCHIP_CHECK(CheckReply(reply, "hello to the device daemon"));
   ONCHIP_TRY(const HelloReply h, onchip::simd::ReadStruct<HelloReply>(reply.payload));
   if (reply.fds.size() != 1u + h.interrupt_vectors || h.interrupt_vectors > 1 ||

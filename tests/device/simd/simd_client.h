@@ -127,7 +127,7 @@ struct SharedBuffer {
           mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
       return;
     }
-    fd = memfd_create("simd-test", MFD_CLOEXEC);
+    fd = memfd_create("simd-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     EXPECT_EQ(ftruncate(fd, static_cast<off_t>(n)), 0);
     data = static_cast<uint8_t*>(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   }

@@ -1,0 +1,304 @@
+// The device daemon keeps its clients apart as the kernel keeps uverbs files apart: each test is
+// an attack one client (or a stranger) makes on another client or on the daemon, and checks the
+// attacker is refused with the kernel's errno, the victim's objects and bytes are untouched and
+// the daemon goes on serving.
+#include <fcntl.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/bus/simd/frame_io.h"
+#include "driver/cq.h"
+#include "driver/device.h"
+#include "driver/open.h"
+#include "driver/verbs/calls.h"
+#include "tests/device/rc_connect.h"
+#include "tests/device/simd/simd_client.h"
+#include "uapi/prm/cq.h"
+#include "uapi/prm/field.h"
+#include "uapi/prm/mkey.h"
+#include "uapi/prm/opcodes.h"
+#include "uapi/simd_protocol.h"
+
+namespace onchip::testing {
+namespace {
+
+namespace v = driver::verbs;
+using namespace simd_client;  // NOLINT: the daemon and its clients
+
+// A connection of our own to the daemon's socket: the frames an attacker writes by hand.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~RawClient() { close(fd_); }
+  bool connected() const { return connected_; }
+  // The status of the daemon's answer to one frame, or -1 when none came.
+  int Call(simd::MessageType type, std::span<const std::byte> payload,
+           std::span<const int> fds = {}) {
+    if (!simd::SendFrame(fd_, type, 0, {payload}, fds)) return -1;
+    auto reply = simd::RecvFrame(fd_);
+    return reply ? static_cast<int>(reply->header.status) : -1;
+  }
+  // The status of a hello without address-space handles; `reply` gets the daemon's answer.
+  int Hello(uint32_t function, simd::HelloReply* reply = nullptr) {
+    simd::HelloRequest hello{.function = function, .pid = 0};
+    if (!simd::SendFrame(fd_, simd::MessageType::kHello, 0, {simd::AsBytes(hello)})) return -1;
+    auto frame = simd::RecvFrame(fd_);
+    if (!frame) return -1;
+    if (reply != nullptr && frame->header.status == 0)
+      if (auto r = simd::ReadStruct<simd::HelloReply>(frame->payload)) *reply = *r;
+    return static_cast<int>(frame->header.status);
+  }
+  // The first frame the daemon sends without being asked, or -1.
+  int Unasked() {
+    auto reply = simd::RecvFrame(fd_);
+    return reply ? static_cast<int>(reply->header.status) : -1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+class IsolationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    signal(SIGPIPE, SIG_IGN);
+    StartDaemon({});
+  }
+  void StartDaemon(std::vector<std::string> args) {
+    daemon_.reset();
+    daemon_ = std::make_unique<Daemon>("isolation", std::move(args));
+    ASSERT_TRUE(daemon_->Start());
+  }
+  // The daemon still serves: a new client gets a PD.
+  void ExpectServing() {
+    auto d = driver::Open(daemon_->locator(0));
+    ASSERT_TRUE(d) << d.error().describe();
+    ibv_pd* pd = v::alloc_pd((*d)->verbs());
+    ASSERT_NE(pd, nullptr) << strerror(errno);
+    EXPECT_EQ(v::dealloc_pd(pd), 0);
+    (*d)->Close();
+  }
+  std::unique_ptr<Daemon> daemon_;
+};
+
+// F5: QUERY_MKEY and QUERY_CQ carry the client's uid, and the firmware answers only the owner
+// (the rkey, VA and IOVAs of another client's MR are what an mkey forged over them would need).
+TEST_F(IsolationTest, AnotherClientsMkeyAndCqCannotBeQueried) {
+  Endpoint victim;
+  ASSERT_TRUE(victim.Open(daemon_->locator(0), 0));
+  auto attacker = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(attacker) << attacker.error().describe();
+  auto query_mkey = [&](driver::Device& d, uint32_t lkey) {
+    auto in = prm::CommandIn<prm::query_mkey_in>(prm::QUERY_MKEY);
+    in.set(prm::query_mkey_in::mkey_index, lkey >> 8);
+    std::vector<std::byte> out(prm::size_bytes<prm::query_mkey_out>);
+    return d.commander().Exec(in.bytes(), out);
+  };
+  auto query_cq = [&](driver::Device& d, uint32_t cqn) {
+    auto in = prm::CommandIn<prm::query_cq_in>(prm::QUERY_CQ);
+    in.set(prm::query_cq_in::cqn, cqn);
+    std::vector<std::byte> out(prm::size_bytes<prm::query_cq_out>);
+    return d.commander().Exec(in.bytes(), out);
+  };
+  const uint32_t victim_cqn = driver::Cq::From(victim.cq)->cqn;
+  auto m = query_mkey(**attacker, victim.mr->lkey);
+  ASSERT_FALSE(m);
+  EXPECT_TRUE(m.error().from_firmware()) << m.error().describe();
+  auto c = query_cq(**attacker, victim_cqn);
+  ASSERT_FALSE(c);
+  EXPECT_TRUE(c.error().from_firmware()) << c.error().describe();
+  // The owner is answered.
+  EXPECT_TRUE(query_mkey(*victim.device, victim.mr->lkey));
+  EXPECT_TRUE(query_cq(*victim.device, victim_cqn));
+  (*attacker)->Close();
+  victim.Close();
+  ExpectServing();
+}
+
+// F3: a file mapping longer than the file would raise SIGBUS in the daemon at the first device
+// access past its end; it is refused at registration (EFAULT, as ib_umem_get fails on a page it
+// cannot pin).
+TEST_F(IsolationTest, AnMrLongerThanItsFileIsRefused) {
+  Endpoint client;
+  ASSERT_TRUE(client.Open(daemon_->locator(0), 0));
+  const int fd = memfd_create("isolation-short", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  constexpr std::size_t kLength = 64 << 10;
+  void* p = mmap(nullptr, kLength, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  errno = 0;
+  ibv_mr* mr = v::reg_mr(client.pd, p, kLength, reinterpret_cast<uintptr_t>(p),
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  EXPECT_EQ(mr, nullptr);
+  EXPECT_EQ(errno, EFAULT);
+  if (mr != nullptr) v::dereg_mr(mr);
+  munmap(p, kLength);
+  close(fd);
+  client.Close();
+  ExpectServing();
+}
+
+// F3: once registered, a file the daemon maps cannot shrink under it (F_SEAL_SHRINK), and the MR
+// goes on working.
+TEST_F(IsolationTest, ARegisteredFileCannotBeTruncated) {
+  Endpoint a, b;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(b.Open(daemon_->locator(1), 1));
+  EXPECT_EQ(ftruncate(b.buf->fd, 4096), -1);
+  EXPECT_EQ(errno, EPERM);
+  ibv_qp* qa = a.Rc();
+  ibv_qp* qb = b.Rc();
+  ASSERT_TRUE(qa && qb);
+  ASSERT_TRUE(Connect(qa, qb->qp_num, b.gid));
+  ASSERT_TRUE(Connect(qb, qa->qp_num, a.gid));
+  for (int i = 0; i < 8192; ++i) a.buf->data[i] = static_cast<uint8_t>(i * 5);
+  ASSERT_TRUE(Write(a, qa, b, 0, 8192));
+  EXPECT_EQ(std::memcmp(a.buf->data, b.buf->data, 8192), 0);
+  a.Close();
+  b.Close();
+  ExpectServing();
+}
+
+// F3: a file that cannot be sealed (a memfd without MFD_ALLOW_SEALING) is reached as process
+// memory instead; truncating it afterwards makes the device's accesses fail, and kills nothing.
+TEST_F(IsolationTest, TruncatingAnUnsealableRegisteredFileFailsOnlyItsOwnAccesses) {
+  Endpoint a, b;
+  ASSERT_TRUE(a.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(b.Open(daemon_->locator(1), 1));
+  constexpr std::size_t kLength = 64 << 10;
+  const int fd = memfd_create("isolation-unsealable", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, kLength), 0);
+  auto* p = static_cast<uint8_t*>(mmap(nullptr, kLength, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  ibv_mr* mr = v::reg_mr(b.pd, p, kLength, reinterpret_cast<uintptr_t>(p),
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr, nullptr) << strerror(errno);
+  ibv_qp* qa = a.Rc();
+  ibv_qp* qb = b.Rc();
+  ASSERT_TRUE(qa && qb);
+  ASSERT_TRUE(Connect(qa, qb->qp_num, b.gid));
+  ASSERT_TRUE(Connect(qb, qa->qp_num, a.gid));
+  for (int i = 0; i < 4096; ++i) a.buf->data[i] = static_cast<uint8_t>(i * 3);
+  ASSERT_TRUE(WriteTo(a, qa, 0, p, mr->rkey, 4096));
+  EXPECT_EQ(std::memcmp(a.buf->data, p, 4096), 0);
+  // The victim of its own act: the pages behind the MR are gone. The write fails (a remote
+  // access error for the sender), and the daemon lives.
+  ASSERT_EQ(ftruncate(fd, 0), 0);
+  ibv_wc_status status = IBV_WC_SUCCESS;
+  EXPECT_FALSE(WriteTo(a, qa, 0, p, mr->rkey, 4096, &status));
+  EXPECT_EQ(status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(status);
+  EXPECT_EQ(v::dereg_mr(mr), 0);
+  munmap(p, kLength);
+  close(fd);
+  a.Close();
+  b.Close();
+  ExpectServing();
+}
+
+// F4: memory without an fd is reached only through the address-space handles the client itself
+// handed over at hello, never by its pid with the daemon's privileges: a hello without them maps
+// no process memory.
+TEST_F(IsolationTest, WithoutItsOwnHandlesAClientMapsNoProcessMemory) {
+  RawClient raw(daemon_->socket());
+  ASSERT_TRUE(raw.connected());
+  simd::HelloReply hello;
+  ASSERT_EQ(raw.Hello(0, &hello), 0);
+  static thread_local std::array<std::byte, 8192> memory;
+  simd::MapDmaRequest req{.iova = hello.iova_base, .length = 4096, .fd_offset = 0,
+                          .host = (reinterpret_cast<uint64_t>(memory.data()) + 4095) & ~uint64_t{4095},
+                          .has_fd = 0, .reserved = 0};
+  EXPECT_EQ(raw.Call(simd::MessageType::kMapDma, simd::AsBytes(req)), EPERM);
+  ExpectServing();
+}
+
+// F4: the socket is 0660 whatever the umask, and a process of another user (not in the
+// daemon's group) is refused at its first frame with EACCES.
+TEST_F(IsolationTest, AnotherUsersProcessIsRefused) {
+  struct stat st{};
+  ASSERT_EQ(stat(daemon_->socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  if (geteuid() != 0) GTEST_SKIP() << "becoming another user needs root";
+  // The socket's directory is the daemon's; let the stranger reach the socket itself, so that
+  // only the daemon's check stands in its way.
+  chmod(daemon_->socket().c_str(), 0666);
+  const std::string dir = daemon_->socket().substr(0, daemon_->socket().rfind('/'));
+  chmod(dir.c_str(), 0711);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+    RawClient raw(daemon_->socket());
+    if (!raw.connected()) _exit(11);
+    _exit(raw.Hello(0) == EACCES ? 0 : 12);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 10) GTEST_SKIP() << "this sandbox has no other user to become";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: no connection, 12: not EACCES";
+  ExpectServing();
+}
+
+// F4: a connection that never says hello is dropped when the hello timeout ends (ETIMEDOUT),
+// so silent connections cannot hold the daemon's threads.
+TEST_F(IsolationTest, AConnectionThatSaysNothingIsDropped) {
+  StartDaemon({"--hello-timeout-ms", "200"});
+  RawClient raw(daemon_->socket());
+  ASSERT_TRUE(raw.connected());
+  EXPECT_EQ(raw.Unasked(), ETIMEDOUT);
+  ExpectServing();
+}
+
+// F4: past the connection cap, one more client is refused with EUSERS; when one leaves, the
+// next one is served.
+TEST_F(IsolationTest, TheConnectionCapRefusesOneMore) {
+  StartDaemon({"--max-clients", "2"});
+  auto first = driver::Open(daemon_->locator(0));
+  auto second = driver::Open(daemon_->locator(1));
+  ASSERT_TRUE(first && second);
+  auto third = driver::Open(daemon_->locator(0));
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().errno_value(), EUSERS) << third.error().describe();
+  (*second)->Close();
+  second->reset();
+  // The daemon reaps a finished session within its poll period (a second).
+  bool served = false;
+  for (int i = 0; i < 40 && !served; ++i) {
+    auto again = driver::Open(daemon_->locator(0));
+    if (again) {
+      served = true;
+      (*again)->Close();
+    } else {
+      usleep(100'000);
+    }
+  }
+  EXPECT_TRUE(served);
+  (*first)->Close();
+}
+
+}  // namespace
+}  // namespace onchip::testing

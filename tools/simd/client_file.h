@@ -1,0 +1,24 @@
+// A client's file the daemon is about to map for the device (a memfd, a hugetlbfs file): made
+// safe to reach for as long as the mapping lives, as the kernel's ib_umem_get
+// (drivers/infiniband/core/umem.c) pins a user MR's pages before the device may touch them.
+//
+// A mapping of a file is only as long-lived as the file's size: pages past the end of a file
+// that shrank raise SIGBUS in whoever touches them, and here that would be the daemon serving
+// every client. So the file is sealed against shrinking (memfd's F_SEAL_SHRINK) first, and then
+// its size is checked to cover the range. A file that cannot be sealed (not a memfd, a memfd made
+// without MFD_ALLOW_SEALING, or one sealed with F_SEAL_SEAL already) is refused with EPERM: the
+// client maps that memory as process memory instead (reached through its address-space handles,
+// where a vanished page is a failed access, never a signal).
+#pragma once
+
+#include <cstdint>
+
+#include "uapi/result.h"
+
+namespace onchip::simd {
+
+// EPERM: the file cannot be sealed against shrinking. EINVAL: not a regular file. EFAULT: the
+// file ends before offset + length (as ib_umem_get fails on a page it cannot pin).
+Result<void> PinClientFile(int fd, uint64_t offset, uint64_t length);
+
+}  // namespace onchip::simd
