@@ -26,7 +26,7 @@
 #include "driver/device.h"
 #include "driver/open.h"
 #include "driver/verbs/calls.h"
-#include "tests/device/rc_connect.h"
+#include "tools/testing/rc_connect.h"
 #include "tests/device/simd/simd_client.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/field.h"
