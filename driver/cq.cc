@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "driver/cmd/run.h"
+#include "driver/device_object.h"
 #include "uapi/prm/caps.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/cqe.h"
@@ -22,6 +23,13 @@ constexpr uint32_t kKnownCreateFlags =
     IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
 constexpr uint32_t kCqeSz64 = 0;          // cqc.cqe_sz: 64-byte CQEs
 constexpr uint32_t kLogMaxCqEntries = 24;  // libmlx5's own bound on a CQ
+
+// CQ `cqn` on the device, with its DESTROY_CQ.
+DeviceObject CqOnDevice(cmd::Commander& commander, uint32_t cqn) {
+  prm::Message<prm::destroy_cq_in> in;
+  in.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, cqn);
+  return DeviceObject::Owning<prm::destroy_cq_out>(commander, cqn, in);
+}
 
 }  // namespace
 
@@ -86,36 +94,31 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   for (std::size_t i = 0; i < pages; ++i)
     in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_cq_out>(device->commander(), in));
+  // The device has the CQ: any failure from here gives it back.
+  DeviceObject on_device =
+      CqOnDevice(device->commander(), static_cast<uint32_t>(out.get(prm::create_cq_out::cqn)));
 
-  auto* cq = new Cq{};
+  auto cq = std::make_unique<Cq>();
   const rings::CqRingDesc desc{
       .buf = static_cast<std::byte*>(ring.data()),
       .cqe_cnt = static_cast<uint32_t>(entries),
       .cqe_size = cqe_bytes,
       .dbr = static_cast<prm::CqDoorbellRecord*>(doorbell.data()),
-      .cqn = out.get(prm::create_cq_out::cqn),
+      .cqn = on_device.id(),
       .uar_cq_doorbell = arm_doorbell,
       .bus = &device->bus(),
       .qpns = &device->qpns(),
       .xrc_srqns = &device->xrc_srqns(),
       .locked = (attr.create_flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) == 0,
   };
-  Result<void> ready = cq->dp.ring.Init(desc);
-  if (ready && attr.extended) ready = rings::InstallCqExOps(&cq->dp.verbs.cq_ex, attr.wc_flags);
-  if (!ready) {
-    // The device has the CQ; give it back before failing.
-    prm::Message<prm::destroy_cq_in> destroy;
-    destroy.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, desc.cqn);
-    (void)cmd::Run<prm::destroy_cq_out>(device->commander(), destroy);
-    delete cq;
-    return std::unexpected(ready.error());
-  }
+  ONCHIP_CHECK(cq->dp.ring.Init(desc));
+  if (attr.extended) ONCHIP_CHECK(rings::InstallCqExOps(&cq->dp.verbs.cq_ex, attr.wc_flags));
   cq->device = device;
   cq->parent_domain = attr.parent_domain;
   cq->ring = std::move(ring);
   cq->doorbell = std::move(doorbell);
   cq->arm_register = uar;
-  cq->cqn = out.get(prm::create_cq_out::cqn);
+  cq->cqn = on_device.id();
   cq->log_entries = log_entries;
   cq->cqe_bytes = cqe_bytes;
   cq->wc_flags = attr.wc_flags;
@@ -123,8 +126,9 @@ Result<Cq*> CreateCq(const std::shared_ptr<Device>& device, const CqAttributes& 
   cq->dp.verbs.cq.context = device->verbs();
   cq->dp.verbs.cq.cqe = static_cast<int>(entries - 1);
   cq->dp.verbs.cq.handle = cq->cqn;
-  device->registry().Publish<ObjectKind::kCq>(op, cq, cq->life);
-  return cq;
+  on_device.Commit();
+  device->registry().Publish<ObjectKind::kCq>(op, cq.get(), cq->life);
+  return cq.release();
 }
 
 Result<void> ResizeCq(Cq* cq, int cqe) {
@@ -210,11 +214,7 @@ Result<void> ModifyCq(Cq* cq, const ibv_modify_cq_attr& attr) {
 }
 
 Result<void> ReleaseCqOnDevice(Cq& cq, Release) {
-  prm::Message<prm::destroy_cq_in> in;
-  in.set(prm::destroy_cq_in::opcode, prm::DESTROY_CQ).set(prm::destroy_cq_in::cqn, cq.cqn);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_cq_out>(cq.device->commander(), in));
-  (void)out;
-  return {};
+  return CqOnDevice(cq.device->commander(), cq.cqn).Destroy();
 }
 
 Result<void> DestroyCq(Cq* cq) {

@@ -1,19 +1,20 @@
 #include "driver/mkey.h"
 
-#include "driver/cmd/run.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/umr.h"
 #include "uapi/prm/opcodes.h"
 
 namespace onchip::driver {
 
-Result<void> DestroyMkey(cmd::Commander& commander, uint32_t mkey_index) {
+DeviceObject MkeyOnDevice(cmd::Commander& commander, uint32_t mkey_index) {
   prm::Message<prm::destroy_mkey_in> in;
   in.set(prm::destroy_mkey_in::opcode, prm::DESTROY_MKEY)
       .set(prm::destroy_mkey_in::mkey_index, mkey_index);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_mkey_out>(commander, in));
-  (void)out;
-  return {};
+  return DeviceObject::Owning<prm::destroy_mkey_out>(commander, mkey_index, in);
+}
+
+Result<void> DestroyMkey(cmd::Commander& commander, uint32_t mkey_index) {
+  return MkeyOnDevice(commander, mkey_index).Destroy();
 }
 
 void SetAccessModeNoQp(prm::Message<prm::create_mkey_in>& in, uint32_t access_mode) {

@@ -4,10 +4,14 @@
 #include <cstdint>
 
 #include "driver/cmd/commander.h"
+#include "driver/device_object.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
+
+// The key whose index is `mkey_index` on the device, with its DESTROY_MKEY.
+DeviceObject MkeyOnDevice(cmd::Commander& commander, uint32_t mkey_index);
 
 // DESTROY_MKEY of the key whose index is `mkey_index` (mkey >> 8). The firmware refuses a key a
 // bound window still names (RES_BUSY); nothing changes then.

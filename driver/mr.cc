@@ -299,12 +299,12 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   // The new key first: any failure up to its creation leaves the MR as it was.
   ONCHIP_TRY(Key key, CreateHostKey(device, mapping, log_page, new_pd->protection().pdn,
                                     new_access, new_iova, new_length, mr->dmah));
-  if (auto destroyed = DestroyMkey(device.commander(), mr->mkey_index); !destroyed) {
-    // The device refused to let the old key go (a window is bound to it): the new one goes
-    // instead and the MR stays as it was. A refused cleanup would leak only the spare key.
-    (void)DestroyMkey(device.commander(), key.index);
+  DeviceObject new_key = MkeyOnDevice(device.commander(), key.index);
+  // The device refusing to let the old key go (a window is bound to it) gives the new one back
+  // instead and leaves the MR as it was. A refused cleanup would leak only the spare key.
+  if (auto destroyed = DestroyMkey(device.commander(), mr->mkey_index); !destroyed)
     return Fail(destroyed.error().errno_value(), "rereg_mr: the old key is still in use");
-  }
+  new_key.Commit();
   // The old key is gone: the MR is the new registration from here on.
   if (change_pd) MovePd(*mr, new_pd, pins);
   if (change_translation) {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "driver/cmd/run.h"
+#include "driver/device_object.h"
 #include "driver/parent_domain.h"
 #include "driver/port.h"
 #include "driver/qp_transitions.h"
@@ -207,12 +208,11 @@ void EraseNumbers(Qp& qp) {
   qp.in_qpn_table = false;
 }
 
-Result<void> DestroyOnDevice(Device& device, uint32_t qpn) {
+// QP `qpn` on the device (CREATE_QP's), with its DESTROY_QP.
+DeviceObject QpOnDevice(cmd::Commander& commander, uint32_t qpn) {
   prm::Message<prm::destroy_qp_in> in;
   in.set(prm::destroy_qp_in::opcode, prm::DESTROY_QP).set(prm::destroy_qp_in::qpn, qpn);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_qp_out>(device.commander(), in));
-  (void)out;
-  return {};
+  return DeviceObject::Owning<prm::destroy_qp_out>(commander, qpn, in);
 }
 
 void InitVerbsQp(Qp& qp, const QpAttributes& attr) {
@@ -358,8 +358,8 @@ Result<void> RunSimple(Qp& qp, uint16_t opcode) {
 }
 
 // CREATE_QP for RC, UC and UD: the context libmlx5 and mlx5_ib would send, over `buffer`
-// (receive ring, then send ring) and `doorbell`. Returns the QP number.
-Result<uint32_t> CreateQpOnDevice(Device& device, Pd* pd, const QpAttributes& attr,
+// (receive ring, then send ring) and `doorbell`: the QP, owned.
+Result<DeviceObject> CreateQpOnDevice(Device& device, Pd* pd, const QpAttributes& attr,
                                   const Geometry& g, const Bfreg& bf_reg,
                                   const QueueBuffer& doorbell, const QueueBuffer& buffer,
                                   std::size_t pages) {
@@ -389,7 +389,7 @@ Result<uint32_t> CreateQpOnDevice(Device& device, Pd* pd, const QpAttributes& at
   for (std::size_t i = 0; i < pages; ++i)
     in.set(In::pas[i], buffer.iova() + i * prm::ADAPTER_PAGE_SIZE);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_qp_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::create_qp_out::qpn));
+  return QpOnDevice(device.commander(), static_cast<uint32_t>(out.get(prm::create_qp_out::qpn)));
 }
 
 }  // namespace
@@ -474,19 +474,27 @@ Result<QpMemory> AllocateQpMemory(Pd* pd, const Geometry& g, bool raw) {
   return m;
 }
 
-// What the device made for the QP: CREATE_QP's QP, or a raw QP's RQ, SQ, TIR and TIS.
-struct QpOnDevice {
-  uint32_t qpn = 0;
-  RawQpObjects raw;
+// What the device made for the QP, owned until it is published: CREATE_QP's QP, or a raw QP's
+// RQ, SQ, TIR and TIS.
+struct QpDeviceObjects {
+  DeviceObject qp;
+  RawQpOnDevice raw;
+  bool is_raw = false;
+  uint32_t qpn() const { return is_raw ? raw.numbers.qpn() : qp.id(); }
+  void Commit() {
+    qp.Commit();
+    raw.Commit();
+  }
 };
 
-Result<QpOnDevice> CreateQpObjects(Device& device, Pd* pd, const QpAttributes& attr,
-                                   const Geometry& g, const Bfreg& bf, const QpMemory& m) {
-  QpOnDevice made;
+Result<QpDeviceObjects> CreateQpObjects(Device& device, Pd* pd, const QpAttributes& attr,
+                                        const Geometry& g, const Bfreg& bf, const QpMemory& m) {
+  QpDeviceObjects made;
   if (attr.type != IBV_QPT_RAW_PACKET) {
-    ONCHIP_TRY(made.qpn, CreateQpOnDevice(device, pd, attr, g, bf, m.doorbell, m.buffer, m.pages()));
+    ONCHIP_TRY(made.qp, CreateQpOnDevice(device, pd, attr, g, bf, m.doorbell, m.buffer, m.pages()));
     return made;
   }
+  made.is_raw = true;
   ONCHIP_TRY(made.raw,
              CreateRawQpObjects(device, {.pdn = pd->protection().pdn,
                                          .uar_index = bf.uar_index,
@@ -500,14 +508,13 @@ Result<QpOnDevice> CreateQpObjects(Device& device, Pd* pd, const QpAttributes& a
                                          .rq_iova = m.buffer.iova(),
                                          .block_self_mcast_loopback =
                                              (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0}));
-  made.qpn = made.raw.qpn();
   return made;
 }
 
 // The host half over what the device made, its rings not started yet; `attr.cap` becomes what
 // the QP holds, reported back as libmlx5 does (what fits, not what was asked).
 std::unique_ptr<Qp> AssembleQp(Pd* pd, QpAttributes& attr, const Geometry& g, Bfreg* bf,
-                               const QpOnDevice& made, QpMemory m) {
+                               const QpDeviceObjects& made, QpMemory m) {
   const bool raw = attr.type == IBV_QPT_RAW_PACKET;
   auto qp = std::make_unique<Qp>();
   qp->device = pd->device;
@@ -516,8 +523,8 @@ std::unique_ptr<Qp> AssembleQp(Pd* pd, QpAttributes& attr, const Geometry& g, Bf
   qp->recv_cq = attr.recv_cq;
   qp->srq = attr.srq;
   qp->type = attr.type;
-  qp->qpn = made.qpn;
-  qp->raw = made.raw;
+  qp->qpn = made.qpn();
+  qp->raw = made.raw.numbers;
   qp->bf = bf;
   qp->sq = g.sq;
   qp->rq = g.rq;
@@ -574,14 +581,13 @@ Result<Qp*> CreateQp(Pd* pd, QpAttributes& attr) {
   const bool raw = attr.type == IBV_QPT_RAW_PACKET;
   ONCHIP_TRY(QpMemory memory, AllocateQpMemory(pd, g, raw));
   ONCHIP_TRY(Bfreg* bf, SendBfregFor(pd));
-  ONCHIP_TRY(const QpOnDevice made, CreateQpObjects(*device, pd, attr, g, *bf, memory));
-  std::unique_ptr<Qp> qp = AssembleQp(pd, attr, g, bf, made, std::move(memory));
-  if (Result<void> ready = StartQp(*qp, attr); !ready) {
-    if (raw) (void)DestroyRawQpObjects(*device, qp->raw);
-    else (void)DestroyOnDevice(*device, qp->qpn);
-    return std::unexpected(ready.error());  // its buffers go back; the pins drop with `pins`
-  }
+  // Declared before the device objects: a failure gives those back before the memory they name.
+  std::unique_ptr<Qp> qp;
+  ONCHIP_TRY(QpDeviceObjects made, CreateQpObjects(*device, pd, attr, g, *bf, memory));
+  qp = AssembleQp(pd, attr, g, bf, made, std::move(memory));
+  ONCHIP_CHECK(StartQp(*qp, attr));  // a failure destroys what the device made; pins drop
   pins.Keep();
+  made.Commit();
   device->registry().Publish<ObjectKind::kQp>(op, qp.get(), qp->life);
   return qp.release();
 }
@@ -611,25 +617,23 @@ Result<Qp*> CreateXrcRecvQp(QpAttributes& attr) {
       .set(qpc.rq_type, prm::ZERO_LEN_RQ);
   if (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) in.set(qpc.block_lb_mc, 1);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_qp_out>(device->commander(), in));
+  DeviceObject on_device =
+      QpOnDevice(device->commander(), static_cast<uint32_t>(out.get(prm::create_qp_out::qpn)));
 
-  auto* qp = new Qp{};
+  auto qp = std::make_unique<Qp>();
   qp->device = device;
   qp->xrcd = xrcd;
   qp->type = IBV_QPT_XRC_RECV;
-  qp->qpn = static_cast<uint32_t>(out.get(prm::create_qp_out::qpn));
+  qp->qpn = on_device.id();
   attr.cap = {};
   qp->init_cap = attr.cap;
   InitVerbsQp(*qp, attr);
-  Result<void> ready = InitRings(*qp);
-  if (ready) ready = InsertNumbers(*qp);
-  if (!ready) {
-    (void)DestroyOnDevice(*device, qp->qpn);
-    delete qp;
-    return std::unexpected(ready.error());
-  }
+  ONCHIP_CHECK(InitRings(*qp));
+  ONCHIP_CHECK(InsertNumbers(*qp));  // a failure destroys the QP; the pin drops
   pins.Keep();
-  device->registry().Publish<ObjectKind::kQp>(op, qp, qp->life);
-  return qp;
+  on_device.Commit();
+  device->registry().Publish<ObjectKind::kQp>(op, qp.get(), qp->life);
+  return qp.release();
 }
 
 Result<void> ModifyQp(Qp* qp, const ibv_qp_attr& attr, int mask) {
@@ -826,7 +830,7 @@ Result<void> QueryQp(Qp* qp, int /*mask*/, ibv_qp_attr* attr, ibv_qp_init_attr* 
 
 Result<void> ReleaseQpOnDevice(Qp& qp, Release why) {
   auto destroyed = qp.type == IBV_QPT_RAW_PACKET ? DestroyRawQpObjects(*qp.device, qp.raw)
-                                                 : DestroyOnDevice(*qp.device, qp.qpn);
+                                                 : QpOnDevice(qp.device->commander(), qp.qpn).Destroy();
   if (!destroyed && why == Release::kDestroy) return destroyed;
   // The number may be reused by the next QP: the pollers stop finding this one.
   EraseNumbers(qp);

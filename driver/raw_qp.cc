@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "driver/cmd/run.h"
+#include "driver/device_object.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/resources.h"
 #include "uapi/prm/wq.h"
@@ -28,22 +29,53 @@ void SetPages(prm::Message<In>& in, uint64_t iova, uint64_t bytes) {
 
 uint64_t PageCount(uint64_t bytes) { return bytes <= kPage ? 1 : (bytes + kPage - 1) / kPage; }
 
-Result<uint32_t> AllocTd(Device& device) {
+// A raw QP's object `number` on the device, with the destroy-by-number command that gives it
+// back (they share the header and the number's place).
+template <class In, class Out, class F>
+DeviceObject Owned(Device& device, uint16_t opcode, F field, uint32_t number) {
+  prm::Message<In> in;
+  in.set(In::opcode, opcode).set(field, number);
+  return DeviceObject::Owning<Out>(device.commander(), number, in);
+}
+
+DeviceObject TdOnDevice(Device& device, uint32_t td) {
+  return Owned<prm::dealloc_transport_domain_in, prm::dealloc_transport_domain_out>(
+      device, prm::DEALLOC_TRANSPORT_DOMAIN, prm::dealloc_transport_domain_in::transport_domain, td);
+}
+DeviceObject TisOnDevice(Device& device, uint32_t tisn) {
+  return Owned<prm::destroy_tis_in, prm::destroy_tis_out>(device, prm::DESTROY_TIS,
+                                                          prm::destroy_tis_in::tisn, tisn);
+}
+DeviceObject SqOnDevice(Device& device, uint32_t sqn) {
+  return Owned<prm::destroy_sq_in, prm::destroy_sq_out>(device, prm::DESTROY_SQ,
+                                                        prm::destroy_sq_in::sqn, sqn);
+}
+DeviceObject RqOnDevice(Device& device, uint32_t rqn) {
+  return Owned<prm::destroy_rq_in, prm::destroy_rq_out>(device, prm::DESTROY_RQ,
+                                                        prm::destroy_rq_in::rqn, rqn);
+}
+DeviceObject TirOnDevice(Device& device, uint32_t tirn) {
+  return Owned<prm::destroy_tir_in, prm::destroy_tir_out>(device, prm::DESTROY_TIR,
+                                                          prm::destroy_tir_in::tirn, tirn);
+}
+
+Result<DeviceObject> AllocTd(Device& device) {
   prm::Message<prm::alloc_transport_domain_in> in;
   in.set(prm::alloc_transport_domain_in::opcode, prm::ALLOC_TRANSPORT_DOMAIN);
   ONCHIP_TRY(auto out, cmd::Run<prm::alloc_transport_domain_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::alloc_transport_domain_out::transport_domain));
+  return TdOnDevice(device,
+                    static_cast<uint32_t>(out.get(prm::alloc_transport_domain_out::transport_domain)));
 }
 
-Result<uint32_t> CreateTis(Device& device, uint32_t td) {
+Result<DeviceObject> CreateTis(Device& device, uint32_t td) {
   using In = prm::create_tis_in;
   prm::Message<In> in;
   in.set(In::opcode, prm::CREATE_TIS).set(prm::tisc_bits<In::ctx.bit_offset>::transport_domain, td);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_tis_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::create_tis_out::tisn));
+  return TisOnDevice(device, static_cast<uint32_t>(out.get(prm::create_tis_out::tisn)));
 }
 
-Result<uint32_t> CreateSq(Device& device, const RawQpRings& r, uint32_t tisn) {
+Result<DeviceObject> CreateSq(Device& device, const RawQpRings& r, uint32_t tisn) {
   using In = prm::create_sq_in;
   using C = prm::sqc_bits<In::ctx.bit_offset>;
   using W = prm::wq_bits<C::wq.bit_offset>;
@@ -64,10 +96,10 @@ Result<uint32_t> CreateSq(Device& device, const RawQpRings& r, uint32_t tisn) {
       .set(W::log_wq_sz, Log2(r.sq_wqebb_count));
   SetPages(in, r.sq_iova, bytes);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_sq_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::create_sq_out::sqn));
+  return SqOnDevice(device, static_cast<uint32_t>(out.get(prm::create_sq_out::sqn)));
 }
 
-Result<uint32_t> CreateRq(Device& device, const RawQpRings& r) {
+Result<DeviceObject> CreateRq(Device& device, const RawQpRings& r) {
   using In = prm::create_rq_in;
   using C = prm::rqc_bits<In::ctx.bit_offset>;
   using W = prm::wq_bits<C::wq.bit_offset>;
@@ -88,10 +120,10 @@ Result<uint32_t> CreateRq(Device& device, const RawQpRings& r) {
       .set(W::log_wq_sz, Log2(r.rq_wqe_count));
   SetPages(in, r.rq_iova, bytes);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_rq_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::create_rq_out::rqn));
+  return RqOnDevice(device, static_cast<uint32_t>(out.get(prm::create_rq_out::rqn)));
 }
 
-Result<uint32_t> CreateTir(Device& device, uint32_t td, uint32_t rqn, bool block_mcast) {
+Result<DeviceObject> CreateTir(Device& device, uint32_t td, uint32_t rqn, bool block_mcast) {
   using In = prm::create_tir_in;
   using C = prm::tirc_bits<In::ctx.bit_offset>;
   prm::Message<In> in;
@@ -101,17 +133,15 @@ Result<uint32_t> CreateTir(Device& device, uint32_t td, uint32_t rqn, bool block
       .set(C::transport_domain, td);
   if (block_mcast) in.set(C::self_lb_block, kSelfLbBlockMulticast);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_tir_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::create_tir_out::tirn));
+  return TirOnDevice(device, static_cast<uint32_t>(out.get(prm::create_tir_out::tirn)));
 }
 
-// Runs a destroy-by-number command (they share the header and the number's place).
-template <class In, class Out, class F>
-Result<void> DestroyOne(Device& device, uint16_t opcode, F field, uint32_t& number) {
+// Destroys the object `number` names unless it is 0 (not made, or destroyed already); a
+// destroyed object's number becomes 0, so a failed destroy can be retried.
+Result<void> DestroyNumbered(Device& device, DeviceObject (*owned)(Device&, uint32_t),
+                             uint32_t& number) {
   if (number == 0) return {};
-  prm::Message<In> in;
-  in.set(In::opcode, opcode).set(field, number);
-  ONCHIP_TRY(auto out, cmd::Run<Out>(device.commander(), in));
-  (void)out;
+  ONCHIP_CHECK(owned(device, number).Destroy());
   number = 0;
   return {};
 }
@@ -144,41 +174,43 @@ Result<void> ModifyRq(Device& device, RawQpObjects& o, uint8_t next) {
 
 }  // namespace
 
-Result<RawQpObjects> CreateRawQpObjects(Device& device, const RawQpRings& rings) {
-  RawQpObjects o;
+void RawQpOnDevice::Commit() {
+  tir.Commit();
+  rq.Commit();
+  sq.Commit();
+  tis.Commit();
+  td.Commit();
+}
+
+Result<RawQpOnDevice> CreateRawQpObjects(Device& device, const RawQpRings& rings) {
+  // What is made is owned as it is made: a failure gives it back, last made first.
+  RawQpOnDevice made;
+  RawQpObjects& o = made.numbers;
   o.has_sq = rings.sq_wqebb_count != 0;
   o.has_rq = rings.rq_wqe_count != 0;
-  auto built = [&]() -> Result<void> {
-    ONCHIP_TRY(o.td, AllocTd(device));
-    if (o.has_sq) {
-      ONCHIP_TRY(o.tisn, CreateTis(device, o.td));
-      ONCHIP_TRY(o.sqn, CreateSq(device, rings, o.tisn));
-    }
-    if (o.has_rq) {
-      ONCHIP_TRY(o.rqn, CreateRq(device, rings));
-      ONCHIP_TRY(o.tirn, CreateTir(device, o.td, o.rqn, rings.block_self_mcast_loopback));
-    }
-    return {};
-  }();
-  if (!built) {
-    (void)DestroyRawQpObjects(device, o);  // what was made goes; the first error is the answer
-    return std::unexpected(built.error());
+  ONCHIP_TRY(made.td, AllocTd(device));
+  o.td = made.td.id();
+  if (o.has_sq) {
+    ONCHIP_TRY(made.tis, CreateTis(device, o.td));
+    o.tisn = made.tis.id();
+    ONCHIP_TRY(made.sq, CreateSq(device, rings, o.tisn));
+    o.sqn = made.sq.id();
   }
-  return o;
+  if (o.has_rq) {
+    ONCHIP_TRY(made.rq, CreateRq(device, rings));
+    o.rqn = made.rq.id();
+    ONCHIP_TRY(made.tir, CreateTir(device, o.td, o.rqn, rings.block_self_mcast_loopback));
+    o.tirn = made.tir.id();
+  }
+  return made;
 }
 
 Result<void> DestroyRawQpObjects(Device& device, RawQpObjects& o) {
-  ONCHIP_CHECK((DestroyOne<prm::destroy_tir_in, prm::destroy_tir_out>(
-      device, prm::DESTROY_TIR, prm::destroy_tir_in::tirn, o.tirn)));
-  ONCHIP_CHECK((DestroyOne<prm::destroy_rq_in, prm::destroy_rq_out>(
-      device, prm::DESTROY_RQ, prm::destroy_rq_in::rqn, o.rqn)));
-  ONCHIP_CHECK((DestroyOne<prm::destroy_sq_in, prm::destroy_sq_out>(
-      device, prm::DESTROY_SQ, prm::destroy_sq_in::sqn, o.sqn)));
-  ONCHIP_CHECK((DestroyOne<prm::destroy_tis_in, prm::destroy_tis_out>(
-      device, prm::DESTROY_TIS, prm::destroy_tis_in::tisn, o.tisn)));
-  ONCHIP_CHECK((DestroyOne<prm::dealloc_transport_domain_in, prm::dealloc_transport_domain_out>(
-      device, prm::DEALLOC_TRANSPORT_DOMAIN, prm::dealloc_transport_domain_in::transport_domain,
-      o.td)));
+  ONCHIP_CHECK(DestroyNumbered(device, TirOnDevice, o.tirn));
+  ONCHIP_CHECK(DestroyNumbered(device, RqOnDevice, o.rqn));
+  ONCHIP_CHECK(DestroyNumbered(device, SqOnDevice, o.sqn));
+  ONCHIP_CHECK(DestroyNumbered(device, TisOnDevice, o.tisn));
+  ONCHIP_CHECK(DestroyNumbered(device, TdOnDevice, o.td));
   return {};
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "driver/device.h"
+#include "driver/device_object.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
@@ -53,7 +54,18 @@ struct RawQpRings {
   bool block_self_mcast_loopback = false;
 };
 
-Result<RawQpObjects> CreateRawQpObjects(Device& device, const RawQpRings& rings);
+// What CreateRawQpObjects made: the numbers, and the objects owned until the QP is published
+// (a RawQpOnDevice destroyed before Commit() gives them back: TIR, RQ, SQ, TIS, then the
+// transport domain, the members' reverse order).
+struct RawQpOnDevice {
+  RawQpObjects numbers;
+  DeviceObject td, tis, sq, rq, tir;
+  // Published: the QP's release (DestroyRawQpObjects) destroys them from here on.
+  void Commit();
+};
+
+// The transport domain, then TIS and SQ, then RQ and TIR; a failure leaves nothing made.
+Result<RawQpOnDevice> CreateRawQpObjects(Device& device, const RawQpRings& rings);
 // TIR, RQ, SQ, TIS, then the transport domain (mlx5_ib's order). Each destroyed object's number
 // is cleared, so a failed destroy can be retried.
 Result<void> DestroyRawQpObjects(Device& device, RawQpObjects& objects);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "driver/cmd/run.h"
+#include "driver/device_object.h"
 #include "driver/parent_domain.h"
 #include "driver/rings/wqe_budget.h"
 #include "uapi/prm/caps.h"
@@ -45,24 +46,21 @@ Result<void> ArmRq(Srq& srq, uint32_t lwm) {
   return {};
 }
 
-Result<void> DestroyOnDevice(Device& device, uint32_t srqn, bool xrc) {
+// SRQ `srqn` (an XRC SRQ's when `xrc`) on the device, with its DESTROY_SRQ or DESTROY_XRC_SRQ.
+DeviceObject SrqOnDevice(cmd::Commander& commander, uint32_t srqn, bool xrc) {
   if (xrc) {
     prm::Message<prm::destroy_xrc_srq_in> in;
     in.set(prm::destroy_xrc_srq_in::opcode, prm::DESTROY_XRC_SRQ)
         .set(prm::destroy_xrc_srq_in::xrc_srqn, srqn);
-    ONCHIP_TRY(auto out, cmd::Run<prm::destroy_xrc_srq_out>(device.commander(), in));
-    (void)out;
-    return {};
+    return DeviceObject::Owning<prm::destroy_xrc_srq_out>(commander, srqn, in);
   }
   prm::Message<prm::destroy_srq_in> in;
   in.set(prm::destroy_srq_in::opcode, prm::DESTROY_SRQ).set(prm::destroy_srq_in::srqn, srqn);
-  ONCHIP_TRY(auto out, cmd::Run<prm::destroy_srq_out>(device.commander(), in));
-  (void)out;
-  return {};
+  return DeviceObject::Owning<prm::destroy_srq_out>(commander, srqn, in);
 }
 
-// CREATE_SRQ, or CREATE_XRC_SRQ in attr.xrcd completing on attr.cq. Returns the SRQ number.
-Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& attr, uint32_t wqes,
+// CREATE_SRQ, or CREATE_XRC_SRQ in attr.xrcd completing on attr.cq: the SRQ, owned.
+Result<DeviceObject> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& attr, uint32_t wqes,
                                 uint64_t stride, const QueueBuffer& ring,
                                 const QueueBuffer& doorbell, std::size_t pages,
                                 uint32_t xrc_user_index) {
@@ -85,7 +83,8 @@ Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& att
     for (std::size_t i = 0; i < pages; ++i)
       in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
     ONCHIP_TRY(auto out, cmd::Run<prm::create_xrc_srq_out>(device.commander(), in));
-    return static_cast<uint32_t>(out.get(prm::create_xrc_srq_out::xrc_srqn));
+    return SrqOnDevice(device.commander(),
+                       static_cast<uint32_t>(out.get(prm::create_xrc_srq_out::xrc_srqn)), true);
   }
   using In = prm::create_srq_in;
   using Ctx = prm::srqc_bits<In::srq_context_entry.bit_offset>;
@@ -100,7 +99,8 @@ Result<uint32_t> CreateOnDevice(Device& device, Pd& pd, const SrqAttributes& att
   for (std::size_t i = 0; i < pages; ++i)
     in.set(In::pas[i], ring.iova() + i * prm::ADAPTER_PAGE_SIZE);
   ONCHIP_TRY(auto out, cmd::Run<prm::create_srq_out>(device.commander(), in));
-  return static_cast<uint32_t>(out.get(prm::create_srq_out::srqn));
+  return SrqOnDevice(device.commander(), static_cast<uint32_t>(out.get(prm::create_srq_out::srqn)),
+                     false);
 }
 
 // An XRC SRQ's user index, reserved for `queues` in the device's XRC SRQ table: the flag and
@@ -157,43 +157,35 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   std::memset(doorbell.data(), 0, sizeof(prm::SrqDoorbellRecord));
   if (ring.custom()) std::memset(ring.data(), 0, ring.size());
 
-  std::unique_ptr<Srq> holder(new Srq{});
-  if (xrc) {
-    holder->xrc_queues.srq = &holder->dp.ring;  // no CQE can name it before the SRQ exists
-    ONCHIP_TRY(holder->xrc_user_index, ReserveXrcUserIndex(*device, &holder->xrc_queues));
-  }
-  Result<uint32_t> created = CreateOnDevice(*device, *pd, attr, wqes, stride, ring, doorbell,
-                                            pages, holder->xrc_user_index);
-  if (!created) {
-    if (xrc) device->xrc_srqns().Erase(holder->xrc_user_index);
-    return std::unexpected(created.error());
-  }
-  const uint32_t srqn = *created;
-
-  Srq* srq = holder.release();
-  srq->device = device;
-  srq->pd = pd;
-  srq->srqn = srqn;
-  srq->xrcd = attr.xrcd;
-  srq->cq = attr.cq;
+  // The host half first: nothing after the device's SRQ exists can fail.
+  auto srq = std::make_unique<Srq>();
   srq->wqe_count = wqes;
   srq->wqe_shift = static_cast<uint32_t>(std::countr_zero(stride));
   srq->max_gs = static_cast<uint32_t>(rings::SrqSgeCapacity(stride));
   srq->max_wr = wqes - 1;
   const bool locked = !(ParentDomain::From(pd) && ParentDomain::From(pd)->td);
-  Result<void> ready = srq->dp.ring.Init({.ring = static_cast<std::byte*>(ring.data()),
-                                          .wqe_cnt = wqes,
-                                          .wqe_shift = srq->wqe_shift,
-                                          .max_sge = srq->max_gs,
-                                          .dbr = static_cast<prm::SrqDoorbellRecord*>(doorbell.data()),
-                                          .bus = &device->bus(),
-                                          .locked = locked});
-  if (!ready) {
-    (void)DestroyOnDevice(*device, srq->srqn, xrc);
-    if (xrc) device->xrc_srqns().Erase(srq->xrc_user_index);
-    delete srq;
-    return std::unexpected(ready.error());
+  ONCHIP_CHECK(srq->dp.ring.Init({.ring = static_cast<std::byte*>(ring.data()),
+                                  .wqe_cnt = wqes,
+                                  .wqe_shift = srq->wqe_shift,
+                                  .max_sge = srq->max_gs,
+                                  .dbr = static_cast<prm::SrqDoorbellRecord*>(doorbell.data()),
+                                  .bus = &device->bus(),
+                                  .locked = locked}));
+  if (xrc) {
+    srq->xrc_queues.srq = &srq->dp.ring;  // no CQE can name it before the SRQ exists
+    ONCHIP_TRY(srq->xrc_user_index, ReserveXrcUserIndex(*device, &srq->xrc_queues));
   }
+  Result<DeviceObject> on_device = CreateOnDevice(*device, *pd, attr, wqes, stride, ring, doorbell,
+                                                  pages, srq->xrc_user_index);
+  if (!on_device) {
+    if (xrc) device->xrc_srqns().Erase(srq->xrc_user_index);
+    return std::unexpected(on_device.error());
+  }
+  srq->device = device;
+  srq->pd = pd;
+  srq->srqn = on_device->id();
+  srq->xrcd = attr.xrcd;
+  srq->cq = attr.cq;
   srq->ring = std::move(ring);
   srq->doorbell = std::move(doorbell);
   ibv_srq& v = srq->dp.verbs.srq;
@@ -210,8 +202,9 @@ Result<Srq*> CreateSrq(Pd* pd, SrqAttributes& attr) {
   attr.max_wr = srq->max_wr;
   attr.max_sge = srq->max_gs;
   pins.Keep();
-  device->registry().Publish<ObjectKind::kSrq>(op, srq, srq->life);
-  return srq;
+  on_device->Commit();
+  device->registry().Publish<ObjectKind::kSrq>(op, srq.get(), srq->life);
+  return srq.release();
 }
 
 Result<void> ModifySrq(Srq* srq, const ibv_srq_attr& attr, int mask) {
@@ -252,7 +245,7 @@ Result<ibv_srq_attr> QuerySrq(Srq* srq) {
 }
 
 Result<void> ReleaseSrqOnDevice(Srq& srq, Release why) {
-  auto destroyed = DestroyOnDevice(*srq.device, srq.srqn, srq.xrcd != nullptr);
+  auto destroyed = SrqOnDevice(srq.device->commander(), srq.srqn, srq.xrcd != nullptr).Destroy();
   if (!destroyed && why == Release::kDestroy) return destroyed;
   if (srq.xrcd) {
     srq.device->xrc_srqns().Erase(srq.xrc_user_index);

@@ -16,10 +16,11 @@
 #include <memory>
 #include <mutex>
 
-#include "driver/bfreg.h"
+#include "driver/rings/bfreg.h"
 #include "driver/bus/bus.h"
 #include "driver/caps.h"
 #include "driver/cmd/commander.h"
+#include "driver/device_object.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
@@ -44,7 +45,8 @@ class Uars {
   Result<void> ReleaseShared();
 
  private:
-  Result<uint32_t> AllocUar();
+  DeviceObject UarOnDevice(uint32_t index);  // the UAR, with its DEALLOC_UAR
+  Result<DeviceObject> AllocUar();
   Result<void> DeallocUar(uint32_t index);
   Result<std::byte*> Page(uint32_t index);
 

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "bench/row.h"
-#include "driver/bfreg.h"
+#include "driver/rings/bfreg.h"
 #include "driver/bus/bus.h"
 #include "driver/rings/data_path.h"
 #include "driver/rings/wqe_segment.h"

@@ -37,7 +37,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "driver/bfreg.h"
+#include "driver/rings/bfreg.h"
 #include "driver/bus/bus.h"
 #include "driver/rings/qp_transport.h"
 #include "driver/rings/queue_lock.h"

@@ -89,6 +89,14 @@ class QueueFaults : public DriverTest {
              .max_recv_sge = srq ? 0u : 1u, .max_inline_data = 0};
     return v::create_qp(pd_, &a);
   }
+  // An XRC domain of no file (fd -1, O_CREAT).
+  ibv_xrcd* AnonymousXrcd() {
+    ibv_xrcd_init_attr a{};
+    a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    a.fd = -1;
+    a.oflags = O_CREAT;
+    return v::open_xrcd(verbs_, &a);
+  }
   ibv_srq* Srq() {
     ibv_srq_init_attr a{};
     a.attr = {.max_wr = 16, .max_sge = 1, .srq_limit = 0};
@@ -363,13 +371,7 @@ TEST_F(QueueFaults, SrqCommandFailures) {
 class XrcFault : public QueueFaults,
                  public ::testing::WithParamInterface<std::tuple<uint16_t, CommandStatus>> {
  protected:
-  ibv_xrcd* Xrcd() {
-    ibv_xrcd_init_attr a{};
-    a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-    a.fd = -1;
-    a.oflags = O_CREAT;
-    return v::open_xrcd(verbs_, &a);
-  }
+  ibv_xrcd* Xrcd() { return AnonymousXrcd(); }
   ibv_srq* XrcSrq(ibv_xrcd* xrcd, ibv_cq* cq) {
     ibv_srq_init_attr_ex a{};
     a.attr = {.max_wr = 16, .max_sge = 1, .srq_limit = 0};
@@ -462,11 +464,7 @@ INSTANTIATE_TEST_SUITE_P(
 // destroy or close leaves the object usable and the call retryable.
 TEST_F(QueueFaults, XrcCommandFailures) {
   ibv_cq* cq = Cq();
-  ibv_xrcd_init_attr xa{};
-  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-  xa.fd = -1;
-  xa.oflags = O_CREAT;
-  ibv_xrcd* xrcd = v::open_xrcd(verbs_, &xa);
+  ibv_xrcd* xrcd = AnonymousXrcd();
   ASSERT_TRUE(cq && xrcd);
   ibv_srq_init_attr_ex sa{};
   sa.attr = {.max_wr = 16, .max_sge = 1, .srq_limit = 0};
@@ -573,6 +571,63 @@ TEST(QueueTeardownFault, FailedDestroysAtCloseStillFreeEverything) {
   // The last owner of the device goes: its queue and memory mappings go with it.
   ctx.reset();
   EXPECT_EQ(sim->dma_mappings(), 0u);
+}
+
+}  // namespace
+}  // namespace onchip::testing
+
+namespace onchip::testing {
+namespace {
+
+// ---- half way: the device made the object, then the driver's own step failed ----
+
+// A creator that fails after its create command gives back every firmware object it made (the
+// device objects' destructors, driver/device_object.h): here the driver's QP-number table
+// already holds the number the firmware hands out, so the QP's last step (listing it for the
+// CQ pollers) fails with the table's EEXIST after CREATE_QP (or a raw QP's SQ, RQ, TIS, TIR
+// and transport domain) succeeded.
+TEST_F(QueueFaults, ACreatorFailingHalfWayLeavesNoFirmwareObject) {
+  ibv_cq* cq = Cq();
+  ibv_xrcd* xrcd = AnonymousXrcd();
+  ASSERT_TRUE(cq && xrcd);
+  const auto create = [&](ibv_qp_type type) -> ibv_qp* {
+    if (type != IBV_QPT_XRC_RECV) return Qp(cq, type);
+    ibv_qp_init_attr_ex a{};
+    a.qp_type = type;
+    a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+    a.xrcd = xrcd;
+    return v::create_qp_ex(verbs_, &a);
+  };
+  const auto raw_objects = [&] {
+    const auto c = sim_->counters();
+    return c.sqs + c.rqs + c.tises + c.tirs;
+  };
+  const driver::rings::WorkQueues squatter{};
+  for (ibv_qp_type type : {IBV_QPT_RC, IBV_QPT_UD, IBV_QPT_XRC_RECV, IBV_QPT_RAW_PACKET}) {
+    // The firmware hands out its lowest free number: the one a probe QP just gave back.
+    ibv_qp* probe = create(type);
+    ASSERT_NE(probe, nullptr) << type << ": " << strerror(errno);
+    const uint32_t next = probe->qp_num;
+    ASSERT_EQ(v::destroy_qp(probe), 0);
+    const Held before = Now();
+    const uint32_t raw_before = raw_objects();
+    for (uint32_t qpn = next; qpn < next + 4; ++qpn)
+      ASSERT_TRUE(device().qpns().Insert(qpn, &squatter));
+    errno = 0;
+    EXPECT_EQ(create(type), nullptr) << type;
+    EXPECT_EQ(errno, EEXIST) << type << ": " << strerror(errno);
+    for (uint32_t qpn = next; qpn < next + 4; ++qpn) device().qpns().Erase(qpn);
+    const Held after = Now();
+    EXPECT_EQ(after, before) << type << "\nbefore: " << Describe(before)
+                             << "\nafter:  " << Describe(after);
+    EXPECT_EQ(raw_objects(), raw_before) << type << ": a raw QP's SQ, RQ, TIS or TIR was left";
+    // The same call succeeds once the number is free.
+    ibv_qp* again = create(type);
+    ASSERT_NE(again, nullptr) << type << ": " << strerror(errno);
+    EXPECT_EQ(v::destroy_qp(again), 0);
+  }
+  EXPECT_EQ(v::close_xrcd(xrcd), 0);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
 }
 
 }  // namespace

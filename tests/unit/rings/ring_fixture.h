@@ -12,7 +12,7 @@
 #include <cstring>
 #include <memory>
 
-#include "driver/bfreg.h"
+#include "driver/rings/bfreg.h"
 #include "driver/bus/bus.h"
 #include "driver/rings/cq_ring.h"
 #include "driver/rings/data_path.h"

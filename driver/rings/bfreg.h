@@ -1,6 +1,6 @@
 // One doorbell / BlueFlame register of a UAR page (uapi/prm/uar_page.h): where a send queue
-// rings. Its own header so the data-path rings (driver/rings) can take one without depending on
-// the objects that allocate UARs (uar.h).
+// rings. It lives with the rings, which take one, below the objects that allocate UARs
+// (driver/uar.h).
 #pragma once
 
 #include <cstddef>
