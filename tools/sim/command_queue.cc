@@ -69,7 +69,8 @@ int CommandQueue::Poll(std::chrono::steady_clock::time_point now) {
 }
 
 uint64_t CommandQueue::LatchedCmdqAddress() {
-  if (firmware_.state() == HcaState::kDisabled) latched_cmdq_ = bar_.CmdqAddress();
+  if (firmware_.state() == HcaState::kDisabled || latched_cmdq_ == 0)
+    latched_cmdq_ = bar_.CmdqAddress();
   return latched_cmdq_;
 }
 

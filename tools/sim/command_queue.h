@@ -13,8 +13,8 @@
 // pay for reading every slot each time.
 //
 // The queue's address is latched: Poll() reads cmdq_phy_addr from the init segment only while the
-// function is disabled (before ENABLE_HCA succeeds, and again after DISABLE_HCA), as the driver
-// writes it before its first command (Linux drivers/net/ethernet/mellanox/mlx5/core/cmd.c,
+// function is disabled (before ENABLE_HCA succeeds, and again after DISABLE_HCA) or while no
+// address has been taken yet, as the driver writes it before its first command (Linux drivers/net/ethernet/mellanox/mlx5/core/cmd.c,
 // mlx5_cmd_init). Once the function is enabled, a later write to BAR0 moves nothing: whoever
 // can write the init segment cannot point the firmware at commands of its own.
 //
