@@ -27,6 +27,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "log/version.h"
@@ -49,6 +50,14 @@ int Usage() {
   return 2;
 }
 
+// A whole positive number of milliseconds, or nullopt.
+std::optional<std::chrono::milliseconds> PositiveMilliseconds(std::string_view n) {
+  uint32_t ms = 0;
+  const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), ms);
+  if (ec != std::errc() || end != n.data() + n.size() || ms == 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,11 +76,9 @@ int main(int argc, char** argv) {
       if (std::from_chars(n.data(), n.data() + n.size(), options.functions).ec != std::errc())
         return Usage();
     } else if (a == "--engine-idle-ms" && i + 1 < argc) {
-      const std::string_view n = argv[++i];
-      uint32_t ms = 0;
-      if (std::from_chars(n.data(), n.data() + n.size(), ms).ec != std::errc() || ms == 0)
-        return Usage();
-      options.engine_idle_period = std::chrono::milliseconds(ms);
+      const auto ms = PositiveMilliseconds(argv[++i]);
+      if (!ms) return Usage();
+      options.engine_idle_period = *ms;
     } else if (a == "--engine-spin" && i + 1 < argc) {
       const std::string_view p = argv[++i];
       using Spin = onchip::sim::DeviceConfig::Spin;
@@ -106,11 +113,9 @@ int main(int argc, char** argv) {
           options.max_clients == 0)
         return Usage();
     } else if (a == "--hello-timeout-ms" && i + 1 < argc) {
-      const std::string_view n = argv[++i];
-      uint32_t ms = 0;
-      if (std::from_chars(n.data(), n.data() + n.size(), ms).ec != std::errc() || ms == 0)
-        return Usage();
-      options.hello_timeout = std::chrono::milliseconds(ms);
+      const auto ms = PositiveMilliseconds(argv[++i]);
+      if (!ms) return Usage();
+      options.hello_timeout = *ms;
     } else if (a == "--link-layer" && i + 1 < argc) {
       const std::string_view l = argv[++i];
       if (l == "ib")
