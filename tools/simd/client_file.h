@@ -5,10 +5,12 @@
 // A mapping of a file is only as long-lived as the file's size: pages past the end of a file
 // that shrank raise SIGBUS in whoever touches them, and here that would be the daemon serving
 // every client. So the file is sealed against shrinking (memfd's F_SEAL_SHRINK) first, and then
-// its size is checked to cover the range. A file that cannot be sealed (not a memfd, a memfd made
-// without MFD_ALLOW_SEALING, or one sealed with F_SEAL_SEAL already) is refused with EPERM: the
-// client maps that memory as process memory instead (reached through its address-space handles,
-// where a vanished page is a failed access, never a signal).
+// its size is checked to cover the range. A file that cannot be sealed (not a memfd, DPDK's
+// hugetlbfs files, a memfd made without MFD_ALLOW_SEALING) is mapped only for a client that could
+// end the daemon anyway (its own user, or root, may kill(2) it: a SIGBUS gives such a client no
+// power it lacks); for any other client it is refused with EPERM, and that client maps the memory
+// as process memory instead (reached through its address-space handles, where a vanished page is
+// a failed access, never a signal).
 #pragma once
 
 #include <cstdint>
@@ -17,8 +19,9 @@
 
 namespace onchip::simd {
 
-// EPERM: the file cannot be sealed against shrinking. EINVAL: not a regular file. EFAULT: the
-// file ends before offset + length (as ib_umem_get fails on a page it cannot pin).
-Result<void> PinClientFile(int fd, uint64_t offset, uint64_t length);
+// EPERM: the file cannot be sealed against shrinking and `client_may_signal` is false. EINVAL:
+// not a regular file. EFAULT: the file ends before offset + length (as ib_umem_get fails on a
+// page it cannot pin).
+Result<void> PinClientFile(int fd, uint64_t offset, uint64_t length, bool client_may_signal);
 
 }  // namespace onchip::simd

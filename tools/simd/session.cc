@@ -293,7 +293,9 @@ Result<void> Session::MapDma(Frame& frame) {
     return Reply(MessageType::kMapDma, 0);
   }
   const int fd = frame.TakeFd(0);
-  if (auto pinned = PinClientFile(fd, req->fd_offset, req->length); !pinned) {
+  // Its own user and root may signal the daemon (kill(2)'s permission rule).
+  const bool may_signal = user_ == 0 || user_ == geteuid();
+  if (auto pinned = PinClientFile(fd, req->fd_offset, req->length, may_signal); !pinned) {
     close(fd);
     return Refuse(MessageType::kMapDma, pinned.error().errno_value(), pinned.error().what());
   }
