@@ -29,7 +29,7 @@ def _gone(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             return ") Z " in f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the open and the read
         return True
 
 
