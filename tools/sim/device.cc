@@ -75,15 +75,19 @@ vpci::SharedMemory Device::bar0() const { return {bar_.fd(), bar_.size()}; }
 
 Result<void> Device::MapDma(const vpci::DmaRegion& region) { return iommu_.Map(region); }
 
+Result<void> Device::MapDmaFor(uint16_t uid, const vpci::DmaRegion& region) {
+  return iommu_.Map(region, uid);
+}
+
 Result<void> Device::MapProcessDma(uint64_t iova, uint64_t length, pid_t pid,
-                                   uint64_t remote_address) {
-  return iommu_.MapProcess(iova, length, pid, remote_address);
+                                   uint64_t remote_address, uint16_t uid) {
+  return iommu_.MapProcess(iova, length, pid, remote_address, uid);
 }
 
 Result<void> Device::MapProcessDma(uint64_t iova, uint64_t length,
                                    std::shared_ptr<const ProcessFile> file,
-                                   uint64_t remote_address) {
-  return iommu_.MapProcess(iova, length, std::move(file), remote_address);
+                                   uint64_t remote_address, uint16_t uid) {
+  return iommu_.MapProcess(iova, length, std::move(file), remote_address, uid);
 }
 
 Result<void> Device::UnmapDma(uint64_t iova, uint64_t length) {

@@ -53,14 +53,21 @@ class Device final : public vpci::Function {
 
   // vpci::Function
   vpci::SharedMemory bar0() const override;
+  // Maps for the function's own context (uid 0).
   Result<void> MapDma(const vpci::DmaRegion& region) override;
   Result<void> UnmapDma(uint64_t iova, uint64_t length) override;
+  // The memory of user context `uid`: only its commands and objects may name it (Iommu's
+  // Owners). A device daemon maps each client's memory so.
+  Result<void> MapDmaFor(uint16_t uid, const vpci::DmaRegion& region);
   // Maps anonymous memory of process `pid` at `remote_address` (Iommu::MapProcess: EPERM when
-  // the kernel refuses this process ptrace access to it); UnmapDma removes it like any mapping.
-  Result<void> MapProcessDma(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
+  // the kernel refuses this process ptrace access to it) for `uid`; UnmapDma removes it like
+  // any mapping.
+  Result<void> MapProcessDma(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address,
+                             uint16_t uid = 0);
   // The same in the address space a client's own handles reach (Iommu::MapProcess).
   Result<void> MapProcessDma(uint64_t iova, uint64_t length,
-                             std::shared_ptr<const ProcessFile> file, uint64_t remote_address);
+                             std::shared_ptr<const ProcessFile> file, uint64_t remote_address,
+                             uint16_t uid = 0);
   // The ST table is the MSI-X table in BAR0 (bar_layout.h); nullopt without mkey_pcie_tph.
   std::optional<vpci::TphCapability> tph() const override;
   // Wakes the device thread if it sleeps (vpci::WakeEngine on the BAR0 sleep word, which a

@@ -34,29 +34,30 @@ Result<void> Iommu::Insert(uint64_t iova, Mapping m) {
   return {};
 }
 
-Result<void> Iommu::Map(const vpci::DmaRegion& r) {
+Result<void> Iommu::Map(const vpci::DmaRegion& r, uint16_t uid) {
   if (!ValidRange(r.iova, r.length) || r.host == nullptr)
     return Fail(EINVAL, "sim iommu: map: unaligned, empty or wrapping region");
-  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), std::nullopt});
+  return Insert(r.iova, Mapping{r.length, static_cast<std::byte*>(r.host), std::nullopt, uid});
 }
 
 Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length, pid_t pid,
-                               uint64_t remote_address) {
+                               uint64_t remote_address, uint16_t uid) {
   if (pid <= 0) return Fail(EINVAL, "sim iommu: map process memory: no pid");
   if (!ValidProcessRange(iova, length, remote_address))
     return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
   auto file = FileOf(pid, remote_address);
   if (!file) return std::unexpected(file.error());
-  return MapProcess(iova, length, std::move(*file), remote_address);
+  return MapProcess(iova, length, std::move(*file), remote_address, uid);
 }
 
 Result<void> Iommu::MapProcess(uint64_t iova, uint64_t length,
-                               std::shared_ptr<const ProcessFile> file, uint64_t remote_address) {
+                               std::shared_ptr<const ProcessFile> file, uint64_t remote_address,
+                               uint16_t uid) {
   if (file == nullptr || !ValidProcessRange(iova, length, remote_address))
     return Fail(EINVAL, "sim iommu: map process memory: unaligned, empty or wrapping region");
   auto process = ProcessMemory::Open(std::move(file), remote_address, length);
   if (!process) return std::unexpected(process.error());
-  return Insert(iova, Mapping{length, nullptr, std::move(*process)});
+  return Insert(iova, Mapping{length, nullptr, std::move(*process), uid});
 }
 
 Result<std::shared_ptr<const ProcessFile>> Iommu::FileOf(pid_t pid, uint64_t address) {
@@ -81,6 +82,21 @@ Result<void> Iommu::Unmap(uint64_t iova, uint64_t length) {
   generation_.fetch_add(1, std::memory_order_relaxed);
   mappings_.erase(it);
   return {};
+}
+
+bool Iommu::RunMappedForLocked(uint16_t uid, uint64_t iova, uint64_t len) const {
+  if (len == 0 || iova + len < iova) return false;
+  auto it = mappings_.upper_bound(iova);
+  if (it == mappings_.begin()) return false;
+  --it;
+  const uint64_t end = iova + len;
+  // Mappings never overlap, so one that starts at or before `at` after the first starts at it.
+  for (uint64_t at = iova; it != mappings_.end() && it->first <= at; ++it) {
+    if (at - it->first >= it->second.length || it->second.uid != uid) return false;
+    at = it->first + it->second.length;
+    if (at >= end) return true;
+  }
+  return false;
 }
 
 std::size_t Iommu::mapping_count() const {
@@ -242,5 +258,10 @@ bool Iommu::Write(uint64_t iova, std::span<const std::byte> in) const {
 }
 
 bool Iommu::IsMapped(uint64_t iova, uint64_t len) const { return Access(*this).Mapped(iova, len); }
+
+bool Iommu::IsMappedFor(uint16_t uid, uint64_t iova, uint64_t len) const {
+  const Access access(*this);
+  return RunMappedForLocked(uid, iova, len);
+}
 
 }  // namespace onchip::sim

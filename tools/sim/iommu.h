@@ -24,6 +24,12 @@
 // so inside an Access (a shared lock); UnmapDma takes the lock exclusively, so when it returns no
 // Access that could see the old mapping is alive ("the device stops using the memory before this
 // returns"). An Access must not be held across a wait that needs the driver to progress.
+//
+// Owners: every mapping records the uid of the context it was mapped for (0: the function's own,
+// the driver that brought it up; a device daemon maps each client's memory under the client's
+// uid). Commands of a user context may name only memory mapped for that uid (IsMappedFor), as
+// the kernel lets a DEVX command name only umems of its own uid (drivers/infiniband/hw/mlx5/
+// devx.c, devx_umem_get).
 #pragma once
 
 #include <sys/types.h>
@@ -54,16 +60,18 @@ class Iommu {
   ~Iommu();
 
   // EINVAL: not 4 KiB aligned, zero length, null host, wrapping, or overlapping a mapping.
-  Result<void> Map(const vpci::DmaRegion& region);
+  // `uid` is the context the memory is mapped for (see Owners above).
+  Result<void> Map(const vpci::DmaRegion& region, uint16_t uid = 0);
   // [iova, iova + length) reaches [remote_address, + length) in process `pid` (a pid in this
   // process's PID namespace). Same EINVAL rules as Map (remote_address must be 4 KiB aligned and
   // non-zero). EPERM when the kernel refuses ptrace access to pid, ESRCH when no such process,
   // EFAULT when a page of the range is not mapped or not readable there (ProcessMemory::Open).
-  Result<void> MapProcess(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address);
+  Result<void> MapProcess(uint64_t iova, uint64_t length, pid_t pid, uint64_t remote_address,
+                          uint16_t uid = 0);
   // The same in the address space `file` reaches (a client's own handles, ProcessFile::Adopt):
   // no pid is looked up and no privilege of this process is used.
   Result<void> MapProcess(uint64_t iova, uint64_t length, std::shared_ptr<const ProcessFile> file,
-                          uint64_t remote_address);
+                          uint64_t remote_address, uint16_t uid = 0);
   // ENOENT: no mapping starts at iova with exactly that length.
   Result<void> Unmap(uint64_t iova, uint64_t length);
 
@@ -152,6 +160,9 @@ class Iommu {
   bool Write(uint64_t iova, std::span<const std::byte> in) const;
   // True if [iova, iova + len) lies inside one mapping (of either kind).
   bool IsMapped(uint64_t iova, uint64_t len) const;
+  // True if [iova, iova + len) is wholly mapped for `uid`: by one mapping or by mappings that
+  // follow each other with no gap, every one of them mapped for `uid`.
+  bool IsMappedFor(uint16_t uid, uint64_t iova, uint64_t len) const;
 
   // Stores `in` at `p` (pointer memory) with its last byte last, as a release store: what
   // Access::WriteHandover does once it has the pointer.
@@ -166,9 +177,12 @@ class Iommu {
     uint64_t length;
     std::byte* host;                       // pointer memory, or nullptr for process memory
     std::optional<ProcessMemory> process;  // process memory
+    uint16_t uid = 0;                      // the context it is mapped for
   };
   // The mapping and the offset in it that cover [iova, iova + len), or nullptr.
   const Mapping* FindLocked(uint64_t iova, uint64_t len, uint64_t* offset) const;
+  // IsMappedFor's walk, inside an Access.
+  bool RunMappedForLocked(uint16_t uid, uint64_t iova, uint64_t len) const;
   Result<void> Insert(uint64_t iova, Mapping m);
   // The /proc/PID/mem that pid's mappings share, opened anew when none is held or the held one
   // no longer reaches `address` in pid.

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -192,6 +193,14 @@ void Server::Admit(int sock) {
   if (!refusal && served_clients() >= options_.max_clients)
     refusal = Session::Refusal{EUSERS,
                                "the daemon serves as many clients as it may (onchip-simd --max-clients)"};
+  // A uid names a client's objects and memory to the firmware: never one a session still holds
+  // (after 65535 connections the 16-bit tags come round again).
+  auto uid_taken = [&](uint32_t id) {
+    return std::any_of(clients_.begin(), clients_.end(), [&](const Client& c) {
+      return c.session->uid() == Session::UidFor(id);
+    });
+  };
+  while (uid_taken(next_id_)) ++next_id_;
   Client& c = clients_.emplace_back();
   c.session = std::make_unique<Session>(sock, next_id_++, std::move(functions),
                                         [this] { return StatusJson(); }, options_.hello_timeout,

@@ -34,8 +34,7 @@ Session::Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
     pid_ = cred.pid;
     user_ = cred.uid;
   }
-  // uid 0 is the daemon's own; client ids wrap around the 16-bit tag skipping it.
-  uid_ = static_cast<uint16_t>(id_ % 0xffff + 1);
+  uid_ = UidFor(id_);
 }
 
 Session::~Session() { close(sock_); }
@@ -284,7 +283,7 @@ Result<void> Session::MapDma(Frame& frame) {
     if (memory_ == nullptr)
       return Refuse(MessageType::kMapDma, EPERM,
                     "the client gave no address-space handles at hello: only fd-backed memory maps");
-    if (auto mapped = function_->device->MapProcessDma(req->iova, req->length, memory_, req->host);
+    if (auto mapped = function_->device->MapProcessDma(req->iova, req->length, memory_, req->host, uid_);
         !mapped)
       return Refuse(MessageType::kMapDma, mapped.error().errno_value(),
                     mapped.error().describe().c_str());
@@ -307,7 +306,7 @@ Result<void> Session::MapDma(Frame& frame) {
     return Refuse(MessageType::kMapDma, mmap_errno, "the daemon could not map the client's fd");
   vpci::DmaRegion region{.iova = req->iova, .length = req->length, .host = host, .fd = -1,
                          .fd_offset = 0};
-  if (auto mapped = function_->device->MapDma(region); !mapped) {
+  if (auto mapped = function_->device->MapDmaFor(uid_, region); !mapped) {
     munmap(host, req->length);
     return Refuse(MessageType::kMapDma, mapped.error().errno_value(), mapped.error().what());
   }

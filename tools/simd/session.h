@@ -36,6 +36,10 @@ class Session {
   // The window of IOVA space client `id` may map in: 64 GiB each, above the daemon's own.
   static constexpr uint64_t kIovaWindowBits = 36;
   static uint64_t IovaBase(uint32_t id) { return (uint64_t{id} + 1) << kIovaWindowBits; }
+  // The firmware uid client `id` issues commands under and its memory is mapped for: ids wrap
+  // around the 16-bit tag, skipping 0 (the daemon's own). The server never gives a live
+  // session's uid to another.
+  static uint16_t UidFor(uint32_t id) { return static_cast<uint16_t>(id % 0xffff + 1); }
 
   // Why a connection is not served: its first frame is answered with this, and it ends.
   struct Refusal {
@@ -57,6 +61,7 @@ class Session {
   void Shutdown();
   bool finished() const { return finished_.load(); }
   bool refused() const { return refusal_.has_value(); }
+  uint16_t uid() const { return uid_; }
 
   // This client as a JSON object (pid, uid, function, objects by kind, DMA mappings, MEMIC bytes);
   // empty before its hello.
