@@ -85,7 +85,7 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
 
   const uint64_t dbr = prm::Get(in, cqc.dbr_addr);
   if (dbr % kDbrAlignment != 0) return Refuse(Syndrome::CQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Refuse(Syndrome::CQ_DBR_UNMAPPED);
+  if (!iommu_.IsMappedFor(uid, dbr, kDbrBytes)) return Refuse(Syndrome::CQ_DBR_UNMAPPED);
 
   Cq cq{};
   cq.uid = uid;

@@ -181,7 +181,7 @@ Outcome Firmware::ReadWorkQueue(Bytes in, std::size_t wq_bit_offset, uint16_t ui
   }
   const uint64_t dbr = prm::Get(w, W::dbr_addr);
   if (dbr % kDbrAlignment != 0) return Refuse(Syndrome::WQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Refuse(Syndrome::WQ_DBR_UNMAPPED);
+  if (!iommu_.IsMappedFor(uid, dbr, kDbrBytes)) return Refuse(Syndrome::WQ_DBR_UNMAPPED);
 
   q->pd = pdn;
   q->log_page_bytes = 12 + log_page_size;

@@ -65,6 +65,16 @@ Outcome Firmware::CheckMkeyTarget(Bytes in, Bytes list, uint32_t mode, Mkey* m) 
         const uint64_t e = prm::Get(list, prm::Element<64>{i * 64, "mtt"});
         // Bits 1:0 are the entry's read/write permission bits.
         if ((e & ~uint64_t{3}) % ps != 0) return Refuse(Syndrome::MKEY_MTT_ENTRY);
+        // A user context's key reaches only memory mapped for it, as the kernel builds a user
+        // MR only over the caller's own pinned pages (drivers/infiniband/core/umem.c,
+        // ib_umem_get): the part of this entry's page that [start, start + len) covers.
+        if (uid != 0 && i < npages) {
+          const uint64_t page_va = first + i * ps;
+          const uint64_t from = std::max(start, page_va);
+          const uint64_t to = std::min(end, page_va + ps);
+          if (!iommu_.IsMappedFor(uid, (e & ~uint64_t{3}) + (from - page_va), to - from))
+            return Refuse(Syndrome::MKEY_MTT_UNMAPPED);
+        }
       }
       break;
     }

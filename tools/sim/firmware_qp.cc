@@ -188,7 +188,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
 
   const uint64_t dbr = prm::Get(in, qpc.dbr_addr);
   if (dbr % kDbrAlignment != 0) return Refuse(Syndrome::QP_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(dbr, kDbrBytes)) return Refuse(Syndrome::QP_DBR_UNMAPPED);
+  if (!iommu_.IsMappedFor(uid, dbr, kDbrBytes)) return Refuse(Syndrome::QP_DBR_UNMAPPED);
 
   Qp qp{};
   qp.uid = uid;

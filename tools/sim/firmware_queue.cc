@@ -6,7 +6,8 @@
 // or fewer computed the queue differently from the device. Each entry is a bus address (IOVA),
 // aligned to the page size (so its low bits, which other lists use as flags, are zero here), and
 // the bytes of the queue in that page (the whole page, or the whole queue when one page is larger
-// than it) must be mapped in the IOMMU now: the data engine later writes EQEs and CQEs there.
+// than it) must be mapped in the IOMMU now, for the issuing context: the data engine later
+// writes EQEs and CQEs there.
 #include <algorithm>
 #include <cstring>
 
@@ -33,13 +34,15 @@ Outcome Firmware::ReadBufferPages(std::span<const std::byte> in, std::size_t pas
   const std::size_t given = (in.size() - pas_offset) / 8;
   if ((in.size() - pas_offset) % 8 != 0 || given != needed)
     return Refuse(syndromes.count);
+  // The pages must be mapped for the context that issues the command (uid in its header).
+  const auto uid = static_cast<uint16_t>(prm::Get(in, prm::mbox_in::uid));
   std::vector<uint64_t> list(given);
   for (std::size_t i = 0; i < given; ++i) {
     const uint64_t e = prm::Get(in.subspan(pas_offset), prm::Element<64>{i * 64, "pas"});
     if (e % page != 0) return Refuse(syndromes.entry);
     // The bytes of the buffer this page holds: the whole page, or what is left of the buffer.
     const uint64_t used = std::min(page, buffer_bytes - i * page);
-    if (!iommu_.IsMapped(e, used)) return Refuse(syndromes.unmapped);
+    if (!iommu_.IsMappedFor(uid, e, used)) return Refuse(syndromes.unmapped);
     list[i] = e;
   }
   *pas = std::move(list);

@@ -35,7 +35,8 @@ Outcome Firmware::CreateSrqFromContext(std::span<const std::byte> in, const SrqC
   }
 
   if (context.dbr_addr % kDbrAlignment != 0) return Refuse(Syndrome::SRQ_DBR_ALIGNMENT);
-  if (!iommu_.IsMapped(context.dbr_addr, kDbrBytes)) return Refuse(Syndrome::SRQ_DBR_UNMAPPED);
+  if (!iommu_.IsMappedFor(context.uid, context.dbr_addr, kDbrBytes))
+    return Refuse(Syndrome::SRQ_DBR_UNMAPPED);
 
   srq.log_page_bytes = 12 + ring.log_page_size;
   srq.dbr_addr = context.dbr_addr;

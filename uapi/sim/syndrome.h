@@ -104,6 +104,8 @@ namespace onchip::sim {
   X(MKEY_LENGTH, 0x51000610, BAD_PARAM_ERR) /* len above 2^log_max_mrw_sz, or length64 misuse */   \
   X(MKEY_PA_NOT_PRIVILEGED, 0x51000611, BAD_PARAM_ERR) /* PA mode with a non-zero uid */           \
   X(MKEY_PD_UNKNOWN, 0x51000612, BAD_RES_ERR) /* mkc.pd names no live PD */                        \
+  X(MKEY_MTT_UNMAPPED, 0x51000613, BAD_PARAM_ERR)                                                  \
+  /* a user context's MTT entry reaches memory not mapped for its uid */                           \
   /* Event queues. */                                                                              \
   X(EQ_SIZE, 0x51000701, BAD_PARAM_ERR) /* log_eq_size above log_max_eq_sz */                      \
   X(EQ_UAR_UNKNOWN, 0x51000702, BAD_RES_ERR) /* eqc.uar_page names no allocated UAR */             \

@@ -84,12 +84,14 @@ TEST_F(EqTest, UarMustBeAllocatedAndOwned) {
   auto in = EqIn();
   in.set(eqc.uar_page, uar_ + 1);
   EXPECT_TRUE(RefusedUnchanged(in, CommandStatus::BAD_RES_ERR, Syndrome::EQ_UAR_UNKNOWN));
+  const uint32_t uar7 = AllocUar(7);
   auto other = EqIn();
-  other.set(eqc.uar_page, AllocUar(7));
+  other.set(eqc.uar_page, uar7);
   EXPECT_TRUE(RefusedUnchanged(other, CommandStatus::BAD_RES_ERR, Syndrome::NOT_OWNER));
   // The same UAR with its owner's uid is fine.
-  other.set(In::uid, 7);
-  EXPECT_TRUE(Ok(CreateEq(other)));
+  auto own = EqIn(7, 2, 0, 7);
+  own.set(eqc.uar_page, uar7);
+  EXPECT_TRUE(Ok(CreateEq(own)));
 }
 
 TEST_F(EqTest, InterruptVectorMustExist) {

@@ -2,10 +2,16 @@
 // and PDs, and writes CREATE_EQ / CREATE_CQ / CREATE_QP / CREATE_SRQ inputs whose queue pages lie
 // in the command writer's DMA arena (mapped in the IOMMU), so each test changes one field and
 // checks the one refusal; and the QP transition commands with contexts each transition accepts.
+// A command of a user context (uid != 0) places its queue in that context's own arena, mapped for
+// its uid, as a device daemon maps a client's memory: a user context may name only its own.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
 
 #include "tests/device/sim/sim_fixture.h"
 #include "uapi/prm/cmd_layout.h"
@@ -48,10 +54,35 @@ class QueueTest : public SimTest {
   // An IOVA no mapping covers.
   static constexpr uint64_t kUnmappedIova = uint64_t{0x7} << 36;
 
+  // A user context's arena: kUserArenaBytes at UserArenaIova(uid), laid out as the top 2 MiB of
+  // the writer's arena (queue pages from its start, doorbell records in its last page).
+  static constexpr uint64_t kUserArenaBytes = 2 << 20;
+  static constexpr uint64_t UserArenaIova(uint16_t uid) { return (uint64_t{0x100} + uid) << 32; }
+
   void SetUp() override {
     SimTest::SetUp();
     BringUp();
     uar_ = AllocUar(0);
+  }
+  void TearDown() override {
+    SimTest::TearDown();
+    sim_.reset();  // the device, and with it every mapping, goes before the memory
+    user_arenas_.clear();
+  }
+
+  // Where the queue pages and doorbell records of a command of `uid` lie.
+  uint64_t QueueIova(uint16_t uid) { return uid == 0 ? kQueueIova : UserArena(uid); }
+  uint64_t DbrIova(uint16_t uid) { return QueueIova(uid) + (kDbrIova - kQueueIova); }
+  // The arena of user context `uid`, mapped for it on first use.
+  uint64_t UserArena(uint16_t uid) {
+    if (!user_arenas_.contains(uid)) {
+      void* p = std::aligned_alloc(4096, kUserArenaBytes);
+      if (p == nullptr) std::abort();
+      std::memset(p, 0, kUserArenaBytes);
+      user_arenas_.emplace(uid, ArenaBytes(static_cast<std::byte*>(p)));
+      if (!sim_->MapDmaFor(uid, {UserArenaIova(uid), kUserArenaBytes, p, -1, 0})) std::abort();
+    }
+    return UserArenaIova(uid);
   }
 
   uint32_t AllocUar(uint16_t uid) {
@@ -74,7 +105,7 @@ class QueueTest : public SimTest {
         .set(In::eq_context_entry.log_page_size, log_page_size)
         .set(In::event_bitmask[0], 1);  // completion events
     for (uint32_t i = 0; i < pages; ++i)
-      in.set(In::pas[i], kQueueIova + (uint64_t{i} << (12 + log_page_size)));
+      in.set(In::pas[i], QueueIova(uid) + (uint64_t{i} << (12 + log_page_size)));
     return in;
   }
   Reply CreateEq(const prm::Message<prm::create_eq_in>& in) { return Exec(in, 16); }
@@ -103,8 +134,8 @@ class QueueTest : public SimTest {
         .set(In::cq_context.log_cq_size, log_size)
         .set(In::cq_context.uar_page, uar_)
         .set(In::cq_context.c_eqn_or_apu_element, eqn)
-        .set(In::cq_context.dbr_addr, kDbrIova);
-    for (uint32_t i = 0; i < pages; ++i) in.set(In::pas[i], kQueueIova + uint64_t{i} * 4096);
+        .set(In::cq_context.dbr_addr, DbrIova(uid));
+    for (uint32_t i = 0; i < pages; ++i) in.set(In::pas[i], QueueIova(uid) + uint64_t{i} * 4096);
     return in;
   }
   Reply CreateCq(const prm::Message<prm::create_cq_in>& in) { return Exec(in, 16); }
@@ -146,7 +177,7 @@ class QueueTest : public SimTest {
         .set(In::qpc.uar_page, uar_)
         .set(In::qpc.cqn_snd, cqn)
         .set(In::qpc.cqn_rcv, cqn)
-        .set(In::qpc.dbr_addr, kQpDbrIova)
+        .set(In::qpc.dbr_addr, DbrIova(uid) + (kQpDbrIova - kDbrIova))
         .set(In::qpc.log_page_size, shape.log_page_size);
     if (shape.log_rq < 0) {
       in.set(In::qpc.rq_type, prm::ZERO_LEN_RQ);
@@ -159,7 +190,7 @@ class QueueTest : public SimTest {
     else
       in.set(In::qpc.log_sq_size, static_cast<uint32_t>(shape.log_sq));
     for (uint32_t i = 0; i < pages; ++i)
-      in.set(In::pas[i], kQueueIova + (uint64_t{i} << (12 + shape.log_page_size)));
+      in.set(In::pas[i], QueueIova(uid) + (uint64_t{i} << (12 + shape.log_page_size)));
     return in;
   }
   Reply CreateQp(const prm::Message<prm::create_qp_in>& in) { return Exec(in, 16); }
@@ -266,8 +297,8 @@ class QueueTest : public SimTest {
         .set(S::log_srq_size, log_size)
         .set(S::log_rq_stride, log_stride)
         .set(S::pd, pd)
-        .set(S::dbr_addr, kSrqDbrIova);
-    for (uint32_t i = 0; i < pages; ++i) in.set(In::pas[i], kQueueIova + uint64_t{i} * 4096);
+        .set(S::dbr_addr, DbrIova(uid) + (kSrqDbrIova - kDbrIova));
+    for (uint32_t i = 0; i < pages; ++i) in.set(In::pas[i], QueueIova(uid) + uint64_t{i} * 4096);
     return in;
   }
   Reply CreateSrq(const prm::Message<prm::create_srq_in>& in) { return Exec(in, 16); }
@@ -296,6 +327,13 @@ class QueueTest : public SimTest {
   }
 
   uint32_t uar_ = 0;
+
+ private:
+  struct FreeArena {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  using ArenaBytes = std::unique_ptr<std::byte, FreeArena>;
+  std::map<uint16_t, ArenaBytes> user_arenas_;
 };
 
 }  // namespace onchip::sim::testing

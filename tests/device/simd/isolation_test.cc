@@ -24,7 +24,10 @@
 #include "driver/bus/simd/frame_io.h"
 #include "driver/cq.h"
 #include "driver/device.h"
+#include "driver/mkey.h"
+#include "driver/mr.h"
 #include "driver/open.h"
+#include "driver/pd.h"
 #include "driver/verbs/calls.h"
 #include "tools/testing/rc_connect.h"
 #include "tests/device/simd/simd_client.h"
@@ -33,6 +36,8 @@
 #include "uapi/prm/field.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
+#include "uapi/prm/umr.h"
+#include "uapi/sim/syndrome.h"
 #include "uapi/simd_protocol.h"
 
 namespace onchip::testing {
@@ -134,6 +139,113 @@ TEST_F(IsolationTest, AnotherClientsMkeyAndCqCannotBeQueried) {
   EXPECT_TRUE(query_mkey(*victim.device, victim.mr->lkey));
   EXPECT_TRUE(query_cq(*victim.device, victim_cqn));
   (*attacker)->Close();
+  victim.Close();
+  ExpectServing();
+}
+
+// F1: an MTT entry is a bus address, and a client knows (or guesses) another client's IOVAs. A
+// key on the attacker's own PD over the victim's MR pages would read and write the victim's
+// local-only memory; the device refuses it, as the kernel builds a user MR only over the
+// caller's own pinned pages. The same command over the attacker's own pages is accepted.
+TEST_F(IsolationTest, AnMkeyOverAnotherClientsMemoryIsRefused) {
+  Endpoint victim, attacker;
+  ASSERT_TRUE(victim.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(attacker.Open(daemon_->locator(0), 0));
+  for (std::size_t i = 0; i < victim.buf->size; ++i) victim.buf->data[i] = static_cast<uint8_t>(i);
+  const uint64_t victim_iova = driver::Mr::From(victim.mr)->mapping.iova();
+  const uint64_t own_iova = driver::Mr::From(attacker.mr)->mapping.iova();
+  ASSERT_NE(victim_iova, 0u);
+  ASSERT_NE(own_iova, 0u);
+  using C = prm::create_mkey_in;
+  constexpr auto mkc = C::memory_key_mkey_entry;
+  auto create = [&](uint64_t bus) -> Result<uint32_t> {
+    prm::Message<C> in(16);
+    in.set(C::opcode, prm::CREATE_MKEY)
+        .set(mkc.access_mode_1_0, prm::MKC_ACCESS_MODE_MTT)
+        .set(mkc.qpn, prm::MLX5_MKEY_NO_QPN)
+        .set(mkc.lr, 1)
+        .set(mkc.lw, 1)
+        .set(mkc.rr, 1)
+        .set(mkc.rw, 1)
+        .set(mkc.pd, driver::Pd::From(attacker.pd)->pdn)
+        .set(mkc.start_addr, 0)
+        .set(mkc.len, 4096)
+        .set(mkc.log_page_size, 12)
+        .set(mkc.translations_octword_size, 1)
+        .set(C::translations_octword_actual_size, 1)
+        .set(prm::Element<64>{C::klm_pas_mtt.bit_offset, C::klm_pas_mtt.name}, bus);
+    std::vector<std::byte> out(prm::size_bytes<prm::create_mkey_out>);
+    ONCHIP_CHECK(attacker.device->commander().Exec(in.bytes(), out));
+    return static_cast<uint32_t>(
+        prm::Get(std::span<const std::byte>(out), prm::create_mkey_out::mkey_index));
+  };
+  auto stolen = create(victim_iova);
+  ASSERT_FALSE(stolen) << "an mkey over another client's pages was created";
+  ASSERT_TRUE(stolen.error().from_firmware()) << stolen.error().describe();
+  EXPECT_EQ(stolen.error().firmware().syndrome,
+            static_cast<uint32_t>(sim::Syndrome::MKEY_MTT_UNMAPPED));
+  EXPECT_EQ(stolen.error().errno_value(), EINVAL);
+  auto own = create(own_iova);
+  ASSERT_TRUE(own) << own.error().describe();
+  EXPECT_TRUE(driver::DestroyMkey(attacker.device->commander(), *own));
+  for (std::size_t i = 0; i < victim.buf->size; ++i)
+    ASSERT_EQ(victim.buf->data[i], static_cast<uint8_t>(i)) << "at " << i;
+  attacker.Close();
+  victim.Close();
+  ExpectServing();
+}
+
+// F1: a queue's doorbell record and pages are bus addresses too. A CQ whose doorbell record or
+// pages lie in another client's memory would have the device write CQEs there; the device
+// refuses both, and accepts the same CQ over the attacker's own memory.
+TEST_F(IsolationTest, AQueueInAnotherClientsMemoryIsRefused) {
+  Endpoint victim, attacker;
+  ASSERT_TRUE(victim.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(attacker.Open(daemon_->locator(0), 0));
+  const uint64_t victim_iova = driver::Mr::From(victim.mr)->mapping.iova();
+  // The attacker's own CQ, as the device holds it: a context and pages it may name.
+  auto query = prm::CommandIn<prm::query_cq_in>(prm::QUERY_CQ);
+  query.set(prm::query_cq_in::cqn, driver::Cq::From(attacker.cq)->cqn);
+  std::vector<std::byte> found(prm::size_bytes<prm::query_cq_out> + 8 * 8);
+  ASSERT_TRUE(attacker.device->commander().Exec(query.bytes(), found));
+  using Q = prm::cqc_bits<prm::query_cq_out::cq_context.bit_offset>;
+  const std::span<const std::byte> q(found);
+  std::vector<uint64_t> pages;
+  for (std::size_t i = 0; i < 8; ++i)
+    if (uint64_t e = prm::Get(q, prm::query_cq_out::pas[i]); e != 0) pages.push_back(e);
+  ASSERT_FALSE(pages.empty());
+  using In = prm::create_cq_in;
+  auto create = [&](uint64_t dbr, uint64_t first_page) -> Result<uint32_t> {
+    auto in = prm::CommandIn<In>(prm::CREATE_CQ, 0, 8 * pages.size());
+    in.set(In::cq_context.log_cq_size, prm::Get(q, Q::log_cq_size))
+        .set(In::cq_context.cqe_sz, prm::Get(q, Q::cqe_sz))
+        .set(In::cq_context.uar_page, prm::Get(q, Q::uar_page))
+        .set(In::cq_context.c_eqn_or_apu_element, prm::Get(q, Q::c_eqn_or_apu_element))
+        .set(In::cq_context.log_page_size, prm::Get(q, Q::log_page_size))
+        .set(In::cq_context.dbr_addr, dbr);
+    for (std::size_t i = 0; i < pages.size(); ++i)
+      in.set(In::pas[i], i == 0 ? first_page : pages[i]);
+    std::vector<std::byte> out(prm::size_bytes<prm::create_cq_out>);
+    ONCHIP_CHECK(attacker.device->commander().Exec(in.bytes(), out));
+    return static_cast<uint32_t>(
+        prm::Get(std::span<const std::byte>(out), prm::create_cq_out::cqn));
+  };
+  auto refused_with = [](const Result<uint32_t>& r, sim::Syndrome syndrome) {
+    return !r && r.error().from_firmware() &&
+           r.error().firmware().syndrome == static_cast<uint32_t>(syndrome);
+  };
+  const uint64_t own_dbr = prm::Get(q, Q::dbr_addr);
+  EXPECT_TRUE(refused_with(create(victim_iova, pages[0]), sim::Syndrome::CQ_DBR_UNMAPPED));
+  EXPECT_TRUE(refused_with(create(own_dbr, victim_iova), sim::Syndrome::CQ_PAS_UNMAPPED));
+  // The daemon's own memory (the command queue, its pages) is no client's either.
+  EXPECT_TRUE(refused_with(create(own_dbr, 0), sim::Syndrome::CQ_PAS_UNMAPPED));
+  auto own = create(own_dbr, pages[0]);
+  ASSERT_TRUE(own) << own.error().describe();
+  auto destroy = prm::CommandIn<prm::destroy_cq_in>(prm::DESTROY_CQ);
+  destroy.set(prm::destroy_cq_in::cqn, *own);
+  std::vector<std::byte> out(prm::size_bytes<prm::destroy_cq_out>);
+  EXPECT_TRUE(attacker.device->commander().Exec(destroy.bytes(), out));
+  attacker.Close();
   victim.Close();
   ExpectServing();
 }
