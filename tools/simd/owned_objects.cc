@@ -6,6 +6,7 @@
 #include "uapi/prm/commands.h"
 #include "uapi/prm/field.h"
 #include "uapi/prm/memic.h"
+#include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/qp.h"
 
@@ -30,11 +31,38 @@ uint16_t OpcodeOf(std::span<const std::byte> in) {
 }  // namespace
 
 const char* OwnedObjects::Refusal(std::span<const std::byte> in) const {
-  if (OpcodeOf(in) != prm::DEALLOC_MEMIC) return nullptr;
-  if (in.size() < prm::size_bytes<prm::dealloc_memic_in>) return nullptr;  // firmware refuses it
-  const uint64_t addr = prm::Get(in, prm::dealloc_memic_in::memic_start_addr);
-  return Owns(ObjectKind::kMemic, addr) ? nullptr
-                                        : "DEALLOC_MEMIC of device memory this client did not allocate";
+  switch (OpcodeOf(in)) {
+    case prm::DEALLOC_MEMIC: {
+      if (in.size() < prm::size_bytes<prm::dealloc_memic_in>) return nullptr;  // firmware refuses
+      const uint64_t addr = prm::Get(in, prm::dealloc_memic_in::memic_start_addr);
+      return Owns(ObjectKind::kMemic, addr)
+                 ? nullptr
+                 : "DEALLOC_MEMIC of device memory this client did not allocate";
+    }
+    case prm::CREATE_MKEY: {
+      // A MEMIC key reaches the range its mkc names: it must lie in one of the client's own
+      // allocations, as the kernel makes a DM MR only over the caller's own ibv_dm
+      // (drivers/infiniband/hw/mlx5/dm.c, mlx5_ib_reg_dm_mr).
+      using C = prm::create_mkey_in;
+      constexpr auto mkc = C::memory_key_mkey_entry;
+      if (in.size() < prm::size_bytes<C>) return nullptr;  // firmware refuses it
+      const uint64_t mode =
+          prm::Get(in, mkc.access_mode_1_0) | (prm::Get(in, mkc.access_mode_4_2) << 2);
+      if (mode != prm::MKC_ACCESS_MODE_MEMIC) return nullptr;
+      return OwnsMemicRange(prm::Get(in, mkc.start_addr), prm::Get(in, mkc.len))
+                 ? nullptr
+                 : "CREATE_MKEY over device memory this client did not allocate";
+    }
+    default:
+      return nullptr;
+  }
+}
+
+bool OwnedObjects::OwnsMemicRange(uint64_t start, uint64_t len) const {
+  return std::any_of(objects_.begin(), objects_.end(), [&](const Object& o) {
+    return o.kind == ObjectKind::kMemic && start >= o.id && start - o.id <= o.carried &&
+           len <= o.carried - (start - o.id);
+  });
 }
 
 void OwnedObjects::Forget(ObjectKind kind, uint64_t id) {

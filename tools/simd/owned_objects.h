@@ -8,7 +8,8 @@
 // What a kind's creation and destruction look like is uapi/prm/objects.h's table. It also
 // answers which commands a client may issue at all (what user space may send through
 // DEVX), which carry the client's uid in the header (the firmware checks ownership by it), and
-// whether a MEMIC range a DEALLOC_MEMIC names is the client's own (MEMIC carries no uid).
+// whether a MEMIC range a DEALLOC_MEMIC or a MEMIC mkey names is the client's own (MEMIC carries
+// no uid).
 #pragma once
 
 #include <array>
@@ -34,8 +35,9 @@ bool CarriesUid(uint16_t opcode);
 
 class OwnedObjects {
  public:
-  // A refusal reason (static text) when the client may not issue `in` now, else nullptr: for now
-  // DEALLOC_MEMIC of a range the client did not allocate.
+  // A refusal reason (static text) when the client may not issue `in` now, else nullptr: a
+  // DEALLOC_MEMIC, or a CREATE_MKEY of MEMIC access mode, naming device memory the client did
+  // not allocate (MEMIC carries no uid, so the daemon keeps its owner, as the kernel does).
   const char* Refusal(std::span<const std::byte> in) const;
   // After `in` succeeded with output `out`: records a creation or forgets a destruction.
   void Note(std::span<const std::byte> in, std::span<const std::byte> out);
@@ -59,6 +61,8 @@ class OwnedObjects {
     uint64_t carried = 0;  // the creation's field the destruction repeats (MEMIC size, obj_type)
   };
   void Forget(ObjectKind kind, uint64_t id);
+  // Whether [start, start + len) lies inside one of the client's MEMIC allocations.
+  bool OwnsMemicRange(uint64_t start, uint64_t len) const;
   std::vector<Object> objects_;  // creation order
 };
 

@@ -24,6 +24,7 @@
 #include "driver/bus/simd/frame_io.h"
 #include "driver/cq.h"
 #include "driver/device.h"
+#include "driver/dm.h"
 #include "driver/mkey.h"
 #include "driver/mr.h"
 #include "driver/open.h"
@@ -245,6 +246,52 @@ TEST_F(IsolationTest, AQueueInAnotherClientsMemoryIsRefused) {
   destroy.set(prm::destroy_cq_in::cqn, *own);
   std::vector<std::byte> out(prm::size_bytes<prm::destroy_cq_out>);
   EXPECT_TRUE(attacker.device->commander().Exec(destroy.bytes(), out));
+  attacker.Close();
+  victim.Close();
+  ExpectServing();
+}
+
+// F6: device memory has an owner too. An mkey over another client's MEMIC range would read and
+// write it and pin the allocation, so that its owner's ibv_free_dm failed with EBUSY; the daemon
+// refuses it with EPERM (MEMIC carries no uid: the daemon keeps the owner, as the kernel does),
+// and accepts the same command over the attacker's own allocation.
+TEST_F(IsolationTest, AnMkeyOverAnotherClientsDeviceMemoryIsRefused) {
+  Endpoint victim, attacker;
+  ASSERT_TRUE(victim.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(attacker.Open(daemon_->locator(0), 0));
+  ibv_alloc_dm_attr attr{.length = 4096, .log_align_req = 0, .comp_mask = 0};
+  ibv_dm* victim_dm = v::alloc_dm(victim.device->verbs(), &attr);
+  ibv_dm* own_dm = v::alloc_dm(attacker.device->verbs(), &attr);
+  if (victim_dm == nullptr && errno == EOPNOTSUPP) GTEST_SKIP() << "this function has no MEMIC";
+  ASSERT_NE(victim_dm, nullptr) << strerror(errno);
+  ASSERT_NE(own_dm, nullptr) << strerror(errno);
+  using C = prm::create_mkey_in;
+  constexpr auto mkc = C::memory_key_mkey_entry;
+  auto create = [&](ibv_dm* dm) -> Result<uint32_t> {
+    prm::Message<C> in;
+    in.set(C::opcode, prm::CREATE_MKEY)
+        .set(mkc.access_mode_1_0, prm::MKC_ACCESS_MODE_MEMIC & 0x3)
+        .set(mkc.access_mode_4_2, prm::MKC_ACCESS_MODE_MEMIC >> 2)
+        .set(mkc.qpn, prm::MLX5_MKEY_NO_QPN)
+        .set(mkc.lr, 1)
+        .set(mkc.lw, 1)
+        .set(mkc.pd, driver::Pd::From(attacker.pd)->pdn)
+        .set(mkc.start_addr, driver::Dm::From(dm)->memic.bar_offset)
+        .set(mkc.len, 4096);
+    std::vector<std::byte> out(prm::size_bytes<prm::create_mkey_out>);
+    ONCHIP_CHECK(attacker.device->commander().Exec(in.bytes(), out));
+    return static_cast<uint32_t>(
+        prm::Get(std::span<const std::byte>(out), prm::create_mkey_out::mkey_index));
+  };
+  auto stolen = create(victim_dm);
+  ASSERT_FALSE(stolen) << "an mkey over another client's device memory was created";
+  EXPECT_EQ(stolen.error().errno_value(), EPERM) << stolen.error().describe();
+  auto own = create(own_dm);
+  ASSERT_TRUE(own) << own.error().describe();
+  EXPECT_TRUE(driver::DestroyMkey(attacker.device->commander(), *own));
+  // Nothing pins the victim's allocation: its free succeeds.
+  EXPECT_EQ(v::free_dm(victim_dm), 0) << strerror(errno);
+  EXPECT_EQ(v::free_dm(own_dm), 0) << strerror(errno);
   attacker.Close();
   victim.Close();
   ExpectServing();
