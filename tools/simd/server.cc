@@ -31,17 +31,25 @@ constexpr std::chrono::milliseconds kIdlePollPeriod{20};
 // How long the accept loop waits when the process is out of descriptors.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
-Result<int> Listen(const std::string& path) {
+// `group`: the --group the daemon also serves; the socket (and a directory made here) belong to
+// it, as /dev/infiniband's nodes belong to the rdma group.
+Result<int> Listen(const std::string& path, std::optional<gid_t> group) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path))
     return Fail(EINVAL, "simd: socket path empty or too long");
   std::memcpy(addr.sun_path, path.data(), path.size());
-  // The directory, mode 0700 when we make it: the socket is as private as its directory.
+  // The directory, mode 0700 when we make it (0750 of the group with --group): the socket is as
+  // private as its directory.
   if (const auto slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
     std::string dir = path.substr(0, slash);
-    for (std::size_t i = 1; i <= dir.size(); ++i)
-      if (i == dir.size() || dir[i] == '/') mkdir(dir.substr(0, i).c_str(), 0700);
+    for (std::size_t i = 1; i <= dir.size(); ++i) {
+      if (i != dir.size() && dir[i] != '/') continue;
+      const std::string part = dir.substr(0, i);
+      if (mkdir(part.c_str(), group ? 0750 : 0700) == 0 && group &&
+          chown(part.c_str(), static_cast<uid_t>(-1), *group) != 0)
+        return Fail(errno, "simd: chown of the socket's directory to the group");
+    }
   }
   const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (probe < 0) return Fail(errno, "simd: socket");
@@ -59,10 +67,12 @@ Result<int> Listen(const std::string& path) {
   // connect() needs write permission on the socket file: 0660 lets the daemon's user and group
   // in and nobody else, whatever the umask made of it (credentials are checked again at accept).
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      chmod(path.c_str(), 0660) != 0 || listen(fd, 64) != 0) {
+      chmod(path.c_str(), 0660) != 0 ||
+      (group && chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) ||
+      listen(fd, 64) != 0) {
     const int e = errno;
     close(fd);
-    return Fail(e, "simd: bind, chmod or listen on the socket");
+    return Fail(e, "simd: bind, chmod, chown or listen on the socket");
   }
   return fd;
 }
@@ -97,7 +107,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     s->functions_.push_back(std::move(f));
   }
   if (pipe2(s->stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return Fail(errno, "simd: pipe");
-  ONCHIP_TRY(s->listen_fd_, Listen(options.socket_path));
+  ONCHIP_TRY(s->listen_fd_, Listen(options.socket_path, options.group));
   return s;
 }
 

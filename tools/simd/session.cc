@@ -122,6 +122,12 @@ Result<void> Session::Serve(const Frame& frame) {
     case MessageType::kUnmapDma: return UnmapDma(frame);
     case MessageType::kUpdateMkey: return UpdateMkey(frame);
     case MessageType::kStatus: {
+      // The status names every client's pid, user and objects: it is for the daemon's own user
+      // (and root), not for the members of a --group it also serves.
+      if (user_ != 0 && user_ != geteuid()) {
+        (void)Refuse(type, EACCES, "the daemon's status is for its own user");
+        return Fail(EACCES, "simd: status refused");
+      }
       const std::string text = status_();
       ONCHIP_CHECK(Reply(type, 0, std::as_bytes(std::span<const char>(text.data(), text.size()))));
       return Fail(ECONNRESET, "simd: status answered");  // one status per connection

@@ -427,6 +427,41 @@ TEST_F(IsolationTest, AnotherUsersProcessIsRefused) {
   ExpectServing();
 }
 
+// F11: a member of the daemon's --group is served, but the status (every client's pid, user and
+// objects) is only for the daemon's own user: EACCES.
+TEST_F(IsolationTest, AGroupMemberIsServedButGetsNoStatus) {
+  if (geteuid() != 0) GTEST_SKIP() << "becoming another user needs root";
+  StartDaemon({"--group", "nogroup"});
+  // The socket is the group's; its directory (the test's, made before the daemon) must let the
+  // member through.
+  struct stat st{};
+  ASSERT_EQ(stat(daemon_->socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 65534u);
+  const std::string dir = daemon_->socket().substr(0, daemon_->socket().rfind('/'));
+  chmod(dir.c_str(), 0711);
+  // The daemon's own user is answered.
+  RawClient own(daemon_->socket());
+  ASSERT_TRUE(own.connected());
+  EXPECT_EQ(own.Call(simd::MessageType::kStatus, {}), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+    RawClient status(daemon_->socket());
+    if (!status.connected()) _exit(11);
+    if (status.Call(simd::MessageType::kStatus, {}) != EACCES) _exit(12);
+    RawClient member(daemon_->socket());
+    if (!member.connected()) _exit(11);
+    _exit(member.Hello(0) == 0 ? 0 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 10) GTEST_SKIP() << "this sandbox has no other user to become";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: no connection, 12: status not EACCES, 13: not served";
+  ExpectServing();
+}
+
 // F4: a connection that never says hello is dropped when the hello timeout ends (ETIMEDOUT),
 // so silent connections cannot hold the daemon's threads.
 TEST_F(IsolationTest, AConnectionThatSaysNothingIsDropped) {
