@@ -31,7 +31,7 @@ struct DeviceConfig {
   // UAR index i is the 4 KiB page at BAR0 offset i * 4 KiB. The init segment occupies the pages
   // below first_uar_index.
   uint32_t first_uar_index = 8;
-  uint32_t num_uars = 64;
+  uint32_t num_uars = 256;  // one or more per context: a device daemon's clients each take theirs
   bool bf = true;              // BlueFlame registers at UAR offset 0x800
   uint8_t log_bf_reg_size = 9;  // 512-byte BlueFlame registers
 
@@ -44,10 +44,12 @@ struct DeviceConfig {
   uint8_t log_max_mrw_sz = 48;
 
   // ---- event and completion queues ----
-  uint8_t log_max_eq = 4;       // EQ numbers 0 .. 2^log_max_eq - 1 (8-bit eq_number: at most 8)
-  uint16_t max_num_eqs = 16;    // advertised beside log_max_eq; the smaller bound wins
+  // A ConnectX function has hundreds of EQs and MSI-X vectors; each client of a device daemon
+  // takes one EQ and one vector (its own interrupts), so these bound the clients with events.
+  uint8_t log_max_eq = 8;       // EQ numbers 0 .. 2^log_max_eq - 1 (8-bit eq_number: at most 8)
+  uint16_t max_num_eqs = 256;   // advertised beside log_max_eq; the smaller bound wins
   uint8_t log_max_eq_sz = 22;   // EQEs per EQ
-  uint16_t num_interrupt_vectors = 16;  // eqc.intr must be below this (the MSI-X vectors modelled)
+  uint16_t num_interrupt_vectors = 128;  // eqc.intr must be below this (the MSI-X vectors modelled)
   uint8_t log_max_cq = 12;      // CQ numbers 0 .. 2^log_max_cq - 1
   uint8_t log_max_cq_sz = 22;   // CQEs per CQ
   bool cq_resize = true;        // MODIFY_CQ op_mod 1 (cmd_hca_cap.cq_resize)

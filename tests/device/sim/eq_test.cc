@@ -1,6 +1,9 @@
 // CREATE/DESTROY/QUERY_EQ: the context kept and queried back, each refusal with its status and
 // syndrome and nothing changed, ownership, an EQ held by its CQs, teardown.
+#include <algorithm>
+
 #include "tests/device/sim/queues.h"
+#include "tools/sim/firmware.h"
 #include "uapi/prm/hca.h"
 
 namespace onchip::sim::testing {
@@ -96,9 +99,10 @@ TEST_F(EqTest, UarMustBeAllocatedAndOwned) {
 
 TEST_F(EqTest, InterruptVectorMustExist) {
   auto in = EqIn();
-  in.set(eqc.intr, 16);  // 16 vectors modelled: 0..15
+  const uint32_t vectors = sim_->config().num_interrupt_vectors;  // 0 .. vectors - 1
+  in.set(eqc.intr, vectors);
   EXPECT_TRUE(RefusedUnchanged(in, CommandStatus::BAD_PARAM_ERR, Syndrome::EQ_INTR));
-  in.set(eqc.intr, 15);
+  in.set(eqc.intr, vectors - 1);
   EXPECT_TRUE(Ok(CreateEq(in)));
 }
 
@@ -164,8 +168,11 @@ TEST_F(EqTest, ReservedBitsOpModAndLengths) {
 }
 
 TEST_F(EqTest, EveryNumberInUseIsNoResources) {
-  // 16 EQs (log_max_eq 4, max_num_eqs 16).
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(Ok(CreateEq(EqIn()))) << i;
+  // 2^log_max_eq, max_num_eqs and the 8-bit eq_number all bound them.
+  const uint32_t eqs = EqCount(sim_->config());
+  ASSERT_EQ(eqs, std::min<uint32_t>(uint32_t{1} << sim_->config().log_max_eq,
+                                    sim_->config().max_num_eqs));
+  for (uint32_t i = 0; i < eqs; ++i) ASSERT_TRUE(Ok(CreateEq(EqIn(4, 1)))) << i;
   EXPECT_TRUE(RefusedUnchanged(EqIn(), CommandStatus::NO_RES_ERR, Syndrome::EQ_EXHAUSTED));
 }
 

@@ -462,6 +462,40 @@ TEST_F(IsolationTest, AGroupMemberIsServedButGetsNoStatus) {
   ExpectServing();
 }
 
+// F9: the function serves far more clients than a handful: 64 contexts open on one function at
+// once, each with a PD, a completion channel (interrupts of its own) and a CQ on it.
+TEST_F(IsolationTest, SixtyFourClientsOpenAContextOnOneFunctionAtOnce) {
+  constexpr int kClients = 64;
+  struct Client {
+    std::shared_ptr<driver::Device> device;
+    ibv_pd* pd = nullptr;
+    ibv_comp_channel* channel = nullptr;
+    ibv_cq* cq = nullptr;
+  };
+  std::vector<Client> clients(kClients);
+  for (int i = 0; i < kClients; ++i) {
+    auto d = driver::Open(daemon_->locator(0));
+    ASSERT_TRUE(d) << "client " << i << ": " << d.error().describe();
+    Client& c = clients[i];
+    c.device = *d;
+    c.pd = v::alloc_pd(c.device->verbs());
+    ASSERT_NE(c.pd, nullptr) << "client " << i << ": " << strerror(errno);
+    c.channel = v::create_comp_channel(c.device->verbs());
+    ASSERT_NE(c.channel, nullptr) << "client " << i << ": " << strerror(errno);
+    c.cq = v::create_cq(c.device->verbs(), 16, c.channel, 0);
+    ASSERT_NE(c.cq, nullptr) << "client " << i << ": " << strerror(errno);
+  }
+  for (Client& c : clients) {
+    EXPECT_EQ(v::destroy_cq(c.cq), 0);
+    close(c.channel->fd);  // ibv_destroy_comp_channel's part: the channel is the caller's
+    std::free(c.channel);
+    EXPECT_EQ(v::dealloc_pd(c.pd), 0);
+    c.device->Close();
+  }
+  clients.clear();
+  ExpectServing();
+}
+
 // F4: a connection that never says hello is dropped when the hello timeout ends (ETIMEDOUT),
 // so silent connections cannot hold the daemon's threads.
 TEST_F(IsolationTest, AConnectionThatSaysNothingIsDropped) {
