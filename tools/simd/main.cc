@@ -16,6 +16,8 @@
 // --group NAME: processes of that primary group may connect too (the socket is 0660; by
 // default only the daemon's own user and root may). --max-clients N: connections served at once
 // (default 256). --hello-timeout-ms MS: how long a connection may take to say hello (5000).
+// --quota NAME=N (repeatable): what each client may hold at once, per object kind (uar, pd, qp,
+// ...), memic_bytes or mappings (tools/simd/quota.h has the defaults).
 //
 // Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
 // for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it
@@ -45,7 +47,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: onchip-simd [--socket PATH] [--functions N] [--engine-idle-ms MS] "
                "[--link-layer eth|ib] [--engine-spin auto|always|never] "
-               "[--engine-sched realtime|normal] [--group NAME] [--max-clients N] "
+               "[--engine-sched realtime|normal] [--group NAME] [--max-clients N] [--quota NAME=N] "
                "[--hello-timeout-ms MS]\n");
   return 2;
 }
@@ -112,6 +114,13 @@ int main(int argc, char** argv) {
       if (std::from_chars(n.data(), n.data() + n.size(), options.max_clients).ec != std::errc() ||
           options.max_clients == 0)
         return Usage();
+    } else if (a == "--quota" && i + 1 < argc) {
+      const char* assignment = argv[++i];
+      if (!options.quota.Set(assignment)) {
+        std::fprintf(stderr, "onchip simd: --quota %s: want NAME=N (an object kind, memic_bytes "
+                     "or mappings)\n", assignment);
+        return 2;
+      }
     } else if (a == "--hello-timeout-ms" && i + 1 < argc) {
       const auto ms = PositiveMilliseconds(argv[++i]);
       if (!ms) return Usage();

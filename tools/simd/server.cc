@@ -214,7 +214,7 @@ void Server::Admit(int sock) {
   Client& c = clients_.emplace_back();
   c.session = std::make_unique<Session>(sock, next_id_++, std::move(functions),
                                         [this] { return StatusJson(); }, options_.hello_timeout,
-                                        refusal);
+                                        options_.quota, refusal);
   c.thread = std::thread([s = c.session.get()] { s->Run(); });
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tools/simd/quota.h"
 #include "tools/simd/served_function.h"
 #include "tools/simd/session.h"
 #include "uapi/result.h"
@@ -43,6 +44,8 @@ struct ServerOptions {
   uint32_t max_clients = 256;
   // How long a connection may take to send its first frame (hello or status).
   std::chrono::milliseconds hello_timeout{5000};
+  // What each client may hold at once (EAGAIN past it, ENOMEM past its mappings).
+  Quota quota = Quota::Default();
 };
 
 // $XDG_RUNTIME_DIR/onchip/simd.sock, else /run/onchip/simd.sock.

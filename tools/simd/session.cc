@@ -21,12 +21,13 @@ namespace onchip::simd {
 
 Session::Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
                  std::function<std::string()> status, std::chrono::milliseconds hello_timeout,
-                 std::optional<Refusal> refusal)
+                 const Quota& quota, std::optional<Refusal> refusal)
     : sock_(sock),
       id_(id),
       functions_(std::move(functions)),
       status_(std::move(status)),
       hello_timeout_(hello_timeout),
+      quota_(quota),
       refusal_(refusal) {
   ucred cred{};
   socklen_t len = sizeof(cred);
@@ -220,6 +221,10 @@ Result<void> Session::Command(const Frame& frame) {
       std::fprintf(stderr, "onchip simd: client %u: %s\n", id_, why);
       return refuse(EPERM);
     }
+    if (const char* why = OverQuota(quota_, owned_, in); why != nullptr) {
+      std::fprintf(stderr, "onchip simd: client %u: %s\n", id_, why);
+      return refuse(EAGAIN);
+    }
   }
   prm::Bits(std::span<std::byte>(in)).set(prm::mbox_in::uid, CarriesUid(opcode) ? uid_ : 0);
   auto done = function_->driver->commander().Exec(in, out);
@@ -275,6 +280,9 @@ Result<void> Session::MapDma(Frame& frame) {
                   "DMA map outside the client's IOVA window or not whole 4 KiB pages");
   {
     std::lock_guard lock(mu_);
+    if (mappings_.size() >= quota_.mappings)
+      return Refuse(MessageType::kMapDma, ENOMEM,
+                    "the client holds as many DMA mappings as its quota allows (onchip-simd --quota)");
     uint64_t mapped = 0;
     for (const auto& [iova, m] : mappings_) mapped += m.length;
     if (req->length > memlock_limit_ || mapped > memlock_limit_ - req->length)

@@ -26,6 +26,7 @@
 
 #include "driver/bus/simd/frame_io.h"
 #include "tools/simd/owned_objects.h"
+#include "tools/simd/quota.h"
 #include "tools/simd/served_function.h"
 #include "tools/sim/process_memory.h"
 
@@ -50,7 +51,7 @@ class Session {
   // within `hello_timeout`.
   Session(int sock, uint32_t id, std::vector<ServedFunction*> functions,
           std::function<std::string()> status, std::chrono::milliseconds hello_timeout,
-          std::optional<Refusal> refusal = std::nullopt);
+          const Quota& quota, std::optional<Refusal> refusal = std::nullopt);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -89,6 +90,7 @@ class Session {
   const std::vector<ServedFunction*> functions_;
   const std::function<std::string()> status_;
   const std::chrono::milliseconds hello_timeout_;
+  const Quota quota_;
   const std::optional<Refusal> refusal_;
   pid_t pid_ = 0;
   uid_t user_ = 0;

@@ -496,6 +496,53 @@ TEST_F(IsolationTest, SixtyFourClientsOpenAContextOnOneFunctionAtOnce) {
   ExpectServing();
 }
 
+// F9: one client cannot take every object of a kind or all the device memory: past its quota a
+// creation is refused with EAGAIN (as the rdma cgroup refuses a charge; ibv_alloc_dm then says
+// ENOMEM), while another client
+// still gets its own, and a freed object makes room again.
+TEST_F(IsolationTest, PastItsQuotaAClientIsRefusedAndOthersAreNot) {
+  StartDaemon({"--quota", "pd=3", "--quota", "memic_bytes=4096"});
+  auto greedy = driver::Open(daemon_->locator(0));
+  auto other = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(greedy && other);
+  std::vector<ibv_pd*> pds;
+  for (;;) {
+    ibv_pd* pd = v::alloc_pd((*greedy)->verbs());
+    if (pd == nullptr) break;
+    pds.push_back(pd);
+    ASSERT_LE(pds.size(), 3u) << "the quota did not hold";
+  }
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(pds.size(), 3u);
+  ibv_pd* others = v::alloc_pd((*other)->verbs());
+  ASSERT_NE(others, nullptr) << strerror(errno);
+  EXPECT_EQ(v::dealloc_pd(pds.back()), 0);
+  pds.pop_back();
+  ibv_pd* again = v::alloc_pd((*greedy)->verbs());
+  ASSERT_NE(again, nullptr) << strerror(errno);
+  pds.push_back(again);
+  // Device memory: 4 KiB, and then nothing more.
+  ibv_alloc_dm_attr attr{.length = 4096, .log_align_req = 0, .comp_mask = 0};
+  ibv_dm* dm = v::alloc_dm((*greedy)->verbs(), &attr);
+  if (dm == nullptr && errno == EOPNOTSUPP) GTEST_SKIP() << "this function has no MEMIC";
+  ASSERT_NE(dm, nullptr) << strerror(errno);
+  attr.length = 64;
+  errno = 0;
+  EXPECT_EQ(v::alloc_dm((*greedy)->verbs(), &attr), nullptr);
+  // The driver tries every free range on EAGAIN and then says ENOMEM, as mlx5_ib's MEMIC
+  // allocator does (drivers/infiniband/hw/mlx5/dm.c, mlx5_cmd_alloc_memic).
+  EXPECT_EQ(errno, ENOMEM);
+  ibv_dm* others_dm = v::alloc_dm((*other)->verbs(), &attr);
+  ASSERT_NE(others_dm, nullptr) << strerror(errno);
+  EXPECT_EQ(v::free_dm(others_dm), 0);
+  EXPECT_EQ(v::free_dm(dm), 0);
+  for (ibv_pd* pd : pds) EXPECT_EQ(v::dealloc_pd(pd), 0);
+  EXPECT_EQ(v::dealloc_pd(others), 0);
+  (*greedy)->Close();
+  (*other)->Close();
+  ExpectServing();
+}
+
 // F4: a connection that never says hello is dropped when the hello timeout ends (ETIMEDOUT),
 // so silent connections cannot hold the daemon's threads.
 TEST_F(IsolationTest, AConnectionThatSaysNothingIsDropped) {
