@@ -250,7 +250,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
         // event tells software it may now destroy the QP without losing an SRQ WQE.
         if (qp->srqn && !qp->progress.last_wqe_reached) {
           qp->progress.last_wqe_reached = true;
-          QpEvent(qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
+          QpEvent(qp->uid, qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
           moved = true;
         }
         continue;

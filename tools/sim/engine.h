@@ -328,10 +328,11 @@ class Engine final : private Receiver {
   // A PORT_CHANGE event of port 1 (the firmware's pending link change) on every EQ that
   // subscribes to it, as the kernel's async EQ does.
   void PortEvent(uint8_t sub_type);
-  // An affiliated QP event (prm::MLX5_EVENT_TYPE_WQ_*) on the first EQ that subscribes to it.
-  // An event naming a QP (or, for the SRQ types, an SRQ) by number, to the first EQ that
-  // subscribes to `type`.
-  void QpEvent(uint32_t qpn, uint8_t type);
+  // An affiliated event (prm::MLX5_EVENT_TYPE_WQ_*, COMM_EST, the SRQ types) naming a QP (or an
+  // SRQ) by number, on the first EQ of the queue's owner (`uid`) that subscribes to `type`, else
+  // on the first of the function's own (uid 0) that does: never on another user context's EQ,
+  // as the kernel hands an event only to the uverbs file that owns the queue.
+  void QpEvent(uint16_t uid, uint32_t number, uint8_t type);
   bool PollArms();
   // An arm request PollArms found for CQ `cqn` (`arm_word` as the doorbell record spells it).
   // Out of line: most passes find none, and their loop stays small.

@@ -211,13 +211,16 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   return true;
 }
 
-void Engine::QpEvent(uint32_t qpn, uint8_t type) {
-  for (const auto& [eqn, eq] : fw_.eqs_) {
-    if (!((eq.event_bitmask[type / 64] >> (type % 64)) & 1)) continue;
-    // Queue type byte 0: a QP; its number in the last word.
-    WriteEqe(eqn, type, prm::EqeQueueData(prm::kEqeCompletionCqnOffset, qpn));
-    return;
-  }
+void Engine::QpEvent(uint16_t uid, uint32_t number, uint8_t type) {
+  auto subscriber = [&](uint16_t owner) -> std::optional<uint32_t> {
+    for (const auto& [eqn, eq] : fw_.eqs_)
+      if (eq.uid == owner && ((eq.event_bitmask[type / 64] >> (type % 64)) & 1)) return eqn;
+    return std::nullopt;
+  };
+  std::optional<uint32_t> eqn = subscriber(uid);
+  if (!eqn && uid != 0) eqn = subscriber(0);
+  // Queue type byte 0: a QP; its number in the last word.
+  if (eqn) WriteEqe(*eqn, type, prm::EqeQueueData(prm::kEqeCompletionCqnOffset, number));
 }
 
 void Engine::PortEvent(uint8_t sub_type) {

@@ -156,7 +156,7 @@ void Engine::Responder::EstablishCommunication() {
   // software waits for before moving the QP to RTS when it has no other sign).
   if (qp_.state == prm::QP_STATE_RTR && !ud_ && !pr_.comm_established) {
     pr_.comm_established = true;
-    e_.QpEvent(qpn_, prm::MLX5_EVENT_TYPE_COMM_EST);
+    e_.QpEvent(qp_.uid, qpn_, prm::MLX5_EVENT_TYPE_COMM_EST);
   }
 }
 
@@ -349,7 +349,7 @@ std::optional<Engine::Responder::Receive> Engine::Responder::TakeSrqReceive(uint
   const uint32_t lwm = static_cast<uint32_t>(srqc.get(prm::srqc::lwm));
   if (lwm != 0 && ((*producer - srq.progress.counter) & prm::kWqCounterMask) < lwm) {
     srqc.set(prm::srqc::lwm, 0);
-    e_.QpEvent(srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
+    e_.QpEvent(srq.uid, srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
   }
   Receive recv;
   recv.wqe_counter = static_cast<uint16_t>(index);
@@ -484,7 +484,7 @@ void Engine::Responder::Refuse(NakCode code, const Receive* recv, prm::CqeSyndro
   Nak(code);
   if (rc_ || recv != nullptr) e_.MoveToError(qp_);
   if (rc_)
-    e_.QpEvent(qpn_, code == NakCode::kRemoteAccess     ? prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR
+    e_.QpEvent(qp_.uid, qpn_, code == NakCode::kRemoteAccess     ? prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR
                      : code == NakCode::kInvalidRequest ? prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR
                                                         : prm::MLX5_EVENT_TYPE_WQ_CATAS_ERROR);
 }

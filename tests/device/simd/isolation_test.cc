@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -25,6 +26,7 @@
 #include "driver/cq.h"
 #include "driver/device.h"
 #include "driver/dm.h"
+#include "driver/events.h"
 #include "driver/mkey.h"
 #include "driver/mr.h"
 #include "driver/open.h"
@@ -540,6 +542,53 @@ TEST_F(IsolationTest, PastItsQuotaAClientIsRefusedAndOthersAreNot) {
   EXPECT_EQ(v::dealloc_pd(others), 0);
   (*greedy)->Close();
   (*other)->Close();
+  ExpectServing();
+}
+
+// F10: a QP's affiliated events reach its owner. A write without the right to the victim's MR
+// moves the victim's QP to error with WQ_ACCESS_ERROR: the victim's async sink gets
+// IBV_EVENT_QP_ACCESS_ERR for that QP, and a bystander client, whose EQ subscribes to the same
+// events, gets nothing.
+TEST_F(IsolationTest, AQpsAsyncEventsReachItsOwnerOnly) {
+  Endpoint writer, victim, bystander;
+  ASSERT_TRUE(writer.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(victim.Open(daemon_->locator(1), 1));
+  ASSERT_TRUE(bystander.Open(daemon_->locator(1), 1));
+  // Each client's context drains its events into a pipe of its own, as its async_fd would.
+  auto sink = [](Endpoint& e, std::array<int, 2>& p) {
+    ASSERT_EQ(pipe2(p.data(), O_CLOEXEC | O_NONBLOCK), 0);
+    ASSERT_NE(e.device->events(), nullptr);
+    e.device->events()->AddAsyncSink(e.device->verbs(), p[1]);
+  };
+  std::array<int, 2> victim_pipe{-1, -1}, bystander_pipe{-1, -1};
+  sink(victim, victim_pipe);
+  sink(bystander, bystander_pipe);
+  ibv_qp* qw = writer.Rc();
+  ibv_qp* qv = victim.Rc();
+  ASSERT_TRUE(qw && qv);
+  ASSERT_TRUE(Connect(qw, qv->qp_num, victim.gid));
+  ASSERT_TRUE(Connect(qv, qw->qp_num, writer.gid));
+  ibv_mr* local_only = v::reg_mr(victim.pd, victim.buf->data, 4096,
+                                 reinterpret_cast<uintptr_t>(victim.buf->data),
+                                 IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(local_only, nullptr) << strerror(errno);
+  ibv_wc_status status = IBV_WC_SUCCESS;
+  EXPECT_FALSE(WriteTo(writer, qw, 0, victim.buf->data, local_only->rkey, 64, &status));
+  EXPECT_EQ(status, IBV_WC_REM_ACCESS_ERR);
+  ib_uverbs_async_event_desc event{};
+  const bool got = WaitUntil([&] {
+    return read(victim_pipe[0], &event, sizeof event) == ssize_t(sizeof event);
+  });
+  ASSERT_TRUE(got) << "the victim's QP event never reached it";
+  EXPECT_EQ(event.event_type, static_cast<uint32_t>(IBV_EVENT_QP_ACCESS_ERR));
+  EXPECT_EQ(event.element, reinterpret_cast<uint64_t>(qv));
+  EXPECT_EQ(read(bystander_pipe[0], &event, sizeof event), -1) << "a bystander got the event";
+  for (Endpoint* e : {&victim, &bystander}) e->device->events()->RemoveAsyncSink(e->device->verbs());
+  EXPECT_EQ(v::dereg_mr(local_only), 0);
+  for (int fd : {victim_pipe[0], victim_pipe[1], bystander_pipe[0], bystander_pipe[1]}) close(fd);
+  writer.Close();
+  victim.Close();
+  bystander.Close();
   ExpectServing();
 }
 
