@@ -11,20 +11,7 @@
 
 namespace onchip::sim {
 
-
-uint32_t EqCount(const DeviceConfig& config) {
-  // eq_number is 8 bits wide; both advertised bounds apply.
-  return std::min({uint32_t{1} << std::min<uint32_t>(config.log_max_eq, 8),
-                   uint32_t{config.max_num_eqs}, uint32_t{256}});
-}
-
-uint32_t QpCount(const DeviceConfig& config) {
-  // qpn is 24 bits wide.
-  const uint32_t log = std::min<uint32_t>(config.log_max_qp, 24);
-  return (uint32_t{1} << log) > kFirstQpn ? (uint32_t{1} << log) - kFirstQpn : 0;
-}
-
-Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
+Firmware::Firmware(Contexts& contexts, const DeviceConfig& config, const BarLayout& layout,
                    std::span<std::byte> memic_window, SteeringTagTable steering_tags,
                    Iommu& iommu)
     : config_(config),
@@ -32,19 +19,39 @@ Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
       memic_window_(memic_window),
       steering_tags_(steering_tags),
       iommu_(iommu),
-      caps_(config, layout),
-      uar_ids_(config.first_uar_index, config.num_uars),
-      pd_ids_(1, (uint32_t{1} << config.log_max_pd) - 1),
-      td_ids_(1, (uint32_t{1} << config.log_max_transport_domain) - 1),
-      xrcd_ids_(1, (uint32_t{1} << config.log_max_xrcd) - 1),
-      object_ids_(1, 1u << 16),
-      mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1),
-      eq_ids_(0, EqCount(config)),
-      cq_ids_(0, uint32_t{1} << config.log_max_cq),
-      qp_ids_(kFirstQpn, QpCount(config)),
-      srq_ids_(0, uint32_t{1} << std::min<uint32_t>(config.log_max_srq, 24)),
-      tis_ids_(1, (uint32_t{1} << config.log_max_tis) - 1),
-      tir_ids_(1, (uint32_t{1} << config.log_max_tir) - 1) {}
+      mutex_(contexts.mutex),
+      state_(contexts.state),
+      caps_(contexts.caps),
+      link_up_(contexts.link_up),
+      port_change_(contexts.port_change),
+      uar_ids_(contexts.uar_ids),
+      uars_(contexts.uars),
+      pd_ids_(contexts.pd_ids),
+      pds_(contexts.pds),
+      td_ids_(contexts.td_ids),
+      tds_(contexts.tds),
+      xrcd_ids_(contexts.xrcd_ids),
+      xrcds_(contexts.xrcds),
+      memic_(contexts.memic),
+      object_ids_(contexts.object_ids),
+      sw_icm_(contexts.sw_icm),
+      mkey_ids_(contexts.mkey_ids),
+      mkeys_(contexts.mkeys),
+      eq_ids_(contexts.eq_ids),
+      eqs_(contexts.eqs),
+      cq_ids_(contexts.cq_ids),
+      cqs_(contexts.cqs),
+      qp_ids_(contexts.qp_ids),
+      qps_(contexts.qps),
+      srq_ids_(contexts.srq_ids),
+      srqs_(contexts.srqs),
+      sqs_(contexts.sqs),
+      rqs_(contexts.rqs),
+      tis_ids_(contexts.tis_ids),
+      tises_(contexts.tises),
+      tir_ids_(contexts.tir_ids),
+      tirs_(contexts.tirs),
+      generation_(contexts.generation) {}
 
 Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
   std::lock_guard lock(mutex_);
