@@ -118,7 +118,7 @@ class Firmware {
   void ClearInjectedFailures();
 
   // Consistency of the tables (reference counts, index pools, ranges); the fuzz target checks it
-  // after every input. Returns the first broken invariant, or nullptr.
+  // after every input. Returns the first broken invariant, or nullptr (firmware_invariants.cc).
   const char* CheckInvariants() const;
 
   // Device-memory access for the data engine: the bytes behind an ICM address range, if one live
@@ -366,6 +366,7 @@ class Firmware {
   Counters counters_;  // statistics only: nothing reads them as a sign of change
 
   // The context memory it works on (contexts.h), its parts under their own names.
+  const Contexts& contexts_;
   std::mutex& mutex_;
   HcaState& state_;
   Capabilities& caps_;
