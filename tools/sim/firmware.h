@@ -373,32 +373,32 @@ class Firmware {
   bool& link_up_;
   uint8_t& port_change_;
   IndexPool& uar_ids_;
-  std::map<uint32_t, uint16_t>& uars_;
+  std::map<uint32_t, uint16_t>& uars_;  // index -> uid
   IndexPool& pd_ids_;
-  std::map<uint32_t, Pd>& pds_;
+  std::map<uint32_t, Pd>& pds_;  // by pd number
   IndexPool& td_ids_;
-  std::map<uint32_t, uint16_t>& tds_;
+  std::map<uint32_t, uint16_t>& tds_;  // index -> uid
   IndexPool& xrcd_ids_;
-  std::map<uint32_t, Xrcd>& xrcds_;
-  std::map<uint64_t, MemicAlloc>& memic_;
+  std::map<uint32_t, Xrcd>& xrcds_;  // by xrcd number
+  std::map<uint64_t, MemicAlloc>& memic_;  // by BAR offset
   IndexPool& object_ids_;
-  std::map<uint32_t, SwIcmObject>& sw_icm_;
+  std::map<uint32_t, SwIcmObject>& sw_icm_;  // by obj_id
   IndexPool& mkey_ids_;
-  std::map<uint32_t, Mkey>& mkeys_;
+  std::map<uint32_t, Mkey>& mkeys_;  // by mkey index (mkey >> 8)
   IndexPool& eq_ids_;
-  std::map<uint32_t, Eq>& eqs_;
+  std::map<uint32_t, Eq>& eqs_;  // by eq_number
   IndexPool& cq_ids_;
-  std::map<uint32_t, Cq>& cqs_;
+  std::map<uint32_t, Cq>& cqs_;  // by cqn
   IndexPool& qp_ids_;
-  std::map<uint32_t, Qp>& qps_;
+  std::map<uint32_t, Qp>& qps_;  // by qpn
   IndexPool& srq_ids_;
-  std::map<uint32_t, Srq>& srqs_;
-  std::map<uint32_t, Sq>& sqs_;
-  std::map<uint32_t, Rq>& rqs_;
+  std::map<uint32_t, Srq>& srqs_;  // by srqn
+  std::map<uint32_t, Sq>& sqs_;  // by sqn (from qp_ids_)
+  std::map<uint32_t, Rq>& rqs_;  // by rqn (from qp_ids_)
   IndexPool& tis_ids_;
-  std::map<uint32_t, Tis>& tises_;
+  std::map<uint32_t, Tis>& tises_;  // by tisn
   IndexPool& tir_ids_;
-  std::map<uint32_t, Tir>& tirs_;
+  std::map<uint32_t, Tir>& tirs_;  // by tirn
   uint64_t& generation_;
   std::vector<InjectedFailure> injected_;
 };
