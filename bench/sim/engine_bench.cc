@@ -99,8 +99,9 @@ class DirectDevice {
       : config_(config),
         bar_(std::move(bar)),
         pages_((config_.boot_pages + config_.init_pages) * 4096),
-        firmware_(config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
-        engine_(firmware_, iommu_, bar_, config_, [] {}, std::chrono::steady_clock::now()) {
+        contexts_(config_, bar_.layout()),
+        firmware_(contexts_, config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
+        engine_(ContextsView(contexts_), firmware_, iommu_, bar_, config_, [] {}, std::chrono::steady_clock::now()) {
     const uint32_t n = config_.boot_pages + config_.init_pages;
     if (!iommu_.Map({kArenaIova, kArenaBytes, arena_.p, -1, 0})) Broken("map arena");
     if (!iommu_.Map({kPagesIova, uint64_t{n} * 4096, pages_.p, -1, 0})) Broken("map pages");
@@ -317,6 +318,7 @@ class DirectDevice {
   Iommu iommu_;
   Aligned arena_{kArenaBytes};
   Aligned pages_;
+  Contexts contexts_;
   Firmware firmware_;
   Engine engine_;
   uint32_t uar_ = 0, pd_ = 0, eqn_ = 0;

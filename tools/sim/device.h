@@ -161,6 +161,8 @@ class Device final : public vpci::Function {
   const DeviceConfig config_;
   Bar0 bar_;
   Iommu iommu_;
+  // The context memory (contexts.h): the firmware writes it, the engine runs what it describes.
+  Contexts contexts_;
   Firmware firmware_;
   CommandQueue queue_;
   const std::chrono::steady_clock::time_point born_;

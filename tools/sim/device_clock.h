@@ -32,7 +32,7 @@ class DeviceClock {
   // Device time now, from steady_clock. Any thread.
   uint64_t NowNs() const { return Ns(std::chrono::steady_clock::now()); }
   // Device time now, cheaply. One thread at a time (the engine calls it inside a pass, under
-  // the firmware's mutex).
+  // the contexts' mutex).
   uint64_t FastNowNs();
   // Whether FastNowNs can read the counter on this CPU (x86-64 with an invariant counter);
   // without it every reading is steady_clock's.

@@ -61,9 +61,11 @@ bool HasPage(const List& list, uint32_t page) {
 
 }  // namespace
 
-Engine::Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& config,
-               std::function<void()> wake, std::chrono::steady_clock::time_point born)
-    : fw_(firmware),
+Engine::Engine(ContextsView contexts, Firmware& firmware, Iommu& iommu, Bar0& bar,
+               const DeviceConfig& config, std::function<void()> wake,
+               std::chrono::steady_clock::time_point born)
+    : ctx_(contexts),
+      fw_(firmware),
       iommu_(iommu),
       bar_(bar),
       config_(config),
@@ -118,7 +120,7 @@ Word* Engine::UarRegister(uint32_t page, uint64_t offset) const {
 }
 
 Engine::PassResult Engine::Pass(std::chrono::steady_clock::time_point started) {
-  std::lock_guard lock(fw_.mutex_);
+  std::lock_guard lock(ctx_.mutex());
   // One IOMMU window for the pass: every queue, doorbell record and buffer access runs inside it
   // and takes no lock of its own (an unmap waits for the pass to end).
   const Iommu::Access access(iommu_);
@@ -142,12 +144,12 @@ bool Engine::ReceiveNow(Packet& p) {
   // queue, and it may free the requester's next WQE, which only a pass sends. Packets already
   // queued keep their order: this one queues behind them.
   if (p.kind != PacketKind::kRequest || port_.Pending()) return false;
-  std::unique_lock lock(fw_.mutex_, std::try_to_lock);
+  std::unique_lock lock(ctx_.mutex(), std::try_to_lock);
   if (!lock.owns_lock()) return false;
   // What a pass does before it handles packets is left to a pass: the lists after a command, a
   // port event; and a port that is down, or an HCA without queues, receives nothing.
-  if (fw_.state_ != HcaState::kInitialized || !fw_.link_up_ || fw_.port_change_ != 0 ||
-      fw_.generation_ != generation_seen_)
+  if (ctx_.state() != HcaState::kInitialized || !ctx_.link_up() || ctx_.port_change_pending() ||
+      ctx_.generation() != generation_seen_)
     return false;
   const Iommu::Access access(iommu_, std::try_to_lock);
   if (!access.held()) return false;
@@ -174,7 +176,7 @@ bool Engine::ReceiveNow(Packet& p) {
 Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point started) {
   PassResult result;
   wants_pass_.store(false, std::memory_order_relaxed);
-  if (fw_.state_ != HcaState::kInitialized) {
+  if (ctx_.state() != HcaState::kInitialized) {
     // No queues exist: whatever arrives finds no QP.
     if (port_.Pending()) port_.Take(inbound_);
     looped_.clear();
@@ -186,12 +188,12 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     return result;
   }
   // Most passes follow no command: the lists stand, and the call is not made.
-  if (fw_.generation_ != generation_seen_) RefreshQueues();
+  if (ctx_.generation() != generation_seen_) RefreshQueues();
   // The send doorbells are noted before any doorbell record is read (uar_watch.h): a doorbell
   // rung from here on differs from what was noted and makes the next look run another pass.
   uar_watch_.NoteSend();
-  if (fw_.port_change_ != 0) {
-    PortEvent(std::exchange(fw_.port_change_, uint8_t{0}));
+  if (ctx_.port_change_pending()) {
+    PortEvent(ctx_.TakePortChange());
     result.progressed = true;
   }
   result.progressed |= PollArms();
@@ -225,12 +227,12 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       for (;;) {
         if (!looped_.empty()) {
           std::swap(looped_, looping_);
-          if (fw_.link_up_) handle(looping_);
+          if (ctx_.link_up()) handle(looping_);
           looping_.clear();
         } else if (!port_taken && port_.Pending()) {
           port_taken = true;
           port_.Take(inbound_);
-          if (fw_.link_up_) handle(inbound_);
+          if (ctx_.link_up()) handle(inbound_);
         } else {
           return;
         }
@@ -288,22 +290,22 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
 }
 
 void Engine::RefreshQueues() {
-  generation_seen_ = fw_.generation_;
+  generation_seen_ = ctx_.generation();
   live_qps_.clear();
-  for (auto& [qpn, qp] : fw_.qps_) live_qps_.push_back({qpn, &qp, DecodeRequesterContext(qp)});
+  for (const auto& [qpn, qp] : ctx_.qps()) live_qps_.push_back({qpn, &qp, DecodeRequesterContext(qp)});
   live_cqs_.clear();
-  for (auto& [cqn, cq] : fw_.cqs_) live_cqs_.push_back({cqn, &cq});
+  for (const auto& [cqn, cq] : ctx_.cqs()) live_cqs_.push_back({cqn, &cq});
   // Each distinct UAR page once (the lists keep their capacity: a pass allocates nothing once
   // the tables stop growing).
   cq_doorbells_.clear();
-  for (const auto& [cqn, cq] : fw_.cqs_) {
+  for (const auto& [cqn, cq] : ctx_.cqs()) {
     const auto page = static_cast<uint32_t>(prm::Get(Bytes(cq.cqc), prm::cqc::uar_page));
     if (HasPage(cq_doorbells_, page)) continue;
     if (auto* word = UarRegister<uint64_t>(page, prm::MLX5_CQ_DOORBELL))
       cq_doorbells_.push_back({page, word});
   }
   eq_doorbells_.clear();
-  for (const auto& [eqn, eq] : fw_.eqs_) {
+  for (const auto& [eqn, eq] : ctx_.eqs()) {
     const auto page = static_cast<uint32_t>(prm::Get(Bytes(eq.eqc), prm::eqc::uar_page));
     if (HasPage(eq_doorbells_, page)) continue;
     if (auto* update_ci = UarRegister<uint32_t>(page, prm::kEqDoorbellUpdateCi))

@@ -1,7 +1,7 @@
 // The software ConnectX's data engine: it runs the queue pairs, shared receive queues,
-// completion queues and event queues the firmware's tables hold (tools/sim/queue_objects.h).
+// completion queues and event queues the device's context tables hold (tools/sim/contexts.h).
 //
-// One pass (Pass) does, under the firmware's mutex:
+// One pass (Pass) does, under the contexts' mutex:
 //   - the wire: request packets that reached this device's port (or that it sent itself, which
 //     skip the port's lock) are executed by the responder (responder.h), responses
 //     complete the requester's WQE (engine_requester.cc);
@@ -26,7 +26,7 @@
 // Threading: the device thread calls Pass; other devices' engines Push packets into this one's
 // port. A device thread serving several devices lets one's pass hand a packet to another at
 // once (ReceiveNow, wire.h): the receiver tries its locks and never waits for them, so a thread
-// holding two firmware mutexes never waits for a thread that waits for it.
+// holding two contexts' mutexes never waits for a thread that waits for it.
 #pragma once
 
 #include <array>
@@ -43,6 +43,7 @@
 
 #include "tools/sim/bar.h"
 #include "tools/sim/config.h"
+#include "tools/sim/contexts_view.h"
 #include "tools/sim/device_clock.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
@@ -60,8 +61,11 @@ class Engine final : private Receiver {
  public:
   // `wake` is what a packet arriving from the wire calls while the engine sleeps (Device::Kick);
   // `born` is the device's time origin (the internal timer counts ns from it).
-  Engine(Firmware& firmware, Iommu& iommu, Bar0& bar, const DeviceConfig& config,
-         std::function<void()> wake, std::chrono::steady_clock::time_point born);
+  // `contexts` is the device's context memory as the engine sees it; `firmware` executes the
+  // UMR WQEs and reaches mkeys' memory for it (the calls made under contexts.mutex()).
+  Engine(ContextsView contexts, Firmware& firmware, Iommu& iommu, Bar0& bar,
+         const DeviceConfig& config, std::function<void()> wake,
+         std::chrono::steady_clock::time_point born);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -113,7 +117,7 @@ class Engine final : private Receiver {
   uint64_t received_at_once() const { return received_at_once_.load(std::memory_order_relaxed); }
 
  private:
-  // Pass's work, under the firmware's mutex and inside the pass's IOMMU window.
+  // Pass's work, under the contexts' mutex and inside the pass's IOMMU window.
   PassResult PassLocked(std::chrono::steady_clock::time_point started);
   // A request from another device's pass on the thread that serves this one (Receiver): handled
   // as a pass that finds only it would, when the locks can be had at once and nothing a pass
@@ -122,7 +126,7 @@ class Engine final : private Receiver {
   bool ReceiveNow(Packet& p) override;
   // The thread running a pass or ReceiveNow of this engine (a thread-local's address), or
   // nullptr: a packet handed over on that thread meanwhile answers what it sent, and joins
-  // looped_ (the thread already holds the firmware mutex).
+  // looped_ (the thread already holds the contexts' mutex).
   std::atomic<const void*> running_on_{nullptr};
   // Set by ReceiveNow when a pass must follow; cleared when one starts.
   std::atomic<bool> wants_pass_{false};
@@ -192,7 +196,7 @@ class Engine final : private Receiver {
   };
   RequesterContext DecodeRequesterContext(const Qp& qp) const;
   // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
-  [[gnu::always_inline]] bool SendStep(uint32_t qpn, Qp& qp, const RequesterContext& ctx,
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
                                        uint64_t now, uint64_t* deadline) {
     if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
     if (qp.progress.awaiting)
@@ -205,15 +209,15 @@ class Engine final : private Receiver {
   // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
   // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
   // the WQE is to be sent again.
-  std::optional<bool> AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline);
+  std::optional<bool> AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t now, uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter: the steps below.
-  bool ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx, uint64_t now,
+  bool ExecuteSendWqe(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, uint64_t now,
                       uint64_t* deadline);
   // Records the WQE's opcode, size and CQ_UPDATE in the QP's progress and checks its ctrl
   // segment (transport, qpn, WQE index): the syndrome it fails with, or 0.
-  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, Qp& qp, std::span<const std::byte> wqe);
+  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe);
   // NOP, UMR and LOCAL_INVAL run on the device: true (the WQE completed) when it was one.
-  bool ExecuteLocalWqe(uint32_t qpn, Qp& qp, std::span<const std::byte> wqe);
+  bool ExecuteLocalWqe(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe);
   // The request's header from the WQE's segments (XRC, the UD AV or the QP's path, remote
   // address, atomic): the offset of its data segments, or nothing when one is cut short.
   std::optional<std::size_t> BuildRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
@@ -222,10 +226,10 @@ class Engine final : private Receiver {
   void AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet& p) const;
   // The data segments: the payload gathered through lkeys, or (READ, atomics) the keys checked
   // where the response will land. The syndrome, or 0; records the message's length.
-  prm::CqeSyndrome GatherRequest(uint32_t qpn, Qp& qp, std::span<const std::byte> wqe,
+  prm::CqeSyndrome GatherRequest(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe,
                                  std::size_t offset, Packet& p);
   // Puts the request on the wire: UC and UD complete, RC waits for its response.
-  void SendRequest(uint32_t qpn, Qp& qp, const RequesterContext& ctx, Packet&& p, uint64_t now,
+  void SendRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, Packet&& p, uint64_t now,
                    uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
@@ -237,20 +241,20 @@ class Engine final : private Receiver {
   bool OwnGid(const Gid& gid) const;
   // Puts a packet on the wire: to this device's own port when it owns the destination GID.
   void Transmit(Packet&& p);
-  bool FlushSend(uint32_t qpn, Qp& qp);
+  bool FlushSend(uint32_t qpn, const Qp& qp);
   void HandleResponse(Packet& p);
   // A read or atomic response: its data lands where the WQE's scatter list says.
-  void LandResponse(uint32_t qpn, Qp& qp, const Packet& p);
+  void LandResponse(uint32_t qpn, const Qp& qp, const Packet& p);
   // Completes the WQE at sq_wqe_counter: a CQE when signaled (or always for an error), then on
   // to the next WQE. A non-zero syndrome moves the QP to the error state.
-  void CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
+  void CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
                     uint32_t byte_cnt);
 
   // ---- responder (responder.h, responder.cc) ----
   // One request through the IBTA responder's stages (a Responder per request).
   class Responder;
   void HandleRequest(Packet& p);
-  bool FlushRecv(uint32_t qpn, Qp& qp);
+  bool FlushRecv(uint32_t qpn, const Qp& qp);
 
   // ---- keys and memory (engine_keys.cc) ----
   enum Rights : uint8_t {
@@ -262,11 +266,11 @@ class Engine final : private Receiver {
   };
   // A key that admitted one access (Admit): the mkey it names and the one holding the bytes
   // it reaches (a bound window's parent, else the same), looked up once for the check and the
-  // copies. Valid while the pass holds the firmware's mutex, which keeps every mkey in place.
+  // copies. Valid while the pass holds the contexts' mutex, which keeps every mkey in place.
   struct AdmittedKey {
     uint32_t key = 0;
-    const Firmware::Mkey* mkey = nullptr;
-    const Firmware::Mkey* target = nullptr;
+    const Mkey* mkey = nullptr;
+    const Mkey* target = nullptr;
     // An MTT or device-memory key's mkc.start_addr, and an MTT key's mkc.log_page_size, decoded
     // once by Admit (a window's are not: its bytes go through its parent).
     uint64_t start = 0;
@@ -323,7 +327,7 @@ class Engine final : private Receiver {
   // Writes one CQE to CQ `cqn` (`cq`, which its QP or SRQ holds: Qp::cq_snd / cq_rcv) and the
   // event its arming asks for. False when the CQ is full (it goes to error and reports a CQ
   // error event) or already in error.
-  bool WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f);
+  bool WriteCqe(uint32_t cqn, const Cq& cq, const CqeFields& f);
   bool WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data, uint8_t sub_type = 0);
   // A PORT_CHANGE event of port 1 (the firmware's pending link change) on every EQ that
   // subscribes to it, as the kernel's async EQ does.
@@ -336,11 +340,11 @@ class Engine final : private Receiver {
   bool PollArms();
   // An arm request PollArms found for CQ `cqn` (`arm_word` as the doorbell record spells it).
   // Out of line: most passes find none, and their loop stays small.
-  [[gnu::noinline]] void ArmCq(uint32_t cqn, Cq& cq, uint32_t arm_word);
+  [[gnu::noinline]] void ArmCq(uint32_t cqn, const Cq& cq, uint32_t arm_word);
   // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
-  bool ModerationDue(Cq& cq);
+  bool ModerationDue(const Cq& cq);
   // The completion EQE of an armed CQ; the CQ is no longer armed.
-  void FireCompletionEvent(uint32_t cqn, Cq& cq);
+  void FireCompletionEvent(uint32_t cqn, const Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
   uint64_t PollModeration(uint64_t now, bool* fired);
   // Whether some armed CQ's moderation period may be running (CqProgress::
@@ -380,9 +384,11 @@ class Engine final : private Receiver {
   }
   void SignalVector(uint32_t vector);
   bool PollEqDoorbells();
-  void MoveToError(Qp& qp);
+  // A QP whose work failed enters ERR (ContextsView::QpToError); its request in flight is dropped.
+  void MoveToError(uint32_t qpn, const Qp& qp);
 
-  Firmware& fw_;
+  ContextsView ctx_;
+  Firmware& fw_;  // UMR WQEs and mkey memory (firmware_umr.cc, firmware_mkey.cc)
   Iommu& iommu_;
   Bar0& bar_;
   const DeviceConfig config_;
@@ -404,21 +410,21 @@ class Engine final : private Receiver {
   }
   std::vector<int> irq_fds_;  // by interrupt vector
   std::atomic<uint64_t> interrupts_{0};
-  // What a pass walks, derived from the firmware's tables: the live QPs and CQs in number order
+  // What a pass walks, derived from the context tables: the live QPs and CQs in number order
   // as flat lists (walking a std::map costs more than looking at an idle queue), and the doorbell
   // registers of the distinct UAR pages the CQs and the EQs name. Only a firmware command
   // creates, destroys or changes a queue, and a map's entries stay where they are until erased,
-  // so the lists are computed again only when the firmware's generation (bumped by every command
+  // so the lists are computed again only when the contexts' generation (bumped by every command
   // that succeeded and is not a query) moved since (generation_seen_): at the start of every
   // pass (RefreshQueues), before anything uses them.
   struct LiveQp {
     uint32_t qpn;
-    Qp* qp;
+    const Qp* qp;
     RequesterContext requester;  // decoded from qp->qpc when the list is built
   };
   struct LiveCq {
     uint32_t cqn;
-    Cq* cq;
+    const Cq* cq;
   };
   // A UAR page's CQ doorbell register, and its two EQ doorbell registers (pages past the
   // device's UARs are left out: nothing rings them).
@@ -445,7 +451,7 @@ class Engine final : private Receiver {
   const std::vector<uint64_t> send_doorbell_offsets_;
   std::vector<uint32_t> send_pages_;  // RefreshQueues' scratch: the pages already watched
   uint64_t generation_seen_ = ~uint64_t{0};
-  // Builds the lists again; the pass calls it when generation_seen_ is behind the firmware's.
+  // Builds the lists again; the pass calls it when generation_seen_ is behind the contexts'.
   void RefreshQueues();
   std::vector<Packet> inbound_;  // what the port handed over this round (Port::Take's buffer)
   // Packets this device sent to itself (a QP to another QP of the same port), and responses a

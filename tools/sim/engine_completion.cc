@@ -50,18 +50,16 @@ constexpr uint8_t kCqErrorOverflow = 0x1;
 
 }  // namespace
 
-void Engine::MoveToError(Qp& qp) {
+void Engine::MoveToError(uint32_t qpn, const Qp& qp) {
   ++qps_moved_to_error_;
-  qp.state = prm::QP_STATE_ERR;
-  prm::Bits(qp.qpc).set(prm::qpc::state, prm::QP_STATE_ERR);
+  ctx_.QpToError(qpn);
   qp.progress.awaiting = false;
   qp.progress.retries_loaded = false;
   qp.progress.resend_at_ns = 0;
 }
 
-bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
+bool Engine::WriteCqe(uint32_t cqn, const Cq& cq, const CqeFields& f) {
   if (cq.progress.overflowed) return false;
-  prm::Bits cqc(cq.cqc);
   const uint32_t size = uint32_t{1} << cq.log_size;
   const uint32_t cqe_bytes = cq.cqe_bytes;
   // The consumer index only grows, so a ring that is not full by the last reading of it is not
@@ -75,7 +73,7 @@ bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
       cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
   auto fail = [&](uint32_t status) {
     cq.progress.overflowed = true;
-    cqc.set(prm::cqc::status, status);
+    ctx_.SetCqStatus(cqn, status);
     auto data = prm::EqeQueueData(0, cqn);
     data[prm::kEqeCqErrorSyndromeByte] = std::byte{kCqErrorOverflow};
     WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_CQ_ERROR, data);
@@ -137,10 +135,10 @@ bool Engine::WriteCqe(uint32_t cqn, Cq& cq, const CqeFields& f) {
   return true;
 }
 
-bool Engine::ModerationDue(Cq& cq) {
-  const prm::Bits cqc(cq.cqc);
-  const uint32_t max_count = static_cast<uint32_t>(cqc.get(prm::cqc::cq_max_count));
-  const uint32_t period_us = static_cast<uint32_t>(cqc.get(prm::cqc::cq_period));
+bool Engine::ModerationDue(const Cq& cq) {
+  const Bytes cqc(cq.cqc);
+  const uint32_t max_count = static_cast<uint32_t>(prm::Get(cqc, prm::cqc::cq_max_count));
+  const uint32_t period_us = static_cast<uint32_t>(prm::Get(cqc, prm::cqc::cq_period));
   if (max_count == 0 && period_us == 0) return true;
   ++cq.progress.moderated;
   if (max_count != 0 && cq.progress.moderated >= max_count) return true;
@@ -151,11 +149,11 @@ bool Engine::ModerationDue(Cq& cq) {
   return false;
 }
 
-void Engine::FireCompletionEvent(uint32_t cqn, Cq& cq) {
+void Engine::FireCompletionEvent(uint32_t cqn, const Cq& cq) {
   cq.progress.armed = false;
   cq.progress.moderated = 0;
   cq.progress.moderation_deadline_ns = 0;
-  prm::Bits(cq.cqc).set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
+  ctx_.SetCqState(cqn, prm::EQ_CQ_STATE_FIRED);
   WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
            prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
 }
@@ -178,14 +176,14 @@ uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
 }
 
 bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> data, uint8_t sub_type) {
-  auto it = fw_.eqs_.find(eqn);
-  if (it == fw_.eqs_.end()) return false;
-  Eq& eq = it->second;
+  const Eq* found = ctx_.FindEq(eqn);
+  if (found == nullptr) return false;
+  const Eq& eq = *found;
   // Events other than completions are delivered only where the EQ's mask asks for them.
   if (type != prm::MLX5_EVENT_TYPE_COMP && !((eq.event_bitmask[type / 64] >> (type % 64)) & 1))
     return false;
-  prm::Bits eqc(eq.eqc);
-  const uint32_t log_size = static_cast<uint32_t>(eqc.get(prm::eqc::log_eq_size));
+  const Bytes eqc(eq.eqc);
+  const uint32_t log_size = static_cast<uint32_t>(prm::Get(eqc, prm::eqc::log_eq_size));
   const uint32_t size = uint32_t{1} << log_size;
   // A full EQ loses the event (the driver sized it for its CQs).
   if (((eq.producer_counter - eq.consumer_counter) & 0xffffff) >= size) return false;
@@ -203,17 +201,17 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
     if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes)) return false;
   }
   ++eq.producer_counter;
-  const uint32_t st = static_cast<uint32_t>(eqc.get(prm::eqc::st));
+  const uint32_t st = static_cast<uint32_t>(prm::Get(eqc, prm::eqc::st));
   if (st == prm::EQ_CQ_STATE_ARMED || st == prm::EQ_STATE_ALWAYS_ARMED) {
-    if (st == prm::EQ_CQ_STATE_ARMED) eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
-    SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
+    if (st == prm::EQ_CQ_STATE_ARMED) ctx_.SetEqState(eqn, prm::EQ_CQ_STATE_FIRED);
+    SignalVector(static_cast<uint32_t>(prm::Get(eqc, prm::eqc::intr)));
   }
   return true;
 }
 
 void Engine::QpEvent(uint16_t uid, uint32_t number, uint8_t type) {
   auto subscriber = [&](uint16_t owner) -> std::optional<uint32_t> {
-    for (const auto& [eqn, eq] : fw_.eqs_)
+    for (const auto& [eqn, eq] : ctx_.eqs())
       if (eq.uid == owner && ((eq.event_bitmask[type / 64] >> (type % 64)) & 1)) return eqn;
     return std::nullopt;
   };
@@ -226,7 +224,7 @@ void Engine::QpEvent(uint16_t uid, uint32_t number, uint8_t type) {
 void Engine::PortEvent(uint8_t sub_type) {
   std::array<std::byte, prm::kEqeDataBytes> data{};
   data[prm::kEqePortByte] = std::byte{1 << 4};  // port 1
-  for (const auto& [eqn, eq] : fw_.eqs_)
+  for (const auto& [eqn, eq] : ctx_.eqs())
     if ((eq.event_bitmask[prm::MLX5_EVENT_TYPE_PORT_CHANGE / 64] >> (prm::MLX5_EVENT_TYPE_PORT_CHANGE % 64)) & 1)
       WriteEqe(eqn, prm::MLX5_EVENT_TYPE_PORT_CHANGE, data, sub_type);
 }
@@ -238,19 +236,19 @@ void Engine::SignalVector(uint32_t vector) {
   [[maybe_unused]] ssize_t n = write(irq_fds_[vector], &one, sizeof one);
 }
 
-void Engine::ArmCq(uint32_t cqn, Cq& cq, uint32_t arm_word) {
+void Engine::ArmCq(uint32_t cqn, const Cq& cq, uint32_t arm_word) {
   cq.progress.arm_word = arm_word;
   cq.progress.armed = true;
   cq.progress.moderated = 0;
   cq.progress.moderation_deadline_ns = 0;
   cq.progress.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
-  prm::Bits(cq.cqc).set(prm::cqc::st, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
-                                                                 : prm::EQ_CQ_STATE_ARMED);
+  ctx_.SetCqState(cqn, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
+                                                  : prm::EQ_CQ_STATE_ARMED);
   // Completions the consumer has not reached yet are reason for an event now.
   if (!cq.progress.solicited_only &&
       (cq.producer_counter & prm::kCqConsumerIndexMask) != prm::CqArmCi(arm_word)) {
     cq.progress.armed = false;
-    prm::Bits(cq.cqc).set(prm::cqc::st, prm::EQ_CQ_STATE_FIRED);
+    ctx_.SetCqState(cqn, prm::EQ_CQ_STATE_FIRED);
     WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
              prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
   }
@@ -264,11 +262,12 @@ bool Engine::PollArms() {
     if (!doorbell) continue;
     rung = true;
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
-    auto it = fw_.cqs_.find(static_cast<uint32_t>(*doorbell) & 0xffffff);
-    if (it == fw_.cqs_.end() || it->second.progress.overflowed ||
-        prm::Get(Bytes(it->second.cqc), prm::cqc::uar_page) != page)
+    const uint32_t cqn = static_cast<uint32_t>(*doorbell) & 0xffffff;
+    const Cq* cq = ctx_.FindCq(cqn);
+    if (cq == nullptr || cq->progress.overflowed ||
+        prm::Get(Bytes(cq->cqc), prm::cqc::uar_page) != page)
       continue;
-    ArmCq(it->first, it->second, arm_word);
+    ArmCq(cqn, *cq, arm_word);
     moved = true;
   }
   // The record's arm word as well: a second arm store into the same UAR register before this
@@ -291,20 +290,19 @@ bool Engine::PollEqDoorbells() {
   bool moved = false;
   // A doorbell an EQ of `page` wrote: the update-CI one, or the arm one.
   auto doorbell = [&](uint32_t page, bool arm, uint32_t word) {
-    auto it = fw_.eqs_.find(word >> 24);
-    if (it == fw_.eqs_.end()) return;
-    Eq& eq = it->second;
-    prm::Bits eqc(eq.eqc);
-    if (eqc.get(prm::eqc::uar_page) != page) return;
+    const uint32_t eqn = word >> 24;
+    const Eq* found = ctx_.FindEq(eqn);
+    if (found == nullptr) return;
+    const Eq& eq = *found;
+    const Bytes eqc(eq.eqc);
+    if (prm::Get(eqc, prm::eqc::uar_page) != page) return;
     moved = true;
     eq.consumer_counter = word & 0xffffff;
-    if (!arm || eqc.get(prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) return;
-    eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_ARMED);
-    // EQEs past the new consumer index fire at once.
-    if ((eq.producer_counter & 0xffffff) != eq.consumer_counter) {
-      eqc.set(prm::eqc::st, prm::EQ_CQ_STATE_FIRED);
-      SignalVector(static_cast<uint32_t>(eqc.get(prm::eqc::intr)));
-    }
+    if (!arm || prm::Get(eqc, prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) return;
+    // Armed; EQEs past the new consumer index fire at once.
+    const bool fire = (eq.producer_counter & 0xffffff) != eq.consumer_counter;
+    ctx_.SetEqState(eqn, fire ? prm::EQ_CQ_STATE_FIRED : prm::EQ_CQ_STATE_ARMED);
+    if (fire) SignalVector(static_cast<uint32_t>(prm::Get(eqc, prm::eqc::intr)));
   };
   for (const auto& [page, update_ci, arm_register] : eq_doorbells_) {
     if (auto word = TakeUarWord32(update_ci)) doorbell(page, false, *word);

@@ -29,9 +29,9 @@ bool InRange(uint64_t start, uint64_t size, uint64_t va, uint64_t len) {
 
 std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint64_t len,
                                                  uint8_t rights, uint32_t pd, uint32_t qpn) const {
-  auto it = fw_.mkeys_.find(key >> 8);
-  if (it == fw_.mkeys_.end()) return std::nullopt;
-  const Firmware::Mkey& m = it->second;
+  const Mkey* found = ctx_.FindMkey(key >> 8);
+  if (found == nullptr) return std::nullopt;
+  const Mkey& m = *found;
   Bytes mkc(m.mkc);
   if (prm::Get(mkc, prm::mkc::mkey_7_0) != (key & 0xff) || prm::Get(mkc, prm::mkc::free))
     return std::nullopt;
@@ -50,9 +50,9 @@ std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint
       return std::nullopt;
     if (m.klm_targets.size() != 1 || !InRange(start, size, va, len)) return std::nullopt;
     // A bound window reaches its parent's memory.
-    auto parent = fw_.mkeys_.find(m.klm_targets[0]);
-    if (parent == fw_.mkeys_.end()) return std::nullopt;
-    return AdmittedKey{.key = key, .mkey = &m, .target = &parent->second};
+    const Mkey* parent = ctx_.FindMkey(m.klm_targets[0]);
+    if (parent == nullptr) return std::nullopt;
+    return AdmittedKey{.key = key, .mkey = &m, .target = parent};
   }
   if (m.memic_start || m.sw_icm_id) {
     if (!InRange(0, size, va, len)) return std::nullopt;
@@ -178,7 +178,7 @@ bool Engine::CopyToKey(const AdmittedKey& k, uint64_t va, std::span<const std::b
 }
 
 bool Engine::AtomicsBigEndian() const {
-  return prm::Get(std::span<const std::byte>(fw_.caps_.Page(prm::CAP_ATOMIC, true)),
+  return prm::Get(std::span<const std::byte>(ctx_.caps().Page(prm::CAP_ATOMIC, true)),
                   prm::atomic_caps::atomic_req_8B_endianness_mode) == 0;
 }
 
@@ -210,20 +210,17 @@ std::optional<uint64_t> Engine::AtomicAtKey(const AdmittedKey& k, uint64_t va, b
 }
 
 bool Engine::RemoteInvalidate(uint32_t rkey, uint32_t pd, uint32_t qpn) {
-  auto it = fw_.mkeys_.find(rkey >> 8);
-  if (it == fw_.mkeys_.end()) return false;
-  Firmware::Mkey& m = it->second;
-  prm::Bits mkc(m.mkc);
+  const Mkey* found = ctx_.FindMkey(rkey >> 8);
+  if (found == nullptr) return false;
+  const Mkey& m = *found;
+  const Bytes mkc(m.mkc);
   // Only a type-2 window bound to this QP, in its PD, carrying this key byte, may be
   // invalidated by a remote peer.
-  if (!m.window || !mkc.get(prm::mkc::en_rinval) || mkc.get(prm::mkc::free) ||
-      mkc.get(prm::mkc::mkey_7_0) != (rkey & 0xff) || m.pd != pd ||
-      mkc.get(prm::mkc::qpn) != qpn)
+  if (!m.window || !prm::Get(mkc, prm::mkc::en_rinval) || prm::Get(mkc, prm::mkc::free) ||
+      prm::Get(mkc, prm::mkc::mkey_7_0) != (rkey & 0xff) || m.pd != pd ||
+      prm::Get(mkc, prm::mkc::qpn) != qpn)
     return false;
-  for (uint32_t t : m.klm_targets) --fw_.mkeys_.at(t).klm_refs;
-  m.klm_targets.clear();
-  m.translations.clear();
-  mkc.set(prm::mkc::free, 1);
+  ctx_.RemoteInvalidate(rkey >> 8);
   return true;
 }
 

@@ -173,7 +173,7 @@ static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter)
   return wqe;
 }
 
-std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, uint64_t* deadline) {
+std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
   if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
     if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
@@ -198,7 +198,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
 // GatherRequest, SendRequest; a failing one completes the WQE with its syndrome.
 // Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
 // stack, which the many SendSteps that find nothing posted should not set up.
-[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, Qp& qp, const RequesterContext& ctx,
+[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
                                               uint64_t now, uint64_t* deadline) {
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
@@ -221,7 +221,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, Qp& qp, uint64_t now, ui
   return true;
 }
 
-prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, Qp& qp, Bytes wqe) {
+prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
   QpProgress& pr = qp.progress;
   pr.wqe_bbs = 1;
   pr.wqe_opcode = 0;
@@ -241,7 +241,7 @@ prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, Qp& qp, Bytes wqe) {
   return {};
 }
 
-bool Engine::ExecuteLocalWqe(uint32_t qpn, Qp& qp, Bytes wqe) {
+bool Engine::ExecuteLocalWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
   const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
   switch (qp.progress.wqe_opcode) {
     case prm::MLX5_OPCODE_NOP:
@@ -342,7 +342,7 @@ void Engine::AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet
   p.hop_limit = av.hop_limit;
 }
 
-prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, Qp& qp, Bytes wqe, std::size_t offset,
+prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, const Qp& qp, Bytes wqe, std::size_t offset,
                                        Packet& p) {
   QpProgress& pr = qp.progress;
   GatherList list;
@@ -378,7 +378,7 @@ prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, Qp& qp, Bytes wqe, std::siz
   return {};
 }
 
-void Engine::SendRequest(uint32_t qpn, Qp& qp, const RequesterContext& ctx, Packet&& p,
+void Engine::SendRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, Packet&& p,
                          uint64_t now, uint64_t* deadline) {
   QpProgress& pr = qp.progress;
   Transmit(std::move(p));
@@ -441,7 +441,7 @@ bool Engine::OwnGid(const Gid& gid) const {
 }
 
 void Engine::Transmit(Packet&& p) {
-  if (!fw_.link_up_) return;  // lost on a down link: RC notices by its ACK timeout
+  if (!ctx_.link_up()) return;  // lost on a down link: RC notices by its ACK timeout
   p.slid = config_.lid;
   // InfiniBand without a GRH goes by DLID, everything else by DGID. This port's own address: it
   // arrives once the step returns.
@@ -461,10 +461,10 @@ void Engine::Transmit(Packet&& p) {
 }
 
 void Engine::HandleResponse(Packet& p) {
-  auto it = fw_.qps_.find(p.dst_qpn);
-  if (it == fw_.qps_.end()) return;
-  const uint32_t qpn = it->first;
-  Qp& qp = it->second;
+  const Qp* found = ctx_.FindQp(p.dst_qpn);
+  if (found == nullptr) return;
+  const uint32_t qpn = p.dst_qpn;
+  const Qp& qp = *found;
   QpProgress& pr = qp.progress;
   const Bytes qpc(qp.qpc);
   const uint32_t psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
@@ -511,7 +511,7 @@ void Engine::HandleResponse(Packet& p) {
 }
 
 // A read or atomic response: its data lands where the WQE's scatter list says.
-void Engine::LandResponse(uint32_t qpn, Qp& qp, const Packet& p) {
+void Engine::LandResponse(uint32_t qpn, const Qp& qp, const Packet& p) {
   QpProgress& pr = qp.progress;
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
     return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
@@ -547,7 +547,7 @@ void Engine::LandResponse(uint32_t qpn, Qp& qp, const Packet& p) {
   CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(data.size()));
 }
 
-void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
+void Engine::CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
                           uint32_t byte_cnt) {
   QpProgress& pr = qp.progress;
   const bool error = syndrome != 0;
@@ -569,10 +569,10 @@ void Engine::CompleteSend(uint32_t qpn, Qp& qp, prm::CqeSyndrome syndrome, uint8
   pr.rnr_wait = false;
   pr.retries_loaded = false;
   pr.resend_at_ns = 0;
-  if (error) MoveToError(qp);
+  if (error) MoveToError(qpn, qp);
 }
 
-bool Engine::FlushSend(uint32_t qpn, Qp& qp) {
+bool Engine::FlushSend(uint32_t qpn, const Qp& qp) {
   QpProgress& pr = qp.progress;
   if (qp.sq_wqebb_count == 0) return false;
   auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);

@@ -11,20 +11,7 @@
 
 namespace onchip::sim {
 
-
-uint32_t EqCount(const DeviceConfig& config) {
-  // eq_number is 8 bits wide; both advertised bounds apply.
-  return std::min({uint32_t{1} << std::min<uint32_t>(config.log_max_eq, 8),
-                   uint32_t{config.max_num_eqs}, uint32_t{256}});
-}
-
-uint32_t QpCount(const DeviceConfig& config) {
-  // qpn is 24 bits wide.
-  const uint32_t log = std::min<uint32_t>(config.log_max_qp, 24);
-  return (uint32_t{1} << log) > kFirstQpn ? (uint32_t{1} << log) - kFirstQpn : 0;
-}
-
-Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
+Firmware::Firmware(Contexts& contexts, const DeviceConfig& config, const BarLayout& layout,
                    std::span<std::byte> memic_window, SteeringTagTable steering_tags,
                    Iommu& iommu)
     : config_(config),
@@ -32,19 +19,40 @@ Firmware::Firmware(const DeviceConfig& config, const BarLayout& layout,
       memic_window_(memic_window),
       steering_tags_(steering_tags),
       iommu_(iommu),
-      caps_(config, layout),
-      uar_ids_(config.first_uar_index, config.num_uars),
-      pd_ids_(1, (uint32_t{1} << config.log_max_pd) - 1),
-      td_ids_(1, (uint32_t{1} << config.log_max_transport_domain) - 1),
-      xrcd_ids_(1, (uint32_t{1} << config.log_max_xrcd) - 1),
-      object_ids_(1, 1u << 16),
-      mkey_ids_(1, (uint32_t{1} << config.log_max_mkey) - 1),
-      eq_ids_(0, EqCount(config)),
-      cq_ids_(0, uint32_t{1} << config.log_max_cq),
-      qp_ids_(kFirstQpn, QpCount(config)),
-      srq_ids_(0, uint32_t{1} << std::min<uint32_t>(config.log_max_srq, 24)),
-      tis_ids_(1, (uint32_t{1} << config.log_max_tis) - 1),
-      tir_ids_(1, (uint32_t{1} << config.log_max_tir) - 1) {}
+      contexts_(contexts),
+      mutex_(contexts.mutex),
+      state_(contexts.state),
+      caps_(contexts.caps),
+      link_up_(contexts.link_up),
+      port_change_(contexts.port_change),
+      uar_ids_(contexts.uar_ids),
+      uars_(contexts.uars),
+      pd_ids_(contexts.pd_ids),
+      pds_(contexts.pds),
+      td_ids_(contexts.td_ids),
+      tds_(contexts.tds),
+      xrcd_ids_(contexts.xrcd_ids),
+      xrcds_(contexts.xrcds),
+      memic_(contexts.memic),
+      object_ids_(contexts.object_ids),
+      sw_icm_(contexts.sw_icm),
+      mkey_ids_(contexts.mkey_ids),
+      mkeys_(contexts.mkeys),
+      eq_ids_(contexts.eq_ids),
+      eqs_(contexts.eqs),
+      cq_ids_(contexts.cq_ids),
+      cqs_(contexts.cqs),
+      qp_ids_(contexts.qp_ids),
+      qps_(contexts.qps),
+      srq_ids_(contexts.srq_ids),
+      srqs_(contexts.srqs),
+      sqs_(contexts.sqs),
+      rqs_(contexts.rqs),
+      tis_ids_(contexts.tis_ids),
+      tises_(contexts.tises),
+      tir_ids_(contexts.tir_ids),
+      tirs_(contexts.tirs),
+      generation_(contexts.generation) {}
 
 Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
   std::lock_guard lock(mutex_);
@@ -244,182 +252,6 @@ void Firmware::InjectFailure(const InjectedFailure& f) {
 void Firmware::ClearInjectedFailures() {
   std::lock_guard lock(mutex_);
   injected_.clear();
-}
-
-const char* Firmware::CheckInvariants() const {
-  std::lock_guard lock(mutex_);
-  if (uar_ids_.in_use() != uars_.size()) return "uar pool and table disagree";
-  if (pd_ids_.in_use() != pds_.size()) return "pd pool and table disagree";
-  if (td_ids_.in_use() != tds_.size()) return "td pool and table disagree";
-  if (xrcd_ids_.in_use() != xrcds_.size()) return "xrcd pool and table disagree";
-  if (mkey_ids_.in_use() != mkeys_.size()) return "mkey pool and table disagree";
-  if (object_ids_.in_use() != sw_icm_.size()) return "object pool and table disagree";
-  if (eq_ids_.in_use() != eqs_.size()) return "eq pool and table disagree";
-  if (cq_ids_.in_use() != cqs_.size()) return "cq pool and table disagree";
-  if (qp_ids_.in_use() != qps_.size() + sqs_.size() + rqs_.size())
-    return "qp pool and the QP, SQ and RQ tables disagree";
-  if (tis_ids_.in_use() != tises_.size()) return "tis pool and table disagree";
-  if (tir_ids_.in_use() != tirs_.size()) return "tir pool and table disagree";
-  if (srq_ids_.in_use() != srqs_.size()) return "srq pool and table disagree";
-  if (pages_.size() > config_.max_pages_held) return "more pages than the limit";
-  if (state_ != HcaState::kInitialized &&
-      !(uars_.empty() && pds_.empty() && tds_.empty() && xrcds_.empty() && mkeys_.empty() && memic_.empty() &&
-        sw_icm_.empty() && eqs_.empty() && cqs_.empty() && qps_.empty() && srqs_.empty() &&
-        sqs_.empty() && rqs_.empty() && tises_.empty() && tirs_.empty()))
-    return "objects alive outside kInitialized";
-  std::map<uint32_t, uint32_t> pd_refs, icm_refs, klm_refs;
-  std::map<uint64_t, uint32_t> memic_refs;
-  for (const auto& [idx, m] : mkeys_) {
-    if (!pds_.contains(m.pd)) return "mkey on a dead pd";
-    ++pd_refs[m.pd];
-    if (m.memic_start) {
-      if (!memic_.contains(*m.memic_start)) return "mkey on a dead memic allocation";
-      ++memic_refs[*m.memic_start];
-    }
-    if (m.sw_icm_id) {
-      if (!sw_icm_.contains(*m.sw_icm_id)) return "mkey on a dead sw icm object";
-      ++icm_refs[*m.sw_icm_id];
-    }
-    for (uint32_t t : m.klm_targets) {
-      if (!mkeys_.contains(t)) return "klm names a dead mkey";
-      ++klm_refs[t];
-    }
-    if (m.window) {
-      const bool free = prm::Get(std::span<const std::byte>(m.mkc), prm::mkc::free) != 0;
-      if (free != m.klm_targets.empty()) return "window bound state and parent disagree";
-      if (!free) {
-        if (m.klm_targets.size() != 1) return "bound window with other than one parent";
-        const Mkey& parent = mkeys_.at(m.klm_targets[0]);
-        if (parent.window) return "window bound to a window";
-        if (parent.pd != m.pd) return "window bound across PDs";
-      }
-    }
-  }
-  std::map<uint32_t, uint32_t> pd_queue_refs, cq_refs, srq_refs, xrcd_refs;
-  for (const auto& [qpn, qp] : qps_) {
-    if (qp.xrcd) {
-      if (!xrcds_.contains(*qp.xrcd)) return "qp on a dead xrcd";
-      ++xrcd_refs[*qp.xrcd];
-    }
-    if (qp.xrc_tgt) {
-      // The receive side of XRC holds nothing else and has no rings of its own.
-      if (qp.srqn || qp.rq_wqe_count || qp.sq_wqebb_count || !qp.xrcd) return "xrc target with rings";
-      if (qp.state > prm::QP_STATE_ERR) return "qp in an undefined state";
-      if (prm::Get(std::span<const std::byte>(qp.qpc), prm::qpc::state) != qp.state)
-        return "qp context state and table disagree";
-      continue;
-    }
-    if (!pds_.contains(qp.pd)) return "qp on a dead pd";
-    ++pd_queue_refs[qp.pd];
-    if (!cqs_.contains(qp.cqn_snd) || !cqs_.contains(qp.cqn_rcv)) return "qp on a dead cq";
-    if (qp.cq_snd != &cqs_.at(qp.cqn_snd) || qp.cq_rcv != &cqs_.at(qp.cqn_rcv))
-      return "qp's cq pointers and numbers disagree";
-    ++cq_refs[qp.cqn_snd];
-    ++cq_refs[qp.cqn_rcv];
-    if (qp.srqn) {
-      if (!srqs_.contains(*qp.srqn)) return "qp on a dead srq";
-      ++srq_refs[*qp.srqn];
-    }
-    if (qp.state > prm::QP_STATE_ERR) return "qp in an undefined state";
-    if (prm::Get(std::span<const std::byte>(qp.qpc), prm::qpc::state) != qp.state)
-      return "qp context state and table disagree";
-    if (qp.pas.empty()) return "qp without pages";
-    if (qp.rq_wqe_count == 0 && qp.sq_wqebb_count == 0) return "qp without a ring";
-  }
-  std::map<uint32_t, uint32_t> tis_refs, rq_refs, td_refs;
-  for (const auto& [sqn, sq] : sqs_) {
-    if (qps_.contains(sqn) || rqs_.contains(sqn)) return "sq number shared";
-    if (!pds_.contains(sq.pd)) return "sq on a dead pd";
-    ++pd_queue_refs[sq.pd];
-    if (!cqs_.contains(sq.cqn)) return "sq on a dead cq";
-    ++cq_refs[sq.cqn];
-    if (!tises_.contains(sq.tisn)) return "sq on a dead tis";
-    ++tis_refs[sq.tisn];
-    if (prm::Get(std::span<const std::byte>(sq.sqc), prm::sqc::state) != sq.state)
-      return "sq context state and table disagree";
-  }
-  for (const auto& [rqn, rq] : rqs_) {
-    if (qps_.contains(rqn)) return "rq number shared";
-    if (!pds_.contains(rq.pd)) return "rq on a dead pd";
-    ++pd_queue_refs[rq.pd];
-    if (!cqs_.contains(rq.cqn)) return "rq on a dead cq";
-    ++cq_refs[rq.cqn];
-    if (prm::Get(std::span<const std::byte>(rq.rqc), prm::rqc::state) != rq.state)
-      return "rq context state and table disagree";
-  }
-  for (const auto& [tirn, tir] : tirs_) {
-    if (!rqs_.contains(tir.rqn)) return "tir on a dead rq";
-    ++rq_refs[tir.rqn];
-    if (!tds_.contains(tir.td)) return "tir on a dead transport domain";
-    ++td_refs[tir.td];
-  }
-  for (const auto& [tisn, tis] : tises_) {
-    if (!tds_.contains(tis.td)) return "tis on a dead transport domain";
-    ++td_refs[tis.td];
-    if (tis.sqs != tis_refs[tisn]) return "tis sq count wrong";
-  }
-  for (const auto& [rqn, rq] : rqs_)
-    if (rq.tirs != rq_refs[rqn]) return "rq tir count wrong";
-  for (const auto& [td, uid] : tds_)
-    if (TdUsers(td) != td_refs[td]) return "transport domain user count wrong";
-  for (const auto& [srqn, srq] : srqs_) {
-    if (!pds_.contains(srq.pd)) return "srq on a dead pd";
-    ++pd_queue_refs[srq.pd];
-    if (srq.users != srq_refs[srqn]) return "srq user count wrong";
-    if (srq.xrcd) {
-      if (!xrcds_.contains(*srq.xrcd)) return "xrc srq on a dead xrcd";
-      ++xrcd_refs[*srq.xrcd];
-      if (!cqs_.contains(srq.cqn)) return "xrc srq on a dead cq";
-      ++cq_refs[srq.cqn];
-      if (srq.users != 0) return "a qp receives from an xrc srq";
-    }
-    if (srq.pas.empty()) return "srq without pages";
-  }
-  for (const auto& [cqn, cq] : cqs_)
-    if (cq.users != cq_refs[cqn]) return "cq user count wrong";
-  for (const auto& [id, x] : xrcds_)
-    if (x.users != xrcd_refs[id]) return "xrcd user count wrong";
-  for (const auto& [idx, pd] : pds_) {
-    if (pd.mkeys != pd_refs[idx]) return "pd mkey count wrong";
-    if (pd.queues != pd_queue_refs[idx]) return "pd queue count wrong";
-  }
-  for (const auto& [start, a] : memic_)
-    if (a.mkeys != memic_refs[start]) return "memic mkey count wrong";
-  for (const auto& [id, o] : sw_icm_)
-    if (o.mkeys != icm_refs[id]) return "sw icm mkey count wrong";
-  for (const auto& [idx, m] : mkeys_)
-    if (m.klm_refs != klm_refs[idx]) return "klm reference count wrong";
-  std::map<uint32_t, uint32_t> eq_refs;
-  for (const auto& [cqn, cq] : cqs_) {
-    if (!eqs_.contains(cq.eqn)) return "cq on a dead eq";
-    ++eq_refs[cq.eqn];
-    if (cq.pas.empty()) return "cq without pages";
-    const std::span<const std::byte> cqc(cq.cqc);
-    if (cq.log_size != prm::Get(cqc, prm::cqc::log_cq_size) ||
-        cq.cqe_bytes != (prm::Get(cqc, prm::cqc::cqe_sz) == 1 ? 128u : 64u))
-      return "cq size and context disagree";
-  }
-  for (const auto& [eqn, eq] : eqs_) {
-    if (eq.cqs != eq_refs[eqn]) return "eq cq count wrong";
-    if (eq.pas.empty()) return "eq without pages";
-  }
-  uint64_t prev_end = layout_.memic_start;
-  for (const auto& [start, a] : memic_) {
-    if (start < prev_end || a.size == 0 || start + a.size > layout_.memic_start + layout_.memic_size)
-      return "memic allocations overlap or leave the window";
-    prev_end = start + a.size;
-  }
-  std::map<uint64_t, uint64_t> icm_ranges;
-  for (const auto& [id, o] : sw_icm_) {
-    if (o.backing.size() != (uint64_t{1} << o.log_size)) return "sw icm backing size wrong";
-    icm_ranges[o.start] = o.backing.size();
-  }
-  uint64_t icm_end = 0;
-  for (const auto& [start, size] : icm_ranges) {
-    if (start < icm_end) return "sw icm objects overlap";
-    icm_end = start + size;
-  }
-  return nullptr;
 }
 
 std::optional<std::span<std::byte>> Firmware::SwIcmBytes(uint64_t icm_addr, uint64_t len) {

@@ -34,6 +34,7 @@
 #include "tools/sim/bar_layout.h"
 #include "tools/sim/caps.h"
 #include "tools/sim/config.h"
+#include "tools/sim/contexts.h"
 #include "tools/sim/eth_queue_objects.h"
 #include "tools/sim/gid_table.h"
 #include "tools/sim/index_pool.h"
@@ -46,12 +47,6 @@
 namespace onchip::sim {
 
 struct SrqRing;  // srq_queue_checks.h
-
-enum class HcaState : uint8_t {
-  kDisabled,     // after reset or DISABLE_HCA: only ENABLE_HCA
-  kEnabled,      // after ENABLE_HCA: ISSI, pages, capabilities, INIT_HCA
-  kInitialized,  // after INIT_HCA: resources; TEARDOWN_HCA returns to kEnabled
-};
 
 // What a test reads to prove a command ran or nothing leaked.
 struct Counters {
@@ -85,15 +80,6 @@ struct InjectedFailure {
   uint32_t syndrome = 0;
 };
 
-// How many EQ numbers the device hands out (from 0): 2^log_max_eq, max_num_eqs and the 8-bit
-// eq_number all bound it.
-uint32_t EqCount(const DeviceConfig& config);
-
-// QP numbers the device hands out: from kFirstQpn (0 and 1 name the special QPs, which this
-// device does not create), 2^log_max_qp - kFirstQpn of them.
-inline constexpr uint32_t kFirstQpn = 2;
-uint32_t QpCount(const DeviceConfig& config);
-
 // The QP state-transition commands, which share one handler (firmware_qp_transitions.cc).
 enum class QpTransition : uint8_t {
   kRst2Init,
@@ -109,8 +95,9 @@ enum class QpTransition : uint8_t {
 
 class Firmware {
  public:
-  Firmware(const DeviceConfig& config, const BarLayout& layout, std::span<std::byte> memic_window,
-           SteeringTagTable steering_tags, Iommu& iommu);
+  // The firmware of a device whose context memory is `contexts` (the Device owns both).
+  Firmware(Contexts& contexts, const DeviceConfig& config, const BarLayout& layout,
+           std::span<std::byte> memic_window, SteeringTagTable steering_tags, Iommu& iommu);
 
   // Runs one command. `in` is the whole input message; `out` is the driver's output buffer
   // (output_length bytes), fully written: status and syndrome, the command's fields, zeros.
@@ -131,7 +118,7 @@ class Firmware {
   void ClearInjectedFailures();
 
   // Consistency of the tables (reference counts, index pools, ranges); the fuzz target checks it
-  // after every input. Returns the first broken invariant, or nullptr.
+  // after every input. Returns the first broken invariant, or nullptr (firmware_invariants.cc).
   const char* CheckInvariants() const;
 
   // Device-memory access for the data engine: the bytes behind an ICM address range, if one live
@@ -169,53 +156,33 @@ class Firmware {
   // syndrome and the check.
   UmrResult PostUmr(const UmrRequest& request);
 
- private:
-  // The data engine (tools/sim/engine.h) runs the queues these tables hold, under mutex_.
-  friend class Engine;
+  // ---- the data engine's calls, made while it holds contexts.mutex (one engine pass) ----
+  // PostUmr's work (firmware_umr.cc).
   UmrResult PostUmrLocked(const UmrRequest& request);
-  UmrResult PostMrUmrLocked(const UmrRequest& request);  // request.reg_umr
-
-  struct Pd {
-    uint16_t uid;
-    uint32_t mkeys = 0;
-    uint32_t queues = 0;  // live QPs and SRQs on it: DEALLOC_PD is RES_BUSY while non-zero
-  };
-  struct Xrcd {
-    uint16_t uid;
-    uint32_t users = 0;  // live XRC SRQs and XRC QPs naming it: DEALLOC_XRCD is RES_BUSY
-  };
-  struct MemicAlloc {
-    uint64_t size;
-    uint32_t mkeys = 0;
-  };
-  struct SwIcmObject {
-    uint16_t uid;
-    uint64_t start;
-    uint8_t log_size;
-    std::vector<std::byte> backing;
-    uint32_t mkeys = 0;
-  };
-  struct Mkey {
-    uint16_t uid;
-    uint32_t pd;
-    std::array<std::byte, 64> mkc;
-    std::vector<std::byte> translations;  // translations_octword_actual_size * 16 bytes
-    std::optional<uint64_t> memic_start;  // the MEMIC allocation it covers
-    std::optional<uint32_t> sw_icm_id;    // the SW ICM object it covers
-    std::vector<uint32_t> klm_targets;    // mkey indices its KLMs name (a bound window: its parent)
-    bool window = false;                  // KLMS created free with umr_en: a memory window
-    uint32_t klm_refs = 0;                // live KLM mkeys naming this one
-  };
-  // The bus address of va in an MTT key, checking [va, va + len) lies inside the key (lock held).
-  std::optional<uint64_t> MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
-                                             uint64_t* page_bytes) const;
-  // The same from the mkey `mkey` names, already found (the engine looks a key up once per use).
+  // The bus address of va through mkey `m` (number `mkey`), already found: [va, va + len) must
+  // lie inside the key; a window goes through its parent.
   std::optional<uint64_t> MttTranslateLocked(const Mkey& m, uint32_t mkey, uint64_t va,
                                              uint64_t len, uint64_t* page_bytes) const;
   // MttTranslateLocked's last step alone, for an MTT key (not a window) whose checks passed: the
   // entry for va, given the key's start_addr and log_page_size.
   static std::optional<uint64_t> MttLookup(const Mkey& m, uint64_t start, uint32_t log_page_size,
                                            uint64_t va, uint64_t* page_bytes);
+  // The device memory of mkey `m` (number `mkey`), already found (MkeyDeviceMemory's work).
+  std::optional<std::span<std::byte>> DeviceMemoryLocked(const Mkey& m, uint32_t mkey,
+                                                         uint64_t offset, uint64_t len,
+                                                         bool through_window);
+  // DeviceMemoryLocked's last step alone, for a MEMIC or SW ICM key (not a window) whose checks
+  // passed (key byte, free, [offset, offset + len) inside mkc.len): the bytes, given the key's
+  // mkc.start_addr. The engine checks a key once per use (Engine::Admit) and comes here.
+  std::optional<std::span<std::byte>> DeviceMemoryAt(const Mkey& m, uint64_t start,
+                                                     uint64_t offset, uint64_t len);
+
+
+ private:
+  UmrResult PostMrUmrLocked(const UmrRequest& request);  // request.reg_umr
+  // The bus address of va in an MTT key, checking [va, va + len) lies inside the key (lock held).
+  std::optional<uint64_t> MttTranslateLocked(uint32_t mkey, uint64_t va, uint64_t len,
+                                             uint64_t* page_bytes) const;
   // Calls f(bus_address, offset, bytes) for each page-sized piece of [va, va + len) (lock held).
   template <typename F>
   bool ForEachMttPiece(uint32_t mkey, uint64_t va, uint64_t len, F f) const;
@@ -383,14 +350,6 @@ class Firmware {
 
   std::optional<std::span<std::byte>> DeviceMemoryLocked(uint32_t mkey, uint64_t offset,
                                                          uint64_t len, bool through_window);
-  std::optional<std::span<std::byte>> DeviceMemoryLocked(const Mkey& m, uint32_t mkey,
-                                                         uint64_t offset, uint64_t len,
-                                                         bool through_window);
-  // DeviceMemoryLocked's last step alone, for a MEMIC or SW ICM key (not a window) whose checks
-  // passed (key byte, free, [offset, offset + len) inside mkc.len): the bytes, given the key's
-  // mkc.start_addr. The engine checks a key once per use (Engine::Admit) and comes here.
-  std::optional<std::span<std::byte>> DeviceMemoryAt(const Mkey& m, uint64_t start,
-                                                     uint64_t offset, uint64_t len);
 
   const DeviceConfig config_;
   const BarLayout layout_;
@@ -398,52 +357,49 @@ class Firmware {
   SteeringTagTable steering_tags_;
   Iommu& iommu_;
 
-  mutable std::mutex mutex_;
-  HcaState state_ = HcaState::kDisabled;
+  // The command processor's own state.
   uint16_t current_issi_ = 0;
-  // The port's link: QUERY_VPORT_STATE reports it and the data engine moves no packet while it
-  // is down. A change waits in port_change_ (the PORT_CHANGE sub_type) until the engine's next
-  // pass raises the event.
-  bool link_up_ = true;
-  uint8_t port_change_ = 0;
   uint32_t host_endianness_he_ = 0;
   std::string driver_version_;
   std::array<uint32_t, 4> sw_owner_id_{};
-  Capabilities caps_;
   std::set<uint64_t> pages_;  // IOVAs of the 4 KiB pages the driver gave
+  Counters counters_;  // statistics only: nothing reads them as a sign of change
 
-  IndexPool uar_ids_;
-  std::map<uint32_t, uint16_t> uars_;  // index -> uid
-  IndexPool pd_ids_;
-  std::map<uint32_t, Pd> pds_;
-  IndexPool td_ids_;
-  std::map<uint32_t, uint16_t> tds_;  // index -> uid
-  IndexPool xrcd_ids_;
-  std::map<uint32_t, Xrcd> xrcds_;
-  std::map<uint64_t, MemicAlloc> memic_;  // by BAR offset
-  IndexPool object_ids_;
-  std::map<uint32_t, SwIcmObject> sw_icm_;  // by obj_id
-  IndexPool mkey_ids_;
-  std::map<uint32_t, Mkey> mkeys_;  // by mkey index (mkey >> 8)
-  IndexPool eq_ids_;
-  std::map<uint32_t, Eq> eqs_;  // by eq_number
-  IndexPool cq_ids_;
-  std::map<uint32_t, Cq> cqs_;  // by cqn
-  IndexPool qp_ids_;
-  std::map<uint32_t, Qp> qps_;  // by qpn
-  IndexPool srq_ids_;
-  std::map<uint32_t, Srq> srqs_;  // by srqn
-  std::map<uint32_t, Sq> sqs_;    // by sqn (from qp_ids_)
-  std::map<uint32_t, Rq> rqs_;    // by rqn (from qp_ids_)
-  IndexPool tis_ids_;
-  std::map<uint32_t, Tis> tises_;  // by tisn
-  IndexPool tir_ids_;
-  std::map<uint32_t, Tir> tirs_;  // by tirn
-
-  Counters counters_;  // statistics only
-  // Bumped by every command that succeeded and is not a query: the contexts above may have
-  // changed, and the engine rebuilds what it derived from them (Engine::RefreshQueues).
-  uint64_t generation_ = 0;
+  // The context memory it works on (contexts.h), its parts under their own names.
+  const Contexts& contexts_;
+  std::mutex& mutex_;
+  HcaState& state_;
+  Capabilities& caps_;
+  bool& link_up_;
+  uint8_t& port_change_;
+  IndexPool& uar_ids_;
+  std::map<uint32_t, uint16_t>& uars_;  // index -> uid
+  IndexPool& pd_ids_;
+  std::map<uint32_t, Pd>& pds_;  // by pd number
+  IndexPool& td_ids_;
+  std::map<uint32_t, uint16_t>& tds_;  // index -> uid
+  IndexPool& xrcd_ids_;
+  std::map<uint32_t, Xrcd>& xrcds_;  // by xrcd number
+  std::map<uint64_t, MemicAlloc>& memic_;  // by BAR offset
+  IndexPool& object_ids_;
+  std::map<uint32_t, SwIcmObject>& sw_icm_;  // by obj_id
+  IndexPool& mkey_ids_;
+  std::map<uint32_t, Mkey>& mkeys_;  // by mkey index (mkey >> 8)
+  IndexPool& eq_ids_;
+  std::map<uint32_t, Eq>& eqs_;  // by eq_number
+  IndexPool& cq_ids_;
+  std::map<uint32_t, Cq>& cqs_;  // by cqn
+  IndexPool& qp_ids_;
+  std::map<uint32_t, Qp>& qps_;  // by qpn
+  IndexPool& srq_ids_;
+  std::map<uint32_t, Srq>& srqs_;  // by srqn
+  std::map<uint32_t, Sq>& sqs_;  // by sqn (from qp_ids_)
+  std::map<uint32_t, Rq>& rqs_;  // by rqn (from qp_ids_)
+  IndexPool& tis_ids_;
+  std::map<uint32_t, Tis>& tises_;  // by tisn
+  IndexPool& tir_ids_;
+  std::map<uint32_t, Tir>& tirs_;  // by tirn
+  uint64_t& generation_;
   std::vector<InjectedFailure> injected_;
 };
 

@@ -31,6 +31,7 @@
 //     none, so invalidating it again succeeds).
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "tools/sim/firmware.h"
 #include "uapi/prm/mkey.h"
@@ -82,19 +83,20 @@ UmrResult CheckHead(Bytes w, uint32_t qpn) {
   return {};
 }
 
-}  // namespace
+// What a window UMR WQE asks for, read by CheckBindShape.
+struct WindowUmr {
+  uint32_t flags = 0;
+  uint64_t mask = 0;
+  bool bind = false;        // the window ends up bound (not free, non-zero length)
+  uint64_t seg_len = 0;     // the mkey segment's len
+  uint32_t seg_qpn = 0;     // and its qpn
+  bool qpn_masked = false;  // mkey_mask selects the qpn
+};
 
-UmrResult Firmware::PostUmr(const UmrRequest& r) {
-  std::lock_guard lock(mutex_);
-  return PostUmrLocked(r);
-}
-
-UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
-  if (r.reg_umr) return PostMrUmrLocked(r);
-  const Bytes w = r.wqe;
-
-  // ---- The WQE's shape. ----
-  if (UmrResult head = CheckHead(w, r.qpn); !head.ok()) return head;
+// The WQE's shape (LOCAL_QP_OP_ERR): head, flags, translation list, ds, mkey_mask, and a bind's
+// one KLM followed by zeros.
+UmrResult CheckBindShape(Bytes w, uint32_t qpn, WindowUmr* u) {
+  if (UmrResult head = CheckHead(w, qpn); !head.ok()) return head;
   const uint32_t qpn_ds = prm::Get(w, Ctrl::qpn_ds);
   const uint32_t flags = prm::Get(w, UmrCtrl::flags);
   const uint32_t xlt = prm::Get(w, UmrCtrl::xlt_octowords);
@@ -124,97 +126,134 @@ UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
     if (std::any_of(pad.begin(), pad.end(), [](std::byte b) { return b != std::byte{0}; }))
       return BadWqe(UmrCheck::XLT);
   }
+  *u = {.flags = flags,
+        .mask = mask,
+        .bind = bind,
+        .seg_len = seg_len,
+        .seg_qpn = static_cast<uint32_t>(prm::Get(w, SegMkc::qpn)),
+        .qpn_masked = (mask & prm::MLX5_MKEY_MASK_QPN) != 0};
+  return {};
+}
 
-  // ---- The window. ----
-  const uint32_t key = prm::Get(w, Ctrl::imm);
-  auto wit = mkeys_.find(key >> 8);
-  if (wit == mkeys_.end()) return BadBind(UmrCheck::MW_UNKNOWN);
-  Mkey& mw = wit->second;
-  prm::Bits mw_mkc(mw.mkc);
-  if (mw_mkc.get(prm::mkc::mkey_7_0) != (key & 0xff)) return BadBind(UmrCheck::MW_KEY);
+// The window `key` names (MW_BIND_ERR): its key byte, a window of the QP's PD, the free state
+// the flags ask for, the QP it is (or is to be) bound to.
+UmrResult CheckWindow(const Mkey& mw, uint32_t key, const UmrRequest& r, const WindowUmr& u) {
+  const Bytes mw_mkc(mw.mkc);
+  if (prm::Get(mw_mkc, prm::mkc::mkey_7_0) != (key & 0xff)) return BadBind(UmrCheck::MW_KEY);
   if (!mw.window) return BadBind(UmrCheck::NOT_WINDOW);
   if (mw.pd != r.pd) return BadBind(UmrCheck::MW_PD);
-  const bool mw_free = mw_mkc.get(prm::mkc::free) != 0;
-  if ((flags & prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE) && !mw_free)
+  const bool mw_free = prm::Get(mw_mkc, prm::mkc::free) != 0;
+  if ((u.flags & prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE) && !mw_free)
     return BadBind(UmrCheck::MW_NOT_FREE);
-  if ((flags & prm::MLX5_UMR_CHECK_FREE) && mw_free) return BadBind(UmrCheck::MW_FREE);
-  const bool type2 = mw_mkc.get(prm::mkc::en_rinval) != 0;
-  const uint32_t seg_qpn = prm::Get(w, SegMkc::qpn);
-  const bool qpn_masked = (mask & prm::MLX5_MKEY_MASK_QPN) != 0;
-  if (bind) {
-    if (type2 ? !qpn_masked || seg_qpn != r.qpn : qpn_masked && seg_qpn != prm::MLX5_MKEY_NO_QPN)
+  if ((u.flags & prm::MLX5_UMR_CHECK_FREE) && mw_free) return BadBind(UmrCheck::MW_FREE);
+  const bool type2 = prm::Get(mw_mkc, prm::mkc::en_rinval) != 0;
+  if (u.bind) {
+    if (type2 ? !u.qpn_masked || u.seg_qpn != r.qpn
+              : u.qpn_masked && u.seg_qpn != prm::MLX5_MKEY_NO_QPN)
       return BadBind(UmrCheck::MW_QPN);
   } else {
-    if ((flags & prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN) && !mw_free &&
-        mw_mkc.get(prm::mkc::qpn) != r.qpn)
+    if ((u.flags & prm::MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN) && !mw_free &&
+        prm::Get(mw_mkc, prm::mkc::qpn) != r.qpn)
       return BadBind(UmrCheck::MW_QPN);
-    if (qpn_masked && seg_qpn != prm::MLX5_MKEY_NO_QPN) return BadBind(UmrCheck::MW_QPN);
+    if (u.qpn_masked && u.seg_qpn != prm::MLX5_MKEY_NO_QPN) return BadBind(UmrCheck::MW_QPN);
   }
+  return {};
+}
 
-  uint32_t parent_index = 0;
-  if (bind) {
-    const uint64_t start = prm::Get(w, SegMkc::start_addr);
-    const uint64_t byte_count = prm::Get(w, Klm::bcount);
-    const uint64_t address = prm::Get(w, Klm::va);
-    if (seg_len > prm::MLX5_MAX_KLM_BYTE_COUNT || seg_len != byte_count)
-      return BadBind(UmrCheck::MW_LENGTH);
-    if (start != address) return BadBind(UmrCheck::MW_ZERO_BASED);
+// A bind's KLM and the parent it names: the window's range is the KLM's (MW_BIND_ERR), the
+// parent a live key (LOCAL_PROT_ERR) that allows this binding (MW_BIND_ERR). Sets
+// *parent_index.
+UmrResult CheckParent(const std::map<uint32_t, Mkey>& mkeys, Bytes w, const Mkey& mw,
+                      const WindowUmr& u, uint32_t* parent_index) {
+  const uint64_t start = prm::Get(w, SegMkc::start_addr);
+  const uint64_t byte_count = prm::Get(w, Klm::bcount);
+  const uint64_t address = prm::Get(w, Klm::va);
+  if (u.seg_len > prm::MLX5_MAX_KLM_BYTE_COUNT || u.seg_len != byte_count)
+    return BadBind(UmrCheck::MW_LENGTH);
+  if (start != address) return BadBind(UmrCheck::MW_ZERO_BASED);
 
-    // ---- The parent. ----
-    const uint32_t parent_key = prm::Get(w, Klm::key);
-    auto pit = mkeys_.find(parent_key >> 8);
-    if (pit == mkeys_.end())
-      return Fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, UmrCheck::PARENT_UNKNOWN);
-    const Mkey& parent = pit->second;
-    Bytes pmkc(parent.mkc);
-    if (prm::Get(pmkc, prm::mkc::mkey_7_0) != (parent_key & 0xff) ||
-        prm::Get(pmkc, prm::mkc::free) != 0)
-      return Fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, UmrCheck::PARENT_UNKNOWN);
-    const uint32_t pmode =
-        (prm::Get(pmkc, prm::mkc::access_mode_4_2) << 2) | prm::Get(pmkc, prm::mkc::access_mode_1_0);
-    if (parent.window || pmode == prm::MKC_ACCESS_MODE_KLMS)
-      return BadBind(UmrCheck::PARENT_IS_WINDOW);
-    if (parent.pd != mw.pd) return BadBind(UmrCheck::PARENT_PD);
-    if (prm::Get(pmkc, prm::mkc::umr_en) == 0) return BadBind(UmrCheck::PARENT_NO_BIND);
-    const uint64_t pstart = prm::Get(pmkc, prm::mkc::start_addr);
-    const uint64_t plen = prm::Get(pmkc, prm::mkc::len);
-    const bool whole = prm::Get(pmkc, prm::mkc::length64) != 0;
-    if (!whole && pstart == 0) return BadBind(UmrCheck::PARENT_ZERO_BASED);
-    if (!whole && (address < pstart || address - pstart > plen || byte_count > plen - (address - pstart)))
-      return BadBind(UmrCheck::PARENT_RANGE);
-    if (whole && byte_count > ~uint64_t{0} - address) return BadBind(UmrCheck::PARENT_RANGE);
-    // IB: a window granting remote write or atomic needs local write on its region.
-    const bool remote_write =
-        (mask & prm::MLX5_MKEY_MASK_RW) && prm::Get(w, SegMkc::rw) != 0;
-    const bool atomic = (mask & prm::MLX5_MKEY_MASK_A) && prm::Get(w, SegMkc::a) != 0;
-    if ((remote_write || atomic) && prm::Get(pmkc, prm::mkc::lw) == 0)
-      return BadBind(UmrCheck::PARENT_ACCESS);
-    parent_index = pit->first;
-  }
+  const uint32_t parent_key = prm::Get(w, Klm::key);
+  auto pit = mkeys.find(parent_key >> 8);
+  if (pit == mkeys.end())
+    return Fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, UmrCheck::PARENT_UNKNOWN);
+  const Mkey& parent = pit->second;
+  Bytes pmkc(parent.mkc);
+  if (prm::Get(pmkc, prm::mkc::mkey_7_0) != (parent_key & 0xff) ||
+      prm::Get(pmkc, prm::mkc::free) != 0)
+    return Fail(prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, UmrCheck::PARENT_UNKNOWN);
+  const uint32_t pmode =
+      (prm::Get(pmkc, prm::mkc::access_mode_4_2) << 2) | prm::Get(pmkc, prm::mkc::access_mode_1_0);
+  if (parent.window || pmode == prm::MKC_ACCESS_MODE_KLMS)
+    return BadBind(UmrCheck::PARENT_IS_WINDOW);
+  if (parent.pd != mw.pd) return BadBind(UmrCheck::PARENT_PD);
+  if (prm::Get(pmkc, prm::mkc::umr_en) == 0) return BadBind(UmrCheck::PARENT_NO_BIND);
+  const uint64_t pstart = prm::Get(pmkc, prm::mkc::start_addr);
+  const uint64_t plen = prm::Get(pmkc, prm::mkc::len);
+  const bool whole = prm::Get(pmkc, prm::mkc::length64) != 0;
+  if (!whole && pstart == 0) return BadBind(UmrCheck::PARENT_ZERO_BASED);
+  if (!whole && (address < pstart || address - pstart > plen || byte_count > plen - (address - pstart)))
+    return BadBind(UmrCheck::PARENT_RANGE);
+  if (whole && byte_count > ~uint64_t{0} - address) return BadBind(UmrCheck::PARENT_RANGE);
+  // IB: a window granting remote write or atomic needs local write on its region.
+  const bool remote_write = (u.mask & prm::MLX5_MKEY_MASK_RW) && prm::Get(w, SegMkc::rw) != 0;
+  const bool atomic = (u.mask & prm::MLX5_MKEY_MASK_A) && prm::Get(w, SegMkc::a) != 0;
+  if ((remote_write || atomic) && prm::Get(pmkc, prm::mkc::lw) == 0)
+    return BadBind(UmrCheck::PARENT_ACCESS);
+  *parent_index = pit->first;
+  return {};
+}
 
-  // ---- Apply: every check passed. ----
-  for (uint32_t t : mw.klm_targets) --mkeys_.at(t).klm_refs;
+// Every check passed: the mkc fields mkey_mask selects, then the binding (or its release).
+void ApplyWindowUmr(std::map<uint32_t, Mkey>& mkeys, Mkey& mw, Bytes w, const WindowUmr& u,
+                    uint32_t parent_index) {
+  const uint64_t mask = u.mask;
+  prm::Bits mw_mkc(mw.mkc);
+  for (uint32_t t : mw.klm_targets) --mkeys.at(t).klm_refs;
   mw.klm_targets.clear();
   if (mask & prm::MLX5_MKEY_MASK_KEY) mw_mkc.set(prm::mkc::mkey_7_0, prm::Get(w, SegMkc::mkey_7_0));
-  if (qpn_masked) mw_mkc.set(prm::mkc::qpn, seg_qpn);
+  if (u.qpn_masked) mw_mkc.set(prm::mkc::qpn, u.seg_qpn);
   if (mask & prm::MLX5_MKEY_MASK_START_ADDR)
     mw_mkc.set(prm::mkc::start_addr, prm::Get(w, SegMkc::start_addr));
-  if (mask & prm::MLX5_MKEY_MASK_LEN) mw_mkc.set(prm::mkc::len, seg_len);
+  if (mask & prm::MLX5_MKEY_MASK_LEN) mw_mkc.set(prm::mkc::len, u.seg_len);
   if (mask & prm::MLX5_MKEY_MASK_LR) mw_mkc.set(prm::mkc::lr, prm::Get(w, SegMkc::lr));
   if (mask & prm::MLX5_MKEY_MASK_LW) mw_mkc.set(prm::mkc::lw, prm::Get(w, SegMkc::lw));
   if (mask & prm::MLX5_MKEY_MASK_RR) mw_mkc.set(prm::mkc::rr, prm::Get(w, SegMkc::rr));
   if (mask & prm::MLX5_MKEY_MASK_RW) mw_mkc.set(prm::mkc::rw, prm::Get(w, SegMkc::rw));
   if (mask & prm::MLX5_MKEY_MASK_A) mw_mkc.set(prm::mkc::a, prm::Get(w, SegMkc::a));
-  if (bind) {
+  if (u.bind) {
     mw_mkc.set(prm::mkc::free, 0);
     Bytes klms = w.subspan(kHeadBytes, prm::MLX5_UMR_INLINE_KLM_BYTES);
     mw.translations.assign(klms.begin(), klms.end());
     mw.klm_targets.push_back(parent_index);
-    ++mkeys_.at(parent_index).klm_refs;
+    ++mkeys.at(parent_index).klm_refs;
   } else {
     mw_mkc.set(prm::mkc::free, 1);
     mw.translations.clear();
   }
+}
+
+}  // namespace
+
+UmrResult Firmware::PostUmr(const UmrRequest& r) {
+  std::lock_guard lock(mutex_);
+  return PostUmrLocked(r);
+}
+
+UmrResult Firmware::PostUmrLocked(const UmrRequest& r) {
+  if (r.reg_umr) return PostMrUmrLocked(r);
+  const Bytes w = r.wqe;
+  WindowUmr u;
+  if (UmrResult shape = CheckBindShape(w, r.qpn, &u); !shape.ok()) return shape;
+  const uint32_t key = prm::Get(w, Ctrl::imm);
+  auto wit = mkeys_.find(key >> 8);
+  if (wit == mkeys_.end()) return BadBind(UmrCheck::MW_UNKNOWN);
+  Mkey& mw = wit->second;
+  if (UmrResult window = CheckWindow(mw, key, r, u); !window.ok()) return window;
+  uint32_t parent_index = 0;
+  if (u.bind)
+    if (UmrResult parent = CheckParent(mkeys_, w, mw, u, &parent_index); !parent.ok())
+      return parent;
+  ApplyWindowUmr(mkeys_, mw, w, u, parent_index);
   return {};
 }
 

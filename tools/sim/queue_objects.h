@@ -1,12 +1,14 @@
 // The software ConnectX's queue objects as the firmware creates them and the data engine runs
 // them: event queues, completion queues, queue pairs and shared receive queues.
 //
-// The firmware owns these tables (tools/sim/firmware.h) and writes every field below except the
-// `progress` members when it executes a command: the context bytes are what the driver sent,
-// merged with what each later command changed (MODIFY_CQ, every QP transition), so the engine
-// reads its parameters from them with the PRM accessors (prm::Get(ctx, prm::qpc::remote_qpn)).
-// The `progress` members (tools/sim/queue_progress.h) belong to the data engine: what it has
-// consumed, produced and has in flight. The firmware resets them when a queue returns to reset.
+// They live in the device's context memory (tools/sim/contexts.h). The firmware writes every
+// field below except the `mutable` ones when it executes a command: the context bytes are what
+// the driver sent, merged with what each later command changed (MODIFY_CQ, every QP transition),
+// so the engine reads its parameters from them with the PRM accessors
+// (prm::Get(ctx, prm::qpc::remote_qpn)). The `mutable` members belong to the data engine, which
+// sees the objects const (ContextsView, contexts_view.h): the `progress` members
+// (tools/sim/queue_progress.h), what it has consumed, produced and has in flight, and the CQ and
+// EQ producer and consumer counters. The firmware resets them when a queue returns to reset.
 //
 // Rings live in host memory the driver listed in pas[] (bus addresses, each page
 // 2^log_page_bytes bytes); byte i of a ring is at pas[i >> log_page_bytes] + (i & page mask).
@@ -34,8 +36,8 @@ struct Eq {
   std::array<uint64_t, 4> event_bitmask;
   std::vector<uint64_t> pas;
   uint32_t log_page_bytes;        // 12 + eqc.log_page_size
-  uint32_t consumer_counter = 0;  // what the last EQ doorbell reported
-  uint32_t producer_counter = 0;  // EQEs written
+  mutable uint32_t consumer_counter = 0;  // what the last EQ doorbell reported
+  mutable uint32_t producer_counter = 0;  // EQEs written
   uint32_t cqs = 0;               // live CQs reporting to it
 };
 
@@ -52,10 +54,10 @@ struct Cq {
   uint32_t cqe_bytes;
   uint32_t eqn;
   uint64_t dbr_addr;
-  uint32_t consumer_counter = 0;
-  uint32_t producer_counter = 0;
+  mutable uint32_t consumer_counter = 0;
+  mutable uint32_t producer_counter = 0;
   uint32_t users = 0;  // live QPs and SRQs naming it: DESTROY_CQ is RES_BUSY while non-zero
-  CqProgress progress;
+  mutable CqProgress progress;
 };
 
 // A queue pair. The buffer holds the receive ring first (rq_wqe_count WQEs of rq_stride bytes;
@@ -88,7 +90,7 @@ struct Qp {
   uint32_t rq_stride = 0;        // bytes per receive WQE
   uint32_t sq_wqebb_count = 0;   // 0: no send ring (no_sq)
   uint64_t sq_offset = 0;        // byte offset of the send ring in the buffer
-  QpProgress progress;
+  mutable QpProgress progress;
 };
 
 // A shared receive queue: a ring of wqe_count WQEs of stride bytes, each starting with the
@@ -107,7 +109,7 @@ struct Srq {
   uint32_t wqe_count = 0;  // 2^log_srq_size
   uint32_t stride = 0;     // bytes per WQE: 16 << log_rq_stride
   uint32_t users = 0;      // live QPs receiving from it: DESTROY_SRQ is RES_BUSY while non-zero
-  SrqProgress progress;
+  mutable SrqProgress progress;
 };
 
 }  // namespace onchip::sim

@@ -111,12 +111,12 @@ std::array<std::byte, kGrhBytes> Grh(const Packet& p) {
 }  // namespace
 
 void Engine::HandleRequest(Packet& p) {
-  auto it = fw_.qps_.find(p.dst_qpn);
-  if (it == fw_.qps_.end()) return;
-  Responder(*this, p, it->first, it->second).Handle();
+  const Qp* qp = ctx_.FindQp(p.dst_qpn);
+  if (qp == nullptr) return;
+  Responder(*this, p, p.dst_qpn, *qp).Handle();
 }
 
-Engine::Responder::Responder(Engine& engine, Packet& p, uint32_t qpn, Qp& qp)
+Engine::Responder::Responder(Engine& engine, Packet& p, uint32_t qpn, const Qp& qp)
     : e_(engine),
       p_(p),
       qpn_(qpn),
@@ -174,16 +174,16 @@ bool Engine::Responder::ValidateTarget() {
   if (ud_ && p_.qkey != prm::Get(qpc_, prm::qpc::q_key)) return false;
   if (qp_.st != prm::QP_ST_XRC) return true;
   if (!qp_.xrc_tgt) return false;  // an initiator receives no requests
-  auto s = e_.fw_.srqs_.find(p_.xrc_srqn);
-  if (s == e_.fw_.srqs_.end() || !s->second.xrcd || s->second.xrcd != qp_.xrcd) {
+  const Srq* srq = e_.ctx_.FindSrq(p_.xrc_srqn);
+  if (srq == nullptr || !srq->xrcd || srq->xrcd != qp_.xrcd) {
     Refuse(NakCode::kInvalidRequest, nullptr, {});
     return false;
   }
-  pd_ = s->second.pd;
-  rcv_cqn_ = s->second.cqn;
-  rcv_cq_ = &e_.fw_.cqs_.at(rcv_cqn_);  // the SRQ holds its CQ (DESTROY_CQ is RES_BUSY meanwhile)
-  user_index_ = s->second.user_index;
-  srqn_ = s->first;
+  pd_ = srq->pd;
+  rcv_cqn_ = srq->cqn;
+  rcv_cq_ = e_.ctx_.FindCq(rcv_cqn_);  // the SRQ holds its CQ (DESTROY_CQ is RES_BUSY meanwhile)
+  user_index_ = srq->user_index;
+  srqn_ = p_.xrc_srqn;
   return true;
 }
 
@@ -327,9 +327,9 @@ std::optional<Engine::Responder::Receive> Engine::Responder::TakeReceive() {
 }
 
 std::optional<Engine::Responder::Receive> Engine::Responder::TakeSrqReceive(uint32_t srqn) {
-  auto s = e_.fw_.srqs_.find(srqn);
-  if (s == e_.fw_.srqs_.end() || s->second.wqe_count == 0) return std::nullopt;
-  Srq& srq = s->second;
+  const Srq* found = e_.ctx_.FindSrq(srqn);
+  if (found == nullptr || found->wqe_count == 0) return std::nullopt;
+  const Srq& srq = *found;
   auto producer = e_.LoadBe32(srq.dbr_addr, srq.progress.dbr);
   if (!producer || ((*producer ^ srq.progress.counter) & prm::kWqCounterMask) == 0)
     return std::nullopt;
@@ -345,10 +345,9 @@ std::optional<Engine::Responder::Receive> Engine::Responder::TakeSrqReceive(uint
   ++srq.progress.counter;
   // Fewer posted WQEs left than the armed watermark: the limit event, once; the watermark is
   // cleared until ARM_RQ sets it again.
-  prm::Bits srqc(std::span<std::byte>(srq.srqc));
-  const uint32_t lwm = static_cast<uint32_t>(srqc.get(prm::srqc::lwm));
+  const uint32_t lwm = static_cast<uint32_t>(prm::Get(Bytes(srq.srqc), prm::srqc::lwm));
   if (lwm != 0 && ((*producer - srq.progress.counter) & prm::kWqCounterMask) < lwm) {
-    srqc.set(prm::srqc::lwm, 0);
+    e_.ctx_.ClearSrqLimit(srqn);
     e_.QpEvent(srq.uid, srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
   }
   Receive recv;
@@ -482,7 +481,7 @@ void Engine::Responder::Refuse(NakCode code, const Receive* recv, prm::CqeSyndro
     e_.WriteCqe(rcv_cqn_, *rcv_cq_, f);  // a receive WQE was taken: rcv_cq_ is its queue's CQ
   }
   Nak(code);
-  if (rc_ || recv != nullptr) e_.MoveToError(qp_);
+  if (rc_ || recv != nullptr) e_.MoveToError(qpn_, qp_);
   if (rc_)
     e_.QpEvent(qp_.uid, qpn_, code == NakCode::kRemoteAccess     ? prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR
                      : code == NakCode::kInvalidRequest ? prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR
@@ -517,7 +516,7 @@ void Engine::Responder::Complete(const Receive& recv, prm::CqeOpcode opcode, uin
   e_.WriteCqe(rcv_cqn_, *rcv_cq_, f);
 }
 
-bool Engine::FlushRecv(uint32_t qpn, Qp& qp) {
+bool Engine::FlushRecv(uint32_t qpn, const Qp& qp) {
   // SRQ WQEs belong to the SRQ and stay posted; only the QP's own ring is flushed.
   if (qp.srqn || qp.rq_wqe_count == 0) return false;
   QpProgress& pr = qp.progress;

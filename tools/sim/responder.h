@@ -16,7 +16,7 @@
 //
 // What each opcode needs and which syndrome a failure gets: responder.cc. A Responder lives for one request (Engine::HandleRequest builds it) and holds
 // what the request is checked against and completes on: the QP's own PD and receive CQ, or an
-// XRC target's SRQ's. It runs inside the pass, under the firmware's mutex.
+// XRC target's SRQ's. It runs inside the pass, under the contexts' mutex.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +35,7 @@ namespace onchip::sim {
 
 class Engine::Responder {
  public:
-  Responder(Engine& engine, Packet& p, uint32_t qpn, Qp& qp);
+  Responder(Engine& engine, Packet& p, uint32_t qpn, const Qp& qp);
   Responder(const Responder&) = delete;
   Responder& operator=(const Responder&) = delete;
 
@@ -98,7 +98,7 @@ class Engine::Responder {
   Engine& e_;
   Packet& p_;
   const uint32_t qpn_;
-  Qp& qp_;
+  const Qp& qp_;
   QpProgress& pr_;
   const Bytes qpc_;
   const bool rc_;
@@ -107,7 +107,7 @@ class Engine::Responder {
   uint32_t user_index_;
   uint32_t pd_;
   uint32_t rcv_cqn_;
-  Cq* rcv_cq_;  // null until an XRC target's SRQ names its CQ
+  const Cq* rcv_cq_;  // null until an XRC target's SRQ names its CQ
   std::optional<uint32_t> srqn_;
 };
 

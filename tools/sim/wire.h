@@ -3,7 +3,7 @@
 //
 // A requester's data engine turns a send WQE into a request packet and hands it to the port of
 // the device that owns the destination GID (a packet to its own GID never leaves the engine).
-// The responder's engine executes the request under its own firmware's mutex and answers with a
+// The responder's engine executes the request under its own contexts' mutex and answers with a
 // packet the same way. A port's queue takes the fabric's mutex and the port's, never a firmware
 // mutex.
 //
@@ -11,8 +11,8 @@
 // one ConnectX share its NIC-internal switch: a packet handed over on the thread that serves the
 // destination port, between that port's passes, is taken at once (Receiver::ReceiveNow), inside
 // the sender's pass, instead of waiting in the queue for a pass of its own. The receiver only
-// ever tries its locks (its firmware mutex, its IOMMU's shared lock) and queues the packet when
-// it cannot have them at once, so the two firmware mutexes a thread then holds never make it
+// ever tries its locks (its contexts' mutex, its IOMMU's shared lock) and queues the packet when
+// it cannot have them at once, so the two contexts' mutexes a thread then holds never make it
 // wait for a thread that waits for it.
 //
 // Messages are whole: one packet per message, no MTU segmentation (the responder checks the UD

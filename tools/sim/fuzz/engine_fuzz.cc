@@ -57,6 +57,7 @@ struct Harness {
   Iommu iommu;
   std::vector<std::byte> arena_storage = std::vector<std::byte>(kArenaBytes + 4096);
   std::vector<std::byte> pages_storage;
+  Contexts contexts;
   Firmware firmware;
   Engine engine;
   uint32_t uar = 0, pd = 0, eqn = 0, srqn = 0;
@@ -69,8 +70,9 @@ struct Harness {
   explicit Harness(Bar0 b)
       : bar(std::move(b)),
         pages_storage((config.boot_pages + config.init_pages + 1) * 4096),
-        firmware(config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
-        engine(firmware, iommu, bar, config, [] {}, std::chrono::steady_clock::now()) {}
+        contexts(config, bar.layout()),
+        firmware(contexts, config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
+        engine(ContextsView(contexts), firmware, iommu, bar, config, [] {}, std::chrono::steady_clock::now()) {}
 
   static std::byte* Align(std::vector<std::byte>& v) {
     auto p = reinterpret_cast<uintptr_t>(v.data());

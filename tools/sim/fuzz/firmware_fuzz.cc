@@ -32,6 +32,7 @@ struct Harness {
   Bar0 bar;
   Iommu iommu;
   std::vector<std::byte> arena;
+  Contexts contexts;
   Firmware firmware;
   CommandQueue queue;
   int commands = 0;
@@ -39,7 +40,8 @@ struct Harness {
   explicit Harness(Bar0 b)
       : bar(std::move(b)),
         arena(kArenaBytes + kPageSlack),
-        firmware(config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
+        contexts(config, bar.layout()),
+        firmware(contexts, config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
         queue(bar, iommu, firmware, config) {}
 
   static constexpr std::size_t kPageSlack = 4096;
