@@ -47,9 +47,13 @@ def build_libraries(text):
     def cc_library(name, srcs=(), hdrs=(), deps=(), **_):
         libraries[name] = (set(srcs) | set(hdrs), {d[1:] for d in deps if d.startswith(":")})
 
+    def concept_library(name, deps, private=(), hdrs=(), **_):  # driver/library.bzl
+        cc_library(name, [name + ".cc"] + list(private), [name + ".h"] + list(hdrs), deps)
+
     ignore = lambda *args, **kwargs: None
     exec(compile(text, "driver/BUILD", "exec"),
-         {"cc_library": cc_library, "package": ignore, "alias": ignore, "exports_files": ignore})
+         {"cc_library": cc_library, "concept_library": concept_library, "load": ignore,
+          "package": ignore, "alias": ignore, "exports_files": ignore})
     return libraries
 
 
