@@ -1,7 +1,5 @@
 #include "driver/device.h"
 
-#include "driver/umr_queue.h"
-
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -12,9 +10,9 @@
 #include "driver/eq.h"
 #include "driver/events.h"
 #include "driver/hca.h"
+#include "driver/pages.h"
 #include "driver/steering_tags.h"
 #include "driver/uar.h"
-#include "driver/umr_queue.h"
 
 namespace onchip::driver {
 
@@ -97,9 +95,11 @@ Device::Device(std::unique_ptr<bus::Bus> bus) : bus_(std::move(bus)) {
   ServedContexts()[&verbs_] = {this, 0};
 }
 
-Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts) {
+Result<std::shared_ptr<Device>> Device::Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts,
+                                             RegistrationQueueMaker make_umr) {
   if (!bus) return Fail(EINVAL, "device: no bus");
   std::shared_ptr<Device> device(new Device(std::move(bus)));
+  device->make_umr_ = make_umr;
   if (auto up = device->BringUp(opts); !up) {
     device->Close();  // unwinds whatever part of bring-up succeeded
     return std::unexpected(up.error());
@@ -182,14 +182,15 @@ Device::~Device() {
   std::erase_if(ServedContexts(), [this](const auto& served) { return served.second.device == this; });
 }
 
-Result<UmrQueue*> Device::UmrQueueLocked() {
+Result<RegistrationQueue*> Device::UmrQueueLocked() {
   if (registry_.closed()) return Fail(EIO, "umr: device closed");
   if (umr_ && umr_->broken()) {
     (void)umr_->Destroy(*commander_);  // a refused destroy leaves it to the function's teardown
     umr_.reset();
   }
   if (!umr_) {
-    ONCHIP_TRY(umr_, UmrQueue::Create(*this));
+    if (make_umr_ == nullptr) return Fail(EOPNOTSUPP, "umr: no registration queue maker");
+    ONCHIP_TRY(umr_, make_umr_(*this));
   }
   return umr_.get();
 }

@@ -32,7 +32,7 @@
 #include "driver/cmd/owner_channel.h"
 #include "driver/gid_table.h"
 #include "driver/memic.h"
-#include "driver/pages.h"
+#include "driver/registration_queue.h"
 #include "driver/registry.h"
 #include "driver/rings/qpn_table.h"
 #include "driver/sw_icm.h"
@@ -43,9 +43,9 @@ class CompletionEq;
 class Device;
 class EventThread;
 struct Locator;
+class PageSupply;
 class Uars;
 class SteeringTagTable;
-class UmrQueue;
 
 struct DeviceOptions {
   std::chrono::milliseconds firmware_ready_timeout{120000};
@@ -105,8 +105,9 @@ class Device : public std::enable_shared_from_this<Device> {
   const CompletionEq* comp_eq() const { return comp_eq_.get(); }
   SteeringTagTable& steering_tags() { return *steering_tags_; }
   // An MR's PD or access changed in place, its keys kept: on a function this process owns, by
-  // the device's own memory-registration queue (umr_queue.h: a REG_UMR QP made on first use,
-  // replaced when an error CQE broke it); on an attached one, by the owner's channel.
+  // the device's own memory-registration queue (registration_queue.h; umr_queue.h: a REG_UMR
+  // QP made on first use, replaced when an error CQE broke it); on an attached one, by the
+  // owner's channel.
   // EOPNOTSUPP when neither can (an attached function without the channel, or no REG_UMR queue
   // could be made): the caller then re-registers with a new key, as mlx5_ib does when a UMR
   // cannot serve.
@@ -166,7 +167,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // driver::Open makes the bus the locator names and calls one of these.
   friend Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts);
   // Brings up the function on `bus`, which this process owns.
-  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts = {});
+  // `make_umr` makes the registration queue on first use (null: there is none, EOPNOTSUPP).
+  static Result<std::shared_ptr<Device>> Open(std::unique_ptr<bus::Bus> bus, DeviceOptions opts,
+                                              RegistrationQueueMaker make_umr);
   // A function someone else brought up and serves (a device daemon, as the kernel serves a
   // function to user space): no ENABLE/INIT_HCA and no pages, commands through `commander`
   // (which must outlive nothing but this device: the device owns it). Capabilities are queried;
@@ -198,9 +201,10 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<SteeringTagTable> steering_tags_;
   std::unique_ptr<EventThread> events_;  // after the EQs: it goes before them
   // The REG_UMR queue, made or replaced as needed; call with umr_mu_ held. EIO after Close.
-  Result<UmrQueue*> UmrQueueLocked();
+  Result<RegistrationQueue*> UmrQueueLocked();
+  RegistrationQueueMaker make_umr_ = nullptr;
   std::mutex umr_mu_;
-  std::unique_ptr<UmrQueue> umr_;        // its CQ reports to comp_eq_: it goes first
+  std::unique_ptr<RegistrationQueue> umr_;  // its CQ reports to comp_eq_: it goes first
   MemicAllocator memic_;
   SwIcmAllocator sw_icm_;
   ibv_context verbs_{};

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "driver/copy_kernels.h"
-#include "driver/import.h"
 #include "mmio/wc_copy.h"
 
 namespace onchip::driver {
@@ -113,7 +112,7 @@ Result<void> ReleaseDmOnDevice(Dm& dm, Release) {
 
 Result<void> FreeDm(Dm* dm) {
   if (dm == nullptr) return Fail(EINVAL, "free_dm: null");
-  if (dm->imported_from != nullptr) return UnimportDm(dm);  // this context's face only
+  if (dm->free_face != nullptr) return dm->free_face(dm);  // this context's face only
   return Destroy<ObjectKind::kDm>(dm->device->registry(), dm, dm->life,
                                   "free_dm: memory regions still use it");
 }

@@ -52,6 +52,8 @@ struct Dm {
   // An imported DM (import.h): the DM whose bytes this face reaches (start_va, length and type
   // are copies of its); it owns no allocation.
   Dm* imported_from = nullptr;
+  // How FreeDm frees a face: set by import.cc (UnimportDm), so the DM names no kind above it.
+  Result<void> (*free_face)(Dm* face) = nullptr;
 
   static Dm* From(ibv_dm* dm) { return reinterpret_cast<Dm*>(dm); }
   // The DM that owns the memory: this one, or the one an imported face reaches.

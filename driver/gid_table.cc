@@ -4,13 +4,15 @@
 #include <cstring>
 
 #include "driver/cmd/run.h"
-#include "driver/port.h"
+#include "uapi/prm/caps.h"
 #include "uapi/prm/hca.h"
 #include "uapi/prm/opcodes.h"
 
 namespace onchip::driver {
 
 namespace {
+
+constexpr uint32_t kPortTypeIb = 0;  // cmd_hca_cap.port_type
 
 Result<GidTable::Gid> QueryRoceAddress(cmd::Commander& commander, uint32_t index) {
   using In = prm::query_roce_address_in;
@@ -40,6 +42,15 @@ Result<GidTable::Gid> QueryHcaVportGid(cmd::Commander& commander, uint32_t index
 }
 
 }  // namespace
+
+bool IsInfiniBand(const Caps& caps) {
+  return caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::port_type) == kPortTypeIb;
+}
+
+uint32_t GidTableSize(const Caps& caps) {
+  if (IsInfiniBand(caps)) return 8u << caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size);
+  return static_cast<uint32_t>(caps.cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
+}
 
 Result<GidTable> GidTable::Query(cmd::Commander& commander, const Caps& caps) {
   GidTable table;

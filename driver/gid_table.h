@@ -19,6 +19,13 @@
 
 namespace onchip::driver {
 
+// Whether port 1 runs InfiniBand (cmd_hca_cap.port_type 0) rather than Ethernet.
+bool IsInfiniBand(const Caps& caps);
+// The entries of port 1's GID table: InfiniBand's cmd_hca_cap.gid_table_size (encoded, 8 << n),
+// RoCE's roce_cap.roce_address_table_size. A GID index must be below it; which entries hold a
+// GID, GidTable::populated says.
+uint32_t GidTableSize(const Caps& caps);
+
 class GidTable {
  public:
   using Gid = std::array<uint8_t, 16>;

@@ -49,6 +49,7 @@ Result<Pd*> ImportPd(const std::shared_ptr<Device>& device, ibv_context* into, u
   face->pdn = original->pdn;
   face->protection_domain = original;
   face->imported = true;
+  face->free_face = &UnimportPd;
   pins.Keep();
   device->registry().Publish<ObjectKind::kImportedPd>(op, face, face->life);
   return face;
@@ -81,6 +82,7 @@ Result<Mr*> ImportMr(Pd* pd, uint32_t mr_handle) {
   face->pd = pd;
   face->mkey_index = original->mkey_index;
   face->imported_from = original;
+  face->free_face = &UnimportMr;
   pins.Keep();
   device.registry().Publish<ObjectKind::kImportedMr>(op, face, face->life);
   return face;
@@ -102,6 +104,7 @@ Result<Dm*> ImportDm(const std::shared_ptr<Device>& device, ibv_context* into, u
   face->start_va = original->start_va;
   face->remote_va = original->remote_va;
   face->imported_from = original;
+  face->free_face = &UnimportDm;
   pins.Keep();
   device->registry().Publish<ObjectKind::kImportedDm>(op, face, face->life);
   return face;

@@ -4,11 +4,10 @@
 #include <cstdint>
 
 #include "alloc/mapping.h"
+#include "driver/cmd/owner_channel.h"
 #include "driver/cmd/run.h"
 #include "driver/dmah.h"
-#include "driver/import.h"
 #include "driver/mkey.h"
-#include "driver/umr_queue.h"
 #include "uapi/prm/mkey.h"
 
 namespace onchip::driver {
@@ -283,7 +282,7 @@ Result<void> ReregMr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   // or no way to run a UMR (EOPNOTSUPP) re-creates the key below.
   const bool same_base = ((new_access ^ static_cast<unsigned>(mr->access)) & IBV_ACCESS_ZERO_BASED) == 0;
   if (!change_translation && same_base) {
-    MkeyUpdate update;
+    cmd::MkeyUpdate update;
     if (change_pd) update.pdn = new_pd->protection().pdn;
     if (change_access) update.access = new_access;
     auto updated = device.UpdateMkeyInPlace(mr->ibv.lkey, update);
@@ -338,7 +337,7 @@ Result<void> ReleaseMrOnDevice(Mr& mr, Release why) {
 
 Result<void> DeregMr(Mr* mr) {
   if (mr == nullptr) return Fail(EINVAL, "dereg_mr: null");
-  if (mr->imported_from != nullptr) return UnimportMr(mr);  // this context's face only
+  if (mr->free_face != nullptr) return mr->free_face(mr);  // this context's face only
   return Destroy<ObjectKind::kMr>(mr->device->registry(), mr, mr->life, "dereg_mr: still in use");
 }
 

@@ -65,6 +65,8 @@ struct Mr {
   uint32_t mkey_index = 0;
   Life life;  // nothing pins an MR (a bound window makes the device refuse its destroy)
   Mr* imported_from = nullptr;  // an imported MR (import.h): the MR whose keys this face carries
+  // How DeregMr frees a face: set by import.cc (UnimportMr), so the MR names no kind above it.
+  Result<void> (*free_face)(Mr* face) = nullptr;
 
   static Mr* From(ibv_mr* mr) { return reinterpret_cast<Mr*>(mr); }
 };

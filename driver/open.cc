@@ -6,6 +6,7 @@
 #include "driver/bus/sim/sim_bus.h"
 #include "driver/bus/simd/simd_client.h"
 #include "driver/bus/vfio/vfio_bus.h"
+#include "driver/umr_queue.h"
 
 namespace onchip::driver {
 namespace {
@@ -89,7 +90,7 @@ Result<std::shared_ptr<Device>> Open(const Locator& locator, DeviceOptions opts)
   } else {
     ONCHIP_TRY(reached, SoftwareBus(locator));
   }
-  return Device::Open(std::move(reached), opts);
+  return Device::Open(std::move(reached), opts, &UmrQueue::Create);
 }
 
 Result<std::shared_ptr<Device>> Open(std::string_view locator, DeviceOptions opts) {

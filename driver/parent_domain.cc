@@ -30,6 +30,7 @@ Result<Pd*> AllocParentDomain(const std::shared_ptr<Device>& device,
   pad->pd.device = device;
   pad->pd.pdn = pd->pdn;
   pad->pd.protection_domain = pd;
+  pad->pd.free_face = [](Pd* face) { return DeallocParentDomain(ParentDomain::From(face)); };
   pad->pd.ibv.context = pd->ibv.context;
   pad->pd.ibv.handle = pd->ibv.handle;
   pad->td = td;

@@ -3,8 +3,6 @@
 #include <cerrno>
 
 #include "driver/cmd/run.h"
-#include "driver/import.h"
-#include "driver/parent_domain.h"
 #include "uapi/prm/resources.h"
 
 namespace onchip::driver {
@@ -34,8 +32,7 @@ Result<void> ReleasePdOnDevice(Pd& pd, Release) {
 
 Result<void> DeallocPd(Pd* pd) {
   if (pd == nullptr) return Fail(EINVAL, "dealloc_pd: null");
-  if (ParentDomain* pad = ParentDomain::From(pd)) return DeallocParentDomain(pad);
-  if (pd->imported) return UnimportPd(pd);  // this context's face only
+  if (pd->free_face != nullptr) return pd->free_face(pd);  // a parent domain, or an imported face
   return Destroy<ObjectKind::kPd>(pd->device->registry(), pd, pd->life,
                                   "dealloc_pd: MRs, windows or parent domains still use it");
 }

@@ -26,6 +26,9 @@ struct Pd {
   Life life;
   Pd* protection_domain = nullptr;  // set on a parent domain and an imported PD: the PD it wraps
   bool imported = false;            // another context's face of a PD (driver/import.h)
+  // How DeallocPd frees a face (a parent domain, an imported PD): set by whoever made it
+  // (parent_domain.cc, import.cc), so the PD names no kind above it; null for a PD.
+  Result<void> (*free_face)(Pd* face) = nullptr;
 
   static Pd* From(ibv_pd* pd) { return reinterpret_cast<Pd*>(pd); }
   // The PD objects created on `pd` hang on: `pd` itself, or the original an imported face

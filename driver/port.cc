@@ -9,21 +9,11 @@
 namespace onchip::driver {
 
 namespace {
-constexpr uint32_t kPortTypeIb = 0;  // cmd_hca_cap.port_type
 constexpr uint8_t kIbPortActive = 4, kIbPortDown = 1;
 constexpr uint8_t kIbPhysLinkUp = 5, kIbPhysDisabled = 3;
 }  // namespace
 
-bool IsInfiniBand(const Caps& caps) {
-  return caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::port_type) == kPortTypeIb;
-}
-
 bool IsInfiniBand(const Device& device) { return IsInfiniBand(device.caps()); }
-
-uint32_t GidTableSize(const Caps& caps) {
-  if (IsInfiniBand(caps)) return 8u << caps.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::gid_table_size);
-  return static_cast<uint32_t>(caps.cur(prm::CAP_ROCE).get(prm::roce_cap::roce_address_table_size));
-}
 
 uint32_t GidTableSize(const Device& device) { return GidTableSize(device.caps()); }
 

@@ -15,13 +15,8 @@
 
 namespace onchip::driver {
 
-// Whether port 1 runs InfiniBand (cmd_hca_cap.port_type 0) rather than Ethernet.
-bool IsInfiniBand(const Caps& caps);
+// IsInfiniBand and GidTableSize of the device's capabilities (gid_table.h).
 bool IsInfiniBand(const Device& device);
-// The entries of port 1's GID table: InfiniBand's cmd_hca_cap.gid_table_size (encoded, 8 << n),
-// RoCE's roce_cap.roce_address_table_size. A GID index must be below it; which entries hold a
-// GID, Device::gid_table() says (gid_table.h).
-uint32_t GidTableSize(const Caps& caps);
 uint32_t GidTableSize(const Device& device);
 
 struct PortInfo {

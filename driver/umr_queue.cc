@@ -59,7 +59,7 @@ Result<void> RunTransition(cmd::Commander& commander, uint16_t opcode, uint32_t 
 
 }  // namespace
 
-Result<std::unique_ptr<UmrQueue>> UmrQueue::Create(Device& device) {
+Result<std::unique_ptr<RegistrationQueue>> UmrQueue::Create(Device& device) {
   std::unique_ptr<UmrQueue> q(new UmrQueue(device));
   if (auto up = q->BringUp(); !up) {
     (void)q->Destroy(device.commander());

@@ -18,6 +18,7 @@
 
 #include "driver/cmd/owner_channel.h"
 #include "driver/queue_buffer.h"
+#include "driver/registration_queue.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
@@ -31,21 +32,22 @@ struct Bfreg;
 
 using cmd::MkeyUpdate;
 
-class UmrQueue {
+class UmrQueue final : public RegistrationQueue {
  public:
-  static Result<std::unique_ptr<UmrQueue>> Create(Device& device);
-  ~UmrQueue();
+  // A RegistrationQueueMaker (registration_queue.h): driver::Open gives it to the Device.
+  static Result<std::unique_ptr<RegistrationQueue>> Create(Device& device);
+  ~UmrQueue() override;
   UmrQueue(const UmrQueue&) = delete;
   UmrQueue& operator=(const UmrQueue&) = delete;
 
   // One UMR on `mkey` (its full key: index and variant), waited for. EIO with the CQE's
   // syndrome when the device refuses it (the queue is broken after that); ETIMEDOUT when no
   // completion comes within a few seconds.
-  Result<void> UpdateMkey(uint32_t mkey, const MkeyUpdate& update);
-  bool broken() const { return broken_; }
+  Result<void> UpdateMkey(uint32_t mkey, const MkeyUpdate& update) override;
+  bool broken() const override { return broken_; }
 
   // DESTROY_QP, DESTROY_CQ, DEALLOC_PD; the first failure is returned, the rest still run.
-  Result<void> Destroy(cmd::Commander& commander);
+  Result<void> Destroy(cmd::Commander& commander) override;
 
  private:
   explicit UmrQueue(Device& device) : device_(device) {}

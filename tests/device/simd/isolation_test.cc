@@ -27,7 +27,6 @@
 #include "driver/device.h"
 #include "driver/dm.h"
 #include "driver/events.h"
-#include "driver/mkey.h"
 #include "driver/mr.h"
 #include "driver/open.h"
 #include "driver/pd.h"
@@ -88,6 +87,14 @@ class RawClient {
   int fd_ = -1;
   bool connected_ = false;
 };
+
+// DESTROY_MKEY of an mkey an attack test made by hand.
+Result<void> DestroyMkey(driver::Device& device, uint32_t mkey_index) {
+  auto in = prm::CommandIn<prm::destroy_mkey_in>(prm::DESTROY_MKEY);
+  in.set(prm::destroy_mkey_in::mkey_index, mkey_index);
+  std::vector<std::byte> out(prm::size_bytes<prm::destroy_mkey_out>);
+  return device.commander().Exec(in.bytes(), out);
+}
 
 class IsolationTest : public ::testing::Test {
  protected:
@@ -190,7 +197,7 @@ TEST_F(IsolationTest, AnMkeyOverAnotherClientsMemoryIsRefused) {
   EXPECT_EQ(stolen.error().errno_value(), EINVAL);
   auto own = create(own_iova);
   ASSERT_TRUE(own) << own.error().describe();
-  EXPECT_TRUE(driver::DestroyMkey(attacker.device->commander(), *own));
+  EXPECT_TRUE(DestroyMkey(*attacker.device, *own));
   for (std::size_t i = 0; i < victim.buf->size; ++i)
     ASSERT_EQ(victim.buf->data[i], static_cast<uint8_t>(i)) << "at " << i;
   attacker.Close();
@@ -290,7 +297,7 @@ TEST_F(IsolationTest, AnMkeyOverAnotherClientsDeviceMemoryIsRefused) {
   EXPECT_EQ(stolen.error().errno_value(), EPERM) << stolen.error().describe();
   auto own = create(own_dm);
   ASSERT_TRUE(own) << own.error().describe();
-  EXPECT_TRUE(driver::DestroyMkey(attacker.device->commander(), *own));
+  EXPECT_TRUE(DestroyMkey(*attacker.device, *own));
   // Nothing pins the victim's allocation: its free succeeds.
   EXPECT_EQ(v::free_dm(victim_dm), 0) << strerror(errno);
   EXPECT_EQ(v::free_dm(own_dm), 0) << strerror(errno);
