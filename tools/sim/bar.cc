@@ -1,5 +1,6 @@
 #include "tools/sim/bar.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ Result<Bar0> Bar0::Create(const DeviceConfig& config) {
   }
   Bar0 bar(fd, static_cast<std::byte*>(p), layout,
            init_seg::CmdqGeometry{config.log_cmdq_size, config.log_cmdq_stride});
+  ONCHIP_CHECK(bar.CreateClockPage());
 
   // The init segment as firmware publishes it before the driver looks.
   std::span<std::byte> seg(bar.base_, init_seg::kBytes);
@@ -67,19 +69,62 @@ Result<Bar0> Bar0::Create(const DeviceConfig& config) {
   return bar;
 }
 
+Result<void> Bar0::CreateClockPage() {
+  clock_fd_ = memfd_create("onchip-sim-clock", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (clock_fd_ < 0) return Fail(errno, "sim bar0: memfd_create (clock page)");
+  if (ftruncate(clock_fd_, prm::kUarPageBytes) != 0) return Fail(errno, "sim bar0: ftruncate (clock page)");
+  void* p = mmap(nullptr, prm::kUarPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, clock_fd_, 0);
+  if (p == MAP_FAILED) return Fail(errno, "sim bar0: mmap (clock page)");
+  clock_ = static_cast<std::byte*>(p);
+  // The device's mapping above stays writable; every later one, a client's included, can only
+  // read (mm/shmem.c, shmem_mmap and seal_check_future_write).
+  if (fcntl(clock_fd_, F_ADD_SEALS,
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0)
+    return Fail(errno, "sim bar0: seal the clock page");
+  return {};
+}
+
 Bar0::Bar0(Bar0&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       base_(std::exchange(other.base_, nullptr)),
+      clock_fd_(std::exchange(other.clock_fd_, -1)),
+      clock_(std::exchange(other.clock_, nullptr)),
       layout_(other.layout_),
       cmdq_geometry_(other.cmdq_geometry_) {}
 
 Bar0::~Bar0() {
   if (base_) munmap(base_, layout_.size);
   if (fd_ >= 0) close(fd_);
+  if (clock_) munmap(clock_, prm::kUarPageBytes);
+  if (clock_fd_ >= 0) close(clock_fd_);
+}
+
+bool Bar0::Backable(uint64_t offset, uint64_t length) const {
+  constexpr uint64_t kPage = prm::kUarPageBytes;
+  return offset % kPage == 0 && length % kPage == 0 && length != 0 &&
+         offset >= layout_.uar_start && offset <= layout_.size && length <= layout_.size - offset;
+}
+
+Result<void> Bar0::BackPages(uint64_t offset, uint64_t length, int fd, uint64_t fd_offset) {
+  if (!Backable(offset, length) || fd_offset % prm::kUarPageBytes != 0)
+    return Fail(EINVAL, "sim bar0: backing must be whole pages past the init segment");
+  void* p = mmap(base_ + offset, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                 static_cast<off_t>(fd_offset));
+  if (p == MAP_FAILED) return Fail(errno, "sim bar0: back pages");
+  return {};
+}
+
+Result<void> Bar0::RestorePages(uint64_t offset, uint64_t length) {
+  if (!Backable(offset, length)) return Fail(EINVAL, "sim bar0: restore outside the BAR");
+  return BackPages(offset, length, fd_, offset);
 }
 
 std::atomic_ref<uint32_t> Bar0::Word(uint64_t offset) const {
   return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(base_ + offset));
+}
+
+std::atomic_ref<uint32_t> Bar0::ClockWord(uint64_t offset) const {
+  return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(clock_ + (offset - kClockPageOffset)));
 }
 
 uint32_t Bar0::Read32(uint64_t offset) const {
@@ -124,8 +169,9 @@ uint32_t Bar0::TakeCommandDoorbell() {
 
 void Bar0::TickHealthCounter() {
   const uint32_t v = Read32(init_seg::kHealthCounter);
-  Write32(init_seg::kHealthCounter,
-          prm::IntoWord(IS::health_counter, v, prm::FromWord(IS::health_counter, v) + 1));
+  const uint32_t next = prm::IntoWord(IS::health_counter, v, prm::FromWord(IS::health_counter, v) + 1);
+  Write32(init_seg::kHealthCounter, next);
+  ClockWord(init_seg::kHealthCounter).store(std::byteswap(next), std::memory_order_release);
 }
 
 uint32_t Bar0::HealthCounter() const { return init_seg::ReadHealthCounter(*this); }
@@ -139,8 +185,12 @@ bool Bar0::EngineSleeping() const {
 }
 
 void Bar0::SetInternalTimer(uint64_t ticks) {
+  const uint32_t high = std::byteswap(static_cast<uint32_t>(ticks >> 32));
+  const uint32_t low = std::byteswap(static_cast<uint32_t>(ticks));
   Write32(init_seg::kInternalTimerH, static_cast<uint32_t>(ticks >> 32));
   Write32(init_seg::kInternalTimerL, static_cast<uint32_t>(ticks));
+  ClockWord(init_seg::kInternalTimerH).store(high, std::memory_order_release);
+  ClockWord(init_seg::kInternalTimerL).store(low, std::memory_order_release);
 }
 
 std::span<std::byte> Bar0::Memic() const {

@@ -52,6 +52,11 @@ bool Device::engine_sleeping() const { return bar_.EngineSleeping(); }
 
 void Device::SetSleeping(bool sleeping) {
   bar_.SetEngineSleeping(sleeping);
+  {
+    std::lock_guard lock(words_mu_);
+    for (uint32_t* w : client_words_)
+      std::atomic_ref<uint32_t>(*w).store(sleeping ? vpci::kEngineAsleep : 0, std::memory_order_seq_cst);
+  }
   engine_.SetSleeping(sleeping);
   sleeping_ = sleeping;
 }
@@ -104,6 +109,25 @@ std::optional<vpci::TphCapability> Device::tph() const {
 void Device::Kick() {
   kicked_.store(true, std::memory_order_seq_cst);
   vpci::WakeEngine(bar_.EngineSleepWord());
+}
+
+void Device::AddSleepWord(uint32_t* word) {
+  {
+    std::lock_guard lock(words_mu_);
+    // As BAR0's word says now: a word added to a sleeping device is waited on from the next
+    // wait, and a doorbell before that is seen by the wakeup the nudge below makes.
+    std::atomic_ref<uint32_t>(*word).store(0, std::memory_order_seq_cst);
+    client_words_.push_back(word);
+  }
+  thread_->Nudge();
+}
+
+void Device::RemoveSleepWord(uint32_t* word) {
+  {
+    std::lock_guard lock(words_mu_);
+    std::erase(client_words_, word);
+  }
+  thread_->Nudge();
 }
 
 void Device::ReleaseStall() {

@@ -25,7 +25,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "tools/sim/bar.h"
 #include "tools/sim/command_queue.h"
@@ -74,6 +76,14 @@ class Device final : public vpci::Function {
   // client of a device daemon reaches through its own mapping of BAR0) and asks for a full
   // service even while it is awake.
   void Kick() override;
+  // A sleep word of a client of this device's own (a device daemon gives each client one, in
+  // memory only that client and the daemon map: tools/simd/client_window.h), beside BAR0's. The
+  // device stores every one of them as it stores its own and its thread waits on all of them,
+  // so a client's WakeEngine on its word wakes the device, and a client that clears its word
+  // changes nothing for another. RemoveSleepWord returns once the device no longer stores the
+  // word; the thread's wait stops using it at its next wakeup, which RemoveSleepWord asks for.
+  void AddSleepWord(uint32_t* word);
+  void RemoveSleepWord(uint32_t* word);
   // One eventfd per interrupt vector below num_interrupt_vectors (the data engine's).
   int InterruptFd(uint16_t vector) const override { return engine_.InterruptFd(vector); }
 
@@ -155,8 +165,14 @@ class Device final : public vpci::Function {
   // The look once more after the sleep word is set, so a doorbell rung meanwhile is never slept
   // through: whether the engine found work or a packet waits.
   bool FoundWorkBeforeSleep();
-  // The futex the sleeping thread waits on: the BAR0 sleep word.
-  uint32_t* SleepWord() const { return bar_.EngineSleepWord(); }
+  // The futexes the sleeping thread waits on: the BAR0 sleep word and the clients' (under
+  // the thread's lock; `add` is called once per word).
+  template <typename F>
+  void ForEachSleepWord(F&& add) const {
+    add(bar_.EngineSleepWord());
+    std::lock_guard lock(words_mu_);
+    for (uint32_t* w : client_words_) add(w);
+  }
 
   const DeviceConfig config_;
   Bar0 bar_;
@@ -167,6 +183,10 @@ class Device final : public vpci::Function {
   CommandQueue queue_;
   const std::chrono::steady_clock::time_point born_;
   Engine engine_;
+  // AddSleepWord's words; SetSleeping stores them under the lock, so a removed word is never
+  // stored again.
+  mutable std::mutex words_mu_;
+  std::vector<uint32_t*> client_words_;
   std::atomic<bool> health_stopped_{false};
   std::atomic<uint64_t> wakeups_{0};
   // Set by Kick, cleared by Service before its pass: a kick asks for a full service even while

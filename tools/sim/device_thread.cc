@@ -160,16 +160,18 @@ void DeviceThread::Wait(std::chrono::steady_clock::time_point until) {
     // been the last one.
     if (stop_.load(std::memory_order_seq_cst)) return;
     for (const Device* d : devices_) {
-      if (waiters.size() == kMaxWaiters) {
-        // Past futex_waitv's limit a device is looked at every millisecond.
-        until = std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
-        break;
-      }
-      // Shared: the word is in BAR0, a memfd that client processes map too.
-      waiters.push_back(futex_waitv{.val = vpci::kEngineAsleep,
-                                    .uaddr = reinterpret_cast<uintptr_t>(d->SleepWord()),
-                                    .flags = FUTEX_32,
-                                    .__reserved = 0});
+      d->ForEachSleepWord([&](uint32_t* word) {
+        if (waiters.size() == kMaxWaiters) {
+          // Past futex_waitv's limit a word's device is looked at every millisecond.
+          until = std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+          return;
+        }
+        // Shared: the words are in memfds that client processes map too.
+        waiters.push_back(futex_waitv{.val = vpci::kEngineAsleep,
+                                      .uaddr = reinterpret_cast<uintptr_t>(word),
+                                      .flags = FUTEX_32,
+                                      .__reserved = 0});
+      });
     }
   }
   timespec ts{};
