@@ -35,6 +35,14 @@ struct SharedMemory {
   uint64_t size = 0;  // bytes
 };
 
+// A page a driver maps read-only over its mapping of bar0(), from a file of its own: a device
+// daemon's client sees the clock page there (tools/sim/bar.h), the rest of its BAR0 view being
+// its own memory (tools/simd/client_window.h).
+struct ReadOnlyPage {
+  int fd = -1;              // the function keeps it open
+  uint64_t bar_offset = 0;  // 4 KiB aligned, inside BAR0
+};
+
 struct DmaRegion {
   uint64_t iova = 0;      // the address the device uses (what goes into PRM fields)
   uint64_t length = 0;    // bytes; iova and length are 4 KiB aligned
@@ -95,6 +103,8 @@ class Function {
   virtual ~Function() = default;
 
   virtual SharedMemory bar0() const = 0;
+  // What the driver maps read-only over bar0()'s mapping (nullopt: nothing).
+  virtual std::optional<ReadOnlyPage> bar0_read_only_page() const { return std::nullopt; }
 
   // EINVAL: not 4 KiB aligned, zero length, or overlapping an existing mapping.
   virtual Result<void> MapDma(const DmaRegion& region) = 0;

@@ -12,14 +12,33 @@
 
 namespace onchip::driver::bus {
 
-Result<std::unique_ptr<SimBus>> SimBus::Open(vpci::Function& function) {
+namespace {
+
+// The function's BAR0 mapped whole, with its read-only page over it.
+Result<std::byte*> MapBar0(const vpci::Function& function) {
   const vpci::SharedMemory bar = function.bar0();
   if (bar.fd < 0 || bar.size == 0 || bar.size % kPageSize != 0)
     return Fail(EINVAL, "sim bus: function has no usable BAR0");
   void* p = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar.fd, 0);
   if (p == MAP_FAILED) return Fail(errno, "sim bus: mmap BAR0");
-  return std::unique_ptr<SimBus>(
-      new SimBus(function, static_cast<std::byte*>(p), bar.size, kDefaultIovaBase));
+  auto* base = static_cast<std::byte*>(p);
+  if (const auto ro = function.bar0_read_only_page()) {
+    if (ro->bar_offset % kPageSize != 0 || ro->bar_offset >= bar.size ||
+        mmap(base + ro->bar_offset, kPageSize, PROT_READ, MAP_SHARED | MAP_FIXED, ro->fd, 0) ==
+            MAP_FAILED) {
+      const int e = ro->bar_offset % kPageSize != 0 || ro->bar_offset >= bar.size ? EINVAL : errno;
+      munmap(base, bar.size);
+      return Fail(e, "sim bus: map BAR0's read-only page");
+    }
+  }
+  return base;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SimBus>> SimBus::Open(vpci::Function& function) {
+  ONCHIP_TRY(std::byte* const bar0, MapBar0(function));
+  return std::unique_ptr<SimBus>(new SimBus(function, bar0, function.bar0().size, kDefaultIovaBase));
 }
 
 Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> function) {
@@ -32,13 +51,8 @@ Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> fun
 Result<std::unique_ptr<SimBus>> SimBus::Open(std::unique_ptr<vpci::Function> function,
                                              uint64_t iova_base) {
   if (!function) return Fail(EINVAL, "sim bus: no function");
-  const vpci::SharedMemory bar = function->bar0();
-  if (bar.fd < 0 || bar.size == 0 || bar.size % kPageSize != 0)
-    return Fail(EINVAL, "sim bus: function has no usable BAR0");
-  void* p = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar.fd, 0);
-  if (p == MAP_FAILED) return Fail(errno, "sim bus: mmap BAR0");
-  std::unique_ptr<SimBus> bus(
-      new SimBus(*function, static_cast<std::byte*>(p), bar.size, iova_base));
+  ONCHIP_TRY(std::byte* const bar0, MapBar0(*function));
+  std::unique_ptr<SimBus> bus(new SimBus(*function, bar0, function->bar0().size, iova_base));
   bus->owned_ = std::move(function);
   return bus;
 }
