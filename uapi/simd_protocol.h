@@ -9,10 +9,13 @@
 // length is checked by the receiver before it reads a byte of payload.
 //
 // A connection is one client of one function:
-//   client -> kHello (HelloRequest)            daemon -> kHello (HelloReply) + fds: BAR0 memfd,
-//                                              the eventfd of the client's own interrupt vector
-//                                              (none when all are taken); the client wakes the
-//                                              device through BAR0's sleep word (vpci.h)
+//   client -> kHello (HelloRequest)            daemon -> kHello (HelloReply) + fds: the
+//                                              client's BAR0 window (a memfd it maps whole where
+//                                              a driver maps BAR0: its own UAR and MEMIC pages,
+//                                              its own sleep word; tools/simd/client_window.h),
+//                                              the clock page (read-only, over the window at
+//                                              clock_page_offset), the eventfd of the client's
+//                                              own interrupt vector (none when all are taken)
 //   client -> kCommand (CommandRequest + input bytes)
 //                                              daemon -> kCommand (CommandReply + output bytes)
 //   client -> kMapDma (MapDmaRequest) + 0 or 1 fd        daemon -> kMapDma (status only)
@@ -36,11 +39,11 @@ namespace onchip::simd {
 static_assert(std::endian::native == std::endian::little, "the protocol is little-endian");
 
 inline constexpr uint32_t kMagic = 0x4453434f;  // "OCSD"
-inline constexpr uint16_t kVersion = 2;  // 2: no kick eventfd (the sleep word is a futex)
+inline constexpr uint16_t kVersion = 3;  // 3: a window of the client's own instead of BAR0
 // The largest payload either side accepts: a command input of a few thousand MTT entries, or
 // the status text.
 inline constexpr uint32_t kMaxPayload = 4u << 20;
-// The most fds one frame carries (BAR0 and the interrupt vectors).
+// The most fds one frame carries (the window, the clock page and the interrupt vectors).
 inline constexpr uint32_t kMaxFds = 40;
 
 enum class MessageType : uint16_t {
@@ -69,21 +72,24 @@ struct HelloRequest {
 static_assert(sizeof(HelloRequest) == 8);
 
 struct HelloReply {
-  uint64_t bar0_size = 0;
+  uint64_t bar0_size = 0;  // the window's size: BAR0's
   uint64_t iova_base = 0;  // the client's IOVA window: [iova_base, iova_base + iova_size)
   uint64_t iova_size = 0;
   uint64_t tph_st_table_offset = 0;
-  uint16_t tph_st_table_size = 0;  // 0: no TPH
+  // 0: no TPH. A client's window does not reach the device's ST table, so the daemon offers
+  // none until it hands out ST entries itself, as mlx5_core does (mlx5_st_alloc_index).
+  uint16_t tph_st_table_size = 0;
   uint16_t uid = 0;                // the owner tag the daemon stamps on this client's commands
-  uint16_t interrupt_vectors = 0;  // eventfds after BAR0: 1, or 0 if none
+  uint16_t interrupt_vectors = 0;  // eventfds after the window and the clock page: 1, or 0
   uint16_t functions = 0;          // how many functions the daemon serves
   uint32_t client_id = 0;
   // The MSI-X vector that eventfd signals: the client's own, as the kernel gives each devx user
   // its own vectors; its EQs must name it (eqc.intr), and the daemon refuses any other.
   uint16_t interrupt_vector = 0;
   uint16_t reserved = 0;
+  uint64_t clock_page_offset = 0;  // where the clock page goes over the window (4 KiB aligned)
 };
-static_assert(sizeof(HelloReply) == 48);
+static_assert(sizeof(HelloReply) == 56);
 
 struct CommandRequest {
   uint32_t out_length = 0;  // bytes of output the client expects (>= 16)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driver/device.h"
+#include "tools/simd/memic_pages.h"
 #include "tools/sim/device.h"
 
 namespace onchip::simd {
@@ -19,6 +20,8 @@ struct ServedFunction {
   uint32_t index = 0;
   std::unique_ptr<sim::Device> device;
   std::shared_ptr<driver::Device> driver;  // opened on `device` (Locator::Of); closed before it goes
+  // Which client each page of the MEMIC window belongs to (its clients' windows back them).
+  std::unique_ptr<MemicPages> memic_pages;
 
   // Interrupt vectors for clients, as the kernel gives each devx user its own: vector 0 is the
   // daemon's driver's, each client takes the lowest free other one, and gives it back when it

@@ -103,6 +103,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     config.engine_sched = options.engine_sched;
     config.port_type = options.port_type;
     ONCHIP_TRY(f->device, sim::Device::Create(config, thread));
+    f->memic_pages = std::make_unique<MemicPages>(f->device->layout().memic_start,
+                                                  f->device->layout().memic_size);
     ONCHIP_TRY(f->driver, driver::Open(driver::Locator::Of(*f->device)));
     s->functions_.push_back(std::move(f));
   }

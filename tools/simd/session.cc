@@ -161,18 +161,17 @@ Result<void> Session::Hello(const Frame& frame) {
   }
   memlock_limit_ = MemlockLimit(pid_);
   ServedFunction& f = *functions_[req->function];
+  auto window = ClientWindow::Create(*f.device, *f.memic_pages, id_);
+  if (!window) return Refuse(MessageType::kHello, window.error().errno_value(), window.error().what());
   HelloReply reply;
-  reply.bar0_size = f.device->bar0().size;
+  reply.bar0_size = (*window)->size();
   reply.iova_base = IovaBase(id_);
   reply.iova_size = uint64_t{1} << kIovaWindowBits;
-  if (auto tph = f.device->tph()) {
-    reply.tph_st_table_offset = tph->st_table_offset;
-    reply.tph_st_table_size = tph->st_table_size;
-  }
   reply.uid = uid_;
   reply.functions = static_cast<uint16_t>(functions_.size());
   reply.client_id = id_;
-  std::vector<int> fds = {f.device->bar0().fd};
+  reply.clock_page_offset = sim::Bar0::kClockPageOffset;
+  std::vector<int> fds = {(*window)->fd(), f.device->bar().clock_fd()};
   // Its own interrupt vector, if one is free: only that eventfd goes to the client.
   const std::optional<uint16_t> vector = f.TakeVector();
   if (vector && f.device->InterruptFd(*vector) >= 0) {
@@ -181,10 +180,11 @@ Result<void> Session::Hello(const Frame& frame) {
   } else if (vector) {
     f.GiveBackVector(*vector);
   }
-  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 1);
+  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 2);
   {
     std::lock_guard lock(mu_);
     function_ = &f;
+    window_ = std::move(*window);
     vector_ = reply.interrupt_vectors ? std::optional<uint16_t>(reply.interrupt_vector) : std::nullopt;
   }
   return Reply(MessageType::kHello, 0, AsBytes(reply), {}, fds);
@@ -215,12 +215,18 @@ Result<void> Session::Command(const Frame& frame) {
     std::fprintf(stderr, "onchip simd: client %u: CREATE_EQ on another client's vector\n", id_);
     return refuse(EPERM);
   }
+  // A MEMIC allocation's pages are checked, allocated and taken as one step (memic_pages.h).
+  std::unique_lock memic_lock(function_->memic_pages->mutex(), std::defer_lock);
+  if (opcode == prm::ALLOC_MEMIC || opcode == prm::DEALLOC_MEMIC) memic_lock.lock();
   {
     std::lock_guard lock(mu_);
     if (const char* why = owned_.Refusal(in); why != nullptr) {
       std::fprintf(stderr, "onchip simd: client %u: %s\n", id_, why);
       return refuse(EPERM);
     }
+    // A MEMIC range with another client's pages is busy, as a range the firmware finds full:
+    // the client's allocator tries its next candidate (driver/memic.cc, MemicAllocator::Alloc).
+    if (window_->Refusal(in) != nullptr) return refuse(EAGAIN);
     if (const char* why = OverQuota(quota_, owned_, in); why != nullptr) {
       std::fprintf(stderr, "onchip simd: client %u: %s\n", id_, why);
       return refuse(EAGAIN);
@@ -232,6 +238,7 @@ Result<void> Session::Command(const Frame& frame) {
   if (done) {
     std::lock_guard lock(mu_);
     owned_.Note(in, out);
+    window_->AfterCommand(in, out);
   }
   return Reply(MessageType::kCommand, 0, AsBytes(head), out);
 }
@@ -368,10 +375,14 @@ void Session::Release() {
                                                        prm::mbox_in::opcode));
     prm::Bits(std::span<std::byte>(in)).set(prm::mbox_in::uid, CarriesUid(opcode) ? uid_ : 0);
     std::vector<std::byte> out(16);
+    std::unique_lock memic_lock(function_->memic_pages->mutex(), std::defer_lock);
+    if (opcode == prm::DEALLOC_MEMIC) memic_lock.lock();
     if (auto r = function_->driver->commander().Exec(in, out); !r) {
       ++failed;
       std::fprintf(stderr, "onchip simd: client %u release: %s\n", id_,
                    r.error().describe().c_str());
+    } else {
+      window_->AfterCommand(in, out);
     }
   }
   std::map<uint64_t, Mapping> mappings;
@@ -382,6 +393,7 @@ void Session::Release() {
     if (vector_) function_->GiveBackVector(*vector_);
     vector_.reset();
   }
+  window_.reset();  // after the objects on its pages went
   for (auto& [iova, m] : mappings) {
     if (auto r = function_->device->UnmapDma(iova, m.length); !r)
       std::fprintf(stderr, "onchip simd: client %u unmap: %s\n", id_, r.error().describe().c_str());

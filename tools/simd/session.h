@@ -1,14 +1,15 @@
 // One client connection of the device daemon: the kernel's side of an open uverbs file.
 //
 // The first frame is kHello (which function, and the client's own /proc/self/mem and
-// /proc/self/maps; the daemon answers with BAR0, the interrupt eventfds, the client's IOVA window
-// and uid) or kStatus (the daemon's state as JSON, then the connection closes). Afterwards:
-// firmware commands (refused with EPERM unless user space may issue them; the uid stamped;
-// creations and destructions noted), DMA map and unmap (fd-backed memory the daemon maps itself
-// once the file is sealed against shrinking, client_file.h; memory without an fd reached through
-// the address-space handles of the hello; only inside the client's IOVA window). When the
-// connection ends for any reason (exit, crash, SIGKILL, a malformed frame) the session releases
-// everything the client owned: QPs to ERR, objects in reverse creation order, DMA unmapped.
+// /proc/self/maps; the daemon answers with the client's BAR0 window (client_window.h), the clock
+// page, its interrupt eventfd, its IOVA window and uid) or kStatus (the daemon's state as JSON,
+// then the connection closes). Afterwards: firmware commands (refused with EPERM unless user space
+// may issue them; the uid stamped; creations and destructions noted), DMA map and unmap (fd-backed
+// memory the daemon maps itself once the file is sealed against shrinking, client_file.h; memory
+// without an fd reached through the address-space handles of the hello; only inside the client's
+// IOVA window). When the connection ends for any reason (exit, crash, SIGKILL, a malformed frame)
+// the session releases everything the client owned: QPs to ERR, objects in reverse creation order,
+// DMA unmapped.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "driver/bus/simd/frame_io.h"
+#include "tools/simd/client_window.h"
 #include "tools/simd/owned_objects.h"
 #include "tools/simd/quota.h"
 #include "tools/simd/served_function.h"
@@ -100,6 +102,8 @@ class Session {
   std::optional<uint16_t> vector_;  // its interrupt vector (ServedFunction::TakeVector)
   mutable std::mutex mu_;  // owned_ and mappings_ (Run writes, DescribeJson reads)
   OwnedObjects owned_;
+  // Its view of BAR0 (client_window.h), from the hello until Release.
+  std::unique_ptr<ClientWindow> window_;
   // The client's address space as its hello handed it over (its /proc/self/mem and maps), for
   // memory without an fd; null when it gave none.
   std::shared_ptr<const sim::ProcessFile> memory_;

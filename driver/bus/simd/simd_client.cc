@@ -139,21 +139,26 @@ std::optional<Backing> FindBacking(const void* host, uint64_t length) {
 
 class SimdFunction final : public vpci::Function {
  public:
-  // `sleep_page` is the BAR0 page that holds the engine's sleep word, mapped shared.
-  SimdFunction(std::shared_ptr<Connection> conn, int bar0_fd, uint64_t bar0_size,
-               std::byte* sleep_page, std::vector<int> interrupt_fds, uint16_t vector,
-               std::optional<vpci::TphCapability> tph)
-      : conn_(std::move(conn)), bar0_fd_(bar0_fd), bar0_size_(bar0_size), sleep_page_(sleep_page),
-        interrupt_fds_(std::move(interrupt_fds)), vector_(vector), tph_(tph) {}
+  // `window_fd` is the client's BAR0 window (tools/simd/client_window.h) and `sleep_page` its
+  // page that holds the client's sleep word, mapped shared; `clock` goes over the window
+  // read-only.
+  SimdFunction(std::shared_ptr<Connection> conn, int window_fd, uint64_t bar0_size,
+               vpci::ReadOnlyPage clock, std::byte* sleep_page, std::vector<int> interrupt_fds,
+               uint16_t vector, std::optional<vpci::TphCapability> tph)
+      : conn_(std::move(conn)), window_fd_(window_fd), bar0_size_(bar0_size), clock_(clock),
+        sleep_page_(sleep_page), interrupt_fds_(std::move(interrupt_fds)), vector_(vector),
+        tph_(tph) {}
   ~SimdFunction() override {
     munmap(sleep_page_, kSleepPageSize);
-    close(bar0_fd_);
+    close(window_fd_);
+    close(clock_.fd);
     for (int fd : interrupt_fds_) close(fd);
   }
   static constexpr uint64_t kSleepPageSize = 4096;
   static constexpr uint64_t kSleepPageOffset = vpci::kEngineSleepWordOffset & ~(kSleepPageSize - 1);
 
-  vpci::SharedMemory bar0() const override { return {bar0_fd_, bar0_size_}; }
+  vpci::SharedMemory bar0() const override { return {window_fd_, bar0_size_}; }
+  std::optional<vpci::ReadOnlyPage> bar0_read_only_page() const override { return clock_; }
 
   Result<void> MapDma(const vpci::DmaRegion& region) override {
     MapDmaRequest req{.iova = region.iova, .length = region.length, .fd_offset = region.fd_offset,
@@ -202,8 +207,9 @@ class SimdFunction final : public vpci::Function {
 
  private:
   std::shared_ptr<Connection> conn_;
-  int bar0_fd_;
+  int window_fd_;
   uint64_t bar0_size_;
+  vpci::ReadOnlyPage clock_;
   std::byte* sleep_page_;
   std::vector<int> interrupt_fds_;  // at most one: the eventfd of vector_
   uint16_t vector_;
@@ -282,26 +288,29 @@ Result<Attachment> Attach(std::string_view address) {
   ONCHIP_TRY(Frame reply, std::move(reply_or));
   ONCHIP_CHECK(CheckReply(reply, "hello to the device daemon"));
   ONCHIP_TRY(const HelloReply h, onchip::simd::ReadStruct<HelloReply>(reply.payload));
-  if (reply.fds.size() != 1u + h.interrupt_vectors || h.interrupt_vectors > 1 ||
-      h.bar0_size < SimdFunction::kSleepPageOffset + SimdFunction::kSleepPageSize)
-    return Fail(EPROTO, "simd: hello reply without BAR0 and interrupt fds");
-  const int bar0_fd = reply.TakeFd(0);
+  if (reply.fds.size() != 2u + h.interrupt_vectors || h.interrupt_vectors > 1 ||
+      h.bar0_size < SimdFunction::kSleepPageOffset + SimdFunction::kSleepPageSize ||
+      h.clock_page_offset % SimdFunction::kSleepPageSize != 0 || h.clock_page_offset >= h.bar0_size)
+    return Fail(EPROTO, "simd: hello reply without a BAR0 window, a clock page and interrupt fds");
+  const int window_fd = reply.TakeFd(0);
+  const vpci::ReadOnlyPage clock{.fd = reply.TakeFd(1), .bar_offset = h.clock_page_offset};
   std::vector<int> interrupts;
-  for (std::size_t i = 0; i < h.interrupt_vectors; ++i) interrupts.push_back(reply.TakeFd(1 + i));
+  for (std::size_t i = 0; i < h.interrupt_vectors; ++i) interrupts.push_back(reply.TakeFd(2 + i));
   void* sleep_page = mmap(nullptr, SimdFunction::kSleepPageSize, PROT_READ | PROT_WRITE, MAP_SHARED,
-                          bar0_fd, SimdFunction::kSleepPageOffset);
+                          window_fd, SimdFunction::kSleepPageOffset);
   if (sleep_page == MAP_FAILED) {
     const int err = errno;
-    close(bar0_fd);
+    close(window_fd);
+    close(clock.fd);
     for (int fd : interrupts) close(fd);
-    return Fail(err, "simd: map BAR0's sleep word");
+    return Fail(err, "simd: map the window's sleep word");
   }
   std::optional<vpci::TphCapability> tph;
   if (h.tph_st_table_size != 0)
     tph = vpci::TphCapability{.st_table_offset = h.tph_st_table_offset,
                               .st_table_size = h.tph_st_table_size};
   Attachment a;
-  a.function = std::make_unique<SimdFunction>(conn, bar0_fd, h.bar0_size,
+  a.function = std::make_unique<SimdFunction>(conn, window_fd, h.bar0_size, clock,
                                               static_cast<std::byte*>(sleep_page),
                                               std::move(interrupts), h.interrupt_vector, tph);
   a.commander = std::make_unique<SimdCommander>(conn);

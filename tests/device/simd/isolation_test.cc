@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -33,14 +34,17 @@
 #include "driver/verbs/calls.h"
 #include "tools/testing/rc_connect.h"
 #include "tests/device/simd/simd_client.h"
+#include "tools/sim/bar_layout.h"
 #include "tools/simd/client_file.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/field.h"
+#include "uapi/prm/init_seg_access.h"
 #include "uapi/prm/mkey.h"
 #include "uapi/prm/opcodes.h"
 #include "uapi/prm/umr.h"
 #include "uapi/sim/syndrome.h"
 #include "uapi/simd_protocol.h"
+#include "uapi/vpci.h"
 
 namespace onchip::testing {
 namespace {
@@ -76,6 +80,18 @@ class RawClient {
     if (reply != nullptr && frame->header.status == 0)
       if (auto r = simd::ReadStruct<simd::HelloReply>(frame->payload)) *reply = *r;
     return static_cast<int>(frame->header.status);
+  }
+  // The fds of a successful hello without address-space handles (the window, the clock page,
+  // the interrupt eventfd), the caller's to close; empty when refused.
+  std::vector<int> HelloFds(uint32_t function, simd::HelloReply* reply) {
+    simd::HelloRequest hello{.function = function, .pid = 0};
+    if (!simd::SendFrame(fd_, simd::MessageType::kHello, 0, {simd::AsBytes(hello)})) return {};
+    auto frame = simd::RecvFrame(fd_);
+    if (!frame || frame->header.status != 0) return {};
+    if (auto r = simd::ReadStruct<simd::HelloReply>(frame->payload)) *reply = *r;
+    std::vector<int> fds;
+    for (std::size_t i = 0; i < frame->fds.size(); ++i) fds.push_back(frame->TakeFd(i));
+    return fds;
   }
   // The first frame the daemon sends without being asked, or -1.
   int Unasked() {
@@ -304,6 +320,124 @@ TEST_F(IsolationTest, AnMkeyOverAnotherClientsDeviceMemoryIsRefused) {
   attacker.Close();
   victim.Close();
   ExpectServing();
+}
+
+// F2: a client maps no BAR0. What it maps where BAR0 would be is a window of its own
+// (tools/simd/client_window.h): another client's device memory and UAR pages are not in it, so
+// what the attacker reads there is not the victim's and what it stores there reaches neither
+// the victim nor the device.
+TEST_F(IsolationTest, AnotherClientsDeviceMemoryAndUarPagesAreNotInAClientsBar) {
+  Endpoint victim, attacker;
+  ASSERT_TRUE(victim.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(attacker.Open(daemon_->locator(0), 0));
+  ibv_alloc_dm_attr attr{.length = 4096, .log_align_req = 0, .comp_mask = 0};
+  ibv_dm* dm = v::alloc_dm(victim.device->verbs(), &attr);
+  if (dm == nullptr && errno == EOPNOTSUPP) GTEST_SKIP() << "this function has no MEMIC";
+  ASSERT_NE(dm, nullptr) << strerror(errno);
+  std::vector<std::byte> secret(4096, std::byte{0x5a}), seen(4096);
+  ASSERT_EQ(dm->memcpy_to_dm(dm, 0, secret.data(), secret.size()), 0);
+
+  // The attacker is told where the victim's allocation is (it could guess: MEMIC is small).
+  const uint64_t at = driver::Dm::From(dm)->memic.bar_offset;
+  std::byte* const bar = attacker.device->bus().bar0();
+  std::memcpy(seen.data(), bar + at, seen.size());
+  EXPECT_NE(seen, secret) << "the attacker read the victim's device memory";
+  std::memset(bar + at, 0xee, 4096);
+  // And it stores a marker in the reserved part of every UAR page.
+  const sim::BarLayout layout = sim::BarLayout::For(simd::FunctionConfig(0));
+  constexpr uint64_t kMarkerAt = 0x400;
+  constexpr uint32_t kMarker = 0xdeadbeef;
+  for (uint64_t page = layout.uar_start; page < layout.uar_end; page += prm::kUarPageBytes)
+    std::memcpy(bar + page + kMarkerAt, &kMarker, sizeof(kMarker));
+
+  ASSERT_EQ(dm->memcpy_from_dm(seen.data(), dm, 0, seen.size()), 0);
+  EXPECT_EQ(seen, secret) << "the attacker's stores reached the victim's device memory";
+  const std::byte* const victims = victim.device->bus().bar0();
+  for (uint64_t page = layout.uar_start; page < layout.uar_end; page += prm::kUarPageBytes) {
+    uint32_t word = 0;
+    std::memcpy(&word, victims + page + kMarkerAt, sizeof(word));
+    ASSERT_NE(word, kMarker) << "the attacker's store reached the victim's UAR page at 0x"
+                             << std::hex << page;
+  }
+  EXPECT_EQ(v::free_dm(dm), 0) << strerror(errno);
+  attacker.Close();
+  victim.Close();
+  ExpectServing();
+}
+
+// F2: pointing the command queue elsewhere, or at 0, through what a client maps changes nothing:
+// the client's commands go over its connection and the daemon's queue address is not in any
+// client's reach (and the device latched it at bring-up).
+TEST_F(IsolationTest, TheCommandQueueCannotBeRedirected) {
+  auto attacker = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(attacker) << attacker.error().describe();
+  driver::bus::Bus& bus = (*attacker)->bus();
+  EXPECT_EQ(bus.Read32(prm::init_seg::kCmdqAddrH), 0u) << "the daemon's cmdq address is visible";
+  EXPECT_EQ(bus.Read32(prm::init_seg::kCmdqAddrLSz) & ~prm::init_seg::kCmdqAddrLowDeviceBits, 0u);
+  bus.Write32(prm::init_seg::kCmdqAddrH, 0);
+  bus.Write32(prm::init_seg::kCmdqAddrLSz, 0);
+  bus.Write32(prm::init_seg::kCmdDbell, 0xffffffff);
+  bus.Notify();
+  ExpectServing();
+  (*attacker)->Close();
+}
+
+// F8: a client's sleep word is its own. Clearing it (which once told every other client the
+// device was awake, so that their doorbells waited for the idle poll) leaves the victim's word
+// saying the device sleeps, so the victim's next doorbell wakes it.
+TEST_F(IsolationTest, ClearingItsSleepWordMisleadsNoOtherClient) {
+  auto victim = driver::Open(daemon_->locator(0));
+  auto attacker = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(victim && attacker);
+  auto word = [](driver::Device& d) {
+    return std::atomic_ref<uint32_t>(
+        *reinterpret_cast<uint32_t*>(d.bus().bar0() + vpci::kEngineSleepWordOffset));
+  };
+  bool misled = true;
+  for (int attempt = 0; attempt < 20 && misled; ++attempt) {
+    // Wait for the idle device to sleep (its idle period is milliseconds).
+    for (int i = 0; i < 2000 && word(**victim).load() != vpci::kEngineAsleep; ++i) usleep(1000);
+    ASSERT_EQ(word(**victim).load(), vpci::kEngineAsleep) << "the idle device never slept";
+    word(**attacker).store(0);
+    // Only a wakeup of the device in between (its idle poll) would clear the victim's word.
+    misled = word(**victim).load() != vpci::kEngineAsleep;
+  }
+  EXPECT_FALSE(misled) << "the attacker's store reached the victim's sleep word";
+  (*attacker)->Close();
+  (*victim)->Close();
+  ExpectServing();
+}
+
+// F2: the clock page cannot be made writable (sealed against writable mappings, even through a
+// reopened descriptor), and the window cannot be shrunk under the device that stores into it.
+TEST_F(IsolationTest, TheClockPageIsReadOnlyAndTheWindowCannotShrink) {
+  RawClient raw(daemon_->socket());
+  ASSERT_TRUE(raw.connected());
+  simd::HelloReply reply{};
+  std::vector<int> fds = raw.HelloFds(0, &reply);
+  ASSERT_GE(fds.size(), 2u);
+  const int window = fds[0], clock = fds[1];
+  EXPECT_EQ(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, clock, 0), MAP_FAILED);
+  EXPECT_EQ(errno, EPERM);
+  const std::string path = "/proc/self/fd/" + std::to_string(clock);
+  const int reopened = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (reopened >= 0) {
+    EXPECT_EQ(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, reopened, 0), MAP_FAILED);
+    EXPECT_EQ(pwrite(reopened, "x", 1, 0), -1);
+    close(reopened);
+  }
+  void* ro = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, clock, 0);
+  ASSERT_NE(ro, MAP_FAILED) << strerror(errno);
+  EXPECT_NE(mprotect(ro, 4096, PROT_READ | PROT_WRITE), 0) << "the clock page became writable";
+  // The internal timer (internal_timer_l) ticks in it as the device works.
+  auto timer_low = [&] { return *(static_cast<volatile uint32_t*>(ro) + 1); };
+  const uint32_t before = timer_low();
+  ExpectServing();
+  EXPECT_NE(timer_low(), before);
+  munmap(ro, 4096);
+  EXPECT_NE(ftruncate(window, 0), 0) << "the window shrank";
+  EXPECT_EQ(errno, EPERM);
+  for (int fd : fds) close(fd);
 }
 
 // F3: a file mapping longer than the file would raise SIGBUS in the daemon at the first device
