@@ -165,8 +165,10 @@ Result<void> Device::Serve() {
   ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index,
                                             kCompletionEventMask | kAsyncEventMask,
                                             bus_->completion_vector()));
-  steering_tags_ = std::make_unique<SteeringTagTable>(
-      *bus_, bus_->tph(), caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0);
+  const bool mkey_pcie_tph = caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0;
+  // An attached function's ST table is its owner's (steering_tags.h).
+  steering_tags_ = owner_ ? std::make_unique<SteeringTagTable>(*owner_, mkey_pcie_tph)
+                          : std::make_unique<SteeringTagTable>(*bus_, bus_->tph(), mkey_pcie_tph);
   // The thread that consumes the EQ's completions and async events (events.h).
   if (bus_->InterruptFd(bus_->completion_vector()) >= 0) {
     ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get()}));

@@ -43,10 +43,15 @@ uint32_t FromLittle(uint32_t v) {
 
 SteeringTagTable::SteeringTagTable(bus::Bus& bus, std::optional<vpci::TphCapability> table,
                                    bool mkey_pcie_tph)
-    : bus_(bus), table_(table), mkey_pcie_tph_(mkey_pcie_tph) {
+    : bus_(&bus), table_(table), mkey_pcie_tph_(mkey_pcie_tph) {
   // Entry 0 is never handed out, so a table needs two entries to be of any use.
   if (mkey_pcie_tph_ && table_ && table_->st_table_size >= 2)
     entries_.resize(std::min<uint32_t>(table_->st_table_size, kMaxIndexedEntries));
+}
+
+SteeringTagTable::SteeringTagTable(cmd::OwnerChannel& owner, bool mkey_pcie_tph)
+    : owner_(&owner), mkey_pcie_tph_(mkey_pcie_tph) {
+  if (mkey_pcie_tph_) entries_.resize(kMaxIndexedEntries);
 }
 
 uint16_t SteeringTagTable::TagFor(uint32_t cpu, uint8_t mem_type) {
@@ -57,7 +62,7 @@ uint16_t SteeringTagTable::TagFor(uint32_t cpu, uint8_t mem_type) {
 Result<void> SteeringTagTable::Program(uint8_t index, uint16_t tag) {
   const uint64_t offset =
       table_->st_table_offset + index * vpci::kMsixEntryBytes + vpci::kMsixVectorControlOffset;
-  ONCHIP_TRY(std::byte* const p, bus_.Bar0Window(offset, sizeof(uint32_t)));
+  ONCHIP_TRY(std::byte* const p, bus_->Bar0Window(offset, sizeof(uint32_t)));
   std::atomic_ref<uint32_t> dword(*reinterpret_cast<uint32_t*>(p));
   const uint32_t old = FromLittle(dword.load(std::memory_order_relaxed));
   const uint32_t now = (old & ~kTagMask) | (uint32_t{tag} << vpci::kMsixStShift);
@@ -68,6 +73,15 @@ Result<void> SteeringTagTable::Program(uint8_t index, uint16_t tag) {
 Result<uint8_t> SteeringTagTable::Acquire(uint32_t cpu, uint8_t mem_type) {
   std::lock_guard lock(mu_);
   if (entries_.empty()) return Fail(EOPNOTSUPP, "steering tag: the function has no ST table");
+  if (owner_ != nullptr) {
+    ONCHIP_TRY(const uint8_t index, owner_->AcquireSteeringTag(cpu, mem_type));
+    if (index == 0 || index >= entries_.size()) {
+      owner_->ReleaseSteeringTag(index);
+      return Fail(EPROTO, "steering tag: the owner answered an index outside the table");
+    }
+    ++entries_[index].refs;
+    return index;
+  }
   uint32_t free_index = 0;
   for (uint32_t i = 1; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
@@ -87,6 +101,11 @@ Result<uint8_t> SteeringTagTable::Acquire(uint32_t cpu, uint8_t mem_type) {
 void SteeringTagTable::Release(uint8_t index) {
   std::lock_guard lock(mu_);
   if (index == 0 || index >= entries_.size() || entries_[index].refs == 0) return;
+  if (owner_ != nullptr) {
+    --entries_[index].refs;
+    owner_->ReleaseSteeringTag(index);
+    return;
+  }
   if (--entries_[index].refs == 0) {
     // The window was reachable when the entry was programmed and BAR0 does not shrink.
     (void)Program(index, 0);

@@ -5,6 +5,8 @@
 // hands out entry indices with reference counts, one entry per distinct (cpu, memory type),
 // programming the tag into the function's ST table (in its MSI-X table, vpci::TphCapability) on
 // first use. Entry 0 is never handed out: mkc.pcie_tph_steering_tag_index = 0 means "no tag".
+// On a function this process is attached to (a device daemon's), the table is the owner's: every
+// Acquire and Release goes to the owner channel, which programs it (cmd/owner_channel.h).
 //
 // Thread safety: every call locks the table.
 #pragma once
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "driver/bus/bus.h"
+#include "driver/cmd/owner_channel.h"
 #include "uapi/result.h"
 #include "uapi/vpci.h"
 
@@ -28,6 +31,8 @@ class SteeringTagTable {
   // `table`: the function's ST table, or nullopt (no TPH: Acquire answers EOPNOTSUPP).
   // `mkey_pcie_tph`: the device can put TPH fields in an mkey (cmd_hca_cap.mkey_pcie_tph).
   SteeringTagTable(bus::Bus& bus, std::optional<vpci::TphCapability> table, bool mkey_pcie_tph);
+  // The owner's table, reached through `owner` (which outlives this).
+  SteeringTagTable(cmd::OwnerChannel& owner, bool mkey_pcie_tph);
 
   // Whether TPH can be used at all (mkey_pcie_tph): DMA handles without a CPU need only this.
   bool mkey_pcie_tph() const { return mkey_pcie_tph_; }
@@ -54,11 +59,13 @@ class SteeringTagTable {
   // Stores `tag` into entry `index` (mu_ held). EFAULT if the entry is outside BAR0.
   Result<void> Program(uint8_t index, uint16_t tag);
 
-  bus::Bus& bus_;
+  bus::Bus* const bus_ = nullptr;           // this process's own table, or
+  cmd::OwnerChannel* const owner_ = nullptr;  // the owner's
   const std::optional<vpci::TphCapability> table_;
   const bool mkey_pcie_tph_;
   mutable std::mutex mu_;
   // By index, entry 0 unused; empty without mkey_pcie_tph or a usable (>= 2 entries) ST table.
+  // Through an owner, the references this process holds (cpu and mem_type unused).
   std::vector<Entry> entries_;
 };
 

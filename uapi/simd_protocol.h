@@ -24,6 +24,9 @@
 //                                              access of an MR the client owns changes in place
 //                                              by the daemon's own REG_UMR QP, as mlx5_ib's
 //                                              rereg_user_mr does; the keys stay
+//   client -> kSteeringTag (SteeringTagRequest) daemon -> kSteeringTag (SteeringTagReply): one
+//                                              reference to an entry of the function's TPH ST
+//                                              table, which the daemon programs, or one dropped
 //   anyone -> kStatus (no payload, no hello)   daemon -> kStatus (UTF-8 JSON text), then closes
 // Requests are answered in order, one reply per request; `status` in a reply header is 0 or a
 // positive errno (the reply payload then holds a UTF-8 reason). A malformed frame (bad magic,
@@ -53,6 +56,7 @@ enum class MessageType : uint16_t {
   kUnmapDma = 4,
   kStatus = 5,
   kUpdateMkey = 6,
+  kSteeringTag = 7,
 };
 
 struct FrameHeader {
@@ -76,8 +80,8 @@ struct HelloReply {
   uint64_t iova_base = 0;  // the client's IOVA window: [iova_base, iova_base + iova_size)
   uint64_t iova_size = 0;
   uint64_t tph_st_table_offset = 0;
-  // 0: no TPH. A client's window does not reach the device's ST table, so the daemon offers
-  // none until it hands out ST entries itself, as mlx5_core does (mlx5_st_alloc_index).
+  // 0 for a client: its window does not reach the device's ST table; it takes entries with
+  // kSteeringTag instead, as mlx5_ib's users take them from mlx5_core (mlx5_st_alloc_index).
   uint16_t tph_st_table_size = 0;
   uint16_t uid = 0;                // the owner tag the daemon stamps on this client's commands
   uint16_t interrupt_vectors = 0;  // eventfds after the window and the clock page: 1, or 0
@@ -134,5 +138,26 @@ struct UpdateMkeyRequest {
   uint32_t access = 0;  // IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC
 };
 static_assert(sizeof(UpdateMkeyRequest) == 16);
+
+// The ST table entry of (cpu, mem_type) (driver/steering_tags.h): kSteeringTagAcquire takes one
+// reference and the reply names the entry; kSteeringTagRelease drops one the client holds
+// (`index`; ENOENT when it holds none). Acquire: EINVAL for an unknown mem_type, EOPNOTSUPP
+// without a table, ENOSPC when it is full, EAGAIN past the client's quota of entries.
+inline constexpr uint32_t kSteeringTagAcquire = 1;
+inline constexpr uint32_t kSteeringTagRelease = 2;
+struct SteeringTagRequest {
+  uint32_t op = 0;  // kSteeringTagAcquire or kSteeringTagRelease
+  uint32_t cpu = 0;
+  uint8_t mem_type = 0;  // IBV_TPH_MEM_TYPE_VM or _PM
+  uint8_t index = 0;     // release: the entry
+  uint16_t reserved = 0;
+};
+static_assert(sizeof(SteeringTagRequest) == 12);
+
+struct SteeringTagReply {
+  uint8_t index = 0;
+  uint8_t reserved[7] = {};
+};
+static_assert(sizeof(SteeringTagReply) == 8);
 
 }  // namespace onchip::simd

@@ -17,7 +17,7 @@
 // default only the daemon's own user and root may). --max-clients N: connections served at once
 // (default 256). --hello-timeout-ms MS: how long a connection may take to say hello (5000).
 // --quota NAME=N (repeatable): what each client may hold at once, per object kind (uar, pd, qp,
-// ...), memic_bytes or mappings (tools/simd/quota.h has the defaults).
+// ...), memic_bytes, mappings or steering_tags (tools/simd/quota.h has the defaults).
 //
 // Prints "onchip simd: serving N function(s) on PATH" once it accepts clients (a starter waits
 // for that line or for the socket), then runs in the foreground; tools/onchip sim start runs it
@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
     } else if (a == "--quota" && i + 1 < argc) {
       const char* assignment = argv[++i];
       if (!options.quota.Set(assignment)) {
-        std::fprintf(stderr, "onchip simd: --quota %s: want NAME=N (an object kind, memic_bytes "
-                     "or mappings)\n", assignment);
+        std::fprintf(stderr, "onchip simd: --quota %s: want NAME=N (an object kind, memic_bytes, "
+                     "mappings or steering_tags)\n", assignment);
         return 2;
       }
     } else if (a == "--hello-timeout-ms" && i + 1 < argc) {

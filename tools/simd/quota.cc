@@ -55,6 +55,11 @@ bool Quota::Set(std::string_view assignment) {
     mappings = n;
     return true;
   }
+  if (name == "steering_tags") {
+    if (n > std::numeric_limits<uint32_t>::max()) return false;
+    steering_tags = static_cast<uint32_t>(n);
+    return true;
+  }
   for (const prm::ObjectKindRow& row : prm::kObjectKinds) {
     if (row.name != name) continue;
     if (n > std::numeric_limits<uint32_t>::max()) return false;

@@ -1,12 +1,13 @@
 // What one client of the device daemon may hold on its function at once: a number of objects
-// of each kind, MEMIC bytes and DMA mappings. The kernel bounds the same with the rdma cgroup
+// of each kind, MEMIC bytes, DMA mappings and TPH steering-tag entries. The kernel bounds the same with the rdma cgroup
 // (kernel/cgroup/rdma.c, rdmacg_try_charge: EAGAIN past a limit); the daemon, serving every
 // client from one function, bounds each client so that none can take what the others need.
 //
 // Defaults (Quota::Default): a quarter or less of what the software ConnectX has of each
 // scarce kind (UARs and EQs, which every context needs one of, an eighth); MEMIC bytes and
 // mappings unbounded beyond RLIMIT_MEMLOCK, as under the kernel. `onchip-simd --quota NAME=N`
-// changes one (names: the object kinds of uapi/prm/objects.h, memic_bytes, mappings).
+// changes one (names: the object kinds of uapi/prm/objects.h, memic_bytes, mappings,
+// steering_tags).
 #pragma once
 
 #include <array>
@@ -26,6 +27,8 @@ struct Quota {
   std::array<uint32_t, prm::kObjectKindCount> objects{};  // per kind, in kObjectKinds order
   uint64_t memic_bytes = std::numeric_limits<uint64_t>::max();
   uint64_t mappings = std::numeric_limits<uint64_t>::max();
+  // Distinct TPH steering-tag entries (the table has 63 for every client together).
+  uint32_t steering_tags = 16;
 
   static Quota Default();
   // Applies one "NAME=N"; false when the name is unknown or N is not a number.

@@ -12,10 +12,12 @@
 #include <cstring>
 
 #include "driver/cmd/owner_channel.h"
+#include "driver/steering_tags.h"
 #include "tools/simd/client_file.h"
 #include "uapi/prm/cmd_layout.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/field.h"
+#include "uapi/verbs/dmah.h"
 
 namespace onchip::simd {
 
@@ -122,6 +124,7 @@ Result<void> Session::Serve(const Frame& frame) {
     case MessageType::kMapDma: return MapDma(const_cast<Frame&>(frame));
     case MessageType::kUnmapDma: return UnmapDma(frame);
     case MessageType::kUpdateMkey: return UpdateMkey(frame);
+    case MessageType::kSteeringTag: return SteeringTag(frame);
     case MessageType::kStatus: {
       // The status names every client's pid, user and objects: it is for the daemon's own user
       // (and root), not for the members of a --group it also serves.
@@ -273,6 +276,39 @@ Result<void> Session::UpdateMkey(const Frame& frame) {
   return Reply(MessageType::kUpdateMkey, 0);
 }
 
+// mlx5_st_alloc_index and mlx5_st_dealloc_index for a client: the entries of the function's ST
+// table are the daemon's to program (its driver's SteeringTagTable); the client holds references.
+Result<void> Session::SteeringTag(const Frame& frame) {
+  auto req = ReadStruct<SteeringTagRequest>(frame.payload);
+  if (!req || frame.payload.size() != sizeof(SteeringTagRequest) || !frame.fds.empty() ||
+      (req->op != kSteeringTagAcquire && req->op != kSteeringTagRelease)) {
+    (void)Refuse(MessageType::kSteeringTag, EPROTO, "malformed steering-tag request");
+    return Fail(EPROTO, "simd: malformed steering-tag request");
+  }
+  driver::SteeringTagTable& table = function_->driver->steering_tags();
+  std::lock_guard lock(mu_);
+  if (req->op == kSteeringTagRelease) {
+    auto it = steering_tags_.find(req->index);
+    if (it == steering_tags_.end())
+      return Refuse(MessageType::kSteeringTag, ENOENT, "the client holds no such steering tag");
+    table.Release(req->index);
+    if (--it->second == 0) steering_tags_.erase(it);
+    return Reply(MessageType::kSteeringTag, 0);
+  }
+  if (req->mem_type > IBV_TPH_MEM_TYPE_PM)
+    return Refuse(MessageType::kSteeringTag, EINVAL, "unknown tph_mem_type");
+  auto index = table.Acquire(req->cpu, req->mem_type);
+  if (!index) return Refuse(MessageType::kSteeringTag, index.error().errno_value(), index.error().what());
+  if (!steering_tags_.contains(*index) && steering_tags_.size() >= quota_.steering_tags) {
+    table.Release(*index);
+    return Refuse(MessageType::kSteeringTag, EAGAIN,
+                  "the client holds as many steering tags as its quota allows (onchip-simd --quota)");
+  }
+  ++steering_tags_[*index];
+  SteeringTagReply reply{.index = *index, .reserved = {}};
+  return Reply(MessageType::kSteeringTag, 0, AsBytes(reply));
+}
+
 Result<void> Session::MapDma(Frame& frame) {
   auto req = ReadStruct<MapDmaRequest>(frame.payload);
   if (!req || frame.fds.size() != (req->has_fd != 0 ? 1u : 0u)) {
@@ -394,6 +430,13 @@ void Session::Release() {
     vector_.reset();
   }
   window_.reset();  // after the objects on its pages went
+  {
+    // Its DMA handles' references (the mkeys that named them went above).
+    std::lock_guard lock(mu_);
+    for (const auto& [index, refs] : steering_tags_)
+      for (uint32_t i = 0; i < refs; ++i) function_->driver->steering_tags().Release(index);
+    steering_tags_.clear();
+  }
   for (auto& [iova, m] : mappings) {
     if (auto r = function_->device->UnmapDma(iova, m.length); !r)
       std::fprintf(stderr, "onchip simd: client %u unmap: %s\n", id_, r.error().describe().c_str());

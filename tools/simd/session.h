@@ -82,6 +82,7 @@ class Session {
   Result<void> MapDma(Frame& frame);
   Result<void> UnmapDma(const Frame& frame);
   Result<void> UpdateMkey(const Frame& frame);
+  Result<void> SteeringTag(const Frame& frame);
   Result<void> Reply(MessageType type, uint32_t status, std::span<const std::byte> a = {},
                      std::span<const std::byte> b = {}, std::span<const int> fds = {});
   Result<void> Refuse(MessageType type, int errno_value, const char* why);
@@ -108,6 +109,7 @@ class Session {
   // memory without an fd; null when it gave none.
   std::shared_ptr<const sim::ProcessFile> memory_;
   std::map<uint64_t, Mapping> mappings_;  // by IOVA
+  std::map<uint8_t, uint32_t> steering_tags_;  // ST table entries it holds references to
   std::atomic<bool> finished_{false};
 };
 

@@ -29,6 +29,8 @@ using onchip::simd::HelloReply;
 using onchip::simd::HelloRequest;
 using onchip::simd::MapDmaRequest;
 using onchip::simd::MessageType;
+using onchip::simd::SteeringTagReply;
+using onchip::simd::SteeringTagRequest;
 using onchip::simd::UnmapDmaRequest;
 using onchip::simd::UpdateMkeyRequest;
 
@@ -254,6 +256,22 @@ class SimdOwner final : public cmd::OwnerChannel {
     if (update.access) req.fields |= onchip::simd::kUpdateMkeyAccess;
     ONCHIP_TRY(Frame reply, conn_->Call(MessageType::kUpdateMkey, {onchip::simd::AsBytes(req)}));
     return CheckReply(reply, "update an MR in place through the device daemon");
+  }
+
+  Result<uint8_t> AcquireSteeringTag(uint32_t cpu, uint8_t mem_type) override {
+    SteeringTagRequest req{.op = onchip::simd::kSteeringTagAcquire, .cpu = cpu,
+                           .mem_type = mem_type, .index = 0, .reserved = 0};
+    ONCHIP_TRY(Frame reply, conn_->Call(MessageType::kSteeringTag, {onchip::simd::AsBytes(req)}));
+    ONCHIP_CHECK(CheckReply(reply, "a steering tag from the device daemon"));
+    ONCHIP_TRY(const SteeringTagReply r, onchip::simd::ReadStruct<SteeringTagReply>(reply.payload));
+    return r.index;
+  }
+
+  void ReleaseSteeringTag(uint8_t index) override {
+    SteeringTagRequest req{.op = onchip::simd::kSteeringTagRelease, .cpu = 0, .mem_type = 0,
+                           .index = index, .reserved = 0};
+    // A connection that is gone took the reference with it (the daemon released it).
+    (void)conn_->Call(MessageType::kSteeringTag, {onchip::simd::AsBytes(req)});
   }
 
  private:

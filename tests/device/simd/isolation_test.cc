@@ -44,6 +44,7 @@
 #include "uapi/prm/umr.h"
 #include "uapi/sim/syndrome.h"
 #include "uapi/simd_protocol.h"
+#include "uapi/verbs/dmah.h"
 #include "uapi/vpci.h"
 
 namespace onchip::testing {
@@ -438,6 +439,50 @@ TEST_F(IsolationTest, TheClockPageIsReadOnlyAndTheWindowCannotShrink) {
   EXPECT_NE(ftruncate(window, 0), 0) << "the window shrank";
   EXPECT_EQ(errno, EPERM);
   for (int fd : fds) close(fd);
+}
+
+// The TPH steering-tag table is the daemon's to write (no client maps it): a client holds
+// references to its entries, can drop only its own, and takes at most its quota of them; what
+// it held goes back when it goes.
+TEST_F(IsolationTest, SteeringTagEntriesAreTakenThroughTheDaemonAndAreOwnedByOneClient) {
+  StartDaemon({"--quota", "steering_tags=1"});
+  auto victim = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(victim) << victim.error().describe();
+  auto dmah_for = [](driver::Device& d, uint32_t cpu) {
+    ibv_dmah_init_attr attr{};
+    attr.comp_mask = IBV_DMAH_INIT_ATTR_MASK_PH | IBV_DMAH_INIT_ATTR_MASK_CPU_ID |
+                     IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE;
+    attr.ph = 0;
+    attr.cpu_id = cpu;
+    attr.tph_mem_type = IBV_TPH_MEM_TYPE_VM;
+    return v::alloc_dmah(d.verbs(), &attr);
+  };
+  ibv_dmah* held = dmah_for(**victim, 0);
+  if (held == nullptr && errno == EOPNOTSUPP) GTEST_SKIP() << "this function has no TPH";
+  ASSERT_NE(held, nullptr) << strerror(errno);
+  ibv_dmah* same = dmah_for(**victim, 0);  // the same entry: no second one taken
+  ASSERT_NE(same, nullptr) << strerror(errno);
+  EXPECT_EQ(dmah_for(**victim, 1), nullptr) << "a second entry past a quota of one";
+  EXPECT_EQ(errno, EAGAIN);
+
+  // A stranger's release of every index is refused: it holds none of them.
+  RawClient raw(daemon_->socket());
+  ASSERT_EQ(raw.Hello(0), 0);
+  for (uint32_t index = 0; index < 256; ++index) {
+    simd::SteeringTagRequest release{.op = simd::kSteeringTagRelease, .cpu = 0, .mem_type = 0,
+                                     .index = static_cast<uint8_t>(index), .reserved = 0};
+    ASSERT_EQ(raw.Call(simd::MessageType::kSteeringTag, simd::AsBytes(release)), ENOENT);
+  }
+  EXPECT_EQ(v::dealloc_dmah(same), 0);
+  EXPECT_EQ(v::dealloc_dmah(held), 0);
+  // Its entry is free again: the next client's first is within its quota.
+  (*victim)->Close();
+  auto next = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(next) << next.error().describe();
+  ibv_dmah* again = dmah_for(**next, 1);
+  ASSERT_NE(again, nullptr) << strerror(errno);
+  EXPECT_EQ(v::dealloc_dmah(again), 0);
+  (*next)->Close();
 }
 
 // F3: a file mapping longer than the file would raise SIGBUS in the daemon at the first device
