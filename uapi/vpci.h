@@ -74,7 +74,9 @@ inline constexpr uint32_t kMsixStShift = 16;  // ST Lower 23:16, ST Upper 31:24
 // WakeEngine: it swaps the word to 0 and wakes the waiter. One wake-up after the device slept, no
 // syscall while it runs (io_uring's SQPOLL with IORING_SQ_NEED_WAKEUP). The swap makes a wake that
 // lands before the device's wait harmless: the wait sees 0 and returns at once. The word is in the
-// page after the init segment, below the first UAR page; real hardware has no such word.
+// page after the init segment, below the first UAR page; real hardware has no such word. A device
+// daemon's client finds a word of its own there (its window, tools/simd/client_window.h), which
+// the device stores and waits on beside this one.
 inline constexpr uint64_t kEngineSleepWordOffset = 0x5000;
 inline constexpr uint32_t kEngineAsleep = 1;
 
