@@ -32,6 +32,7 @@ struct Harness {
   Bar0 bar;
   Iommu iommu;
   std::vector<std::byte> arena;
+  std::vector<std::byte> user_arena;  // mapped for kUserUid
   Contexts contexts;
   Firmware firmware;
   CommandQueue queue;
@@ -40,15 +41,18 @@ struct Harness {
   explicit Harness(Bar0 b)
       : bar(std::move(b)),
         arena(kArenaBytes + kPageSlack),
+        user_arena(kArenaBytes + kPageSlack),
         contexts(config, bar.layout()),
         firmware(contexts, config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
         queue(bar, iommu, firmware, config) {}
 
   static constexpr std::size_t kPageSlack = 4096;
-  std::byte* arena_base() {
-    auto p = reinterpret_cast<uintptr_t>(arena.data());
+  static std::byte* PageAligned(std::vector<std::byte>& v) {
+    auto p = reinterpret_cast<uintptr_t>(v.data());
     return reinterpret_cast<std::byte*>((p + 4095) & ~uintptr_t{4095});
   }
+  std::byte* arena_base() { return PageAligned(arena); }
+  std::byte* user_arena_base() { return PageAligned(user_arena); }
 
   std::vector<std::byte> Run(std::span<const std::byte> in, std::size_t out_len) {
     std::vector<std::byte> out(out_len);
@@ -140,6 +144,9 @@ FuzzResult FuzzFirmware(const uint8_t* data, std::size_t size) {
   Harness h(std::move(*bar));
   // The arena, and pages for MANAGE_PAGES, are the only host memory the device may touch.
   if (!h.iommu.Map({kArenaIova, kArenaBytes, h.arena_base(), -1, 0})) Broken("map arena");
+  if (!h.iommu.Map({kUserArenaIova, kArenaBytes, h.user_arena_base(), -1, 0}, kUserUid))
+    Broken("map user arena");
+  if (size > 1) std::memcpy(h.user_arena_base(), data + 1, std::min(size - 1, kArenaBytes));
   auto pages_base = reinterpret_cast<uintptr_t>(h.pages.data());
   auto* pages = reinterpret_cast<std::byte*>((pages_base + 4095) & ~uintptr_t{4095});
   if (!h.iommu.Map({Harness::kPagesIova, 4096 * 96, pages, -1, 0})) Broken("map pages");

@@ -10,6 +10,9 @@
 //     bytes 1-4   the command doorbell vector (big-endian)
 //     then        the DMA arena's first bytes (at most kArenaBytes): the cmdq (32 x 64 B) at
 //                 IOVA kArenaIova, mailbox blocks anywhere in the arena; one Poll() runs it
+//   either mode: the same bytes also fill a second arena at kUserArenaIova, mapped for user
+//                 context kUserUid, so that commands carrying that uid can name queue pages,
+//                 doorbell records and MTT entries the firmware's owner checks accept
 //   raw mode (bit2 set): repeated records {u16 in_len, u16 out_len, in_len bytes} (big-endian
 //                 lengths), each run with Firmware::Execute
 //
@@ -24,6 +27,8 @@ namespace onchip::sim::fuzz {
 
 inline constexpr uint64_t kArenaIova = 0x100000;
 inline constexpr std::size_t kArenaBytes = 64 * 1024;
+inline constexpr uint64_t kUserArenaIova = 0x200000;
+inline constexpr uint16_t kUserUid = 1;
 inline constexpr uint8_t kFlagBringUp = 1;
 inline constexpr uint8_t kFlagObjects = 2;
 inline constexpr uint8_t kFlagRaw = 4;
