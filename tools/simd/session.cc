@@ -326,9 +326,7 @@ Result<void> Session::MapDma(Frame& frame) {
     if (mappings_.size() >= quota_.mappings)
       return Refuse(MessageType::kMapDma, ENOMEM,
                     "the client holds as many DMA mappings as its quota allows (onchip-simd --quota)");
-    uint64_t mapped = 0;
-    for (const auto& [iova, m] : mappings_) mapped += m.length;
-    if (req->length > memlock_limit_ || mapped > memlock_limit_ - req->length)
+    if (req->length > memlock_limit_ || mapped_bytes_ > memlock_limit_ - req->length)
       return Refuse(MessageType::kMapDma, ENOMEM,
                     "the client's RLIMIT_MEMLOCK does not cover this much mapped memory "
                     "(ulimit -l, or CAP_IPC_LOCK)");
@@ -346,6 +344,7 @@ Result<void> Session::MapDma(Frame& frame) {
                     mapped.error().describe().c_str());
     std::lock_guard lock(mu_);
     mappings_[req->iova] = Mapping{req->length, nullptr};
+    mapped_bytes_ += req->length;
     return Reply(MessageType::kMapDma, 0);
   }
   const int fd = frame.TakeFd(0);
@@ -370,6 +369,7 @@ Result<void> Session::MapDma(Frame& frame) {
   {
     std::lock_guard lock(mu_);
     mappings_[req->iova] = Mapping{req->length, host};
+    mapped_bytes_ += req->length;
   }
   return Reply(MessageType::kMapDma, 0);
 }
@@ -394,6 +394,7 @@ Result<void> Session::UnmapDma(const Frame& frame) {
   {
     std::lock_guard lock(mu_);
     mappings_.erase(req->iova);
+    mapped_bytes_ -= m.length;
   }
   return Reply(MessageType::kUnmapDma, 0);
 }
@@ -426,6 +427,7 @@ void Session::Release() {
     std::lock_guard lock(mu_);
     owned_.Clear();
     mappings.swap(mappings_);
+    mapped_bytes_ = 0;
     if (vector_) function_->GiveBackVector(*vector_);
     vector_.reset();
   }
@@ -462,11 +464,9 @@ std::string Session::DescribeJson() const {
          "\": " + std::to_string(counts[k]);
     first = false;
   }
-  uint64_t dma_bytes = 0;
-  for (const auto& [iova, m] : mappings_) dma_bytes += m.length;
   s += "}, \"objects_total\": " + std::to_string(owned_.size()) +
        ", \"dma_mappings\": " + std::to_string(mappings_.size()) +
-       ", \"dma_bytes\": " + std::to_string(dma_bytes) +
+       ", \"dma_bytes\": " + std::to_string(mapped_bytes_) +
        ", \"memic_bytes\": " + std::to_string(owned_.memic_bytes()) + "}";
   return s;
 }

@@ -109,6 +109,7 @@ class Session {
   // memory without an fd; null when it gave none.
   std::shared_ptr<const sim::ProcessFile> memory_;
   std::map<uint64_t, Mapping> mappings_;  // by IOVA
+  uint64_t mapped_bytes_ = 0;             // their lengths together
   std::map<uint8_t, uint32_t> steering_tags_;  // ST table entries it holds references to
   std::atomic<bool> finished_{false};
 };
