@@ -61,10 +61,11 @@ bool HasPage(const List& list, uint32_t page) {
 
 }  // namespace
 
-Engine::Engine(ContextsView contexts, Firmware& firmware, Iommu& iommu, Bar0& bar,
-               const DeviceConfig& config, std::function<void()> wake,
+Engine::Engine(ContextsView contexts, EngineState& state, Firmware& firmware, Iommu& iommu,
+               Bar0& bar, const DeviceConfig& config, std::function<void()> wake,
                std::chrono::steady_clock::time_point born)
     : ctx_(contexts),
+      state_(state),
       fw_(firmware),
       iommu_(iommu),
       bar_(bar),
@@ -250,8 +251,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
           deadline = now + kErrorReceiveLookNs;
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
-        if (qp->srqn && !qp->progress.last_wqe_reached) {
-          qp->progress.last_wqe_reached = true;
+        if (qp->srqn && !state_.qp(qpn).last_wqe_reached) {
+          state_.qp(qpn).last_wqe_reached = true;
           QpEvent(qp->uid, qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
           moved = true;
         }

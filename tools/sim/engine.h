@@ -45,6 +45,7 @@
 #include "tools/sim/config.h"
 #include "tools/sim/contexts_view.h"
 #include "tools/sim/device_clock.h"
+#include "tools/sim/engine_state.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
 #include "tools/sim/queue_objects.h"
@@ -61,9 +62,11 @@ class Engine final : private Receiver {
  public:
   // `wake` is what a packet arriving from the wire calls while the engine sleeps (Device::Kick);
   // `born` is the device's time origin (the internal timer counts ns from it).
-  // `contexts` is the device's context memory as the engine sees it; `firmware` executes the
-  // UMR WQEs and reaches mkeys' memory for it (the calls made under contexts.mutex()).
-  Engine(ContextsView contexts, Firmware& firmware, Iommu& iommu, Bar0& bar,
+  // `contexts` is the device's context memory as the engine sees it; `state` is the engine's own
+  // per-queue state (engine_state.h), which the firmware starts afresh with each queue;
+  // `firmware` executes the UMR WQEs and reaches mkeys' memory for it (the calls made under
+  // contexts.mutex()).
+  Engine(ContextsView contexts, EngineState& state, Firmware& firmware, Iommu& iommu, Bar0& bar,
          const DeviceConfig& config, std::function<void()> wake,
          std::chrono::steady_clock::time_point born);
   ~Engine();
@@ -199,10 +202,11 @@ class Engine final : private Receiver {
   [[gnu::always_inline]] bool SendStep(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
                                        uint64_t now, uint64_t* deadline) {
     if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-    if (qp.progress.awaiting)
+    QpProgress& pr = state_.qp(qpn);
+    if (pr.awaiting)
       if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
-    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
-    if (!producer || ((*producer ^ qp.progress.sq_wqe_counter) & prm::kWqCounterMask) == 0)
+    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, pr.sq_dbr);
+    if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0)
       return false;
     return ExecuteSendWqe(qpn, qp, ctx, now, deadline);
   }
@@ -342,7 +346,7 @@ class Engine final : private Receiver {
   // Out of line: most passes find none, and their loop stays small.
   [[gnu::noinline]] void ArmCq(uint32_t cqn, const Cq& cq, uint32_t arm_word);
   // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
-  bool ModerationDue(const Cq& cq);
+  bool ModerationDue(const Cq& cq, CqProgress& progress);
   // The completion EQE of an armed CQ; the CQ is no longer armed.
   void FireCompletionEvent(uint32_t cqn, const Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
@@ -385,9 +389,10 @@ class Engine final : private Receiver {
   void SignalVector(uint32_t vector);
   bool PollEqDoorbells();
   // A QP whose work failed enters ERR (ContextsView::QpToError); its request in flight is dropped.
-  void MoveToError(uint32_t qpn, const Qp& qp);
+  void MoveToError(uint32_t qpn);
 
   ContextsView ctx_;
+  EngineState& state_;  // what it has consumed, produced and has in flight, per queue
   Firmware& fw_;  // UMR WQEs and mkey memory (firmware_umr.cc, firmware_mkey.cc)
   Iommu& iommu_;
   Bar0& bar_;

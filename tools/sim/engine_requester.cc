@@ -174,7 +174,7 @@ static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter)
 }
 
 std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t now, uint64_t* deadline) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
     if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
       *deadline = pr.resend_at_ns;
@@ -200,10 +200,11 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t n
 // stack, which the many SendSteps that find nothing posted should not set up.
 [[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
                                               uint64_t now, uint64_t* deadline) {
+  QpProgress& pr = state_.qp(qpn);
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &pr.sq_page);
   };
-  const FetchedWqe fetched = FetchSendWqe(read, qp, qp.progress.sq_wqe_counter);
+  const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
   auto fail = [&](prm::CqeSyndrome s) {
     CompleteSend(qpn, qp, s, 0, 0);
@@ -222,7 +223,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t n
 }
 
 prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   pr.wqe_bbs = 1;
   pr.wqe_opcode = 0;
   pr.wqe_signaled = false;
@@ -243,7 +244,7 @@ prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
 
 bool Engine::ExecuteLocalWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
   const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
-  switch (qp.progress.wqe_opcode) {
+  switch (state_.qp(qpn).wqe_opcode) {
     case prm::MLX5_OPCODE_NOP:
       CompleteSend(qpn, qp, {}, 0, 0);
       return true;
@@ -268,7 +269,7 @@ std::optional<std::size_t> Engine::BuildRequest(uint32_t qpn, const Qp& qp,
                                                 const RequesterContext& ctx, Bytes wqe,
                                                 Packet& p) const {
   const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
-  const uint8_t opcode = qp.progress.wqe_opcode;
+  const uint8_t opcode = state_.qp(qpn).wqe_opcode;
   p.kind = PacketKind::kRequest;
   p.transport = qp.st;
   p.src_qpn = qpn;
@@ -299,7 +300,7 @@ std::optional<std::size_t> Engine::BuildRequest(uint32_t qpn, const Qp& qp,
     p.grh = ctx.grh;
     p.dlid = ctx.rlid;
     p.sl = ctx.sl;
-    p.psn = (ctx.next_send_psn + qp.progress.send_msn) & 0xffffff;
+    p.psn = (ctx.next_send_psn + state_.qp(qpn).send_msn) & 0xffffff;
   }
   const bool atomic = opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
   const bool remote_op = opcode == prm::MLX5_OPCODE_RDMA_WRITE ||
@@ -344,7 +345,7 @@ void Engine::AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet
 
 prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, const Qp& qp, Bytes wqe, std::size_t offset,
                                        Packet& p) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   GatherList list;
   if (!ParseList(wqe, offset, &list)) return prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   uint64_t total = 0;
@@ -380,7 +381,7 @@ prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, const Qp& qp, Bytes wqe, st
 
 void Engine::SendRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, Packet&& p,
                          uint64_t now, uint64_t* deadline) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   Transmit(std::move(p));
   ++pr.requests_sent;
   if (!Reliable(qp.st)) {
@@ -465,7 +466,7 @@ void Engine::HandleResponse(Packet& p) {
   if (found == nullptr) return;
   const uint32_t qpn = p.dst_qpn;
   const Qp& qp = *found;
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   const Bytes qpc(qp.qpc);
   const uint32_t psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
   // Only the answer to the message in flight counts; a late answer to a resent one does not.
@@ -512,9 +513,9 @@ void Engine::HandleResponse(Packet& p) {
 
 // A read or atomic response: its data lands where the WQE's scatter list says.
 void Engine::LandResponse(uint32_t qpn, const Qp& qp, const Packet& p) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &pr.sq_page);
   };
   const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
@@ -549,7 +550,7 @@ void Engine::LandResponse(uint32_t qpn, const Qp& qp, const Packet& p) {
 
 void Engine::CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
                           uint32_t byte_cnt) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   const bool error = syndrome != 0;
   if (error || pr.wqe_signaled) {
     CqeFields f;
@@ -569,17 +570,17 @@ void Engine::CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome,
   pr.rnr_wait = false;
   pr.retries_loaded = false;
   pr.resend_at_ns = 0;
-  if (error) MoveToError(qpn, qp);
+  if (error) MoveToError(qpn);
 }
 
 bool Engine::FlushSend(uint32_t qpn, const Qp& qp) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   if (qp.sq_wqebb_count == 0) return false;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, pr.sq_dbr);
   if (!producer) return false;
   bool moved = false;
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &pr.sq_page);
   };
   // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
   for (uint32_t n = 0; n < qp.sq_wqebb_count && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0; ++n) {

@@ -33,6 +33,7 @@ struct Harness {
   Iommu iommu;
   std::vector<std::byte> arena;
   Contexts contexts;
+  EngineState engine_state;  // no engine runs: the firmware's queries read it as created
   Firmware firmware;
   CommandQueue queue;
   int commands = 0;
@@ -41,7 +42,8 @@ struct Harness {
       : bar(std::move(b)),
         arena(kArenaBytes + kPageSlack),
         contexts(config, bar.layout()),
-        firmware(contexts, config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
+        firmware(contexts, EngineStateControl(engine_state), config, bar.layout(), bar.Memic(),
+                 bar.SteeringTags(), iommu),
         queue(bar, iommu, firmware, config) {}
 
   static constexpr std::size_t kPageSlack = 4096;
