@@ -102,8 +102,8 @@ class DirectDevice {
         contexts_(config_, bar_.layout()),
         firmware_(contexts_, EngineStateControl(engine_state_), config_, bar_.layout(), bar_.Memic(),
                   bar_.SteeringTags(), iommu_),
-        engine_(ContextsView(contexts_), engine_state_, firmware_, iommu_, bar_, config_, [] {},
-                std::chrono::steady_clock::now()) {
+        engine_(ContextsView(contexts_), engine_state_, MkeyServices(firmware_), iommu_, bar_,
+                config_, [] {}, std::chrono::steady_clock::now()) {
     const uint32_t n = config_.boot_pages + config_.init_pages;
     if (!iommu_.Map({kArenaIova, kArenaBytes, arena_.p, -1, 0})) Broken("map arena");
     if (!iommu_.Map({kPagesIova, uint64_t{n} * 4096, pages_.p, -1, 0})) Broken("map pages");

@@ -35,8 +35,8 @@ Device::Device(const DeviceConfig& config, Bar0 bar)
                 bar_.SteeringTags(), iommu_),
       queue_(bar_, iommu_, firmware_, config_),
       born_(std::chrono::steady_clock::now()),
-      engine_(ContextsView(contexts_), engine_state_, firmware_, iommu_, bar_, config_,
-              [this] { Kick(); }, born_) {
+      engine_(ContextsView(contexts_), engine_state_, MkeyServices(firmware_), iommu_, bar_,
+              config_, [this] { Kick(); }, born_) {
   // The engine starts asleep: the first doorbell wakes it.
   bar_.SetEngineSleeping(true);
   engine_.SetSleeping(true);

@@ -61,12 +61,12 @@ bool HasPage(const List& list, uint32_t page) {
 
 }  // namespace
 
-Engine::Engine(ContextsView contexts, EngineState& state, Firmware& firmware, Iommu& iommu,
+Engine::Engine(ContextsView contexts, EngineState& state, MkeyServices mkeys, Iommu& iommu,
                Bar0& bar, const DeviceConfig& config, std::function<void()> wake,
                std::chrono::steady_clock::time_point born)
     : ctx_(contexts),
       state_(state),
-      fw_(firmware),
+      mkeys_(mkeys),
       iommu_(iommu),
       bar_(bar),
       config_(config),

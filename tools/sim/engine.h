@@ -21,7 +21,7 @@
 // rights the use needs; an rkey a live MR or bound window of the responder QP's PD with the
 // remote right, a type-2 window bound to that QP; [va, va + len) inside the key. Host MRs are
 // reached through their MTT and the IOMMU, device-memory MRs (MEMIC, SW ICM; addressed from 0,
-// as verbs registers them zero-based) through Firmware::DeviceMemoryLocked.
+// as verbs registers them zero-based) through the firmware's mkey code (mkey_services.h).
 //
 // Threading: the device thread calls Pass; other devices' engines Push packets into this one's
 // port. A device thread serving several devices lets one's pass hand a packet to another at
@@ -46,8 +46,8 @@
 #include "tools/sim/contexts_view.h"
 #include "tools/sim/device_clock.h"
 #include "tools/sim/engine_state.h"
-#include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
+#include "tools/sim/mkey_services.h"
 #include "tools/sim/queue_objects.h"
 #include "tools/sim/uar_watch.h"
 #include "tools/sim/wire.h"
@@ -63,10 +63,10 @@ class Engine final : private Receiver {
   // `wake` is what a packet arriving from the wire calls while the engine sleeps (Device::Kick);
   // `born` is the device's time origin (the internal timer counts ns from it).
   // `contexts` is the device's context memory as the engine sees it; `state` is the engine's own
-  // per-queue state (engine_state.h), which the firmware starts afresh with each queue;
-  // `firmware` executes the UMR WQEs and reaches mkeys' memory for it (the calls made under
-  // contexts.mutex()).
-  Engine(ContextsView contexts, EngineState& state, Firmware& firmware, Iommu& iommu, Bar0& bar,
+  // per-queue state (engine_state.h), which the firmware starts afresh with each queue; `mkeys`
+  // is the firmware's code that executes the UMR WQEs and reaches mkeys' memory for it (the
+  // calls made under contexts.mutex()).
+  Engine(ContextsView contexts, EngineState& state, MkeyServices mkeys, Iommu& iommu, Bar0& bar,
          const DeviceConfig& config, std::function<void()> wake,
          std::chrono::steady_clock::time_point born);
   ~Engine();
@@ -288,7 +288,7 @@ class Engine final : private Receiver {
   // The bus address of va through an admitted host key, and its MTT page size. Admit checked
   // the key and the range, and nothing changes an mkey while the pass holds the firmware's
   // mutex, so an MTT key goes straight to its entry; a window through its parent's MTT
-  // (Firmware::MttTranslateLocked).
+  // (MkeyServices::MttTranslateLocked).
   std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
                                         uint64_t* page_bytes) const;
   // Copies through an admitted key; false if a byte cannot be reached (its mapping is gone).
@@ -393,7 +393,7 @@ class Engine final : private Receiver {
 
   ContextsView ctx_;
   EngineState& state_;  // what it has consumed, produced and has in flight, per queue
-  Firmware& fw_;  // UMR WQEs and mkey memory (firmware_umr.cc, firmware_mkey.cc)
+  MkeyServices mkeys_;  // UMR WQEs and mkey memory (firmware_umr.cc, firmware_mkey.cc)
   Iommu& iommu_;
   Bar0& bar_;
   const DeviceConfig config_;

@@ -5,7 +5,7 @@
 // 64, so a WQE may wrap), checked (ctrl opcode valid for the QP's transport, qpn, wqe index,
 // ds), its local keys checked and its gather list read, and then:
 //   NOP                     completes;
-//   UMR (bind / invalidate) goes to the firmware's window code (Firmware::PostUmrLocked);
+//   UMR (bind / invalidate) goes to the firmware's window code (MkeyServices::PostUmrLocked);
 //   LOCAL_INVAL             frees the type-2 window it names, bound to this QP;
 //   UD and UC messages      go on the wire and complete at once (no acknowledgement);
 //   RC messages             go on the wire and wait: an ACK, read or atomic response completes
@@ -249,7 +249,7 @@ bool Engine::ExecuteLocalWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
       CompleteSend(qpn, qp, {}, 0, 0);
       return true;
     case prm::MLX5_OPCODE_UMR: {
-      const UmrResult r = fw_.PostUmrLocked(
+      const UmrResult r = mkeys_.PostUmrLocked(
           {.wqe = wqe, .qpn = qpn, .pd = qp.pd, .reg_umr = qp.st == prm::QP_ST_REG_UMR});
       CompleteSend(qpn, qp, r.syndrome, static_cast<uint8_t>(r.check), 0);
       return true;

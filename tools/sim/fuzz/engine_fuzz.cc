@@ -74,8 +74,8 @@ struct Harness {
         contexts(config, bar.layout()),
         firmware(contexts, EngineStateControl(engine_state), config, bar.layout(), bar.Memic(),
                  bar.SteeringTags(), iommu),
-        engine(ContextsView(contexts), engine_state, firmware, iommu, bar, config, [] {},
-               std::chrono::steady_clock::now()) {}
+        engine(ContextsView(contexts), engine_state, MkeyServices(firmware), iommu, bar, config,
+               [] {}, std::chrono::steady_clock::now()) {}
 
   static std::byte* Align(std::vector<std::byte>& v) {
     auto p = reinterpret_cast<uintptr_t>(v.data());
