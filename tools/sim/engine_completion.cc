@@ -17,7 +17,8 @@
 // until cq_max_count such completions arrived or cq_period passed since the first of them,
 // whichever comes first; a new arm starts the count and the period again. An EQ
 // armed through its UAR doorbell (0x40) signals its interrupt vector's eventfd once and waits
-// to be armed again; ALWAYS_ARMED EQs signal every EQE.
+// to be armed again; ALWAYS_ARMED EQs signal every EQE. An EQ doorbell (0x40 arm, 0x48 update
+// CI) whose consumer index is ahead of the EQEs written is ignored.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -47,6 +48,9 @@ constexpr uint32_t kCqStatusOverflow = 0x9;
 constexpr uint32_t kCqStatusWriteFail = 0xa;
 // The EQE of a CQ error: the syndrome byte (data byte 11).
 constexpr uint8_t kCqErrorOverflow = 0x1;
+// Half the range of the 24-bit EQ counters: a consumer index less than this far past the
+// producer counter is ahead of it, one further is behind it.
+constexpr uint32_t kEqCounterHalf = uint32_t{1} << 23;
 
 }  // namespace
 
@@ -301,9 +305,15 @@ bool Engine::PollEqDoorbells() {
     const Eq& eq = *found;
     const Bytes eqc(eq.eqc);
     if (prm::Get(eqc, prm::eqc::uar_page) != page) return;
-    moved = true;
     EqProgress& pr = state_.eq(eqn);
-    pr.consumer_counter = word & 0xffffff;
+    const uint32_t consumer = word & 0xffffff;
+    // A consumer index ahead of the producer counter (in the 24-bit counter's wrap-around sense)
+    // names EQEs never written: a forged or buggy store. Taken, it would make the EQ look full
+    // and lose every later event; it is ignored, arm and all.
+    const uint32_t ahead = (consumer - pr.producer_counter) & 0xffffff;
+    if (ahead != 0 && ahead < kEqCounterHalf) return;
+    moved = true;
+    pr.consumer_counter = consumer;
     if (!arm || prm::Get(eqc, prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) return;
     // Armed; EQEs past the new consumer index fire at once.
     const bool fire = (pr.producer_counter & 0xffffff) != pr.consumer_counter;
