@@ -199,42 +199,47 @@ class Engine final : private Receiver {
   };
   RequesterContext DecodeRequesterContext(const Qp& qp) const;
   // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
-  [[gnu::always_inline]] bool SendStep(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
-                                       uint64_t now, uint64_t* deadline) {
+  // The requester's steps take the QP's progress (`pr`, EngineState's entry of qpn) from the
+  // pass's list, looked up once.
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                       const RequesterContext& ctx, uint64_t now,
+                                       uint64_t* deadline) {
     if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-    QpProgress& pr = state_.qp(qpn);
     if (pr.awaiting)
-      if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
+      if (const std::optional<bool> done = AwaitResponse(qpn, qp, pr, now, deadline)) return *done;
     auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, pr.sq_dbr);
     if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0)
       return false;
-    return ExecuteSendWqe(qpn, qp, ctx, now, deadline);
+    return ExecuteSendWqe(qpn, qp, pr, ctx, now, deadline);
   }
   // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
   // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
   // the WQE is to be sent again.
-  std::optional<bool> AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t now, uint64_t* deadline);
+  std::optional<bool> AwaitResponse(uint32_t qpn, const Qp& qp, QpProgress& pr, uint64_t now,
+                                    uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter: the steps below.
-  bool ExecuteSendWqe(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, uint64_t now,
-                      uint64_t* deadline);
+  bool ExecuteSendWqe(uint32_t qpn, const Qp& qp, QpProgress& pr, const RequesterContext& ctx,
+                      uint64_t now, uint64_t* deadline);
   // Records the WQE's opcode, size and CQ_UPDATE in the QP's progress and checks its ctrl
   // segment (transport, qpn, WQE index): the syndrome it fails with, or 0.
-  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe);
+  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                std::span<const std::byte> wqe);
   // NOP, UMR and LOCAL_INVAL run on the device: true (the WQE completed) when it was one.
-  bool ExecuteLocalWqe(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe);
+  bool ExecuteLocalWqe(uint32_t qpn, const Qp& qp, QpProgress& pr, std::span<const std::byte> wqe);
   // The request's header from the WQE's segments (XRC, the UD AV or the QP's path, remote
   // address, atomic): the offset of its data segments, or nothing when one is cut short.
-  std::optional<std::size_t> BuildRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
+  std::optional<std::size_t> BuildRequest(uint32_t qpn, const Qp& qp, const QpProgress& pr,
+                                          const RequesterContext& ctx,
                                           std::span<const std::byte> wqe, Packet& p) const;
   // A UD WQE's address vector: destination, Q_Key, source GID and header fields.
   void AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet& p) const;
   // The data segments: the payload gathered through lkeys, or (READ, atomics) the keys checked
   // where the response will land. The syndrome, or 0; records the message's length.
-  prm::CqeSyndrome GatherRequest(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe,
-                                 std::size_t offset, Packet& p);
+  prm::CqeSyndrome GatherRequest(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                 std::span<const std::byte> wqe, std::size_t offset, Packet& p);
   // Puts the request on the wire: UC and UD complete, RC waits for its response.
-  void SendRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, Packet&& p, uint64_t now,
-                   uint64_t* deadline);
+  void SendRequest(uint32_t qpn, const Qp& qp, QpProgress& pr, const RequesterContext& ctx,
+                   Packet&& p, uint64_t now, uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
@@ -251,8 +256,8 @@ class Engine final : private Receiver {
   void LandResponse(uint32_t qpn, const Qp& qp, const Packet& p);
   // Completes the WQE at sq_wqe_counter: a CQE when signaled (or always for an error), then on
   // to the next WQE. A non-zero syndrome moves the QP to the error state.
-  void CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
-                    uint32_t byte_cnt);
+  void CompleteSend(uint32_t qpn, const Qp& qp, QpProgress& pr, prm::CqeSyndrome syndrome,
+                    uint8_t vendor, uint32_t byte_cnt);
 
   // ---- responder (responder.h, responder.cc) ----
   // One request through the IBTA responder's stages (a Responder per request).
@@ -288,9 +293,13 @@ class Engine final : private Receiver {
   // The bus address of va through an admitted host key, and its MTT page size. Admit checked
   // the key and the range, and nothing changes an mkey while the pass holds the firmware's
   // mutex, so an MTT key goes straight to its entry; a window through its parent's MTT
-  // (MkeyServices::MttTranslateLocked).
-  std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
-                                        uint64_t* page_bytes) const;
+  // (MkeyServices::MttTranslateLocked). Inline: every copy through a host key asks it.
+  [[gnu::always_inline]] std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va,
+                                                               uint64_t len,
+                                                               uint64_t* page_bytes) const {
+    if (k.mkey->window) return mkeys_.MttTranslateLocked(*k.mkey, k.key, va, len, page_bytes);
+    return MkeyServices::MttLookup(*k.mkey, k.start, k.log_page_size, va, page_bytes);
+  }
   // Copies through an admitted key; false if a byte cannot be reached (its mapping is gone).
   bool CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out);
   // Appends `len` bytes read through `k` to `out`, growing it only after every page of the
@@ -425,6 +434,9 @@ class Engine final : private Receiver {
   struct LiveQp {
     uint32_t qpn;
     const Qp* qp;
+    // Its entry in EngineState, which stays in place until a command creates a queue (and with
+    // it the lists are built again).
+    QpProgress* progress;
     RequesterContext requester;  // decoded from qp->qpc when the list is built
   };
   struct LiveCq {

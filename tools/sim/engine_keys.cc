@@ -68,12 +68,6 @@ std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint
                      .log_page_size = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::log_page_size))};
 }
 
-std::optional<uint64_t> Engine::KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
-                                              uint64_t* page_bytes) const {
-  if (k.mkey->window) return mkeys_.MttTranslateLocked(*k.mkey, k.key, va, len, page_bytes);
-  return MkeyServices::MttLookup(*k.mkey, k.start, k.log_page_size, va, page_bytes);
-}
-
 std::optional<std::span<std::byte>> Engine::DeviceBytes(const AdmittedKey& k, uint64_t va,
                                                         uint64_t len) {
   // Device memory is registered zero-based: Admit checked [va, va + len) against the key, so the
