@@ -100,8 +100,10 @@ class DirectDevice {
         bar_(std::move(bar)),
         pages_((config_.boot_pages + config_.init_pages) * 4096),
         contexts_(config_, bar_.layout()),
-        firmware_(contexts_, config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
-        engine_(ContextsView(contexts_), firmware_, iommu_, bar_, config_, [] {}, std::chrono::steady_clock::now()) {
+        firmware_(contexts_, EngineStateControl(engine_state_), config_, bar_.layout(), bar_.Memic(),
+                  bar_.SteeringTags(), iommu_),
+        engine_(ContextsView(contexts_), engine_state_, MkeyServices(firmware_), iommu_, bar_,
+                config_, [] {}, std::chrono::steady_clock::now()) {
     const uint32_t n = config_.boot_pages + config_.init_pages;
     if (!iommu_.Map({kArenaIova, kArenaBytes, arena_.p, -1, 0})) Broken("map arena");
     if (!iommu_.Map({kPagesIova, uint64_t{n} * 4096, pages_.p, -1, 0})) Broken("map pages");
@@ -319,6 +321,7 @@ class DirectDevice {
   Aligned arena_{kArenaBytes};
   Aligned pages_;
   Contexts contexts_;
+  EngineState engine_state_;
   Firmware firmware_;
   Engine engine_;
   uint32_t uar_ = 0, pd_ = 0, eqn_ = 0;

@@ -1,10 +1,9 @@
 // The data engine's port onto the context memory (contexts.h): what a ConnectX's send, receive
 // and completion engines see of the contexts the firmware wrote.
 //
-// Reads are const: the tables, the HCA state, the link, the capabilities, the generation. The
-// queue objects' `progress` members and their producer and consumer counters are the engine's
-// own state kept beside each context (queue_objects.h), writable through a const object. What the
-// engine writes back into a context, as hardware does, is a named method here:
+// Reads are const: the tables, the HCA state, the link, the capabilities, the generation. What
+// the engine keeps while it runs a queue is its own, not in the contexts (engine_state.h). What
+// it writes back into a context, as hardware does, is a named method here:
 //   QpToError        a QP whose work failed enters ERR (qpc.state with it)
 //   SetCqState       a CQ's arm state (cqc.st: armed, solicited armed, fired)
 //   SetCqStatus      a CQ that overflowed or could not be written (cqc.status)

@@ -31,10 +31,12 @@ Device::Device(const DeviceConfig& config, Bar0 bar)
     : config_(config),
       bar_(std::move(bar)),
       contexts_(config_, bar_.layout()),
-      firmware_(contexts_, config_, bar_.layout(), bar_.Memic(), bar_.SteeringTags(), iommu_),
+      firmware_(contexts_, EngineStateControl(engine_state_), config_, bar_.layout(), bar_.Memic(),
+                bar_.SteeringTags(), iommu_),
       queue_(bar_, iommu_, firmware_, config_),
       born_(std::chrono::steady_clock::now()),
-      engine_(ContextsView(contexts_), firmware_, iommu_, bar_, config_, [this] { Kick(); }, born_) {
+      engine_(ContextsView(contexts_), engine_state_, MkeyServices(firmware_), iommu_, bar_,
+              config_, [this] { Kick(); }, born_) {
   // The engine starts asleep: the first doorbell wakes it.
   bar_.SetEngineSleeping(true);
   engine_.SetSleeping(true);

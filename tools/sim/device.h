@@ -34,6 +34,7 @@
 #include "tools/sim/config.h"
 #include "tools/sim/device_thread.h"
 #include "tools/sim/engine.h"
+#include "tools/sim/engine_state.h"
 #include "tools/sim/firmware.h"
 #include "tools/sim/iommu.h"
 #include "uapi/result.h"
@@ -179,6 +180,9 @@ class Device final : public vpci::Function {
   Iommu iommu_;
   // The context memory (contexts.h): the firmware writes it, the engine runs what it describes.
   Contexts contexts_;
+  // The data engine's own per-queue state (engine_state.h): the engine runs on it, the firmware
+  // starts it afresh with each queue and reads it for its queries.
+  EngineState engine_state_;
   Firmware firmware_;
   CommandQueue queue_;
   const std::chrono::steady_clock::time_point born_;

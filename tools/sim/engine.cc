@@ -61,11 +61,12 @@ bool HasPage(const List& list, uint32_t page) {
 
 }  // namespace
 
-Engine::Engine(ContextsView contexts, Firmware& firmware, Iommu& iommu, Bar0& bar,
-               const DeviceConfig& config, std::function<void()> wake,
+Engine::Engine(ContextsView contexts, EngineState& state, MkeyServices mkeys, Iommu& iommu,
+               Bar0& bar, const DeviceConfig& config, std::function<void()> wake,
                std::chrono::steady_clock::time_point born)
     : ctx_(contexts),
-      fw_(firmware),
+      state_(state),
+      mkeys_(mkeys),
       iommu_(iommu),
       bar_(bar),
       config_(config),
@@ -240,7 +241,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
     };
     arrive();
     uint64_t deadline = 0;
-    for (const auto& [qpn, qp, requester] : live_qps_) {
+    for (const auto& [qpn, qp, progress, requester] : live_qps_) {
       if (qp->state == prm::QP_STATE_ERR) {
         const bool flushed = FlushSend(qpn, *qp) | FlushRecv(qpn, *qp);
         moved |= flushed;
@@ -250,8 +251,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
           deadline = now + kErrorReceiveLookNs;
         // A QP in error takes no more receive WQEs from its SRQ: the PRM's last-WQE-reached
         // event tells software it may now destroy the QP without losing an SRQ WQE.
-        if (qp->srqn && !qp->progress.last_wqe_reached) {
-          qp->progress.last_wqe_reached = true;
+        if (qp->srqn && !progress->last_wqe_reached) {
+          progress->last_wqe_reached = true;
           QpEvent(qp->uid, qpn, prm::MLX5_EVENT_TYPE_SRQ_LAST_WQE);
           moved = true;
         }
@@ -259,7 +260,7 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
       }
       // The QP's turn: its WQEs one after another, each one's looped packets (and their
       // answers) before the next, until it has nothing to send or waits for a response.
-      for (int sent = 0; SendStep(qpn, *qp, requester, now, &deadline);) {
+      for (int sent = 0; SendStep(qpn, *qp, *progress, requester, now, &deadline);) {
         moved = true;
         arrive();
         if (++sent == kWqesPerTurn) {
@@ -292,7 +293,8 @@ Engine::PassResult Engine::PassLocked(std::chrono::steady_clock::time_point star
 void Engine::RefreshQueues() {
   generation_seen_ = ctx_.generation();
   live_qps_.clear();
-  for (const auto& [qpn, qp] : ctx_.qps()) live_qps_.push_back({qpn, &qp, DecodeRequesterContext(qp)});
+  for (const auto& [qpn, qp] : ctx_.qps())
+    live_qps_.push_back({qpn, &qp, &state_.qp(qpn), DecodeRequesterContext(qp)});
   live_cqs_.clear();
   for (const auto& [cqn, cq] : ctx_.cqs()) live_cqs_.push_back({cqn, &cq});
   // Each distinct UAR page once (the lists keep their capacity: a pass allocates nothing once
@@ -319,7 +321,8 @@ void Engine::RefreshQueues() {
     uar_watch_.Add(d.arm);
   }
   send_pages_.clear();
-  for (const auto& [qpn, qp, requester] : live_qps_) {
+  for (const LiveQp& live : live_qps_) {
+    const Qp* qp = live.qp;
     if (qp->sq_wqebb_count == 0 || UarRegister<uint64_t>(qp->uar_page, 0) == nullptr ||
         std::find(send_pages_.begin(), send_pages_.end(), qp->uar_page) != send_pages_.end())
       continue;

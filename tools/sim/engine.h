@@ -21,7 +21,7 @@
 // rights the use needs; an rkey a live MR or bound window of the responder QP's PD with the
 // remote right, a type-2 window bound to that QP; [va, va + len) inside the key. Host MRs are
 // reached through their MTT and the IOMMU, device-memory MRs (MEMIC, SW ICM; addressed from 0,
-// as verbs registers them zero-based) through Firmware::DeviceMemoryLocked.
+// as verbs registers them zero-based) through the firmware's mkey code (mkey_services.h).
 //
 // Threading: the device thread calls Pass; other devices' engines Push packets into this one's
 // port. A device thread serving several devices lets one's pass hand a packet to another at
@@ -45,8 +45,9 @@
 #include "tools/sim/config.h"
 #include "tools/sim/contexts_view.h"
 #include "tools/sim/device_clock.h"
-#include "tools/sim/firmware.h"
+#include "tools/sim/engine_state.h"
 #include "tools/sim/iommu.h"
+#include "tools/sim/mkey_services.h"
 #include "tools/sim/queue_objects.h"
 #include "tools/sim/uar_watch.h"
 #include "tools/sim/wire.h"
@@ -61,9 +62,11 @@ class Engine final : private Receiver {
  public:
   // `wake` is what a packet arriving from the wire calls while the engine sleeps (Device::Kick);
   // `born` is the device's time origin (the internal timer counts ns from it).
-  // `contexts` is the device's context memory as the engine sees it; `firmware` executes the
-  // UMR WQEs and reaches mkeys' memory for it (the calls made under contexts.mutex()).
-  Engine(ContextsView contexts, Firmware& firmware, Iommu& iommu, Bar0& bar,
+  // `contexts` is the device's context memory as the engine sees it; `state` is the engine's own
+  // per-queue state (engine_state.h), which the firmware starts afresh with each queue; `mkeys`
+  // is the firmware's code that executes the UMR WQEs and reaches mkeys' memory for it (the
+  // calls made under contexts.mutex()).
+  Engine(ContextsView contexts, EngineState& state, MkeyServices mkeys, Iommu& iommu, Bar0& bar,
          const DeviceConfig& config, std::function<void()> wake,
          std::chrono::steady_clock::time_point born);
   ~Engine();
@@ -196,41 +199,47 @@ class Engine final : private Receiver {
   };
   RequesterContext DecodeRequesterContext(const Qp& qp) const;
   // Inline: the pass calls it for every QP in every round, and most calls find nothing posted.
-  [[gnu::always_inline]] bool SendStep(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
-                                       uint64_t now, uint64_t* deadline) {
+  // The requester's steps take the QP's progress (`pr`, EngineState's entry of qpn) from the
+  // pass's list, looked up once.
+  [[gnu::always_inline]] bool SendStep(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                       const RequesterContext& ctx, uint64_t now,
+                                       uint64_t* deadline) {
     if (qp.sq_wqebb_count == 0 || qp.state != prm::QP_STATE_RTS) return false;
-    if (qp.progress.awaiting)
-      if (const std::optional<bool> done = AwaitResponse(qpn, qp, now, deadline)) return *done;
-    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
-    if (!producer || ((*producer ^ qp.progress.sq_wqe_counter) & prm::kWqCounterMask) == 0)
+    if (pr.awaiting)
+      if (const std::optional<bool> done = AwaitResponse(qpn, qp, pr, now, deadline)) return *done;
+    auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, pr.sq_dbr);
+    if (!producer || ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) == 0)
       return false;
-    return ExecuteSendWqe(qpn, qp, ctx, now, deadline);
+    return ExecuteSendWqe(qpn, qp, pr, ctx, now, deadline);
   }
   // SendStep for an RC QP whose WQE waits for its response: false while it may still come (the
   // resend time joins *deadline), true when the retries ran out and the WQE failed, nothing when
   // the WQE is to be sent again.
-  std::optional<bool> AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t now, uint64_t* deadline);
+  std::optional<bool> AwaitResponse(uint32_t qpn, const Qp& qp, QpProgress& pr, uint64_t now,
+                                    uint64_t* deadline);
   // SendStep's work once the doorbell record shows a WQE at sq_wqe_counter: the steps below.
-  bool ExecuteSendWqe(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, uint64_t now,
-                      uint64_t* deadline);
+  bool ExecuteSendWqe(uint32_t qpn, const Qp& qp, QpProgress& pr, const RequesterContext& ctx,
+                      uint64_t now, uint64_t* deadline);
   // Records the WQE's opcode, size and CQ_UPDATE in the QP's progress and checks its ctrl
   // segment (transport, qpn, WQE index): the syndrome it fails with, or 0.
-  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe);
+  prm::CqeSyndrome CheckSendWqe(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                std::span<const std::byte> wqe);
   // NOP, UMR and LOCAL_INVAL run on the device: true (the WQE completed) when it was one.
-  bool ExecuteLocalWqe(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe);
+  bool ExecuteLocalWqe(uint32_t qpn, const Qp& qp, QpProgress& pr, std::span<const std::byte> wqe);
   // The request's header from the WQE's segments (XRC, the UD AV or the QP's path, remote
   // address, atomic): the offset of its data segments, or nothing when one is cut short.
-  std::optional<std::size_t> BuildRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
+  std::optional<std::size_t> BuildRequest(uint32_t qpn, const Qp& qp, const QpProgress& pr,
+                                          const RequesterContext& ctx,
                                           std::span<const std::byte> wqe, Packet& p) const;
   // A UD WQE's address vector: destination, Q_Key, source GID and header fields.
   void AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet& p) const;
   // The data segments: the payload gathered through lkeys, or (READ, atomics) the keys checked
   // where the response will land. The syndrome, or 0; records the message's length.
-  prm::CqeSyndrome GatherRequest(uint32_t qpn, const Qp& qp, std::span<const std::byte> wqe,
-                                 std::size_t offset, Packet& p);
+  prm::CqeSyndrome GatherRequest(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                 std::span<const std::byte> wqe, std::size_t offset, Packet& p);
   // Puts the request on the wire: UC and UD complete, RC waits for its response.
-  void SendRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, Packet&& p, uint64_t now,
-                   uint64_t* deadline);
+  void SendRequest(uint32_t qpn, const Qp& qp, QpProgress& pr, const RequesterContext& ctx,
+                   Packet&& p, uint64_t now, uint64_t* deadline);
   // The GID a packet carries as its source for a path's or an AV's GID index. An empty entry,
   // or an index past the table (an AV's 8-bit index), gives the zero GID: the packet goes out,
   // and nothing can answer it, as on a port whose entry holds no address.
@@ -247,8 +256,8 @@ class Engine final : private Receiver {
   void LandResponse(uint32_t qpn, const Qp& qp, const Packet& p);
   // Completes the WQE at sq_wqe_counter: a CQE when signaled (or always for an error), then on
   // to the next WQE. A non-zero syndrome moves the QP to the error state.
-  void CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
-                    uint32_t byte_cnt);
+  void CompleteSend(uint32_t qpn, const Qp& qp, QpProgress& pr, prm::CqeSyndrome syndrome,
+                    uint8_t vendor, uint32_t byte_cnt);
 
   // ---- responder (responder.h, responder.cc) ----
   // One request through the IBTA responder's stages (a Responder per request).
@@ -284,9 +293,13 @@ class Engine final : private Receiver {
   // The bus address of va through an admitted host key, and its MTT page size. Admit checked
   // the key and the range, and nothing changes an mkey while the pass holds the firmware's
   // mutex, so an MTT key goes straight to its entry; a window through its parent's MTT
-  // (Firmware::MttTranslateLocked).
-  std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
-                                        uint64_t* page_bytes) const;
+  // (MkeyServices::MttTranslateLocked). Inline: every copy through a host key asks it.
+  [[gnu::always_inline]] std::optional<uint64_t> KeyBusAddress(const AdmittedKey& k, uint64_t va,
+                                                               uint64_t len,
+                                                               uint64_t* page_bytes) const {
+    if (k.mkey->window) return mkeys_.MttTranslateLocked(*k.mkey, k.key, va, len, page_bytes);
+    return MkeyServices::MttLookup(*k.mkey, k.start, k.log_page_size, va, page_bytes);
+  }
   // Copies through an admitted key; false if a byte cannot be reached (its mapping is gone).
   bool CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out);
   // Appends `len` bytes read through `k` to `out`, growing it only after every page of the
@@ -342,7 +355,7 @@ class Engine final : private Receiver {
   // Out of line: most passes find none, and their loop stays small.
   [[gnu::noinline]] void ArmCq(uint32_t cqn, const Cq& cq, uint32_t arm_word);
   // An armed CQ's completion that asks for an event: true when moderation lets it fire now.
-  bool ModerationDue(const Cq& cq);
+  bool ModerationDue(const Cq& cq, CqProgress& progress);
   // The completion EQE of an armed CQ; the CQ is no longer armed.
   void FireCompletionEvent(uint32_t cqn, const Cq& cq);
   // CQs whose moderation period ended fire; the earliest period still running, or 0.
@@ -385,10 +398,11 @@ class Engine final : private Receiver {
   void SignalVector(uint32_t vector);
   bool PollEqDoorbells();
   // A QP whose work failed enters ERR (ContextsView::QpToError); its request in flight is dropped.
-  void MoveToError(uint32_t qpn, const Qp& qp);
+  void MoveToError(uint32_t qpn);
 
   ContextsView ctx_;
-  Firmware& fw_;  // UMR WQEs and mkey memory (firmware_umr.cc, firmware_mkey.cc)
+  EngineState& state_;  // what it has consumed, produced and has in flight, per queue
+  MkeyServices mkeys_;  // UMR WQEs and mkey memory (firmware_umr.cc, firmware_mkey.cc)
   Iommu& iommu_;
   Bar0& bar_;
   const DeviceConfig config_;
@@ -420,6 +434,9 @@ class Engine final : private Receiver {
   struct LiveQp {
     uint32_t qpn;
     const Qp* qp;
+    // Its entry in EngineState, which stays in place until a command creates a queue (and with
+    // it the lists are built again).
+    QpProgress* progress;
     RequesterContext requester;  // decoded from qp->qpc when the list is built
   };
   struct LiveCq {

@@ -17,7 +17,8 @@
 // until cq_max_count such completions arrived or cq_period passed since the first of them,
 // whichever comes first; a new arm starts the count and the period again. An EQ
 // armed through its UAR doorbell (0x40) signals its interrupt vector's eventfd once and waits
-// to be armed again; ALWAYS_ARMED EQs signal every EQE.
+// to be armed again; ALWAYS_ARMED EQs signal every EQE. An EQ doorbell (0x40 arm, 0x48 update
+// CI) whose consumer index is ahead of the EQEs written is ignored.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -47,32 +48,37 @@ constexpr uint32_t kCqStatusOverflow = 0x9;
 constexpr uint32_t kCqStatusWriteFail = 0xa;
 // The EQE of a CQ error: the syndrome byte (data byte 11).
 constexpr uint8_t kCqErrorOverflow = 0x1;
+// Half the range of the 24-bit EQ counters: a consumer index less than this far past the
+// producer counter is ahead of it, one further is behind it.
+constexpr uint32_t kEqCounterHalf = uint32_t{1} << 23;
 
 }  // namespace
 
-void Engine::MoveToError(uint32_t qpn, const Qp& qp) {
+void Engine::MoveToError(uint32_t qpn) {
   ++qps_moved_to_error_;
   ctx_.QpToError(qpn);
-  qp.progress.awaiting = false;
-  qp.progress.retries_loaded = false;
-  qp.progress.resend_at_ns = 0;
+  QpProgress& pr = state_.qp(qpn);
+  pr.awaiting = false;
+  pr.retries_loaded = false;
+  pr.resend_at_ns = 0;
 }
 
 bool Engine::WriteCqe(uint32_t cqn, const Cq& cq, const CqeFields& f) {
-  if (cq.progress.overflowed) return false;
+  CqProgress& pr = state_.cq(cqn);
+  if (pr.overflowed) return false;
   const uint32_t size = uint32_t{1} << cq.log_size;
   const uint32_t cqe_bytes = cq.cqe_bytes;
   // The consumer index only grows, so a ring that is not full by the last reading of it is not
   // full: the doorbell record is read again only when that reading says full (as a NIC keeps
   // the index it last fetched).
   auto full = [&] {
-    return ((cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask) >= size;
+    return ((pr.producer_counter - pr.consumer_counter) & prm::kCqConsumerIndexMask) >= size;
   };
   if (full())
-    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4, cq.progress.ci_dbr))
-      cq.consumer_counter = *ci & prm::kCqConsumerIndexMask;
+    if (auto ci = LoadBe32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4, pr.ci_dbr))
+      pr.consumer_counter = *ci & prm::kCqConsumerIndexMask;
   auto fail = [&](uint32_t status) {
-    cq.progress.overflowed = true;
+    pr.overflowed = true;
     ctx_.SetCqStatus(cqn, status);
     auto data = prm::EqeQueueData(0, cqn);
     data[prm::kEqeCqErrorSyndromeByte] = std::byte{kCqErrorOverflow};
@@ -86,7 +92,7 @@ bool Engine::WriteCqe(uint32_t cqn, const Cq& cq, const CqeFields& f) {
   std::array<std::byte, 64> bytes;
   static_assert(sizeof(prm::pod::mlx5_err_cqe) == bytes.size() &&
                 sizeof(prm::pod::mlx5_cqe64) == bytes.size());
-  const bool owner = prm::CqeOwnerFor(cq.producer_counter, size);
+  const bool owner = prm::CqeOwnerFor(pr.producer_counter, size);
   const bool error = f.syndrome != 0;
   uint8_t op_own;
   if (error) {
@@ -116,43 +122,43 @@ bool Engine::WriteCqe(uint32_t cqn, const Cq& cq, const CqeFields& f) {
     c.op_own = op_own;
     std::memcpy(bytes.data(), &c, sizeof c);
   }
-  const uint64_t offset = uint64_t{cq.producer_counter & (size - 1)} * cqe_bytes + (cqe_bytes - 64);
+  const uint64_t offset = uint64_t{pr.producer_counter & (size - 1)} * cqe_bytes + (cqe_bytes - 64);
   {
     const auto bus = QueueAddress(cq.pas, cq.log_page_bytes, offset, 64);
     bytes[63] = std::byte{op_own};
     if (!bus) return fail(kCqStatusWriteFail);
     const uint64_t page = uint64_t{1} << cq.log_page_bytes;
-    if (std::byte* host = QueuePage(*bus & ~(page - 1), page, &cq.progress.ring_page))
+    if (std::byte* host = QueuePage(*bus & ~(page - 1), page, &pr.ring_page))
       Iommu::StoreHandover(host + (*bus & (page - 1)), bytes);
     else if (!Iommu::Access(iommu_).WriteHandover(*bus, bytes))
       return fail(kCqStatusWriteFail);
   }
-  ++cq.producer_counter;
+  ++pr.producer_counter;
 
-  if (cq.progress.armed && (!cq.progress.solicited_only || f.solicited || error) &&
-      ModerationDue(cq))
+  if (pr.armed && (!pr.solicited_only || f.solicited || error) && ModerationDue(cq, pr))
     FireCompletionEvent(cqn, cq);
   return true;
 }
 
-bool Engine::ModerationDue(const Cq& cq) {
+bool Engine::ModerationDue(const Cq& cq, CqProgress& pr) {
   const Bytes cqc(cq.cqc);
   const uint32_t max_count = static_cast<uint32_t>(prm::Get(cqc, prm::cqc::cq_max_count));
   const uint32_t period_us = static_cast<uint32_t>(prm::Get(cqc, prm::cqc::cq_period));
   if (max_count == 0 && period_us == 0) return true;
-  ++cq.progress.moderated;
-  if (max_count != 0 && cq.progress.moderated >= max_count) return true;
-  if (period_us != 0 && cq.progress.moderation_deadline_ns == 0) {
-    cq.progress.moderation_deadline_ns = clock_.FastNowNs() + uint64_t{period_us} * 1000;
+  ++pr.moderated;
+  if (max_count != 0 && pr.moderated >= max_count) return true;
+  if (period_us != 0 && pr.moderation_deadline_ns == 0) {
+    pr.moderation_deadline_ns = clock_.FastNowNs() + uint64_t{period_us} * 1000;
     moderation_running_ = true;
   }
   return false;
 }
 
 void Engine::FireCompletionEvent(uint32_t cqn, const Cq& cq) {
-  cq.progress.armed = false;
-  cq.progress.moderated = 0;
-  cq.progress.moderation_deadline_ns = 0;
+  CqProgress& pr = state_.cq(cqn);
+  pr.armed = false;
+  pr.moderated = 0;
+  pr.moderation_deadline_ns = 0;
   ctx_.SetCqState(cqn, prm::EQ_CQ_STATE_FIRED);
   WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
            prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
@@ -161,8 +167,9 @@ void Engine::FireCompletionEvent(uint32_t cqn, const Cq& cq) {
 uint64_t Engine::PollModeration(uint64_t now, bool* fired) {
   uint64_t next = 0;
   for (const auto& [cqn, cq] : live_cqs_) {
-    const uint64_t deadline = cq->progress.moderation_deadline_ns;
-    if (deadline == 0 || !cq->progress.armed) continue;
+    const CqProgress& pr = state_.cq(cqn);
+    const uint64_t deadline = pr.moderation_deadline_ns;
+    if (deadline == 0 || !pr.armed) continue;
     if (deadline <= now) {
       FireCompletionEvent(cqn, *cq);
       *fired = true;
@@ -179,6 +186,7 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   const Eq* found = ctx_.FindEq(eqn);
   if (found == nullptr) return false;
   const Eq& eq = *found;
+  EqProgress& pr = state_.eq(eqn);
   // Events other than completions are delivered only where the EQ's mask asks for them.
   if (type != prm::MLX5_EVENT_TYPE_COMP && !((eq.event_bitmask[type / 64] >> (type % 64)) & 1))
     return false;
@@ -186,21 +194,21 @@ bool Engine::WriteEqe(uint32_t eqn, uint8_t type, std::span<const std::byte> dat
   const uint32_t log_size = static_cast<uint32_t>(prm::Get(eqc, prm::eqc::log_eq_size));
   const uint32_t size = uint32_t{1} << log_size;
   // A full EQ loses the event (the driver sized it for its CQs).
-  if (((eq.producer_counter - eq.consumer_counter) & 0xffffff) >= size) return false;
+  if (((pr.producer_counter - pr.consumer_counter) & 0xffffff) >= size) return false;
   prm::pod::mlx5_eqe e{};
   e.type = type;
   e.sub_type = sub_type;
   std::memcpy(e.data, data.data(), std::min(data.size(), sizeof e.data));
-  const uint8_t owner = (eq.producer_counter >> log_size) & 1;
+  const uint8_t owner = (pr.producer_counter >> log_size) & 1;
   {
     const auto bus = QueueAddress(eq.pas, eq.log_page_bytes,
-                                  uint64_t{eq.producer_counter & (size - 1)} * sizeof e, sizeof e);
+                                  uint64_t{pr.producer_counter & (size - 1)} * sizeof e, sizeof e);
     std::array<std::byte, sizeof e> bytes;
     std::memcpy(bytes.data(), &e, sizeof e);
     bytes[sizeof e - 1] = std::byte{owner};
     if (!bus || !Iommu::Access(iommu_).WriteHandover(*bus, bytes)) return false;
   }
-  ++eq.producer_counter;
+  ++pr.producer_counter;
   const uint32_t st = static_cast<uint32_t>(prm::Get(eqc, prm::eqc::st));
   if (st == prm::EQ_CQ_STATE_ARMED || st == prm::EQ_STATE_ALWAYS_ARMED) {
     if (st == prm::EQ_CQ_STATE_ARMED) ctx_.SetEqState(eqn, prm::EQ_CQ_STATE_FIRED);
@@ -237,17 +245,17 @@ void Engine::SignalVector(uint32_t vector) {
 }
 
 void Engine::ArmCq(uint32_t cqn, const Cq& cq, uint32_t arm_word) {
-  cq.progress.arm_word = arm_word;
-  cq.progress.armed = true;
-  cq.progress.moderated = 0;
-  cq.progress.moderation_deadline_ns = 0;
-  cq.progress.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
-  ctx_.SetCqState(cqn, cq.progress.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED
-                                                  : prm::EQ_CQ_STATE_ARMED);
+  CqProgress& pr = state_.cq(cqn);
+  pr.arm_word = arm_word;
+  pr.armed = true;
+  pr.moderated = 0;
+  pr.moderation_deadline_ns = 0;
+  pr.solicited_only = prm::CqArmCmd(arm_word) == prm::MLX5_CQ_DB_REQ_NOT_SOL;
+  ctx_.SetCqState(cqn, pr.solicited_only ? prm::CQ_STATE_SOLICITED_ARMED : prm::EQ_CQ_STATE_ARMED);
   // Completions the consumer has not reached yet are reason for an event now.
-  if (!cq.progress.solicited_only &&
-      (cq.producer_counter & prm::kCqConsumerIndexMask) != prm::CqArmCi(arm_word)) {
-    cq.progress.armed = false;
+  if (!pr.solicited_only &&
+      (pr.producer_counter & prm::kCqConsumerIndexMask) != prm::CqArmCi(arm_word)) {
+    pr.armed = false;
     ctx_.SetCqState(cqn, prm::EQ_CQ_STATE_FIRED);
     WriteEqe(cq.eqn, prm::MLX5_EVENT_TYPE_COMP,
              prm::EqeQueueData(prm::kEqeCompletionCqnOffset, cqn));
@@ -264,7 +272,7 @@ bool Engine::PollArms() {
     const uint32_t arm_word = static_cast<uint32_t>(*doorbell >> 32);
     const uint32_t cqn = static_cast<uint32_t>(*doorbell) & 0xffffff;
     const Cq* cq = ctx_.FindCq(cqn);
-    if (cq == nullptr || cq->progress.overflowed ||
+    if (cq == nullptr || state_.cq(cqn).overflowed ||
         prm::Get(Bytes(cq->cqc), prm::cqc::uar_page) != page)
       continue;
     ArmCq(cqn, *cq, arm_word);
@@ -276,9 +284,10 @@ bool Engine::PollArms() {
   // rung since the last pass no record holds a request that pass did not already see.
   if (!rung) return moved;
   for (const auto& [cqn, cq] : live_cqs_) {
-    if (cq->progress.overflowed) continue;
-    auto word = LoadBe32(cq->dbr_addr + prm::MLX5_CQ_ARM_DB * 4, cq->progress.arm_dbr);
-    if (word && *word != cq->progress.arm_word) {
+    CqProgress& pr = state_.cq(cqn);
+    if (pr.overflowed) continue;
+    auto word = LoadBe32(cq->dbr_addr + prm::MLX5_CQ_ARM_DB * 4, pr.arm_dbr);
+    if (word && *word != pr.arm_word) {
       ArmCq(cqn, *cq, *word);
       moved = true;
     }
@@ -296,11 +305,18 @@ bool Engine::PollEqDoorbells() {
     const Eq& eq = *found;
     const Bytes eqc(eq.eqc);
     if (prm::Get(eqc, prm::eqc::uar_page) != page) return;
+    EqProgress& pr = state_.eq(eqn);
+    const uint32_t consumer = word & 0xffffff;
+    // A consumer index ahead of the producer counter (in the 24-bit counter's wrap-around sense)
+    // names EQEs never written: a forged or buggy store. Taken, it would make the EQ look full
+    // and lose every later event; it is ignored, arm and all.
+    const uint32_t ahead = (consumer - pr.producer_counter) & 0xffffff;
+    if (ahead != 0 && ahead < kEqCounterHalf) return;
     moved = true;
-    eq.consumer_counter = word & 0xffffff;
+    pr.consumer_counter = consumer;
     if (!arm || prm::Get(eqc, prm::eqc::st) == prm::EQ_STATE_ALWAYS_ARMED) return;
     // Armed; EQEs past the new consumer index fire at once.
-    const bool fire = (eq.producer_counter & 0xffffff) != eq.consumer_counter;
+    const bool fire = (pr.producer_counter & 0xffffff) != pr.consumer_counter;
     ctx_.SetEqState(eqn, fire ? prm::EQ_CQ_STATE_FIRED : prm::EQ_CQ_STATE_ARMED);
     if (fire) SignalVector(static_cast<uint32_t>(prm::Get(eqc, prm::eqc::intr)));
   };

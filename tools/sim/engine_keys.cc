@@ -68,20 +68,14 @@ std::optional<Engine::AdmittedKey> Engine::Admit(uint32_t key, uint64_t va, uint
                      .log_page_size = static_cast<uint32_t>(prm::Get(mkc, prm::mkc::log_page_size))};
 }
 
-std::optional<uint64_t> Engine::KeyBusAddress(const AdmittedKey& k, uint64_t va, uint64_t len,
-                                              uint64_t* page_bytes) const {
-  if (k.mkey->window) return fw_.MttTranslateLocked(*k.mkey, k.key, va, len, page_bytes);
-  return Firmware::MttLookup(*k.mkey, k.start, k.log_page_size, va, page_bytes);
-}
-
 std::optional<std::span<std::byte>> Engine::DeviceBytes(const AdmittedKey& k, uint64_t va,
                                                         uint64_t len) {
   // Device memory is registered zero-based: Admit checked [va, va + len) against the key, so the
   // bytes are at va from its start. A window over it addresses from its own start and reaches
   // its parent's bytes through the firmware's checks.
-  if (!k.mkey->window) return fw_.DeviceMemoryAt(*k.mkey, k.start, va, len);
+  if (!k.mkey->window) return mkeys_.DeviceMemoryAt(*k.mkey, k.start, va, len);
   const uint64_t off = va - prm::Get(Bytes(k.mkey->mkc), prm::mkc::start_addr);
-  return fw_.DeviceMemoryLocked(*k.mkey, k.key, off, len, true);
+  return mkeys_.DeviceMemoryLocked(*k.mkey, k.key, off, len, true);
 }
 
 bool Engine::CopyFromKey(const AdmittedKey& k, uint64_t va, std::span<std::byte> out) {

@@ -5,7 +5,7 @@
 // 64, so a WQE may wrap), checked (ctrl opcode valid for the QP's transport, qpn, wqe index,
 // ds), its local keys checked and its gather list read, and then:
 //   NOP                     completes;
-//   UMR (bind / invalidate) goes to the firmware's window code (Firmware::PostUmrLocked);
+//   UMR (bind / invalidate) goes to the firmware's window code (MkeyServices::PostUmrLocked);
 //   LOCAL_INVAL             frees the type-2 window it names, bound to this QP;
 //   UD and UC messages      go on the wire and complete at once (no acknowledgement);
 //   RC messages             go on the wire and wait: an ACK, read or atomic response completes
@@ -173,8 +173,8 @@ static FetchedWqe FetchSendWqe(const Read& read, const Qp& qp, uint32_t counter)
   return wqe;
 }
 
-std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t now, uint64_t* deadline) {
-  QpProgress& pr = qp.progress;
+std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, QpProgress& pr, uint64_t now,
+                                          uint64_t* deadline) {
   if (pr.resend_at_ns == 0 || now < pr.resend_at_ns) {
     if (pr.resend_at_ns != 0 && (*deadline == 0 || pr.resend_at_ns < *deadline))
       *deadline = pr.resend_at_ns;
@@ -183,7 +183,7 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t n
   // Time to send the WQE again: after an RNR wait, or after silence.
   if (!pr.rnr_wait) {
     if (pr.retry_left == 0) {
-      CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
+      CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, 0, 0);
       return true;
     }
     --pr.retry_left;
@@ -198,31 +198,31 @@ std::optional<bool> Engine::AwaitResponse(uint32_t qpn, const Qp& qp, uint64_t n
 // GatherRequest, SendRequest; a failing one completes the WQE with its syndrome.
 // Out of line: the WQE's buffers (a fetched WQE, a gather list, the packet) take kilobytes of
 // stack, which the many SendSteps that find nothing posted should not set up.
-[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, const Qp& qp, const RequesterContext& ctx,
-                                              uint64_t now, uint64_t* deadline) {
+[[gnu::noinline]] bool Engine::ExecuteSendWqe(uint32_t qpn, const Qp& qp, QpProgress& pr,
+                                              const RequesterContext& ctx, uint64_t now,
+                                              uint64_t* deadline) {
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &pr.sq_page);
   };
-  const FetchedWqe fetched = FetchSendWqe(read, qp, qp.progress.sq_wqe_counter);
+  const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
   auto fail = [&](prm::CqeSyndrome s) {
-    CompleteSend(qpn, qp, s, 0, 0);
+    CompleteSend(qpn, qp, pr, s, 0, 0);
     return true;
   };
-  if (const prm::CqeSyndrome s = CheckSendWqe(qpn, qp, wqe); s != 0) return fail(s);
-  if (ExecuteLocalWqe(qpn, qp, wqe)) return true;
+  if (const prm::CqeSyndrome s = CheckSendWqe(qpn, qp, pr, wqe); s != 0) return fail(s);
+  if (ExecuteLocalWqe(qpn, qp, pr, wqe)) return true;
   // The message: its segments by opcode, then the gather or scatter list.
   Packet p;
-  const std::optional<std::size_t> list_offset = BuildRequest(qpn, qp, ctx, wqe, p);
+  const std::optional<std::size_t> list_offset = BuildRequest(qpn, qp, pr, ctx, wqe, p);
   if (!list_offset) return fail(prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
-  if (const prm::CqeSyndrome s = GatherRequest(qpn, qp, wqe, *list_offset, p); s != 0)
+  if (const prm::CqeSyndrome s = GatherRequest(qpn, qp, pr, wqe, *list_offset, p); s != 0)
     return fail(s);
-  SendRequest(qpn, qp, ctx, std::move(p), now, deadline);
+  SendRequest(qpn, qp, pr, ctx, std::move(p), now, deadline);
   return true;
 }
 
-prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
-  QpProgress& pr = qp.progress;
+prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, const Qp& qp, QpProgress& pr, Bytes wqe) {
   pr.wqe_bbs = 1;
   pr.wqe_opcode = 0;
   pr.wqe_signaled = false;
@@ -241,34 +241,34 @@ prm::CqeSyndrome Engine::CheckSendWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
   return {};
 }
 
-bool Engine::ExecuteLocalWqe(uint32_t qpn, const Qp& qp, Bytes wqe) {
+bool Engine::ExecuteLocalWqe(uint32_t qpn, const Qp& qp, QpProgress& pr, Bytes wqe) {
   const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
-  switch (qp.progress.wqe_opcode) {
+  switch (pr.wqe_opcode) {
     case prm::MLX5_OPCODE_NOP:
-      CompleteSend(qpn, qp, {}, 0, 0);
+      CompleteSend(qpn, qp, pr, {}, 0, 0);
       return true;
     case prm::MLX5_OPCODE_UMR: {
-      const UmrResult r = fw_.PostUmrLocked(
+      const UmrResult r = mkeys_.PostUmrLocked(
           {.wqe = wqe, .qpn = qpn, .pd = qp.pd, .reg_umr = qp.st == prm::QP_ST_REG_UMR});
-      CompleteSend(qpn, qp, r.syndrome, static_cast<uint8_t>(r.check), 0);
+      CompleteSend(qpn, qp, pr, r.syndrome, static_cast<uint8_t>(r.check), 0);
       return true;
     }
     case prm::MLX5_OPCODE_LOCAL_INVAL:
       if (!RemoteInvalidate(ctrl.imm.host(), qp.pd, qpn))
-        CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_MW_BIND_ERR, 0, 0);
+        CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_MW_BIND_ERR, 0, 0);
       else
-        CompleteSend(qpn, qp, {}, 0, 0);
+        CompleteSend(qpn, qp, pr, {}, 0, 0);
       return true;
     default:
       return false;
   }
 }
 
-std::optional<std::size_t> Engine::BuildRequest(uint32_t qpn, const Qp& qp,
+std::optional<std::size_t> Engine::BuildRequest(uint32_t qpn, const Qp& qp, const QpProgress& pr,
                                                 const RequesterContext& ctx, Bytes wqe,
                                                 Packet& p) const {
   const auto ctrl = Load<prm::pod::mlx5_wqe_ctrl_seg>(wqe, 0);
-  const uint8_t opcode = qp.progress.wqe_opcode;
+  const uint8_t opcode = pr.wqe_opcode;
   p.kind = PacketKind::kRequest;
   p.transport = qp.st;
   p.src_qpn = qpn;
@@ -299,7 +299,7 @@ std::optional<std::size_t> Engine::BuildRequest(uint32_t qpn, const Qp& qp,
     p.grh = ctx.grh;
     p.dlid = ctx.rlid;
     p.sl = ctx.sl;
-    p.psn = (ctx.next_send_psn + qp.progress.send_msn) & 0xffffff;
+    p.psn = (ctx.next_send_psn + pr.send_msn) & 0xffffff;
   }
   const bool atomic = opcode == prm::MLX5_OPCODE_ATOMIC_CS || opcode == prm::MLX5_OPCODE_ATOMIC_FA;
   const bool remote_op = opcode == prm::MLX5_OPCODE_RDMA_WRITE ||
@@ -342,9 +342,8 @@ void Engine::AddressFromAv(const Qp& qp, const prm::pod::mlx5_wqe_av& av, Packet
   p.hop_limit = av.hop_limit;
 }
 
-prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, const Qp& qp, Bytes wqe, std::size_t offset,
-                                       Packet& p) {
-  QpProgress& pr = qp.progress;
+prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, const Qp& qp, QpProgress& pr, Bytes wqe,
+                                       std::size_t offset, Packet& p) {
   GatherList list;
   if (!ParseList(wqe, offset, &list)) return prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
   uint64_t total = 0;
@@ -378,13 +377,12 @@ prm::CqeSyndrome Engine::GatherRequest(uint32_t qpn, const Qp& qp, Bytes wqe, st
   return {};
 }
 
-void Engine::SendRequest(uint32_t qpn, const Qp& qp, const RequesterContext& ctx, Packet&& p,
-                         uint64_t now, uint64_t* deadline) {
-  QpProgress& pr = qp.progress;
+void Engine::SendRequest(uint32_t qpn, const Qp& qp, QpProgress& pr, const RequesterContext& ctx,
+                         Packet&& p, uint64_t now, uint64_t* deadline) {
   Transmit(std::move(p));
   ++pr.requests_sent;
   if (!Reliable(qp.st)) {
-    CompleteSend(qpn, qp, {}, 0, pr.wqe_bytes);
+    CompleteSend(qpn, qp, pr, {}, 0, pr.wqe_bytes);
     return;
   }
   if (!pr.retries_loaded) {
@@ -465,7 +463,7 @@ void Engine::HandleResponse(Packet& p) {
   if (found == nullptr) return;
   const uint32_t qpn = p.dst_qpn;
   const Qp& qp = *found;
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   const Bytes qpc(qp.qpc);
   const uint32_t psn = (static_cast<uint32_t>(prm::Get(qpc, prm::qpc::next_send_psn)) + pr.send_msn) & 0xffffff;
   // Only the answer to the message in flight counts; a late answer to a resent one does not.
@@ -475,13 +473,13 @@ void Engine::HandleResponse(Packet& p) {
   switch (p.kind) {
     case PacketKind::kAck:
       ++pr.send_msn;
-      CompleteSend(qpn, qp, {}, 0, pr.wqe_bytes);
+      CompleteSend(qpn, qp, pr, {}, 0, pr.wqe_bytes);
       return;
     case PacketKind::kNak:
       switch (p.nak) {
         case NakCode::kRnr:
           if (pr.rnr_left == 0) {
-            CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, 0, 0);
+            CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, 0, 0);
             return;
           }
           if (pr.rnr_left != kRnrRetryForever) --pr.rnr_left;
@@ -491,13 +489,13 @@ void Engine::HandleResponse(Packet& p) {
           pr.resend_at_ns = clock_.FastNowNs() + RnrTimerNs(p.rnr_timer);
           return;
         case NakCode::kRemoteAccess:
-          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 0, 0);
+          CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, 0, 0);
           return;
         case NakCode::kInvalidRequest:
-          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, 0, 0);
+          CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, 0, 0);
           return;
         case NakCode::kRemoteOperation:
-          CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_REMOTE_OP_ERR, 0, 0);
+          CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_REMOTE_OP_ERR, 0, 0);
           return;
       }
       return;
@@ -512,9 +510,9 @@ void Engine::HandleResponse(Packet& p) {
 
 // A read or atomic response: its data lands where the WQE's scatter list says.
 void Engine::LandResponse(uint32_t qpn, const Qp& qp, const Packet& p) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &pr.sq_page);
   };
   const FetchedWqe fetched = FetchSendWqe(read, qp, pr.sq_wqe_counter);
   const Bytes wqe = fetched.bytes();
@@ -523,7 +521,7 @@ void Engine::LandResponse(uint32_t qpn, const Qp& qp, const Packet& p) {
   if (p.kind == PacketKind::kAtomicResponse) offset += sizeof(prm::pod::mlx5_wqe_atomic_seg);
   GatherList list;
   if (wqe.size() < offset || !ParseList(wqe, offset, &list)) {
-    CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
+    CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 0, 0);
     return;
   }
   // The value before, in the byte order the responder's memory holds it.
@@ -538,18 +536,17 @@ void Engine::LandResponse(uint32_t qpn, const Qp& qp, const Packet& p) {
     // The key was checked when the request left; it may have changed since.
     const auto key = e.is_inline ? std::nullopt : Admit(e.lkey, e.addr, n, kLocalWrite, qp.pd, qpn);
     if (!key || !CopyToKey(*key, e.addr, data.subspan(done, n))) {
-      CompleteSend(qpn, qp, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
+      CompleteSend(qpn, qp, pr, prm::MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, 0, 0);
       return;
     }
     done += n;
   }
   ++pr.send_msn;
-  CompleteSend(qpn, qp, {}, 0, static_cast<uint32_t>(data.size()));
+  CompleteSend(qpn, qp, pr, {}, 0, static_cast<uint32_t>(data.size()));
 }
 
-void Engine::CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome, uint8_t vendor,
-                          uint32_t byte_cnt) {
-  QpProgress& pr = qp.progress;
+void Engine::CompleteSend(uint32_t qpn, const Qp& qp, QpProgress& pr, prm::CqeSyndrome syndrome,
+                          uint8_t vendor, uint32_t byte_cnt) {
   const bool error = syndrome != 0;
   if (error || pr.wqe_signaled) {
     CqeFields f;
@@ -569,17 +566,17 @@ void Engine::CompleteSend(uint32_t qpn, const Qp& qp, prm::CqeSyndrome syndrome,
   pr.rnr_wait = false;
   pr.retries_loaded = false;
   pr.resend_at_ns = 0;
-  if (error) MoveToError(qpn, qp);
+  if (error) MoveToError(qpn);
 }
 
 bool Engine::FlushSend(uint32_t qpn, const Qp& qp) {
-  QpProgress& pr = qp.progress;
+  QpProgress& pr = state_.qp(qpn);
   if (qp.sq_wqebb_count == 0) return false;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, qp.progress.sq_dbr);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_SND_DBR * 4, pr.sq_dbr);
   if (!producer) return false;
   bool moved = false;
   auto read = [&](uint64_t offset, std::span<std::byte> out) {
-    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &qp.progress.sq_page);
+    return ReadQueue(qp.pas, qp.log_page_bytes, offset, out, &pr.sq_page);
   };
   // At most one ring's worth per pass: a garbage counter cannot keep the engine here.
   for (uint32_t n = 0; n < qp.sq_wqebb_count && ((*producer ^ pr.sq_wqe_counter) & prm::kWqCounterMask) != 0; ++n) {

@@ -11,9 +11,9 @@
 
 namespace onchip::sim {
 
-Firmware::Firmware(Contexts& contexts, const DeviceConfig& config, const BarLayout& layout,
-                   std::span<std::byte> memic_window, SteeringTagTable steering_tags,
-                   Iommu& iommu)
+Firmware::Firmware(Contexts& contexts, EngineStateControl engine, const DeviceConfig& config,
+                   const BarLayout& layout, std::span<std::byte> memic_window,
+                   SteeringTagTable steering_tags, Iommu& iommu)
     : config_(config),
       layout_(layout),
       memic_window_(memic_window),
@@ -52,7 +52,8 @@ Firmware::Firmware(Contexts& contexts, const DeviceConfig& config, const BarLayo
       tises_(contexts.tises),
       tir_ids_(contexts.tir_ids),
       tirs_(contexts.tirs),
-      generation_(contexts.generation) {}
+      generation_(contexts.generation),
+      engine_(engine) {}
 
 Outcome Firmware::Execute(std::span<const std::byte> in, std::span<std::byte> out) {
   std::lock_guard lock(mutex_);

@@ -35,6 +35,7 @@
 #include "tools/sim/caps.h"
 #include "tools/sim/config.h"
 #include "tools/sim/contexts.h"
+#include "tools/sim/engine_state_control.h"
 #include "tools/sim/eth_queue_objects.h"
 #include "tools/sim/gid_table.h"
 #include "tools/sim/index_pool.h"
@@ -95,9 +96,11 @@ enum class QpTransition : uint8_t {
 
 class Firmware {
  public:
-  // The firmware of a device whose context memory is `contexts` (the Device owns both).
-  Firmware(Contexts& contexts, const DeviceConfig& config, const BarLayout& layout,
-           std::span<std::byte> memic_window, SteeringTagTable steering_tags, Iommu& iommu);
+  // The firmware of a device whose context memory is `contexts`, and whose data engine keeps its
+  // state in what `engine` reaches (the Device owns both).
+  Firmware(Contexts& contexts, EngineStateControl engine, const DeviceConfig& config,
+           const BarLayout& layout, std::span<std::byte> memic_window,
+           SteeringTagTable steering_tags, Iommu& iommu);
 
   // Runs one command. `in` is the whole input message; `out` is the driver's output buffer
   // (output_length bytes), fully written: status and syndrome, the command's fields, zeros.
@@ -276,8 +279,8 @@ class Firmware {
   Outcome DestroyCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome QueryCq(std::span<const std::byte> in, std::span<std::byte> out);
   Outcome ModifyCq(std::span<const std::byte> in, std::span<std::byte> out);
-  // MODIFY_CQ op_mod 1 on `cq` (firmware_cq.cc), its checks after ModifyCq's common ones.
-  Outcome ResizeCq(std::span<const std::byte> in, Cq& cq, uint32_t select);
+  // MODIFY_CQ op_mod 1 on CQ `cqn` (firmware_cq.cc), its checks after ModifyCq's common ones.
+  Outcome ResizeCq(std::span<const std::byte> in, uint32_t cqn, Cq& cq, uint32_t select);
 
   // Queue pairs (firmware_qp.cc) and their state transitions (firmware_qp_transitions.cc).
   Outcome CreateQp(std::span<const std::byte> in, std::span<std::byte> out);
@@ -400,6 +403,9 @@ class Firmware {
   IndexPool& tir_ids_;
   std::map<uint32_t, Tir>& tirs_;  // by tirn
   uint64_t& generation_;
+  // The data engine's state (engine_state_control.h): started afresh with each queue, read by the
+  // queries.
+  EngineStateControl engine_;
   std::vector<InjectedFailure> injected_;
 };
 

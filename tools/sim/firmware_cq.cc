@@ -108,6 +108,7 @@ Outcome Firmware::CreateCq(Bytes in, Out out) {
   std::memcpy(cq.cqc.data(), in.data() + cqc.bit_offset / 8, cq.cqc.size());
   ++eq->second.cqs;
   cqs_.emplace(*cqn, std::move(cq));
+  engine_.StartCq(*cqn);
   prm::Bits(out).set(prm::create_cq_out::cqn, *cqn);
   return Outcome::Ok();
 }
@@ -136,17 +137,19 @@ Outcome Firmware::QueryCq(Bytes in, Out out) {
   if (prm::Get(in, In::op_mod) != 0) return Refuse(Syndrome::BAD_OP_MOD);
   auto it = cqs_.find(prm::Get(in, In::cqn));
   if (it == cqs_.end()) return Refuse(Syndrome::CQ_UNKNOWN);
-  Cq& cq = it->second;
+  const uint32_t cqn = it->first;
+  const Cq& cq = it->second;
   // uid 0 is the function's own (privileged) context and may look at any CQ.
   if (uid != 0 && cq.uid != uid) return Refuse(Syndrome::NOT_OWNER);
   // The engine reads the consumer index when a completion finds the ring full; the query
   // reports the doorbell record's current value.
   if (auto ci = Iommu::Access(iommu_).LoadAcquire32(cq.dbr_addr + prm::MLX5_CQ_SET_CI * 4))
-    cq.consumer_counter = prm::Be32::FromRaw(*ci).host() & prm::kCqConsumerIndexMask;
+    engine_.NoteCqConsumer(cqn, prm::Be32::FromRaw(*ci).host() & prm::kCqConsumerIndexMask);
+  const CqProgress& counters = engine_.cq(cqn);
   std::memcpy(out.data() + O::cq_context.bit_offset / 8, cq.cqc.data(), cq.cqc.size());
   prm::Bits(out)
-      .set(Ctx::consumer_counter, cq.consumer_counter & 0xffffff)
-      .set(Ctx::producer_counter, cq.producer_counter & 0xffffff);
+      .set(Ctx::consumer_counter, counters.consumer_counter & 0xffffff)
+      .set(Ctx::producer_counter, counters.producer_counter & 0xffffff);
   WriteQueuePages(out, O::pas.bit_offset / 8, cq.pas);
   return Outcome::Ok();
 }
@@ -167,7 +170,7 @@ Outcome Firmware::ModifyCq(Bytes in, Out out) {
   if (it->second.uid != prm::Get(in, In::uid))
     return Refuse(Syndrome::NOT_OWNER);
   const uint32_t select = prm::Get(in, In::modify_field_select_resize_field_select);
-  if (op_mod == prm::CQ_OPMOD_RESIZE) return ResizeCq(in, it->second, select);
+  if (op_mod == prm::CQ_OPMOD_RESIZE) return ResizeCq(in, it->first, it->second, select);
   if ((select & ~uint32_t{prm::CQ_MODIFY_PERIOD | prm::CQ_MODIFY_COUNT}) != 0)
     return Refuse(Syndrome::CQ_MODIFY_FIELD);
   // Fields not selected are ignored, as firmware ignores them.
@@ -178,14 +181,15 @@ Outcome Firmware::ModifyCq(Bytes in, Out out) {
   return Outcome::Ok();
 }
 
-Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
+Outcome Firmware::ResizeCq(Bytes in, uint32_t cqn, Cq& cq, uint32_t select) {
   using In = prm::modify_cq_in;
   using Ctx = prm::cqc_bits<In::cq_context.bit_offset>;
   constexpr uint32_t kResizeFields = prm::MLX5_MODIFY_CQ_MASK_LOG_SIZE |
                                      prm::MLX5_MODIFY_CQ_MASK_PG_OFFSET |
                                      prm::MLX5_MODIFY_CQ_MASK_PG_SIZE;
   if ((select & ~kResizeFields) != 0) return Refuse(Syndrome::CQ_MODIFY_FIELD);
-  if (cq.progress.overflowed) return Refuse(Syndrome::CQ_RESIZE_STATE);
+  const CqProgress& counters = engine_.cq(cqn);
+  if (counters.overflowed) return Refuse(Syndrome::CQ_RESIZE_STATE);
   prm::Bits ctx(std::span<std::byte>(cq.cqc));
   const uint32_t old_log_size = static_cast<uint32_t>(ctx.get(prm::cqc::log_cq_size));
   const uint32_t old_cqe_bytes = ctx.get(prm::cqc::cqe_sz) == kCqeSz128 ? 128 : 64;
@@ -217,9 +221,9 @@ Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
     return Refuse(Syndrome::CQ_DBR_UNMAPPED);
   uint32_t ci_be;
   std::memcpy(&ci_be, ci_bytes.data(), sizeof ci_be);
-  cq.consumer_counter = prm::Be32::FromRaw(ci_be).host() & prm::kCqConsumerIndexMask;
-  const uint32_t outstanding =
-      (cq.producer_counter - cq.consumer_counter) & prm::kCqConsumerIndexMask;
+  engine_.NoteCqConsumer(cqn, prm::Be32::FromRaw(ci_be).host() & prm::kCqConsumerIndexMask);
+  const uint32_t producer = counters.producer_counter;
+  const uint32_t outstanding = (producer - counters.consumer_counter) & prm::kCqConsumerIndexMask;
   const uint32_t old_size = uint32_t{1} << old_log_size;
   if (outstanding >= (uint32_t{1} << log_size) || outstanding >= old_size)
     return Refuse(Syndrome::CQ_RESIZE_OUTSTANDING);
@@ -227,19 +231,19 @@ Outcome Firmware::ResizeCq(Bytes in, Cq& cq, uint32_t select) {
   // The resize CQE at the switch point, in the old ring: all but op_own, then op_own.
   const uint64_t old_page = uint64_t{1} << cq.log_page_bytes;
   const uint64_t offset =
-      uint64_t{cq.producer_counter & (old_size - 1)} * old_cqe_bytes + (old_cqe_bytes - 64);
+      uint64_t{producer & (old_size - 1)} * old_cqe_bytes + (old_cqe_bytes - 64);
   const uint64_t page_index = offset >> cq.log_page_bytes;
   if (page_index >= cq.pas.size()) return Refuse(Syndrome::CQ_PAS_UNMAPPED);
   const uint64_t at = cq.pas[page_index] + (offset & (old_page - 1));
   prm::pod::mlx5_cqe64 resize{};
   resize.op_own = prm::CqeOpOwn(prm::MLX5_CQE_RESIZE_CQ,
-                                prm::CqeOwnerFor(cq.producer_counter, old_size));
+                                prm::CqeOwnerFor(producer, old_size));
   std::array<std::byte, sizeof resize> bytes;
   std::memcpy(bytes.data(), &resize, sizeof resize);
   if (!iommu_.IsMapped(at, sizeof resize)) return Refuse(Syndrome::CQ_PAS_UNMAPPED);
   (void)iommu_.Write(at, std::span<const std::byte>(bytes).first(sizeof resize - 1));
   (void)iommu_.Write(at + sizeof resize - 1, std::span<const std::byte>(bytes).last(1));
-  ++cq.producer_counter;
+  engine_.CountResizeCqe(cqn);
 
   cq.pas = std::move(pas);
   cq.log_page_bytes = log_page_bytes;

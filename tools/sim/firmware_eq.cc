@@ -76,6 +76,7 @@ Outcome Firmware::CreateEq(Bytes in, Out out) {
       .set(prm::eqc::consumer_counter, 0)
       .set(prm::eqc::producer_counter, 0);
   eqs_.emplace(*eqn, std::move(eq));
+  engine_.StartEq(*eqn);
   prm::Bits(out).set(prm::create_eq_out::eq_number, *eqn);
   return Outcome::Ok();
 }
@@ -109,8 +110,8 @@ Outcome Firmware::QueryEq(Bytes in, Out out) {
   std::memcpy(out.data() + O::eq_context_entry.bit_offset / 8, eq.eqc.data(), eq.eqc.size());
   using Ctx = prm::eqc_bits<O::eq_context_entry.bit_offset>;
   prm::Bits(out)
-      .set(Ctx::consumer_counter, eq.consumer_counter & 0xffffff)
-      .set(Ctx::producer_counter, eq.producer_counter & 0xffffff)
+      .set(Ctx::consumer_counter, engine_.eq(it->first).consumer_counter & 0xffffff)
+      .set(Ctx::producer_counter, engine_.eq(it->first).producer_counter & 0xffffff)
       .set(O::event_bitmask, eq.event_bitmask[0]);
   WriteQueuePages(out, O::pas.bit_offset / 8, eq.pas);
   return Outcome::Ok();

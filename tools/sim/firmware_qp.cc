@@ -130,6 +130,7 @@ Outcome Firmware::CreateXrcTargetQp(Bytes in, Out out, uint16_t uid, Xrcd& xrcd,
   std::memcpy(qp.qpc.data(), in.data() + qpc.bit_offset / 8, qp.qpc.size());
   ++xrcd.users;
   qps_.emplace(*qpn, std::move(qp));
+  engine_.StartQp(*qpn);
   prm::Bits(out).set(prm::create_qp_out::qpn, *qpn);
   return Outcome::Ok();
 }
@@ -227,6 +228,7 @@ Outcome Firmware::CreateQp(Bytes in, Out out) {
   if (srq != srqs_.end()) ++srq->second.users;
   if (xrcd != xrcds_.end()) ++xrcd->second.users;
   qps_.emplace(*qpn, std::move(qp));
+  engine_.StartQp(*qpn);
   prm::Bits(out).set(prm::create_qp_out::qpn, *qpn);
   return Outcome::Ok();
 }
@@ -273,8 +275,8 @@ Outcome Firmware::QueryQp(Bytes in, Out out) {
   // into the context on every pass (a pass never runs while a command does).
   prm::Bits(out)
       .set(O::qpc.state, qp.state)
-      .set(O::qpc.hw_sq_wqebb_counter, qp.progress.sq_wqe_counter & 0xffff)
-      .set(O::qpc.hw_rq_counter, qp.progress.rq_counter);
+      .set(O::qpc.hw_sq_wqebb_counter, engine_.qp(it->first).sq_wqe_counter & 0xffff)
+      .set(O::qpc.hw_rq_counter, engine_.qp(it->first).rq_counter);
   WriteQueuePages(out, O::qp_pas_or_qpc_ext_and_pas.bit_offset / 8, qp.pas);
   return Outcome::Ok();
 }

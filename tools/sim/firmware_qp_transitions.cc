@@ -294,7 +294,7 @@ Outcome Firmware::ModifyQp(QpTransition t, Bytes in, Out) {
     qp.cqn_rcv = new_rcv->first;
     qp.cq_rcv = &new_rcv->second;
   }
-  if (t == T::k2Rst) qp.progress = {};
+  if (t == T::k2Rst) engine_.StartQp(it->first);
   return Outcome::Ok();
 }
 

@@ -58,6 +58,7 @@ Outcome Firmware::CreateSrqFromContext(std::span<const std::byte> in, const SrqC
   std::memcpy(srq.srqc.data(), context.srqc.data(), srq.srqc.size());
   ++pd->second.queues;
   srqs_.emplace(*n, std::move(srq));
+  engine_.StartSrq(*n);
   *srqn = *n;
   return Outcome::Ok();
 }

@@ -2,13 +2,12 @@
 // them: event queues, completion queues, queue pairs and shared receive queues.
 //
 // They live in the device's context memory (tools/sim/contexts.h). The firmware writes every
-// field below except the `mutable` ones when it executes a command: the context bytes are what
-// the driver sent, merged with what each later command changed (MODIFY_CQ, every QP transition),
-// so the engine reads its parameters from them with the PRM accessors
-// (prm::Get(ctx, prm::qpc::remote_qpn)). The `mutable` members belong to the data engine, which
-// sees the objects const (ContextsView, contexts_view.h): the `progress` members
-// (tools/sim/queue_progress.h), what it has consumed, produced and has in flight, and the CQ and
-// EQ producer and consumer counters. The firmware resets them when a queue returns to reset.
+// field below when it executes a command: the context bytes are what the driver sent, merged
+// with what each later command changed (MODIFY_CQ, every QP transition), so the engine reads
+// its parameters from them with the PRM accessors (prm::Get(ctx, prm::qpc::remote_qpn)). The
+// engine sees the objects const (ContextsView, contexts_view.h). What it keeps while it runs a
+// queue (what it has consumed, produced and has in flight: the CQ and EQ producer and consumer
+// counters among it) is its own, in its store by queue number (engine_state.h).
 //
 // Rings live in host memory the driver listed in pas[] (bus addresses, each page
 // 2^log_page_bytes bytes); byte i of a ring is at pas[i >> log_page_bytes] + (i & page mask).
@@ -20,7 +19,6 @@
 #include <optional>
 #include <vector>
 
-#include "tools/sim/queue_progress.h"
 #include "uapi/prm/cq.h"
 #include "uapi/prm/eq.h"
 #include "uapi/prm/opcodes.h"
@@ -29,20 +27,18 @@
 namespace onchip::sim {
 
 // An event queue: the context the driver sent (its st field holds the arm state), the page
-// list, the event mask and the counters QUERY_EQ reports.
+// list and the event mask.
 struct Eq {
   uint16_t uid;
   std::array<std::byte, prm::size_bytes<prm::eqc>> eqc;
   std::array<uint64_t, 4> event_bitmask;
   std::vector<uint64_t> pas;
   uint32_t log_page_bytes;        // 12 + eqc.log_page_size
-  mutable uint32_t consumer_counter = 0;  // what the last EQ doorbell reported
-  mutable uint32_t producer_counter = 0;  // EQEs written
   uint32_t cqs = 0;               // live CQs reporting to it
 };
 
-// A completion queue: context, page list, doorbell record (consumer index word, arm word), its
-// EQ, and the counters the data engine keeps (CQEs produced; the consumer index it last read).
+// A completion queue: context, page list, doorbell record (consumer index word, arm word) and
+// its EQ.
 struct Cq {
   uint16_t uid;
   std::array<std::byte, prm::size_bytes<prm::cqc>> cqc;
@@ -54,10 +50,7 @@ struct Cq {
   uint32_t cqe_bytes;
   uint32_t eqn;
   uint64_t dbr_addr;
-  mutable uint32_t consumer_counter = 0;
-  mutable uint32_t producer_counter = 0;
   uint32_t users = 0;  // live QPs and SRQs naming it: DESTROY_CQ is RES_BUSY while non-zero
-  mutable CqProgress progress;
 };
 
 // A queue pair. The buffer holds the receive ring first (rq_wqe_count WQEs of rq_stride bytes;
@@ -79,8 +72,8 @@ struct Qp {
   // The CQs those name, so that a completion needs no table lookup. A QP holds its CQs
   // (DESTROY_CQ is RES_BUSY while it lives), so they stay in place: CREATE_QP sets both, and the
   // transition that changes cqn_rcv changes cq_rcv with it. Null for an XRC target (no CQs).
-  Cq* cq_snd = nullptr;
-  Cq* cq_rcv = nullptr;
+  const Cq* cq_snd = nullptr;
+  const Cq* cq_rcv = nullptr;
   std::optional<uint32_t> srqn;  // rq_type SRQ: the SRQ its receives come from
   // st XRC: the XRC domain it holds. The receive side (xrc_tgt: no_sq) has no rings, PD or CQs
   // of its own: each request names an XRC SRQ of its domain, whose PD, WQEs and CQ it uses.
@@ -90,7 +83,6 @@ struct Qp {
   uint32_t rq_stride = 0;        // bytes per receive WQE
   uint32_t sq_wqebb_count = 0;   // 0: no send ring (no_sq)
   uint64_t sq_offset = 0;        // byte offset of the send ring in the buffer
-  mutable QpProgress progress;
 };
 
 // A shared receive queue: a ring of wqe_count WQEs of stride bytes, each starting with the
@@ -109,7 +101,6 @@ struct Srq {
   uint32_t wqe_count = 0;  // 2^log_srq_size
   uint32_t stride = 0;     // bytes per WQE: 16 << log_rq_stride
   uint32_t users = 0;      // live QPs receiving from it: DESTROY_SRQ is RES_BUSY while non-zero
-  mutable SrqProgress progress;
 };
 
 }  // namespace onchip::sim

@@ -1,6 +1,8 @@
-// What the data engine keeps per queue while it runs it: the counters it has consumed up to and
-// the work it has in flight. The firmware creates these zeroed and zeroes them again when a
-// queue returns to reset (QP_2RST); nothing but the engine writes them otherwise.
+// What the data engine keeps per queue while it runs it: the counters it has consumed and
+// produced up to and the work it has in flight. They live in the engine's own store
+// (engine_state.h), not in the contexts: the firmware starts them zeroed when it creates a queue
+// and again when a QP returns to reset (QP_2RST), and otherwise only reads them for its queries
+// (and counts the resize CQE it writes: EngineStateControl, engine_state_control.h).
 //
 // The doorbell-record words the engine reads every pass keep their translation through the
 // IOMMU (Iommu::CachedTranslation), as a NIC keeps a queue's context and its addresses cached:
@@ -14,6 +16,8 @@
 namespace onchip::sim {
 
 struct CqProgress {
+  uint32_t consumer_counter = 0;  // the doorbell record's consumer index as last read
+  uint32_t producer_counter = 0;  // CQEs written
   uint32_t arm_word = 0;      // the doorbell record's arm word as last seen
   bool armed = false;         // an event is due for the next (solicited) completion
   bool solicited_only = false;
@@ -60,6 +64,11 @@ struct QpProgress {
   Iommu::CachedTranslation sq_page;  // the ring page the last send WQE came from
   Iommu::CachedTranslation gather_page;  // the MTT page the last gathered bytes came from
   Iommu::CachedTranslation rq_page;  // and the last receive WQE
+};
+
+struct EqProgress {
+  uint32_t consumer_counter = 0;  // what the last EQ doorbell reported
+  uint32_t producer_counter = 0;  // EQEs written
 };
 
 struct SrqProgress {

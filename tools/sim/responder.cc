@@ -121,7 +121,7 @@ Engine::Responder::Responder(Engine& engine, Packet& p, uint32_t qpn, const Qp& 
       p_(p),
       qpn_(qpn),
       qp_(qp),
-      pr_(qp.progress),
+      pr_(engine.state_.qp(qpn)),
       qpc_(qp.qpc),
       rc_(Reliable(qp.st)),
       ud_(qp.st == prm::QP_ST_UD),
@@ -330,23 +330,24 @@ std::optional<Engine::Responder::Receive> Engine::Responder::TakeSrqReceive(uint
   const Srq* found = e_.ctx_.FindSrq(srqn);
   if (found == nullptr || found->wqe_count == 0) return std::nullopt;
   const Srq& srq = *found;
-  auto producer = e_.LoadBe32(srq.dbr_addr, srq.progress.dbr);
-  if (!producer || ((*producer ^ srq.progress.counter) & prm::kWqCounterMask) == 0)
+  SrqProgress& progress = e_.state_.srq(srqn);
+  auto producer = e_.LoadBe32(srq.dbr_addr, progress.dbr);
+  if (!producer || ((*producer ^ progress.counter) & prm::kWqCounterMask) == 0)
     return std::nullopt;
-  const uint32_t index = srq.progress.head & (srq.wqe_count - 1);
+  const uint32_t index = progress.head & (srq.wqe_count - 1);
   std::vector<std::byte> wqe(srq.stride);
   if (srq.stride < sizeof(prm::pod::mlx5_wqe_srq_next_seg) ||
       !e_.ReadQueue(srq.pas, srq.log_page_bytes, uint64_t{index} * srq.stride, wqe,
-                    &srq.progress.ring_page))
+                    &progress.ring_page))
     return std::nullopt;
   prm::pod::mlx5_wqe_srq_next_seg next;
   std::memcpy(&next, wqe.data(), sizeof next);
-  srq.progress.head = next.next_wqe_index.host();
-  ++srq.progress.counter;
+  progress.head = next.next_wqe_index.host();
+  ++progress.counter;
   // Fewer posted WQEs left than the armed watermark: the limit event, once; the watermark is
   // cleared until ARM_RQ sets it again.
   const uint32_t lwm = static_cast<uint32_t>(prm::Get(Bytes(srq.srqc), prm::srqc::lwm));
-  if (lwm != 0 && ((*producer - srq.progress.counter) & prm::kWqCounterMask) < lwm) {
+  if (lwm != 0 && ((*producer - progress.counter) & prm::kWqCounterMask) < lwm) {
     e_.ctx_.ClearSrqLimit(srqn);
     e_.QpEvent(srq.uid, srqn, prm::MLX5_EVENT_TYPE_SRQ_RQ_LIMIT);
   }
@@ -481,7 +482,7 @@ void Engine::Responder::Refuse(NakCode code, const Receive* recv, prm::CqeSyndro
     e_.WriteCqe(rcv_cqn_, *rcv_cq_, f);  // a receive WQE was taken: rcv_cq_ is its queue's CQ
   }
   Nak(code);
-  if (rc_ || recv != nullptr) e_.MoveToError(qpn_, qp_);
+  if (rc_ || recv != nullptr) e_.MoveToError(qpn_);
   if (rc_)
     e_.QpEvent(qp_.uid, qpn_, code == NakCode::kRemoteAccess     ? prm::MLX5_EVENT_TYPE_WQ_ACCESS_ERROR
                      : code == NakCode::kInvalidRequest ? prm::MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR
@@ -519,8 +520,8 @@ void Engine::Responder::Complete(const Receive& recv, prm::CqeOpcode opcode, uin
 bool Engine::FlushRecv(uint32_t qpn, const Qp& qp) {
   // SRQ WQEs belong to the SRQ and stay posted; only the QP's own ring is flushed.
   if (qp.srqn || qp.rq_wqe_count == 0) return false;
-  QpProgress& pr = qp.progress;
-  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4, qp.progress.rq_dbr);
+  QpProgress& pr = state_.qp(qpn);
+  auto producer = LoadBe32(qp.dbr_addr + prm::MLX5_RCV_DBR * 4, pr.rq_dbr);
   if (!producer) return false;
   bool moved = false;
   for (uint32_t n = 0; n < qp.rq_wqe_count && ((*producer ^ pr.rq_counter) & prm::kWqCounterMask) != 0; ++n) {

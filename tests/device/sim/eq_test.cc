@@ -1,10 +1,19 @@
 // CREATE/DESTROY/QUERY_EQ: the context kept and queried back, each refusal with its status and
-// syndrome and nothing changed, ownership, an EQ held by its CQs, teardown.
+// syndrome and nothing changed, ownership, an EQ held by its CQs, teardown; the counters an EQ
+// keeps (fresh when its number is used again) and the consumer-index doorbell the engine takes.
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <optional>
 
 #include "tests/device/sim/queues.h"
+#include "tests/device/wait.h"
 #include "tools/sim/firmware.h"
+#include "tools/sim/uar_watch.h"
+#include "uapi/prm/endian.h"
+#include "uapi/prm/eqe.h"
 #include "uapi/prm/hca.h"
+#include "uapi/prm/uar_page.h"
 
 namespace onchip::sim::testing {
 namespace {
@@ -30,6 +39,43 @@ class EqTest : public QueueTest {
     if (after.commands_failed != before.commands_failed + 1)
       return ::testing::AssertionFailure() << "not counted as failed";
     return ::testing::AssertionSuccess();
+  }
+
+  // An EQ of 2^7 EQEs at kQueueIova that subscribes to PORT_CHANGE, its EQEs owned by software
+  // (owner 1) as a driver leaves them before the first pass.
+  uint32_t NewPortEventEq() {
+    for (uint32_t i = 0; i < 128; ++i) w_->host(kQueueIova)[i * 64 + 63] = std::byte{1};
+    auto in = EqIn(/*log_size=*/7, /*pages=*/2);
+    in.set(In::event_bitmask[0], uint64_t{1} << prm::MLX5_EVENT_TYPE_PORT_CHANGE);
+    auto r = CreateEq(in);
+    EXPECT_TRUE(Ok(r));
+    return static_cast<uint32_t>(r.get(prm::create_eq_out::eq_number));
+  }
+  // EQE `index` once the device wrote it in its first pass over the ring (owner 0).
+  std::optional<prm::pod::mlx5_eqe> WaitEqe(uint32_t index) {
+    std::byte* p = w_->host(kQueueIova) + index * 64;
+    auto written = [&] {
+      return std::atomic_ref<std::byte>(p[63]).load(std::memory_order_acquire) == std::byte{0};
+    };
+    if (!onchip::testing::WaitUntil(written)) return std::nullopt;
+    prm::pod::mlx5_eqe e;
+    std::memcpy(&e, p, sizeof e);
+    return e;
+  }
+  // The update-CI doorbell (UAR offset 0x48) of EQ `eqn` with consumer index `ci`, as a driver
+  // rings it, waited for until the engine has taken it.
+  ::testing::AssertionResult RingUpdateCi(uint32_t eqn, uint32_t ci) {
+    auto* reg = reinterpret_cast<uint32_t*>(w_->bar() + prm::UarPageOffset(uar_) +
+                                            prm::kEqDoorbellUpdateCi);
+    std::atomic_ref<uint32_t>(*reg).store(prm::Be32::FromHost(eqn << 24 | (ci & 0xffffff)).raw(),
+                                          std::memory_order_release);
+    sim_->Kick();
+    if (onchip::testing::WaitUntil([&] {
+          return std::atomic_ref<uint32_t>(*reg).load(std::memory_order_acquire) ==
+                 UarWatch::kConsumed32;
+        }))
+      return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "the doorbell was not taken";
   }
 };
 
@@ -214,6 +260,47 @@ TEST_F(EqTest, TeardownRefusesLiveEqsAndForceFreesThem) {
   ASSERT_TRUE(Ok(Exec(prm::CommandIn<prm::init_hca_in>(prm::INIT_HCA), 16)));
   uar_ = AllocUar(0);
   EXPECT_EQ(NewEq(), eqn);
+}
+
+TEST_F(EqTest, CountersFollowEventsAndDoorbellsAndStartOverWithTheNumber) {
+  const uint32_t eqn = NewPortEventEq();
+  sim_->SetLinkUp(false);  // a PORT_CHANGE EQE
+  const auto eqe = WaitEqe(0);
+  ASSERT_TRUE(eqe);
+  EXPECT_EQ(eqe->type, prm::MLX5_EVENT_TYPE_PORT_CHANGE);
+  ASSERT_TRUE(RingUpdateCi(eqn, 1));
+  auto q = QueryEq(eqn);
+  ASSERT_TRUE(Ok(q));
+  EXPECT_EQ(q.get(QEqc::producer_counter), 1u);
+  EXPECT_EQ(q.get(QEqc::consumer_counter), 1u);
+  // The same number again is a new EQ: nothing produced or consumed yet.
+  ASSERT_TRUE(Ok(DestroyEq(eqn)));
+  ASSERT_EQ(NewPortEventEq(), eqn);
+  q = QueryEq(eqn);
+  ASSERT_TRUE(Ok(q));
+  EXPECT_EQ(q.get(QEqc::producer_counter), 0u);
+  EXPECT_EQ(q.get(QEqc::consumer_counter), 0u);
+}
+
+// A consumer index ahead of the EQEs written is a forged or buggy doorbell: taken, it would make
+// the EQ look full and lose every later event. The engine ignores it.
+TEST_F(EqTest, ConsumerIndexAheadOfTheProducerIsIgnored) {
+  const uint32_t eqn = NewPortEventEq();
+  sim_->SetLinkUp(false);  // a PORT_CHANGE EQE
+  ASSERT_TRUE(WaitEqe(0));
+  ASSERT_TRUE(RingUpdateCi(eqn, 5));  // one EQE written: 5 is four ahead
+  auto q = QueryEq(eqn);
+  ASSERT_TRUE(Ok(q));
+  EXPECT_EQ(q.get(QEqc::consumer_counter), 0u);
+  // The next event still arrives.
+  sim_->SetLinkUp(true);
+  const auto eqe = WaitEqe(1);
+  ASSERT_TRUE(eqe);
+  EXPECT_EQ(eqe->type, prm::MLX5_EVENT_TYPE_PORT_CHANGE);
+  EXPECT_EQ(eqe->sub_type, prm::MLX5_PORT_CHANGE_SUBTYPE_ACTIVE);
+  q = QueryEq(eqn);
+  ASSERT_TRUE(Ok(q));
+  EXPECT_EQ(q.get(QEqc::producer_counter), 2u);
 }
 
 TEST_F(EqTest, CommandsNeedAnInitializedHca) {

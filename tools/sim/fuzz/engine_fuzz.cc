@@ -58,6 +58,7 @@ struct Harness {
   std::vector<std::byte> arena_storage = std::vector<std::byte>(kArenaBytes + 4096);
   std::vector<std::byte> pages_storage;
   Contexts contexts;
+  EngineState engine_state;
   Firmware firmware;
   Engine engine;
   uint32_t uar = 0, pd = 0, eqn = 0, srqn = 0;
@@ -71,8 +72,10 @@ struct Harness {
       : bar(std::move(b)),
         pages_storage((config.boot_pages + config.init_pages + 1) * 4096),
         contexts(config, bar.layout()),
-        firmware(contexts, config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
-        engine(ContextsView(contexts), firmware, iommu, bar, config, [] {}, std::chrono::steady_clock::now()) {}
+        firmware(contexts, EngineStateControl(engine_state), config, bar.layout(), bar.Memic(),
+                 bar.SteeringTags(), iommu),
+        engine(ContextsView(contexts), engine_state, MkeyServices(firmware), iommu, bar, config,
+               [] {}, std::chrono::steady_clock::now()) {}
 
   static std::byte* Align(std::vector<std::byte>& v) {
     auto p = reinterpret_cast<uintptr_t>(v.data());

@@ -34,6 +34,7 @@ struct Harness {
   std::vector<std::byte> arena;
   std::vector<std::byte> user_arena;  // mapped for kUserUid
   Contexts contexts;
+  EngineState engine_state;  // no engine runs: the firmware's queries read it as created
   Firmware firmware;
   CommandQueue queue;
   int commands = 0;
@@ -43,7 +44,8 @@ struct Harness {
         arena(kArenaBytes + kPageSlack),
         user_arena(kArenaBytes + kPageSlack),
         contexts(config, bar.layout()),
-        firmware(contexts, config, bar.layout(), bar.Memic(), bar.SteeringTags(), iommu),
+        firmware(contexts, EngineStateControl(engine_state), config, bar.layout(), bar.Memic(),
+                 bar.SteeringTags(), iommu),
         queue(bar, iommu, firmware, config) {}
 
   static constexpr std::size_t kPageSlack = 4096;
