@@ -106,6 +106,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     f->memic_pages = std::make_unique<MemicPages>(f->device->layout().memic_start,
                                                   f->device->layout().memic_size);
     ONCHIP_TRY(f->driver, driver::Open(driver::Locator::Of(*f->device)));
+    // Clients' queues report to the driver's EQ; their events go on to their owners.
+    f->event_routes = std::make_unique<EventRoutes>();
+    if (driver::EventThread* events = f->driver->events())
+      events->SetForwarder([routes = f->event_routes.get()](auto queue, const auto& eqe) {
+        routes->Forward(queue, eqe);
+      });
     s->functions_.push_back(std::move(f));
   }
   if (pipe2(s->stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return Fail(errno, "simd: pipe");
@@ -222,7 +228,9 @@ void Server::Admit(int sock) {
 
 std::size_t Server::served_clients() const {
   std::size_t n = 0;
-  for (const Client& c : clients_) n += c.session->refused() ? 0 : 1;
+  // A finished session serves nobody, though its thread waits to be joined for up to a poll
+  // period (Reap): it does not count against the cap.
+  for (const Client& c : clients_) n += c.session->refused() || c.session->finished() ? 0 : 1;
   return n;
 }
 

@@ -793,8 +793,9 @@ TEST_F(IsolationTest, AConnectionThatSaysNothingIsDropped) {
 TEST_F(IsolationTest, TheConnectionCapRefusesOneMore) {
   StartDaemon({"--max-clients", "2"});
   auto first = driver::Open(daemon_->locator(0));
+  ASSERT_TRUE(first) << first.error().describe();
   auto second = driver::Open(daemon_->locator(1));
-  ASSERT_TRUE(first && second);
+  ASSERT_TRUE(second) << second.error().describe();
   auto third = driver::Open(daemon_->locator(0));
   ASSERT_FALSE(third);
   EXPECT_EQ(third.error().errno_value(), EUSERS) << third.error().describe();
