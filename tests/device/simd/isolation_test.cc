@@ -684,6 +684,81 @@ TEST_F(IsolationTest, SixtyFourClientsOpenAContextOnOneFunctionAtOnce) {
   ExpectServing();
 }
 
+// F9: completion events do not need an interrupt vector per client. Clients' CQs report to the
+// daemon's completion EQ and the daemon forwards each event to its CQ's owner (client_events.h),
+// as the kernel does for user CQs: with more clients than the function has vectors (128), the
+// last ones still get their completion events, and only their own.
+TEST_F(IsolationTest, ClientsBeyondTheInterruptVectorsGetTheirOwnCompletionEvents) {
+  constexpr int kHolders = 140;
+  std::vector<std::shared_ptr<driver::Device>> holders;
+  for (int i = 0; i < kHolders; ++i) {
+    auto d = driver::Open(daemon_->locator(0));
+    ASSERT_TRUE(d) << "client " << i << ": " << d.error().describe();
+    holders.push_back(*d);
+  }
+  Endpoint sender, receiver;
+  ASSERT_TRUE(sender.Open(daemon_->locator(0), 0));
+  ASSERT_TRUE(receiver.Open(daemon_->locator(0), 0));
+  ibv_comp_channel* channel = v::create_comp_channel(sender.device->verbs());
+  ASSERT_NE(channel, nullptr) << strerror(errno);
+  ibv_cq* cq = v::create_cq(sender.device->verbs(), 16, channel, 0);
+  ASSERT_NE(cq, nullptr) << strerror(errno);
+  ibv_qp_init_attr a{};
+  a.send_cq = a.recv_cq = cq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+  a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+  ibv_qp* qp = v::create_qp(sender.pd, &a);
+  ASSERT_NE(qp, nullptr) << strerror(errno);
+  ibv_qp* peer = receiver.Rc();
+  ASSERT_NE(peer, nullptr);
+  ASSERT_TRUE(Connect(qp, peer->qp_num, receiver.gid));
+  ASSERT_TRUE(Connect(peer, qp->qp_num, sender.gid));
+  // A bystander beyond the vectors too, with a CQ of its own on a channel: it gets nothing.
+  ibv_comp_channel* other = v::create_comp_channel(receiver.device->verbs());
+  ASSERT_NE(other, nullptr) << strerror(errno);
+  ibv_cq* other_cq = v::create_cq(receiver.device->verbs(), 16, other, 0);
+  ASSERT_NE(other_cq, nullptr) << strerror(errno);
+  ASSERT_EQ(rings::ReqNotifyCq(other_cq, 0), 0);
+
+  ASSERT_EQ(rings::ReqNotifyCq(cq, 0), 0);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(sender.buf->data), 64, sender.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(receiver.buf->data);
+  wr.wr.rdma.rkey = receiver.mr->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(rings::PostSend(qp, &wr, &bad), 0);
+  ib_uverbs_comp_event_desc event{};
+  const bool got = WaitUntil([&] {
+    return read(channel->fd, &event, sizeof event) == ssize_t(sizeof event);
+  });
+  ASSERT_TRUE(got) << "the completion event never reached a client past the vectors";
+  EXPECT_EQ(event.cq_handle, reinterpret_cast<uint64_t>(cq));
+  const int flags = fcntl(other->fd, F_GETFL);
+  ASSERT_EQ(fcntl(other->fd, F_SETFL, flags | O_NONBLOCK), 0);
+  EXPECT_EQ(read(other->fd, &event, sizeof event), -1) << "a bystander got the event";
+  ibv_wc wc{};
+  EXPECT_EQ(rings::PollCq(cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+
+  EXPECT_EQ(v::destroy_qp(qp), 0);
+  EXPECT_EQ(v::destroy_cq(cq), 0);
+  EXPECT_EQ(v::destroy_cq(other_cq), 0);
+  for (ibv_comp_channel* c : {channel, other}) {
+    close(c->fd);
+    std::free(c);
+  }
+  sender.Close();
+  receiver.Close();
+  for (auto& d : holders) d->Close();
+  holders.clear();
+  ExpectServing();
+}
+
 // F9: one client cannot take every object of a kind or all the device memory: past its quota a
 // creation is refused with EAGAIN (as the rdma cgroup refuses a charge; ibv_alloc_dm then says
 // ENOMEM), while another client
