@@ -127,6 +127,44 @@ class DriverTest : public SimDeviceTest {
   std::size_t baseline_mappings_ = 0;
 };
 
+// A DriverTest with a PD (pd_), allocated once the Context is open and freed before it closes
+// (unless the test closed the Context or freed pd_ and set it to nullptr itself).
+class DriverPdTest : public DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    pd_ = v::alloc_pd(verbs_);
+    ASSERT_NE(pd_, nullptr);
+  }
+  void TearDown() override {
+    if (ctx_ && pd_ != nullptr) {
+      EXPECT_EQ(v::dealloc_pd(pd_), 0);
+    }
+    DriverTest::TearDown();
+  }
+
+  ibv_pd* pd_ = nullptr;
+};
+
+// A DriverPdTest with a CQ of 64 entries (cq_) for its queues, destroyed before the PD.
+class DriverPdCqTest : public DriverPdTest {
+ protected:
+  void SetUp() override {
+    DriverPdTest::SetUp();
+    if (HasFatalFailure()) return;  // no PD
+    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
+    ASSERT_NE(cq_, nullptr);
+  }
+  void TearDown() override {
+    if (ctx_ && cq_ != nullptr) {
+      EXPECT_EQ(v::destroy_cq(cq_), 0) << "destroy_cq(cq_) at TearDown";
+    }
+    DriverPdTest::TearDown();
+  }
+
+  ibv_cq* cq_ = nullptr;
+};
+
 // The mkc fields of a QUERY_MKEY answer.
 inline constexpr auto kQueriedMkc = prm::query_mkey_out::memory_key_mkey_entry;
 

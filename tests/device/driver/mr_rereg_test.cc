@@ -18,22 +18,17 @@ namespace {
 
 constexpr uint32_t kQpn = 0x42;  // the QP a bind WQE names
 
-class MrReregTest : public DriverTest {
+class MrReregTest : public DriverPdTest {
  protected:
   void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
+    DriverPdTest::SetUp();
     buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     ASSERT_NE(buf_, MAP_FAILED);
   }
   void TearDown() override {
-    if (pd_ != nullptr) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
     munmap(buf_, kBufBytes);
-    DriverTest::TearDown();
+    DriverPdTest::TearDown();
   }
   ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
     return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
@@ -49,7 +44,6 @@ class MrReregTest : public DriverTest {
   uint32_t PdnOf(ibv_pd* pd) { return driver::Pd::From(pd)->pdn; }
 
   static constexpr size_t kBufBytes = 64 * 1024;
-  ibv_pd* pd_ = nullptr;
   char* buf_ = nullptr;
 };
 

@@ -17,21 +17,8 @@
 namespace onchip::testing {
 namespace {
 
-class QpTest : public DriverTest {
+class QpTest : public DriverPdCqTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
-    ASSERT_TRUE(pd_ && cq_);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::destroy_cq(cq_), 0);
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
   ibv_qp_init_attr Attr(ibv_qp_type type) {
     ibv_qp_init_attr a{};
     a.send_cq = cq_;
@@ -99,9 +86,6 @@ class QpTest : public DriverTest {
     a.max_rd_atomic = 4;
     return a;
   }
-
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
 };
 
 TEST_F(QpTest, RcCapsAreLibmlx5s) {

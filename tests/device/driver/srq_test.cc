@@ -15,19 +15,8 @@
 namespace onchip::testing {
 namespace {
 
-class SrqTest : public DriverTest {
+class SrqTest : public DriverPdTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
   ibv_srq* Create(uint32_t max_wr, uint32_t max_sge, uint32_t limit = 0) {
     ibv_srq_init_attr a{};
     a.attr.max_wr = max_wr;
@@ -37,7 +26,6 @@ class SrqTest : public DriverTest {
     last_ = a.attr;
     return srq;
   }
-  ibv_pd* pd_ = nullptr;
   ibv_srq_attr last_{};
 };
 
