@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+#include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "driver/cmd/run.h"
@@ -163,6 +165,29 @@ class DriverPdCqTest : public DriverPdTest {
   }
 
   ibv_cq* cq_ = nullptr;
+};
+
+// A DriverPdTest with 64 KiB of anonymous host memory (buf_) to register, and Reg, which
+// registers part of it at its own address as the IOVA.
+class DriverMrTest : public DriverPdTest {
+ protected:
+  void SetUp() override {
+    DriverPdTest::SetUp();
+    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(buf_, MAP_FAILED);
+  }
+  void TearDown() override {
+    munmap(buf_, kBufBytes);
+    DriverPdTest::TearDown();
+  }
+  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
+    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
+                     access);
+  }
+
+  static constexpr size_t kBufBytes = 64 * 1024;
+  char* buf_ = nullptr;
 };
 
 // The mkc fields of a QUERY_MKEY answer.

@@ -3,7 +3,6 @@
 // ibv_reg_mr_iova2, ibv_reg_mr_ex; providers/mlx5/verbs.c mlx5_alloc_mw, mlx5_bind_mw), the mkeys read back with QUERY_MKEY, binds checked by the device's UMR
 // logic, and nothing left on the device.
 #include <sched.h>
-#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,22 +21,8 @@ namespace {
 
 constexpr uint32_t kQpn = 0x42;  // the QP a future send queue would post binds on
 
-class MrMwTest : public DriverPdTest {
+class MrMwTest : public DriverMrTest {
  protected:
-  void SetUp() override {
-    DriverPdTest::SetUp();
-    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(buf_, MAP_FAILED);
-  }
-  void TearDown() override {
-    munmap(buf_, kBufBytes);
-    DriverPdTest::TearDown();
-  }
-  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
-    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
-                     access);
-  }
   uint32_t pdn() { return driver::Pd::From(pd_)->pdn; }
   // The device's UMR logic on a bind WQE the driver built.
   sim::UmrResult Bind(ibv_mw* mw, uint32_t new_rkey, const ibv_mw_bind_info& info) {
@@ -46,9 +31,6 @@ class MrMwTest : public DriverPdTest {
     EXPECT_TRUE(n) << n.error().describe();
     return sim_->firmware().PostUmr({.wqe = std::span(wqe).first(*n), .qpn = kQpn, .pd = pdn()});
   }
-
-  static constexpr size_t kBufBytes = 64 * 1024;
-  char* buf_ = nullptr;
 };
 
 // ---- host MRs ----

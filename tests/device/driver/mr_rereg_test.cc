@@ -1,8 +1,6 @@
 // Re-registration of host MRs (ibv_rereg_mr's provider half) on the software ConnectX: each
 // flag and their combination, the refusals in the kernel's order, device failures that leave the
 // MR as it was, and the old key gone from the device afterwards (QUERY_MKEY refuses it).
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -18,22 +16,8 @@ namespace {
 
 constexpr uint32_t kQpn = 0x42;  // the QP a bind WQE names
 
-class MrReregTest : public DriverPdTest {
+class MrReregTest : public DriverMrTest {
  protected:
-  void SetUp() override {
-    DriverPdTest::SetUp();
-    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(buf_, MAP_FAILED);
-  }
-  void TearDown() override {
-    munmap(buf_, kBufBytes);
-    DriverPdTest::TearDown();
-  }
-  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
-    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
-                     access);
-  }
   // Whether the device still knows the key (QUERY_MKEY of its index).
   bool KeyExists(uint32_t mkey) {
     prm::Message<prm::query_mkey_in> in;
@@ -42,9 +26,6 @@ class MrReregTest : public DriverPdTest {
     return driver::cmd::Run<prm::query_mkey_out>(device().commander(), in).has_value();
   }
   uint32_t PdnOf(ibv_pd* pd) { return driver::Pd::From(pd)->pdn; }
-
-  static constexpr size_t kBufBytes = 64 * 1024;
-  char* buf_ = nullptr;
 };
 
 TEST_F(MrReregTest, ChangeAccessKeepsTheKeysAndChangesTheRights) {
