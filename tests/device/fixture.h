@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "driver/cmd/run.h"
 #include "driver/context.h"
@@ -188,6 +190,33 @@ class DriverMrTest : public DriverPdTest {
 
   static constexpr size_t kBufBytes = 64 * 1024;
   char* buf_ = nullptr;
+};
+
+// A parent-domain allocator that records the resource type (MLX5DV_RES_TYPE_*) of every buffer
+// the driver asks it for and of every one it frees; its buffers are page-aligned at the least.
+struct RecordingAllocator {
+  std::vector<uint64_t> allocs, frees;
+
+  static void* Alloc(ibv_pd*, void* ctx, size_t size, size_t alignment, uint64_t type) {
+    void* p = nullptr;
+    if (posix_memalign(&p, alignment < 4096 ? 4096 : alignment, size) != 0) return nullptr;
+    static_cast<RecordingAllocator*>(ctx)->allocs.push_back(type);
+    return p;
+  }
+  static void Free(ibv_pd*, void* ctx, void* ptr, uint64_t type) {
+    static_cast<RecordingAllocator*>(ctx)->frees.push_back(type);
+    std::free(ptr);
+  }
+  // A parent domain over `pd` whose queue buffers come from this allocator.
+  ibv_pd* ParentDomain(ibv_context* verbs, ibv_pd* pd) {
+    ibv_parent_domain_init_attr attr{};
+    attr.pd = pd;
+    attr.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    attr.alloc = &Alloc;
+    attr.free = &Free;
+    attr.pd_context = this;
+    return v::alloc_parent_domain(verbs, &attr);
+  }
 };
 
 // The mkc fields of a QUERY_MKEY answer.

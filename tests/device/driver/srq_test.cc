@@ -128,26 +128,9 @@ TEST_F(SrqTest, CreateChecks) {
   EXPECT_EQ(sim_->counters().srqs, 0u);
 }
 
-struct Recorder {
-  std::vector<uint64_t> allocs;
-};
-void* RecordingAlloc(ibv_pd*, void* ctx, size_t size, size_t alignment, uint64_t type) {
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment < 4096 ? 4096 : alignment, size) != 0) return nullptr;
-  static_cast<Recorder*>(ctx)->allocs.push_back(type);
-  return p;
-}
-void RecordingFree(ibv_pd*, void*, void* ptr, uint64_t) { std::free(ptr); }
-
 TEST_F(SrqTest, ParentDomainAllocatorSeesTheSrqAndDbrTypes) {
-  Recorder r;
-  ibv_parent_domain_init_attr pattr{};
-  pattr.pd = pd_;
-  pattr.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
-  pattr.alloc = RecordingAlloc;
-  pattr.free = RecordingFree;
-  pattr.pd_context = &r;
-  ibv_pd* pad = v::alloc_parent_domain(verbs_, &pattr);
+  RecordingAllocator r;
+  ibv_pd* pad = r.ParentDomain(verbs_, pd_);
   ASSERT_NE(pad, nullptr);
   ibv_srq_init_attr a{};
   a.attr.max_wr = 8;
