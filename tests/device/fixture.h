@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+#include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "driver/cmd/run.h"
 #include "driver/context.h"
@@ -125,6 +129,94 @@ class DriverTest : public SimDeviceTest {
   std::unique_ptr<Context> ctx_;
   ibv_context* verbs_ = nullptr;
   std::size_t baseline_mappings_ = 0;
+};
+
+// A DriverTest with a PD (pd_), allocated once the Context is open and freed before it closes
+// (unless the test closed the Context or freed pd_ and set it to nullptr itself).
+class DriverPdTest : public DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    pd_ = v::alloc_pd(verbs_);
+    ASSERT_NE(pd_, nullptr);
+  }
+  void TearDown() override {
+    if (ctx_ && pd_ != nullptr) {
+      EXPECT_EQ(v::dealloc_pd(pd_), 0);
+    }
+    DriverTest::TearDown();
+  }
+
+  ibv_pd* pd_ = nullptr;
+};
+
+// A DriverPdTest with a CQ of 64 entries (cq_) for its queues, destroyed before the PD.
+class DriverPdCqTest : public DriverPdTest {
+ protected:
+  void SetUp() override {
+    DriverPdTest::SetUp();
+    if (HasFatalFailure()) return;  // no PD
+    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
+    ASSERT_NE(cq_, nullptr);
+  }
+  void TearDown() override {
+    if (ctx_ && cq_ != nullptr) {
+      EXPECT_EQ(v::destroy_cq(cq_), 0) << "destroy_cq(cq_) at TearDown";
+    }
+    DriverPdTest::TearDown();
+  }
+
+  ibv_cq* cq_ = nullptr;
+};
+
+// A DriverPdTest with 64 KiB of anonymous host memory (buf_) to register, and Reg, which
+// registers part of it at its own address as the IOVA.
+class DriverMrTest : public DriverPdTest {
+ protected:
+  void SetUp() override {
+    DriverPdTest::SetUp();
+    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(buf_, MAP_FAILED);
+  }
+  void TearDown() override {
+    munmap(buf_, kBufBytes);
+    DriverPdTest::TearDown();
+  }
+  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
+    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
+                     access);
+  }
+
+  static constexpr size_t kBufBytes = 64 * 1024;
+  char* buf_ = nullptr;
+};
+
+// A parent-domain allocator that records the resource type (MLX5DV_RES_TYPE_*) of every buffer
+// the driver asks it for and of every one it frees; its buffers are page-aligned at the least.
+struct RecordingAllocator {
+  std::vector<uint64_t> allocs, frees;
+
+  static void* Alloc(ibv_pd*, void* ctx, size_t size, size_t alignment, uint64_t type) {
+    void* p = nullptr;
+    if (posix_memalign(&p, alignment < 4096 ? 4096 : alignment, size) != 0) return nullptr;
+    static_cast<RecordingAllocator*>(ctx)->allocs.push_back(type);
+    return p;
+  }
+  static void Free(ibv_pd*, void* ctx, void* ptr, uint64_t type) {
+    static_cast<RecordingAllocator*>(ctx)->frees.push_back(type);
+    std::free(ptr);
+  }
+  // A parent domain over `pd` whose queue buffers come from this allocator.
+  ibv_pd* ParentDomain(ibv_context* verbs, ibv_pd* pd) {
+    ibv_parent_domain_init_attr attr{};
+    attr.pd = pd;
+    attr.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    attr.alloc = &Alloc;
+    attr.free = &Free;
+    attr.pd_context = this;
+    return v::alloc_parent_domain(verbs, &attr);
+  }
 };
 
 // The mkc fields of a QUERY_MKEY answer.

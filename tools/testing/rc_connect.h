@@ -1,6 +1,6 @@
 // An RC QP taken RESET -> INIT -> RTR -> RTS towards a peer QP, through the driver's verbs calls,
 // with the attributes each transition requires: what every test that moves bytes between two RC
-// QPs does first. RoCE needs a GRH, so the path names the peer's GID and the local GID index; on
+// QPs does first (and, with XRC's masks, between an XRC initiator and target). RoCE needs a GRH, so the path names the peer's GID and the local GID index; on
 // an InfiniBand port a path may instead name the peer's LID alone (global false).
 #pragma once
 
@@ -32,15 +32,12 @@ struct RcConnectResult {
   std::string describe() const { return std::string(transition) + ": errno " + std::to_string(err); }
 };
 
-inline RcConnectResult ConnectRc(ibv_qp* qp, uint32_t dest_qpn, const RcPath& path) {
-  namespace v = driver::verbs;
+// The pieces ConnectRc and ConnectXrc share.
+namespace rc_detail {
+
+// The RTR attributes towards `dest_qpn` on `path` (RC's, which XRC shares).
+inline ibv_qp_attr RtrAttr(uint32_t dest_qpn, const RcPath& path) {
   ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = path.access;
-  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return {e, "to INIT"};
-  a = {};
   a.qp_state = IBV_QPS_RTR;
   a.path_mtu = path.mtu;
   a.dest_qp_num = dest_qpn;
@@ -55,20 +52,61 @@ inline RcConnectResult ConnectRc(ibv_qp* qp, uint32_t dest_qpn, const RcPath& pa
     a.ah_attr.grh.sgid_index = path.sgid_index;
     a.ah_attr.grh.hop_limit = 64;
   }
-  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return {e, "to RTR"};
-  a = {};
+  return a;
+}
+
+// The RTS attributes on `path`.
+inline ibv_qp_attr RtsAttr(const RcPath& path) {
+  ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTS;
   a.timeout = 14;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.sq_psn = path.sq_psn;
   a.max_rd_atomic = path.rd_atomic;
-  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    return {e, "to RTS"};
+  return a;
+}
+
+// The three transitions with the masks given for RTR and RTS (INIT's is the same for RC and XRC).
+inline RcConnectResult ConnectWithMasks(ibv_qp* qp, uint32_t dest_qpn, const RcPath& path,
+                                        int rtr_mask, int rts_mask) {
+  namespace v = driver::verbs;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = path.access;
+  if (int e = v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    return {e, "to INIT"};
+  a = RtrAttr(dest_qpn, path);
+  if (int e = v::modify_qp(qp, &a, rtr_mask)) return {e, "to RTR"};
+  a = RtsAttr(path);
+  if (int e = v::modify_qp(qp, &a, rts_mask)) return {e, "to RTS"};
   return {};
+}
+
+inline constexpr int kRtrPathMask =
+    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+inline constexpr int kRtrResponderMask = IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+inline constexpr int kRtsTimeoutMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+inline constexpr int kRtsRequesterMask = IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+}  // namespace rc_detail
+
+inline RcConnectResult ConnectRc(ibv_qp* qp, uint32_t dest_qpn, const RcPath& path) {
+  using namespace rc_detail;  // NOLINT: the masks
+  return ConnectWithMasks(qp, dest_qpn, path, kRtrPathMask | kRtrResponderMask,
+                          kRtsTimeoutMask | kRtsRequesterMask);
+}
+
+// An XRC QP to RTS with the kernel's XRC masks: the target (XRC_TGT, `target`) takes RC's RTR
+// attributes and only the timeout at RTS, and path.access; the initiator (XRC_INI) RC's RTS
+// attributes, no responder resources at RTR, and no access flags.
+inline RcConnectResult ConnectXrc(ibv_qp* qp, uint32_t dest_qpn, bool target, const RcPath& path) {
+  using namespace rc_detail;  // NOLINT: the masks
+  RcPath xrc = path;
+  if (!target) xrc.access = 0;
+  return ConnectWithMasks(qp, dest_qpn, xrc, kRtrPathMask | (target ? kRtrResponderMask : 0),
+                          kRtsTimeoutMask | (target ? 0 : kRtsRequesterMask));
 }
 
 }  // namespace onchip::testing

@@ -14,19 +14,8 @@
 namespace onchip::testing {
 namespace {
 
-class AhTest : public DriverTest {
+class AhTest : public DriverPdTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
   static ibv_ah_attr Global() {
     ibv_ah_attr a{};
     a.is_global = 1;
@@ -42,7 +31,6 @@ class AhTest : public DriverTest {
     std::memcpy(a.grh.dgid.raw, gid, 16);
     return a;
   }
-  ibv_pd* pd_ = nullptr;
 };
 
 TEST_F(AhTest, TheAddressVector) {

@@ -3,7 +3,6 @@
 // ibv_reg_mr_iova2, ibv_reg_mr_ex; providers/mlx5/verbs.c mlx5_alloc_mw, mlx5_bind_mw), the mkeys read back with QUERY_MKEY, binds checked by the device's UMR
 // logic, and nothing left on the device.
 #include <sched.h>
-#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,27 +21,8 @@ namespace {
 
 constexpr uint32_t kQpn = 0x42;  // the QP a future send queue would post binds on
 
-class MrMwTest : public DriverTest {
+class MrMwTest : public DriverMrTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(buf_, MAP_FAILED);
-  }
-  void TearDown() override {
-    if (pd_ != nullptr) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    munmap(buf_, kBufBytes);
-    DriverTest::TearDown();
-  }
-  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
-    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
-                     access);
-  }
   uint32_t pdn() { return driver::Pd::From(pd_)->pdn; }
   // The device's UMR logic on a bind WQE the driver built.
   sim::UmrResult Bind(ibv_mw* mw, uint32_t new_rkey, const ibv_mw_bind_info& info) {
@@ -51,10 +31,6 @@ class MrMwTest : public DriverTest {
     EXPECT_TRUE(n) << n.error().describe();
     return sim_->firmware().PostUmr({.wqe = std::span(wqe).first(*n), .qpn = kQpn, .pd = pdn()});
   }
-
-  static constexpr size_t kBufBytes = 64 * 1024;
-  ibv_pd* pd_ = nullptr;
-  char* buf_ = nullptr;
 };
 
 // ---- host MRs ----

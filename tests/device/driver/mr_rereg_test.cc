@@ -1,8 +1,6 @@
 // Re-registration of host MRs (ibv_rereg_mr's provider half) on the software ConnectX: each
 // flag and their combination, the refusals in the kernel's order, device failures that leave the
 // MR as it was, and the old key gone from the device afterwards (QUERY_MKEY refuses it).
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -18,27 +16,8 @@ namespace {
 
 constexpr uint32_t kQpn = 0x42;  // the QP a bind WQE names
 
-class MrReregTest : public DriverTest {
+class MrReregTest : public DriverMrTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-    buf_ = static_cast<char*>(mmap(nullptr, kBufBytes, PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(buf_, MAP_FAILED);
-  }
-  void TearDown() override {
-    if (pd_ != nullptr) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    munmap(buf_, kBufBytes);
-    DriverTest::TearDown();
-  }
-  ibv_mr* Reg(size_t offset, size_t length, unsigned access) {
-    return v::reg_mr(pd_, buf_ + offset, length, reinterpret_cast<uintptr_t>(buf_ + offset),
-                     access);
-  }
   // Whether the device still knows the key (QUERY_MKEY of its index).
   bool KeyExists(uint32_t mkey) {
     prm::Message<prm::query_mkey_in> in;
@@ -47,10 +26,6 @@ class MrReregTest : public DriverTest {
     return driver::cmd::Run<prm::query_mkey_out>(device().commander(), in).has_value();
   }
   uint32_t PdnOf(ibv_pd* pd) { return driver::Pd::From(pd)->pdn; }
-
-  static constexpr size_t kBufBytes = 64 * 1024;
-  ibv_pd* pd_ = nullptr;
-  char* buf_ = nullptr;
 };
 
 TEST_F(MrReregTest, ChangeAccessKeepsTheKeysAndChangesTheRights) {

@@ -17,21 +17,8 @@
 namespace onchip::testing {
 namespace {
 
-class QpTest : public DriverTest {
+class QpTest : public DriverPdCqTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
-    ASSERT_TRUE(pd_ && cq_);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::destroy_cq(cq_), 0);
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
   ibv_qp_init_attr Attr(ibv_qp_type type) {
     ibv_qp_init_attr a{};
     a.send_cq = cq_;
@@ -99,9 +86,6 @@ class QpTest : public DriverTest {
     a.max_rd_atomic = 4;
     return a;
   }
-
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
 };
 
 TEST_F(QpTest, RcCapsAreLibmlx5s) {
@@ -463,29 +447,9 @@ TEST_F(QpTest, ThreadDomainQpIsLockFree) {
   EXPECT_EQ(v::dealloc_td(td), 0);
 }
 
-struct Recorder {
-  std::vector<uint64_t> allocs, frees;
-};
-void* RecordingAlloc(ibv_pd*, void* ctx, size_t size, size_t alignment, uint64_t type) {
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment < 4096 ? 4096 : alignment, size) != 0) return nullptr;
-  static_cast<Recorder*>(ctx)->allocs.push_back(type);
-  return p;
-}
-void RecordingFree(ibv_pd*, void* ctx, void* ptr, uint64_t type) {
-  static_cast<Recorder*>(ctx)->frees.push_back(type);
-  std::free(ptr);
-}
-
 TEST_F(QpTest, ParentDomainAllocatorSeesTheQpAndDbrTypes) {
-  Recorder r;
-  ibv_parent_domain_init_attr pattr{};
-  pattr.pd = pd_;
-  pattr.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
-  pattr.alloc = RecordingAlloc;
-  pattr.free = RecordingFree;
-  pattr.pd_context = &r;
-  ibv_pd* pad = v::alloc_parent_domain(verbs_, &pattr);
+  RecordingAllocator r;
+  ibv_pd* pad = r.ParentDomain(verbs_, pd_);
   ASSERT_NE(pad, nullptr);
   ibv_qp_init_attr a = Attr(IBV_QPT_RC);
   ibv_qp* qp = v::create_qp(pad, &a);

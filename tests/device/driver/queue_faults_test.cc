@@ -50,20 +50,8 @@ std::string Describe(const Held& h) {
          std::to_string(h.dma_mappings);
 }
 
-class QueueFaults : public DriverTest {
+class QueueFaults : public DriverPdTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
-
   Held Now() const { return {sim_->counters(), sim_->dma_mappings()}; }
   void Inject(uint16_t opcode, CommandStatus status = CommandStatus::INT_ERR) {
     sim_->InjectFailure({.count = 1, .opcode = opcode, .status = status, .syndrome = kSyndrome});
@@ -153,8 +141,6 @@ class QueueFaults : public DriverTest {
     EXPECT_EQ(v::query_qp(qp, &a, IBV_QP_STATE, &init), 0);
     return a.qp_state;
   }
-
-  ibv_pd* pd_ = nullptr;
 };
 
 // ---- creation: the errno the status maps to, and nothing held afterwards ----

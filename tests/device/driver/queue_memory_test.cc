@@ -21,24 +21,14 @@ namespace {
 using driver::QueueBuffer;
 constexpr uint64_t kMiB2 = uint64_t{2} << 20;
 
-class QueueMemoryTest : public DriverTest {
+class QueueMemoryTest : public DriverPdTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-  }
-  void TearDown() override {
-    EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    DriverTest::TearDown();
-  }
   // True when a device write of `bytes` at `iova` shows up at `host`.
   bool DeviceWriteLands(uint64_t iova, void* host) {
     const std::byte bytes[8] = {std::byte{0xd1}, std::byte{2}, std::byte{3}, std::byte{4},
                                 std::byte{5},    std::byte{6}, std::byte{7}, std::byte{0xd8}};
     return sim_->iommu().Write(iova, bytes) && std::memcmp(host, bytes, sizeof bytes) == 0;
   }
-  ibv_pd* pd_ = nullptr;
 };
 
 TEST_F(QueueMemoryTest, DefaultBuffersShareOneMappedRegion) {

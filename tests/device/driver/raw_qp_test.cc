@@ -14,21 +14,8 @@
 namespace onchip::testing {
 namespace {
 
-class RawQpTest : public DriverTest {
+class RawQpTest : public DriverPdCqTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    cq_ = v::create_cq(verbs_, 64, nullptr, 0);
-    ASSERT_TRUE(pd_ && cq_);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::destroy_cq(cq_), 0);
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
   ibv_qp_init_attr Attr(uint32_t send_wr = 16, uint32_t recv_wr = 16) {
     ibv_qp_init_attr a{};
     a.send_cq = cq_;
@@ -59,9 +46,6 @@ class RawQpTest : public DriverTest {
     auto it = c.by_opcode.find(opcode);
     return it == c.by_opcode.end() ? 0 : it->second;
   }
-
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
 };
 
 TEST_F(RawQpTest, CreateBuildsTheObjectsAndReportsTheSqNumber) {

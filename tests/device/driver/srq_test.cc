@@ -15,19 +15,8 @@
 namespace onchip::testing {
 namespace {
 
-class SrqTest : public DriverTest {
+class SrqTest : public DriverPdTest {
  protected:
-  void SetUp() override {
-    DriverTest::SetUp();
-    pd_ = v::alloc_pd(verbs_);
-    ASSERT_NE(pd_, nullptr);
-  }
-  void TearDown() override {
-    if (ctx_) {
-      EXPECT_EQ(v::dealloc_pd(pd_), 0);
-    }
-    DriverTest::TearDown();
-  }
   ibv_srq* Create(uint32_t max_wr, uint32_t max_sge, uint32_t limit = 0) {
     ibv_srq_init_attr a{};
     a.attr.max_wr = max_wr;
@@ -37,7 +26,6 @@ class SrqTest : public DriverTest {
     last_ = a.attr;
     return srq;
   }
-  ibv_pd* pd_ = nullptr;
   ibv_srq_attr last_{};
 };
 
@@ -140,26 +128,9 @@ TEST_F(SrqTest, CreateChecks) {
   EXPECT_EQ(sim_->counters().srqs, 0u);
 }
 
-struct Recorder {
-  std::vector<uint64_t> allocs;
-};
-void* RecordingAlloc(ibv_pd*, void* ctx, size_t size, size_t alignment, uint64_t type) {
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment < 4096 ? 4096 : alignment, size) != 0) return nullptr;
-  static_cast<Recorder*>(ctx)->allocs.push_back(type);
-  return p;
-}
-void RecordingFree(ibv_pd*, void*, void* ptr, uint64_t) { std::free(ptr); }
-
 TEST_F(SrqTest, ParentDomainAllocatorSeesTheSrqAndDbrTypes) {
-  Recorder r;
-  ibv_parent_domain_init_attr pattr{};
-  pattr.pd = pd_;
-  pattr.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
-  pattr.alloc = RecordingAlloc;
-  pattr.free = RecordingFree;
-  pattr.pd_context = &r;
-  ibv_pd* pad = v::alloc_parent_domain(verbs_, &pattr);
+  RecordingAllocator r;
+  ibv_pd* pad = r.ParentDomain(verbs_, pd_);
   ASSERT_NE(pad, nullptr);
   ibv_srq_init_attr a{};
   a.attr.max_wr = 8;

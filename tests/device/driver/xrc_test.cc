@@ -22,6 +22,7 @@
 #include "tests/device/loopback_fixture.h"
 #include "tests/device/work_requests.h"
 #include "tools/sim/wire.h"
+#include "tools/testing/rc_connect.h"
 
 namespace onchip::testing {
 namespace {
@@ -97,42 +98,16 @@ class XrcTest : public LoopbackTest {
     if (qp) qps_.push_back(qp);
     return qp;
   }
-  // The kernel's XRC masks: the send side takes RC's RTS set but no responder resources at RTR;
-  // the receive side RC's RTR set and only the timeout at RTS.
+  // The kernel's XRC masks (ConnectXrc): the send side takes RC's RTS set but no responder
+  // resources at RTR; the receive side RC's RTR set and only the timeout at RTS.
   void Connect(ibv_qp* qp, uint32_t dest, bool receive_side) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = receive_side ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                           IBV_ACCESS_REMOTE_ATOMIC
-                                     : 0;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                       IBV_QP_ACCESS_FLAGS), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = dest;
-    a.rq_psn = 0x100;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = gid_;
-    a.ah_attr.grh.sgid_index = 2;
-    a.ah_attr.grh.hop_limit = 64;
-    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-    if (receive_side) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    ASSERT_EQ(v::modify_qp(qp, &a, mask), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0x100;
-    a.max_rd_atomic = 1;
-    mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
-    if (!receive_side) mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-    ASSERT_EQ(v::modify_qp(qp, &a, mask), 0);
+    const RcPath path{.dgid = gid_,
+                      .sq_psn = 0x100,
+                      .rq_psn = 0x100,
+                      .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                IBV_ACCESS_REMOTE_ATOMIC};
+    const RcConnectResult r = ConnectXrc(qp, dest, receive_side, path);
+    ASSERT_TRUE(r) << r.describe();
   }
   // A connected pair: `send` -> `recv` (and back, as pyverbs connects them).
   void Pair(ibv_qp** send, ibv_qp** recv, uint64_t send_ops = 0) {

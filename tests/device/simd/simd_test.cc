@@ -268,36 +268,12 @@ TEST_F(SimdTest, XrcThroughTheDaemonAndAKilledXrcClientLeavesNothing) {
   ibv_qp *recv = nullptr, *send = nullptr;
   ASSERT_TRUE(XrcObjects(self, &xrcd, &srq, &recv, &send)) << strerror(errno);
   // The receive side takes RC's masks but for the requester's; the send side RC's without
-  // responder resources at RTR (the kernel's XRC_TGT / XRC_INI rows).
+  // responder resources at RTR (the kernel's XRC_TGT / XRC_INI rows: ConnectXrc).
+  const RcPath path{.dgid = self.gid, .access = 0};
   for (ibv_qp* qp : {recv, send}) {
     const bool r = qp == recv;
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    ASSERT_EQ(v::modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = r ? send->qp_num : recv->qp_num;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = self.gid;
-    a.ah_attr.grh.sgid_index = 2;
-    a.ah_attr.grh.hop_limit = 64;
-    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-    if (r) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    ASSERT_EQ(v::modify_qp(qp, &a, mask), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
-    if (!r) mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-    ASSERT_EQ(v::modify_qp(qp, &a, mask), 0);
+    const RcConnectResult connected = ConnectXrc(qp, r ? send->qp_num : recv->qp_num, r, path);
+    ASSERT_TRUE(connected) << connected.describe();
   }
   uint32_t srqn = 0;
   ASSERT_EQ(v::get_srq_num(srq, &srqn), 0);

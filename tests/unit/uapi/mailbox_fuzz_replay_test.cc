@@ -2,43 +2,32 @@
 // (the harness aborts on a violation), and pins what each seed exercises.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "tools/fuzz/corpus.h"
 #include "uapi/cmdq/fuzz/mailbox_fuzz.h"
 
 namespace onchip::cmdq {
 namespace {
 
-namespace fs = std::filesystem;
+using ::onchip::fuzz::CorpusDir;
+using ::onchip::fuzz::ReadCorpus;
 using prm::DeliveryStatus;
 
-fs::path CorpusDir() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  fs::path root = srcdir && workspace ? fs::path(srcdir) / workspace : fs::current_path();
-  return root / "uapi/cmdq/fuzz/corpus";
-}
+constexpr char kCorpus[] = "uapi/cmdq/fuzz/corpus";
 
 std::map<std::string, FuzzOutcome> ReplayAll() {
   std::map<std::string, FuzzOutcome> got;
-  for (const auto& f : fs::directory_iterator(CorpusDir())) {
-    std::ifstream in(f.path(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    got[f.path().filename().string()] =
-        FuzzMailbox(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  }
+  for (const auto& input : ReadCorpus(CorpusDir(kCorpus)))
+    got[input.name] = FuzzMailbox(input.bytes.data(), input.bytes.size());
   return got;
 }
 
 TEST(MailboxFuzzReplay, SeedsTakeTheirIntendedPaths) {
   const auto got = ReplayAll();
-  ASSERT_GE(got.size(), 9u) << "corpus missing under " << CorpusDir();
+  ASSERT_GE(got.size(), 9u) << "corpus missing under " << CorpusDir(kCorpus);
   struct Want {
     DeliveryStatus read;
     DeliveryStatus write;

@@ -3,37 +3,26 @@
 // the seeds reach the engine (WQEs executed, CQEs written, QPs sent to error).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "tools/fuzz/corpus.h"
 #include "tools/sim/fuzz/engine_fuzz.h"
 
 namespace onchip::sim::fuzz {
 namespace {
 
-namespace fs = std::filesystem;
+using ::onchip::fuzz::CorpusDir;
+using ::onchip::fuzz::ReadCorpus;
 
-fs::path CorpusDir() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  fs::path root = srcdir && workspace ? fs::path(srcdir) / workspace : fs::current_path();
-  return root / "tools/sim/fuzz/engine_corpus";
-}
+constexpr char kCorpus[] = "tools/sim/fuzz/engine_corpus";
 
 TEST(EngineFuzzReplay, SeedsReachTheEngine) {
   std::map<std::string, EngineFuzzResult> got;
-  for (const auto& f : fs::directory_iterator(CorpusDir())) {
-    std::ifstream in(f.path(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    got[f.path().filename().string()] =
-        FuzzEngine(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  }
-  ASSERT_GE(got.size(), 3u) << "corpus missing under " << CorpusDir();
+  for (const auto& input : ReadCorpus(CorpusDir(kCorpus)))
+    got[input.name] = FuzzEngine(input.bytes.data(), input.bytes.size());
+  ASSERT_GE(got.size(), 3u) << "corpus missing under " << CorpusDir(kCorpus);
   // A well-formed NOP with a CQE request on the RC QP: one CQE, nobody in error.
   EXPECT_EQ(got.at("nop").wqes, 1);
   EXPECT_EQ(got.at("nop").cqes, 1);
@@ -57,14 +46,12 @@ TEST(EngineFuzzReplay, ProcessMemoryGivesTheSameResults) {
   const EngineFuzzOptions pointer_memory{HostMemory::kPointer, /*quiet_timers=*/true};
   const EngineFuzzOptions process_memory{HostMemory::kProcess, /*quiet_timers=*/true};
   int compared = 0;
-  for (const auto& f : fs::directory_iterator(CorpusDir())) {
-    std::ifstream in(f.path(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-    const EngineFuzzResult pointer = FuzzEngine(p, bytes.size(), pointer_memory);
-    const EngineFuzzResult process = FuzzEngine(p, bytes.size(), process_memory);
+  for (const auto& input : ReadCorpus(CorpusDir(kCorpus))) {
+    const auto& bytes = input.bytes;
+    const EngineFuzzResult pointer = FuzzEngine(bytes.data(), bytes.size(), pointer_memory);
+    const EngineFuzzResult process = FuzzEngine(bytes.data(), bytes.size(), process_memory);
     EXPECT_TRUE(Same(pointer, process))
-        << f.path().filename() << ": pointer " << pointer.wqes << "/" << pointer.cqes << "/"
+        << input.name << ": pointer " << pointer.wqes << "/" << pointer.cqes << "/"
         << pointer.errors << ", process " << process.wqes << "/" << process.cqes << "/"
         << process.errors;
     compared += pointer.cqes > 0;

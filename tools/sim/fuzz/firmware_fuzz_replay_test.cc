@@ -4,38 +4,27 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "tools/fuzz/corpus.h"
 #include "tools/sim/fuzz/firmware_fuzz.h"
 
 namespace onchip::sim::fuzz {
 namespace {
 
-namespace fs = std::filesystem;
+using ::onchip::fuzz::CorpusDir;
+using ::onchip::fuzz::ReadCorpus;
 
-fs::path CorpusDir() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  fs::path root = srcdir && workspace ? fs::path(srcdir) / workspace : fs::current_path();
-  return root / "tools/sim/fuzz/corpus";
-}
+constexpr char kCorpus[] = "tools/sim/fuzz/corpus";
 
 TEST(FirmwareFuzzReplay, SeedsReachTheFirmwareAndKeepItConsistent) {
   std::map<std::string, FuzzResult> got;
-  for (const auto& f : fs::directory_iterator(CorpusDir())) {
-    std::ifstream in(f.path(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // FuzzFirmware aborts on a broken invariant.
-    got[f.path().filename().string()] =
-        FuzzFirmware(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  }
-  ASSERT_GE(got.size(), 4u) << "corpus missing under " << CorpusDir();
+  // FuzzFirmware aborts on a broken invariant.
+  for (const auto& input : ReadCorpus(CorpusDir(kCorpus)))
+    got[input.name] = FuzzFirmware(input.bytes.data(), input.bytes.size());
+  ASSERT_GE(got.size(), 4u) << "corpus missing under " << CorpusDir(kCorpus);
   EXPECT_EQ(got.at("cmdq_bringup").completed, 4);
   EXPECT_EQ(got.at("cmdq_bringup").commands, 4);
   EXPECT_EQ(got.at("cmdq_resources").completed, 5);

@@ -6,30 +6,23 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tools/fuzz/corpus.h"
 #include "tools/simd/fuzz/protocol_fuzz.h"
 #include "uapi/simd_protocol.h"
 
 namespace onchip::simd::fuzz {
 namespace {
 
-namespace fs = std::filesystem;
+using ::onchip::fuzz::CorpusDir;
+using ::onchip::fuzz::ReadCorpus;
 
-fs::path CorpusDir() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  fs::path root = srcdir && workspace ? fs::path(srcdir) / workspace : fs::current_path();
-  return root / "tools/simd/fuzz/corpus";
-}
+constexpr char kCorpus[] = "tools/simd/fuzz/corpus";
 
 // The functions' object counters as the status reports them, without the command count (which
 // grows with every input) and the clients (which come and go).
@@ -61,17 +54,14 @@ TEST(ProtocolFuzzReplay, EveryInputEndsClosedAndLeavesNothingBehind) {
   const std::string before = StatusWhenIdle();
   ASSERT_FALSE(before.empty()) << "the daemon does not answer a status request";
   std::map<std::string, ProtocolFuzzResult> got;
-  for (const auto& f : fs::directory_iterator(CorpusDir())) {
-    std::ifstream in(f.path(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& input : ReadCorpus(CorpusDir(kCorpus))) {
     // FuzzProtocol aborts if the daemon neither answers nor closes.
-    got[f.path().filename().string()] =
-        FuzzProtocol(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    got[input.name] = FuzzProtocol(input.bytes.data(), input.bytes.size());
     const std::string after = StatusWhenIdle();
-    ASSERT_TRUE(NoClients(after)) << f.path().filename() << " left a client: " << after;
-    EXPECT_EQ(Objects(after), Objects(before)) << f.path().filename() << " left objects behind";
+    ASSERT_TRUE(NoClients(after)) << input.name << " left a client: " << after;
+    EXPECT_EQ(Objects(after), Objects(before)) << input.name << " left objects behind";
   }
-  ASSERT_GE(got.size(), 8u) << "corpus missing under " << CorpusDir();
+  ASSERT_GE(got.size(), 8u) << "corpus missing under " << CorpusDir(kCorpus);
   for (const auto& [name, r] : got) EXPECT_TRUE(r.closed_by_daemon) << name;
   EXPECT_GE(got.at("status").replies, 1u);
   EXPECT_GE(got.at("hello_alloc_pd").replies, 1u);
@@ -82,16 +72,14 @@ TEST(ProtocolFuzzReplay, EveryInputEndsClosedAndLeavesNothingBehind) {
 // Every frame header in a seed speaks the protocol's current version (a seed of an older one
 // only reaches the version check); "garbage" is the one seed that is not frames.
 TEST(ProtocolFuzzReplay, SeedsSpeakTheCurrentVersion) {
-  for (const auto& f : fs::directory_iterator(CorpusDir())) {
-    if (f.path().filename() == "garbage") continue;
-    std::ifstream in(f.path(), std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& input : ReadCorpus(CorpusDir(kCorpus))) {
+    if (input.name == "garbage") continue;
     std::size_t pos = 2;  // the fd choice and the split (protocol_fuzz.h)
-    while (pos + sizeof(FrameHeader) <= bytes.size()) {
+    while (pos + sizeof(FrameHeader) <= input.bytes.size()) {
       FrameHeader h;
-      std::memcpy(&h, bytes.data() + pos, sizeof(h));
+      std::memcpy(&h, input.bytes.data() + pos, sizeof(h));
       if (h.magic != kMagic) break;
-      EXPECT_EQ(h.version, kVersion) << f.path().filename() << " at byte " << pos;
+      EXPECT_EQ(h.version, kVersion) << input.name << " at byte " << pos;
       pos += sizeof(h) + h.length;
     }
   }
