@@ -40,6 +40,7 @@ int CommandQueue::Poll(std::chrono::steady_clock::time_point now) {
   // the queue page, and the device must not be looking at it then.
   if (cmdq != 0 && scan && (rung != 0 || firmware_.state() != HcaState::kDisabled)) {
     last_scan_ = now;
+    uint32_t seen = 0;
     Iommu::Access access(iommu_);
     for (uint32_t slot = 0; slot < slots_; ++slot) {
       const uint64_t addr = cmdq + uint64_t{slot} * stride_;
@@ -48,10 +49,17 @@ int CommandQueue::Poll(std::chrono::steady_clock::time_point now) {
       if (!e && access.Read(addr, copy)) e = copy.data();
       if (!e) continue;
       if (cmdq::DeviceOwns(cmdq::ConstEntry(e, cmdq::kEntryBytes))) {
-        rung |= 1u << slot;
+        seen |= 1u << slot;
         ++owned;
       }
     }
+    // An owned slot without its ring runs only once a second scan finds it still owned and
+    // unrung: its ring was lost. One found the first time may have its ring on the way, and a
+    // command run before its ring lands leaves that ring to be taken later, by when the driver
+    // may have freed the queue (the last command, DISABLE_HCA).
+    const uint32_t lost = seen & ~rung & unrung_owned_;
+    unrung_owned_ = seen & ~rung;
+    rung |= lost;
   }
   if (owned > 0) {
     std::lock_guard lock(mutex_);

@@ -6,11 +6,12 @@
 // command on the firmware, writes the output and completes the entry (ownership cleared last).
 //
 // Shared memory cannot latch doorbell writes the way a register does: two rings written between
-// two polls leave only the last value. So when any ring arrived, Poll() also runs every slot whose
-// ownership bit is set (the driver sets it last, after the entry is complete), which is what a
-// rung slot looks like. Without a ring it looks at the slots only every kOwnershipScanPeriod: a
-// ring is never lost to zero, so that look is a safety net, and the busy engine's passes do not
-// pay for reading every slot each time.
+// two polls leave only the last value. So when any ring arrived, and every kOwnershipScanPeriod
+// without one, Poll() also looks at every slot's ownership bit (the driver sets it last, after
+// the entry is complete), which is what a rung slot looks like, and runs a slot found owned and
+// unrung by two looks in a row: its ring was lost, not still on its way (a command run ahead of
+// its ring would have that ring taken later, after the driver may have freed the queue). The
+// periodic look is a safety net: the busy engine's passes do not pay for reading every slot.
 //
 // The queue's address is latched: Poll() reads cmdq_phy_addr from the init segment only while the
 // function is disabled (before ENABLE_HCA succeeds, and again after DISABLE_HCA) or while no
@@ -72,6 +73,7 @@ class CommandQueue {
   const uint32_t stride_;
   std::chrono::steady_clock::time_point last_scan_{};  // Poll's thread only
   uint64_t latched_cmdq_ = 0;                          // Poll's thread only
+  uint32_t unrung_owned_ = 0;  // slots the last look found owned without a ring (Poll's thread)
 
   mutable std::mutex mutex_;  // guards the stall state and counters
   bool stall_armed_ = false;
