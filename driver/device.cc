@@ -8,7 +8,6 @@
 #include "uapi/prm/caps.h"
 
 #include "driver/eq.h"
-#include "driver/forwarded_eq.h"
 #include "driver/events.h"
 #include "driver/hca.h"
 #include "driver/pages.h"
@@ -162,35 +161,22 @@ Result<void> Device::Serve() {
   // CQs need an EQ to name: the function's completion EQ, on the shared UAR (as the kernel's
   // EQs sit on a UAR of the function, not of a process).
   ONCHIP_TRY(Bfreg* shared, uars_->Shared());
-  // It carries the async events too: one EQ, so one writer of the UAR page's EQ doorbell. An
-  // attached function's owner may instead forward this process's events from its own EQ, as
-  // the kernel does for user CQs (cmd/owner_channel.h): then this process creates no EQ.
-  const std::optional<cmd::EventForwarding> forwarded =
-      owner_ ? owner_->forwarded_events() : std::nullopt;
-  if (forwarded) {
-    ONCHIP_TRY(forwarded_eq_, ForwardedEq::Open(*bus_, *forwarded));
-  } else {
-    ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index,
-                                              kCompletionEventMask | kAsyncEventMask,
-                                              bus_->completion_vector()));
-  }
+  // It carries the async events too: one EQ, so one writer of the UAR page's EQ doorbell.
+  ONCHIP_TRY(comp_eq_, CompletionEq::Create(*commander_, *memory_, caps_, shared->uar_index,
+                                            kCompletionEventMask | kAsyncEventMask,
+                                            bus_->completion_vector()));
   const bool mkey_pcie_tph = caps_.cur(prm::CAP_GENERAL).get(prm::cmd_hca_cap::mkey_pcie_tph) != 0;
   // An attached function's ST table is its owner's (steering_tags.h).
   steering_tags_ = owner_ ? std::make_unique<SteeringTagTable>(*owner_, mkey_pcie_tph)
                           : std::make_unique<SteeringTagTable>(*bus_, bus_->tph(), mkey_pcie_tph);
   // The thread that consumes the EQ's completions and async events (events.h).
-  const int irq_fd = forwarded ? forwarded->fd : bus_->InterruptFd(bus_->completion_vector());
-  if (irq_fd >= 0) {
-    EventQueue* eq = forwarded ? static_cast<EventQueue*>(forwarded_eq_.get()) : comp_eq_.get();
-    ONCHIP_TRY(events_, EventThread::Start(*bus_, {eq}, irq_fd));
+  if (bus_->InterruptFd(bus_->completion_vector()) >= 0) {
+    ONCHIP_TRY(events_, EventThread::Start(*bus_, {comp_eq_.get()}));
   }
   return {};
 }
 
-uint32_t Device::comp_eqn() const {
-  if (forwarded_eq_) return forwarded_eq_->eqn();
-  return comp_eq_ ? comp_eq_->eqn() : 0;
-}
+uint32_t Device::comp_eqn() const { return comp_eq_ ? comp_eq_->eqn() : 0; }
 
 Device::~Device() {
   Close();

@@ -42,7 +42,6 @@ namespace onchip::driver {
 class CompletionEq;
 class Device;
 class EventThread;
-class ForwardedEq;
 struct Locator;
 class PageSupply;
 class Uars;
@@ -199,7 +198,6 @@ class Device : public std::enable_shared_from_this<Device> {
   GidTable gid_table_;
   std::unique_ptr<Uars> uars_;
   std::unique_ptr<CompletionEq> comp_eq_;
-  std::unique_ptr<ForwardedEq> forwarded_eq_;  // instead of comp_eq_ when the owner forwards
   std::unique_ptr<SteeringTagTable> steering_tags_;
   std::unique_ptr<EventThread> events_;  // after the EQs: it goes before them
   // The REG_UMR queue, made or replaced as needed; call with umr_mu_ held. EIO after Close.

@@ -12,6 +12,13 @@
 #include "uapi/prm/uar_page.h"
 
 namespace onchip::driver {
+namespace {
+
+// The EQE's owner byte (struct mlx5_eqe: byte 63, bit 0).
+constexpr std::size_t kEqeOwnerByte = 63;
+
+}  // namespace
+
 Result<std::unique_ptr<CompletionEq>> CompletionEq::Create(cmd::Commander& commander,
                                                            alloc::MemoryProvider& memory,
                                                            const Caps& caps, uint32_t uar_index,
@@ -46,7 +53,9 @@ Result<std::unique_ptr<CompletionEq>> CompletionEq::Create(cmd::Commander& comma
 
 const prm::pod::mlx5_eqe* CompletionEq::Next() const {
   const std::byte* at = ring_.host() + std::size_t{ci_ & (entries() - 1)} * kEqeBytes;
-  if (!SoftwareOwns(at, ci_, kLogEntries)) return nullptr;
+  const auto owner = std::atomic_ref<const std::byte>(at[kEqeOwnerByte]).load(std::memory_order_acquire);
+  // Software's iff the owner bit equals the consumer's pass parity.
+  if (((std::to_integer<uint32_t>(owner) ^ (ci_ >> kLogEntries)) & 1) != 0) return nullptr;
   return reinterpret_cast<const prm::pod::mlx5_eqe*>(at);
 }
 

@@ -22,13 +22,12 @@
 #include "driver/bus/dma_memory.h"
 #include "driver/caps.h"
 #include "driver/cmd/commander.h"
-#include "driver/event_queue.h"
 #include "uapi/prm/eqe.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
 
-class CompletionEq final : public EventQueue {
+class CompletionEq {
  public:
   // EQEs in the ring: room for the completion events of many CQs plus the spare entries the
   // kernel keeps (MLX5_NUM_SPARE_EQE), rounded up to a power of two.
@@ -47,19 +46,19 @@ class CompletionEq final : public EventQueue {
   CompletionEq(const CompletionEq&) = delete;
   CompletionEq& operator=(const CompletionEq&) = delete;
   // The ring is freed; the EQ must have been destroyed (or the device torn down) first.
-  ~CompletionEq() override = default;
+  ~CompletionEq() = default;
 
-  uint32_t eqn() const override { return eqn_; }
+  uint32_t eqn() const { return eqn_; }
   const std::byte* ring() const { return ring_.host(); }
   uint32_t entries() const { return uint32_t{1} << kLogEntries; }
 
   // The EQE at the consumer index when software owns it (the device wrote it on this pass over
   // the ring), read after its owner byte with acquire order; else null. One consumer thread.
-  const prm::pod::mlx5_eqe* Next() const override;
-  void Advance() override { ++ci_; }
+  const prm::pod::mlx5_eqe* Next() const;
+  void Advance() { ++ci_; }
   // The EQ doorbell: the consumer index, and with `arm` a request for the next interrupt
   // (UAR + 0x40; without arm UAR + 0x48). Then the bus is told to look.
-  void UpdateCi(bus::Bus& bus, bool arm) const override;
+  void UpdateCi(bus::Bus& bus, bool arm) const;
 
   // DESTROY_EQ. On failure the EQ stays (RES_BUSY while a CQ still names it).
   Result<void> Destroy(cmd::Commander& commander);

@@ -103,9 +103,9 @@ std::optional<ibv_event_type> PortEventOf(uint8_t sub_type) {
 }  // namespace
 
 Result<std::unique_ptr<EventThread>> EventThread::Start(bus::Bus& bus,
-                                                        std::vector<EventQueue*> eqs, int irq_fd) {
+                                                        std::vector<CompletionEq*> eqs) {
   std::unique_ptr<EventThread> t(new EventThread(bus, std::move(eqs)));
-  t->irq_fd_ = irq_fd;
+  t->irq_fd_ = bus.InterruptFd(bus.completion_vector());
   if (t->irq_fd_ < 0) return Fail(ENODEV, "event thread: the function gives this driver no interrupt vector");
   t->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (t->wake_fd_ < 0) return Fail(errno, "event thread: eventfd");
@@ -197,7 +197,7 @@ void EventThread::FunctionLost() {
 }
 
 void EventThread::Drain() {
-  for (EventQueue* eq : eqs_) {
+  for (CompletionEq* eq : eqs_) {
     while (const prm::pod::mlx5_eqe* eqe = eq->Next()) {
       {
         std::lock_guard lock(mu_);
@@ -217,13 +217,9 @@ void EventThread::Dispatch(const prm::pod::mlx5_eqe& eqe) {
     const AsyncEventDesc desc{element, static_cast<uint32_t>(type), 0};
     [[maybe_unused]] ssize_t n = write(sink->second, &desc, sizeof desc);
   };
-  auto forward = [&](std::optional<std::pair<EventQueueKind, uint32_t>> queue) {
-    if (forwarder_) forwarder_(queue, eqe);
-  };
   if (eqe.type == kComp) {
-    const uint32_t cqn = Be24At(eqe, kQueueNumberOffset);
-    auto it = cq_channels_.find(cqn);
-    if (it == cq_channels_.end()) return forward(std::pair{EventQueueKind::kCq, cqn});
+    auto it = cq_channels_.find(Be24At(eqe, kQueueNumberOffset));
+    if (it == cq_channels_.end()) return;
     auto channel = channels_.find(it->second.second);
     if (channel == channels_.end() || channel->second.fd < 0) return;
     const CompEventDesc desc{it->second.first};
@@ -231,10 +227,8 @@ void EventThread::Dispatch(const prm::pod::mlx5_eqe& eqe) {
     return;
   }
   if (eqe.type == kCqError) {
-    const std::pair key{EventQueueKind::kCq, Be24At(eqe, kCqErrorCqnOffset)};
-    auto it = queues_.find(key);
-    if (it == queues_.end()) return forward(key);
-    deliver_async(it->second.context, it->second.element, IBV_EVENT_CQ_ERR);
+    auto it = queues_.find({EventQueueKind::kCq, Be24At(eqe, kCqErrorCqnOffset)});
+    if (it != queues_.end()) deliver_async(it->second.context, it->second.element, IBV_EVENT_CQ_ERR);
     return;
   }
   if (eqe.type == kPortChange) {
@@ -242,20 +236,12 @@ void EventThread::Dispatch(const prm::pod::mlx5_eqe& eqe) {
     if (!type) return;
     const uint64_t port = std::to_integer<uint64_t>(eqe.data[kPortByteOffset]) >> 4;
     for (const auto& [context, fd] : async_sinks_) deliver_async(context, port, *type);
-    forward(std::nullopt);
     return;
   }
   auto event = QueueEventOf(eqe.type);
   if (!event) return;
-  const std::pair key{event->kind, Be24At(eqe, kQueueNumberOffset)};
-  auto it = queues_.find(key);
-  if (it == queues_.end()) return forward(key);
-  deliver_async(it->second.context, it->second.element, event->type);
-}
-
-void EventThread::SetForwarder(Forwarder forwarder) {
-  std::lock_guard lock(mu_);
-  forwarder_ = std::move(forwarder);
+  auto it = queues_.find({event->kind, Be24At(eqe, kQueueNumberOffset)});
+  if (it != queues_.end()) deliver_async(it->second.context, it->second.element, event->type);
 }
 
 Result<void> EventThread::AddChannel(const void* channel, const void* context, int write_fd) {

@@ -32,16 +32,14 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "driver/bus/bus.h"
-#include "driver/event_queue.h"
+#include "driver/eq.h"
 #include "uapi/result.h"
 
 namespace onchip::driver {
@@ -62,11 +60,10 @@ enum class EventQueueKind : uint8_t { kQp, kSrq, kCq };
 
 class EventThread {
  public:
-  // Starts the thread on `eqs` (they outlive it), woken by `irq_fd` (the bus's interrupt
-  // eventfd, or the one an owner signals when it forwards events; not owned), and arms them.
-  // ENODEV when `irq_fd` is negative; the errno of eventfd or thread creation otherwise.
-  static Result<std::unique_ptr<EventThread>> Start(bus::Bus& bus, std::vector<EventQueue*> eqs,
-                                                    int irq_fd);
+  // Starts the thread on `eqs` (they outlive it) and arms them. ENODEV when the bus offers no
+  // interrupt for vector 0; the errno of eventfd or thread creation otherwise.
+  static Result<std::unique_ptr<EventThread>> Start(bus::Bus& bus,
+                                                    std::vector<CompletionEq*> eqs);
   ~EventThread();
   EventThread(const EventThread&) = delete;
   EventThread& operator=(const EventThread&) = delete;
@@ -95,20 +92,11 @@ class EventThread {
   void UnwatchQueue(EventQueueKind kind, uint32_t number);
   // Port events go to every sink (each context sees its ports' changes).
 
-  // What becomes of an EQE whose queue nobody here watches: a function's owner forwards the
-  // events of its users' queues (tools/simd). `number` is the queue (kind, number) the event
-  // is about, nullopt for a port event, which concerns everyone. Called on the event thread,
-  // with the thread's lock held: it must not call back into this object. Set it before events
-  // flow (before any user creates a queue).
-  using Forwarder = std::function<void(std::optional<std::pair<EventQueueKind, uint32_t>> queue,
-                                       const prm::pod::mlx5_eqe& eqe)>;
-  void SetForwarder(Forwarder forwarder);
-
   // EQEs consumed so far (tests).
   uint64_t eqes() const;
 
  private:
-  EventThread(bus::Bus& bus, std::vector<EventQueue*> eqs) : bus_(bus), eqs_(std::move(eqs)) {}
+  EventThread(bus::Bus& bus, std::vector<CompletionEq*> eqs) : bus_(bus), eqs_(std::move(eqs)) {}
   void Run();
   void Drain();
   void Dispatch(const prm::pod::mlx5_eqe& eqe);  // with mu_ held
@@ -126,7 +114,7 @@ class EventThread {
   };
 
   bus::Bus& bus_;
-  std::vector<EventQueue*> eqs_;
+  std::vector<CompletionEq*> eqs_;
   int irq_fd_ = -1;   // the bus's; not owned
   int wake_fd_ = -1;  // owned
   std::thread thread_;
@@ -138,7 +126,6 @@ class EventThread {
   std::map<const void*, int> async_sinks_;
   std::map<std::pair<EventQueueKind, uint32_t>, Watched> queues_;
   uint64_t eqes_ = 0;
-  Forwarder forwarder_;  // under mu_
 };
 
 }  // namespace onchip::driver

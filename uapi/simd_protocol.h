@@ -14,11 +14,8 @@
 //                                              a driver maps BAR0: its own UAR and MEMIC pages,
 //                                              its own sleep word; tools/simd/client_window.h),
 //                                              the clock page (read-only, over the window at
-//                                              clock_page_offset), the eventfd the daemon
-//                                              signals when it forwards the client's events
-//                                              (its CQs name the daemon's completion_eqn), the
-//                                              eventfd of the client's own interrupt vector
-//                                              for EQs it creates (none when all are taken)
+//                                              clock_page_offset), the eventfd of the client's
+//                                              own interrupt vector (none when all are taken)
 //   client -> kCommand (CommandRequest + input bytes)
 //                                              daemon -> kCommand (CommandReply + output bytes)
 //   client -> kMapDma (MapDmaRequest) + 0 or 1 fd        daemon -> kMapDma (status only)
@@ -45,7 +42,7 @@ namespace onchip::simd {
 static_assert(std::endian::native == std::endian::little, "the protocol is little-endian");
 
 inline constexpr uint32_t kMagic = 0x4453434f;  // "OCSD"
-inline constexpr uint16_t kVersion = 4;  // 4: events forwarded from the daemon's EQ
+inline constexpr uint16_t kVersion = 3;  // 3: a window of the client's own instead of BAR0
 // The largest payload either side accepts: a command input of a few thousand MTT entries, or
 // the status text.
 inline constexpr uint32_t kMaxPayload = 4u << 20;
@@ -87,7 +84,7 @@ struct HelloReply {
   // kSteeringTag instead, as mlx5_ib's users take them from mlx5_core (mlx5_st_alloc_index).
   uint16_t tph_st_table_size = 0;
   uint16_t uid = 0;                // the owner tag the daemon stamps on this client's commands
-  uint16_t interrupt_vectors = 0;  // vector eventfds after the events eventfd: 1, or 0
+  uint16_t interrupt_vectors = 0;  // eventfds after the window and the clock page: 1, or 0
   uint16_t functions = 0;          // how many functions the daemon serves
   uint32_t client_id = 0;
   // The MSI-X vector that eventfd signals: the client's own, as the kernel gives each devx user
@@ -95,15 +92,8 @@ struct HelloReply {
   uint16_t interrupt_vector = 0;
   uint16_t reserved = 0;
   uint64_t clock_page_offset = 0;  // where the clock page goes over the window (4 KiB aligned)
-  // The forwarded events (driver/cmd/owner_channel.h EventForwarding): the daemon's EQ the
-  // client's CQs name, and the ring of 2^event_ring_log EQEs and the consumer's count in the
-  // window.
-  uint32_t completion_eqn = 0;
-  uint32_t event_ring_log = 0;
-  uint64_t event_ring_offset = 0;
-  uint64_t event_ci_offset = 0;
 };
-static_assert(sizeof(HelloReply) == 80);
+static_assert(sizeof(HelloReply) == 56);
 
 struct CommandRequest {
   uint32_t out_length = 0;  // bytes of output the client expects (>= 16)

@@ -23,23 +23,9 @@ struct MkeyUpdate {
   std::optional<unsigned> access;  // IBV_ACCESS_*: local write, remote read/write, atomic
 };
 
-// Where the owner forwards the events of this process's queues from the EQ they report to (an
-// EQ of the owner's, as user CQs report to the kernel's completion EQs): a ring of 2^log_entries
-// EQEs at BAR0 offset `ring_offset` of this process's BAR0 view, the consumer's count of EQEs
-// taken as a 32-bit word at `ci_offset`, and an eventfd the owner signals after it forwards.
-struct EventForwarding {
-  uint32_t eqn = 0;  // the owner's EQ: what this process's CQs name (cqc.c_eqn)
-  uint32_t log_entries = 0;
-  uint64_t ring_offset = 0;
-  uint64_t ci_offset = 0;
-  int fd = -1;  // the channel's to keep
-};
-
 class OwnerChannel {
  public:
   virtual ~OwnerChannel() = default;
-  // Where the owner forwards this process's events, or nullopt (it creates its own EQ).
-  virtual std::optional<EventForwarding> forwarded_events() const { return std::nullopt; }
   // Changes the MR whose full key (index << 8 | variant) is `mkey`. EPERM when the key or the
   // PD is not this process's, EIO when the device refused the UMR. Safe from any thread.
   virtual Result<void> UpdateMkey(uint32_t mkey, const MkeyUpdate& update) = 0;

@@ -30,8 +30,6 @@ uint16_t Opcode(std::span<const std::byte> in) {
 
 Result<std::unique_ptr<ClientWindow>> ClientWindow::Create(sim::Device& device, MemicPages& memic,
                                                            uint32_t client) {
-  if (device.layout().uar_start < kEventCiOffset + kPage)
-    return Fail(EINVAL, "simd: the function's UAR pages start below the window's event pages");
   const int fd = memfd_create("onchip-simd-client-bar0", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return Fail(errno, "simd: memfd_create (client window)");
   const uint64_t size = device.bar().size();

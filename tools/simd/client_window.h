@@ -12,8 +12,6 @@
 //     (vpci::Function::bar0_read_only_page), so the internal timer and the health word tick;
 //   - the page of vpci::kEngineSleepWordOffset holds the client's own sleep word, which the
 //     device stores and waits on beside its own (sim::Device::AddSleepWord);
-//   - the pages at kEventRingOffset and kEventCiOffset hold the events the daemon forwards and
-//     the client's count of those it took (client_events.h);
 //   - the UAR pages ALLOC_UAR gives the client, and the MEMIC pages its allocations lie in
 //     (memic_pages.h), are the device's view too: the daemon backs the device's mapping of those
 //     BAR0 pages with this file's pages (sim::Bar0::BackPages) until the client frees them or
@@ -35,10 +33,6 @@ namespace onchip::simd {
 
 class ClientWindow {
  public:
-  // Pages of the window below the first UAR page that the device never sees.
-  static constexpr uint64_t kEventRingOffset = 0x6000;
-  static constexpr uint64_t kEventCiOffset = 0x7000;
-
   // The window of client `client` on `device`, whose MEMIC pages `memic` keeps.
   static Result<std::unique_ptr<ClientWindow>> Create(sim::Device& device, MemicPages& memic,
                                                       uint32_t client);

@@ -71,25 +71,17 @@ void OwnedObjects::Forget(ObjectKind kind, uint64_t id) {
   if (it != objects_.end()) objects_.erase(it);
 }
 
-std::optional<OwnedObjects::Change> OwnedObjects::Note(std::span<const std::byte> in,
-                                                      std::span<const std::byte> out) {
-  if (in.size() < 16 || out.size() < 16) return std::nullopt;
+void OwnedObjects::Note(std::span<const std::byte> in, std::span<const std::byte> out) {
+  if (in.size() < 16 || out.size() < 16) return;
   const uint16_t opcode = OpcodeOf(in);
   if (const prm::ObjectKindRow* row = prm::CreatedBy(opcode)) {
     const std::optional<uint64_t> id = prm::GetAt(out, row->created);
     const std::optional<uint64_t> carried =
         row->carried_in.present() ? prm::GetAt(in, row->carried_in) : uint64_t{0};
-    if (!id || !carried) return std::nullopt;
-    objects_.push_back(Object{row->kind, *id, *carried});
-    return Change{row->kind, *id, true};
+    if (id && carried) objects_.push_back(Object{row->kind, *id, *carried});
+  } else if (const prm::ObjectKindRow* gone = prm::DestroyedBy(opcode)) {
+    if (const std::optional<uint64_t> id = prm::GetAt(in, gone->destroyed)) Forget(gone->kind, *id);
   }
-  if (const prm::ObjectKindRow* gone = prm::DestroyedBy(opcode)) {
-    const std::optional<uint64_t> id = prm::GetAt(in, gone->destroyed);
-    if (!id) return std::nullopt;
-    Forget(gone->kind, *id);
-    return Change{gone->kind, *id, false};
-  }
-  return std::nullopt;
 }
 
 std::vector<std::vector<std::byte>> OwnedObjects::ReleaseCommands() const {

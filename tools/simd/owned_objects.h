@@ -15,7 +15,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,14 +39,8 @@ class OwnedObjects {
   // DEALLOC_MEMIC, or a CREATE_MKEY of MEMIC access mode, naming device memory the client did
   // not allocate (MEMIC carries no uid, so the daemon keeps its owner, as the kernel does).
   const char* Refusal(std::span<const std::byte> in) const;
-  // After `in` succeeded with output `out`: records a creation or forgets a destruction, and
-  // says which (nullopt: the command neither creates nor destroys an object).
-  struct Change {
-    ObjectKind kind;
-    uint64_t id;
-    bool created;
-  };
-  std::optional<Change> Note(std::span<const std::byte> in, std::span<const std::byte> out);
+  // After `in` succeeded with output `out`: records a creation or forgets a destruction.
+  void Note(std::span<const std::byte> in, std::span<const std::byte> out);
 
   // The commands that release everything left, in order (inputs without uid; stamp it). Each
   // wants a 16-byte output.

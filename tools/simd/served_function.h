@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "driver/device.h"
-#include "tools/simd/event_routes.h"
 #include "tools/simd/memic_pages.h"
 #include "tools/sim/device.h"
 
@@ -23,8 +22,6 @@ struct ServedFunction {
   std::shared_ptr<driver::Device> driver;  // opened on `device` (Locator::Of); closed before it goes
   // Which client each page of the MEMIC window belongs to (its clients' windows back them).
   std::unique_ptr<MemicPages> memic_pages;
-  // Which client each CQ, QP and SRQ belongs to: the driver's event thread forwards their events.
-  std::unique_ptr<EventRoutes> event_routes;
 
   // Interrupt vectors for clients, as the kernel gives each devx user its own: vector 0 is the
   // daemon's driver's, each client takes the lowest free other one, and gives it back when it

@@ -106,12 +106,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     f->memic_pages = std::make_unique<MemicPages>(f->device->layout().memic_start,
                                                   f->device->layout().memic_size);
     ONCHIP_TRY(f->driver, driver::Open(driver::Locator::Of(*f->device)));
-    // Clients' queues report to the driver's EQ; their events go on to their owners.
-    f->event_routes = std::make_unique<EventRoutes>();
-    if (driver::EventThread* events = f->driver->events())
-      events->SetForwarder([routes = f->event_routes.get()](auto queue, const auto& eqe) {
-        routes->Forward(queue, eqe);
-      });
     s->functions_.push_back(std::move(f));
   }
   if (pipe2(s->stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return Fail(errno, "simd: pipe");

@@ -166,8 +166,6 @@ Result<void> Session::Hello(const Frame& frame) {
   ServedFunction& f = *functions_[req->function];
   auto window = ClientWindow::Create(*f.device, *f.memic_pages, id_);
   if (!window) return Refuse(MessageType::kHello, window.error().errno_value(), window.error().what());
-  auto events = ClientEvents::Create((*window)->fd());
-  if (!events) return Refuse(MessageType::kHello, events.error().errno_value(), events.error().what());
   HelloReply reply;
   reply.bar0_size = (*window)->size();
   reply.iova_base = IovaBase(id_);
@@ -176,11 +174,7 @@ Result<void> Session::Hello(const Frame& frame) {
   reply.functions = static_cast<uint16_t>(functions_.size());
   reply.client_id = id_;
   reply.clock_page_offset = sim::Bar0::kClockPageOffset;
-  reply.completion_eqn = f.driver->comp_eqn();
-  reply.event_ring_log = ClientEvents::kLogEntries;
-  reply.event_ring_offset = ClientWindow::kEventRingOffset;
-  reply.event_ci_offset = ClientWindow::kEventCiOffset;
-  std::vector<int> fds = {(*window)->fd(), f.device->bar().clock_fd(), (*events)->fd()};
+  std::vector<int> fds = {(*window)->fd(), f.device->bar().clock_fd()};
   // Its own interrupt vector, if one is free: only that eventfd goes to the client.
   const std::optional<uint16_t> vector = f.TakeVector();
   if (vector && f.device->InterruptFd(*vector) >= 0) {
@@ -189,13 +183,11 @@ Result<void> Session::Hello(const Frame& frame) {
   } else if (vector) {
     f.GiveBackVector(*vector);
   }
-  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 3);
-  f.event_routes->AddClient(events->get());
+  reply.interrupt_vectors = static_cast<uint16_t>(fds.size() - 2);
   {
     std::lock_guard lock(mu_);
     function_ = &f;
     window_ = std::move(*window);
-    events_ = std::move(*events);
     vector_ = reply.interrupt_vectors ? std::optional<uint16_t>(reply.interrupt_vector) : std::nullopt;
   }
   return Reply(MessageType::kHello, 0, AsBytes(reply), {}, fds);
@@ -248,10 +240,7 @@ Result<void> Session::Command(const Frame& frame) {
   if (!done && !done.error().from_firmware()) return refuse(done.error().errno_value());
   if (done) {
     std::lock_guard lock(mu_);
-    if (const auto change = owned_.Note(in, out)) {
-      if (change->created) function_->event_routes->Created(change->kind, change->id, events_.get());
-      else function_->event_routes->Destroyed(change->kind, change->id);
-    }
+    owned_.Note(in, out);
     window_->AfterCommand(in, out);
   }
   return Reply(MessageType::kCommand, 0, AsBytes(head), out);
@@ -412,8 +401,6 @@ Result<void> Session::UnmapDma(const Frame& frame) {
 
 void Session::Release() {
   if (function_ == nullptr) return;
-  // No event reaches the client from here on (its queues go below).
-  function_->event_routes->RemoveClient(events_.get());
   std::vector<std::vector<std::byte>> cmds;
   {
     std::lock_guard lock(mu_);
@@ -445,7 +432,6 @@ void Session::Release() {
     vector_.reset();
   }
   window_.reset();  // after the objects on its pages went
-  events_.reset();
   {
     // Its DMA handles' references (the mkeys that named them went above).
     std::lock_guard lock(mu_);

@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "driver/bus/simd/frame_io.h"
-#include "tools/simd/client_events.h"
 #include "tools/simd/client_window.h"
 #include "tools/simd/owned_objects.h"
 #include "tools/simd/quota.h"
@@ -106,8 +105,6 @@ class Session {
   OwnedObjects owned_;
   // Its view of BAR0 (client_window.h), from the hello until Release.
   std::unique_ptr<ClientWindow> window_;
-  // The events of its queues, forwarded from the function's EQ (client_events.h); after window_.
-  std::unique_ptr<ClientEvents> events_;
   // The client's address space as its hello handed it over (its /proc/self/mem and maps), for
   // memory without an fd; null when it gave none.
   std::shared_ptr<const sim::ProcessFile> memory_;

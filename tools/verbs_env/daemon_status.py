@@ -9,7 +9,7 @@ import struct
 # uapi/simd_protocol.h: the frame header (magic, version, type, length, status, reserved).
 HEADER = struct.Struct("<IHHIIQ")
 MAGIC = 0x4453434F
-VERSION = 4
+VERSION = 3
 STATUS = 5
 
 

@@ -247,14 +247,7 @@ class SimdCommander final : public cmd::Commander {
 // The daemon's services beyond commands: it owns the function's REG_UMR QP.
 class SimdOwner final : public cmd::OwnerChannel {
  public:
-  // `events`: where the daemon forwards this client's events; its fd is the owner's to close.
-  SimdOwner(std::shared_ptr<Connection> conn, cmd::EventForwarding events)
-      : conn_(std::move(conn)), events_(events) {}
-  ~SimdOwner() override { close(events_.fd); }
-  SimdOwner(const SimdOwner&) = delete;
-  SimdOwner& operator=(const SimdOwner&) = delete;
-
-  std::optional<cmd::EventForwarding> forwarded_events() const override { return events_; }
+  explicit SimdOwner(std::shared_ptr<Connection> conn) : conn_(std::move(conn)) {}
 
   Result<void> UpdateMkey(uint32_t mkey, const cmd::MkeyUpdate& update) override {
     UpdateMkeyRequest req{.mkey = mkey, .fields = 0, .pdn = update.pdn.value_or(0),
@@ -283,7 +276,6 @@ class SimdOwner final : public cmd::OwnerChannel {
 
  private:
   std::shared_ptr<Connection> conn_;
-  const cmd::EventForwarding events_;
 };
 
 }  // namespace
@@ -314,24 +306,20 @@ Result<Attachment> Attach(std::string_view address) {
   ONCHIP_TRY(Frame reply, std::move(reply_or));
   ONCHIP_CHECK(CheckReply(reply, "hello to the device daemon"));
   ONCHIP_TRY(const HelloReply h, onchip::simd::ReadStruct<HelloReply>(reply.payload));
-  if (reply.fds.size() != 3u + h.interrupt_vectors || h.interrupt_vectors > 1 ||
+  if (reply.fds.size() != 2u + h.interrupt_vectors || h.interrupt_vectors > 1 ||
       h.bar0_size < SimdFunction::kSleepPageOffset + SimdFunction::kSleepPageSize ||
       h.clock_page_offset % SimdFunction::kSleepPageSize != 0 || h.clock_page_offset >= h.bar0_size)
-    return Fail(EPROTO, "simd: hello reply without a BAR0 window, a clock page and event fds");
+    return Fail(EPROTO, "simd: hello reply without a BAR0 window, a clock page and interrupt fds");
   const int window_fd = reply.TakeFd(0);
   const vpci::ReadOnlyPage clock{.fd = reply.TakeFd(1), .bar_offset = h.clock_page_offset};
-  const cmd::EventForwarding events{.eqn = h.completion_eqn, .log_entries = h.event_ring_log,
-                                    .ring_offset = h.event_ring_offset,
-                                    .ci_offset = h.event_ci_offset, .fd = reply.TakeFd(2)};
   std::vector<int> interrupts;
-  for (std::size_t i = 0; i < h.interrupt_vectors; ++i) interrupts.push_back(reply.TakeFd(3 + i));
+  for (std::size_t i = 0; i < h.interrupt_vectors; ++i) interrupts.push_back(reply.TakeFd(2 + i));
   void* sleep_page = mmap(nullptr, SimdFunction::kSleepPageSize, PROT_READ | PROT_WRITE, MAP_SHARED,
                           window_fd, SimdFunction::kSleepPageOffset);
   if (sleep_page == MAP_FAILED) {
     const int err = errno;
     close(window_fd);
     close(clock.fd);
-    close(events.fd);
     for (int fd : interrupts) close(fd);
     return Fail(err, "simd: map the window's sleep word");
   }
@@ -344,7 +332,7 @@ Result<Attachment> Attach(std::string_view address) {
                                               static_cast<std::byte*>(sleep_page),
                                               std::move(interrupts), h.interrupt_vector, tph);
   a.commander = std::make_unique<SimdCommander>(conn);
-  a.owner = std::make_unique<SimdOwner>(conn, events);
+  a.owner = std::make_unique<SimdOwner>(conn);
   a.connection = conn;
   a.iova_base = h.iova_base;
   a.client_id = h.client_id;
