@@ -22,16 +22,17 @@ Result<std::byte*> MapBar0(const vpci::Function& function) {
   void* p = mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar.fd, 0);
   if (p == MAP_FAILED) return Fail(errno, "sim bus: mmap BAR0");
   auto* base = static_cast<std::byte*>(p);
-  if (const auto ro = function.bar0_read_only_page()) {
-    if (ro->bar_offset % kPageSize != 0 || ro->bar_offset >= bar.size ||
-        mmap(base + ro->bar_offset, kPageSize, PROT_READ, MAP_SHARED | MAP_FIXED, ro->fd, 0) ==
-            MAP_FAILED) {
-      const int e = ro->bar_offset % kPageSize != 0 || ro->bar_offset >= bar.size ? EINVAL : errno;
-      munmap(base, bar.size);
-      return Fail(e, "sim bus: map BAR0's read-only page");
-    }
+  const auto ro = function.bar0_read_only_page();
+  if (!ro) return base;
+  int e = EINVAL;
+  if (ro->bar_offset % kPageSize == 0 && ro->bar_offset < bar.size) {
+    if (mmap(base + ro->bar_offset, kPageSize, PROT_READ, MAP_SHARED | MAP_FIXED, ro->fd, 0) !=
+        MAP_FAILED)
+      return base;
+    e = errno;
   }
-  return base;
+  munmap(base, bar.size);
+  return Fail(e, "sim bus: map BAR0's read-only page");
 }
 
 }  // namespace
